@@ -1,0 +1,56 @@
+"""Authentication, gating and the request rate, in the order of decisions §1:
+401 -> client disabled -> workspace status -> 429."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, ContextManager
+
+import falcon
+
+from domain.access import refusal
+from domain.credentials import KEY_PATTERN, sha256_hex
+from domain.clock import Clock
+from projections import request_rate
+
+from .errors import INVALID_KEY, MISSING_KEY, ApiError
+
+_CALLER = """
+SELECT c.id, c.workspace_id, c.brand, c.rate_limit, c.enabled, w.status
+FROM clients c JOIN workspaces w ON w.id = c.workspace_id WHERE c.key_hash = %s
+"""
+
+
+@dataclass(frozen=True)
+class Caller:
+    client_id: str
+    workspace_id: str
+    brand: str
+    workspace_status: str
+
+
+class Authentication:
+    def __init__(self, connection: Callable[[], ContextManager[Any]], clock: Clock, *, rate_limit: bool = True):
+        self.connection = connection
+        self.clock = clock
+        self.rate_limit = rate_limit  # off only in the overhead benchmark's baseline
+
+    def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: Any, params: dict) -> None:
+        if resource is None or not hasattr(resource, f"on_{req.method.lower()}"):
+            return  # 404 and 405 are answered without a key
+        key = req.get_header("x-api-key")
+        if not key:
+            raise ApiError("unauthorized", MISSING_KEY)
+        if not KEY_PATTERN.match(key):
+            raise ApiError("unauthorized", INVALID_KEY)
+        with self.connection() as conn:
+            row = conn.execute(_CALLER, (sha256_hex(key),), prepare=True).fetchone()
+            if row is None:
+                raise ApiError("unauthorized", INVALID_KEY)
+            code = refusal(row["enabled"], row["status"], req.method)
+            if code:
+                raise ApiError(code)
+            wait = request_rate.take(conn, row["id"], row["rate_limit"], self.clock.now()) if self.rate_limit else None
+        if wait is not None:
+            raise ApiError("rate_limited", f"Request rate of {row['rate_limit']}/s exceeded; retry in {wait} s.",
+                           headers={"Retry-After": str(wait)})
+        req.context.caller = Caller(row["id"], row["workspace_id"], row["brand"], row["status"])

@@ -1,0 +1,31 @@
+"""Reading a POST body: JSON, `content-type: application/json`, an object (decisions §1)."""
+from __future__ import annotations
+
+from typing import Any
+
+import falcon
+import orjson
+
+from .errors import ApiError, detail
+
+MAX_BODY_BYTES = 64 * 1024
+
+
+def json_object(req: falcon.Request) -> dict[str, Any]:
+    content_type = (req.content_type or "").split(";")[0].strip().lower()
+    if content_type != "application/json":
+        raise ApiError("invalid_request", "content-type must be application/json.",
+                       details=[detail([], "content-type must be application/json", "invalid_content_type")])
+    raw = req.bounded_stream.read(MAX_BODY_BYTES + 1)
+    if len(raw) > MAX_BODY_BYTES:
+        raise ApiError("invalid_request", "The body is too large.",
+                       details=[detail([], f"at most {MAX_BODY_BYTES} bytes", "too_large")])
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as error:
+        raise ApiError("invalid_request", "The body is not valid JSON.",
+                       details=[detail([], f"invalid JSON: {error}", "invalid_json")]) from None
+    if not isinstance(value, dict):
+        raise ApiError("invalid_request", "The body must be a JSON object.",
+                       details=[detail([], "expected a JSON object", "invalid_type")])
+    return value

@@ -1,0 +1,30 @@
+"""The endpoints of interface §Endpoints: parse, call one use case or read model, render."""
+from __future__ import annotations
+
+from typing import Any, Callable, ContextManager
+
+import falcon
+
+from projections import counters
+
+_WORKSPACE = "SELECT status, balance, rates, types FROM workspaces WHERE id = %s"
+
+
+class Balance:
+    """GET /v1/sms/balance (decisions §1 Balance)."""
+
+    def __init__(self, connection: Callable[[], ContextManager[Any]]):
+        self.connection = connection
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        caller = req.context.caller
+        with self.connection() as conn:
+            workspace = conn.execute(_WORKSPACE, (caller.workspace_id,), prepare=True).fetchone()
+            client_counters = counters.for_client(conn, caller.client_id)
+        resp.media = {
+            "workspaceStatus": workspace["status"],
+            "balance": {"amount": workspace["balance"], "currency": "NPR"},
+            "rates": workspace["rates"],
+            "allowedTypes": workspace["types"],
+            "counters": client_counters,
+        }

@@ -1,0 +1,173 @@
+"""The operator use cases, as one eventsourcing Application over one log.
+
+Storage is chosen by the environment given to the constructor; the clock, the sealer for
+webhook secrets and the inline read-model writer are passed in (no globals, no psycopg here).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Protocol
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.persistence import IntegrityError
+
+from .audit import ACTIONS, audit_line
+from .clock import Clock, iso
+from .client import (DEFAULT_GRACE_HOURS, DEFAULT_RATE_LIMIT, Client, check_brand,
+                     check_rate_limit, check_webhook_url)
+from .credentials import new_api_key, new_webhook_secret, sha256_hex, shown_prefix
+from .errors import InvalidInput, NotFound
+from .sim import SMS_SWITCH_ID, Sim, SmsSwitch, check_sim_name
+from .types import MESSAGE_TYPES, default_rates
+from .workspace import Workspace
+
+
+class Sealer(Protocol):
+    def seal(self, plaintext: str) -> str: ...
+    def open(self, sealed: str) -> str: ...
+
+
+InlineWriter = Callable[[list[Any]], Callable[[Any], None]]
+
+
+class Sandesh(Application[str]):
+    name = "Sandesh"
+
+    def __init__(self, env: dict[str, str], *, clock: Clock, sealer: Sealer, inline: InlineWriter | None = None):
+        super().__init__(env)
+        self.clock = clock
+        self.sealer = sealer
+        self.inline = inline
+
+    def _record(self, processing_event: Any) -> Any:
+        if self.inline is not None:
+            processing_event.saved_kwargs["inline"] = self.inline(processing_event.events)
+        return super()._record(processing_event)
+
+    def _get(self, aggregate_id: str, kind: type, label: str) -> Any:
+        try:
+            aggregate = self.repository.get(aggregate_id)
+        except AggregateNotFoundError:
+            raise NotFound(f"no {label} {aggregate_id!r}") from None
+        if not isinstance(aggregate, kind):
+            raise NotFound(f"no {label} {aggregate_id!r}")
+        return aggregate
+
+    def _change(self, aggregate_id: str, kind: type, label: str, command: str, **kwargs: Any) -> Any:
+        aggregate = self._get(aggregate_id, kind, label)
+        getattr(aggregate, command)(at=self.clock.now(), **kwargs)
+        self.save(aggregate)
+        return aggregate
+
+    # Workspaces
+    def create_workspace(self, name: str, types: list[str] | None, rates: dict[str, int], actor: str) -> Workspace:
+        if not name.strip():
+            raise InvalidInput("workspace name must not be empty")
+        workspace = Workspace(
+            name=name.strip(), types=types or list(MESSAGE_TYPES), rates={**default_rates(), **rates},
+            actor=actor, at=self.clock.now(),
+        )
+        self.save(workspace)
+        return workspace
+
+    def change_workspace(self, workspace_id: str, command: str, actor: str, **kwargs: Any) -> Workspace:
+        return self._change(workspace_id, Workspace, "workspace", command, actor=actor, **kwargs)
+
+    # API clients
+    def create_client(
+        self, workspace_id: str, brand: str, webhook_url: str | None, rate_limit: int | None, actor: str
+    ) -> tuple[Client, str, str]:
+        self._get(workspace_id, Workspace, "workspace")
+        key, secret = new_api_key(), new_webhook_secret()
+        client = Client(
+            workspace_id=workspace_id, brand=check_brand(brand), webhook_url=check_webhook_url(webhook_url),
+            rate_limit=check_rate_limit(rate_limit or DEFAULT_RATE_LIMIT),
+            key_hash=sha256_hex(key), key_prefix=shown_prefix(key),
+            secret_sealed=self.sealer.seal(secret), secret_hash=sha256_hex(secret),
+            actor=actor, at=self.clock.now(),
+        )
+        self.save(client)
+        return client, key, secret
+
+    def rotate_key(self, client_id: str, actor: str) -> tuple[Client, str]:
+        key = new_api_key()
+        client = self._change(client_id, Client, "client", "rotate_key",
+                              key_hash=sha256_hex(key), key_prefix=shown_prefix(key), actor=actor)
+        return client, key
+
+    def rotate_secret(self, client_id: str, grace_hours: float | None, actor: str) -> tuple[Client, str]:
+        secret = new_webhook_secret()
+        grace = DEFAULT_GRACE_HOURS if grace_hours is None else grace_hours
+        client = self._change(client_id, Client, "client", "rotate_secret", sealed=self.sealer.seal(secret),
+                              secret_hash=sha256_hex(secret), grace_hours=grace, actor=actor)
+        return client, secret
+
+    def change_client(self, client_id: str, command: str, actor: str) -> Client:
+        return self._change(client_id, Client, "client", command, actor=actor)
+
+    def update_client(self, client_id: str, brand: str | None, webhook_url: str | None,
+                      rate_limit: int | None, actor: str) -> Client:
+        changes: dict[str, object] = {}
+        if brand is not None:
+            changes["brand"] = check_brand(brand)
+        if webhook_url is not None:
+            changes["webhook_url"] = check_webhook_url(webhook_url)
+        if rate_limit is not None:
+            changes["rate_limit"] = check_rate_limit(rate_limit)
+        return self._change(client_id, Client, "client", "update", changes=changes, actor=actor)
+
+    # SIMs and the SMS switch
+    def add_sim(self, name: str, port: str, baud: int, host: str | None, actor: str) -> Sim:
+        if not port.strip():
+            raise InvalidInput("--port must name a serial device or pyserial URL")
+        sim = Sim(name=check_sim_name(name), port=port.strip(), baud=baud, host=host, actor=actor, at=self.clock.now())
+        try:
+            self.save(sim)
+        except IntegrityError:
+            raise InvalidInput(f"a SIM named {name!r} exists already") from None
+        return sim
+
+    def change_sim(self, sim_id: str, command: str, actor: str) -> Sim:
+        return self._change(sim_id, Sim, "SIM", command, actor=actor)
+
+    def set_sms_switch(self, on: bool, reason: str | None, actor: str) -> SmsSwitch:
+        try:
+            switch = self.repository.get(SMS_SWITCH_ID)
+        except AggregateNotFoundError:
+            switch = SmsSwitch()
+        if on:
+            switch.enable(actor=actor, at=self.clock.now())
+        else:
+            switch.disable(reason=reason, actor=actor, at=self.clock.now())
+        self.save(switch)
+        return switch
+
+    # The audit trail
+    def operator_events(self) -> Iterator[Any]:
+        from eventsourcing.utils import get_topic
+
+        topics = [get_topic(cls) for cls in ACTIONS]
+        start = 1
+        while True:
+            page = self.recorder.select_notifications(start=start, limit=500, topics=topics)
+            for notification in page:
+                yield self.mapper.to_domain_event(notification)
+            if len(page) < 500:
+                return
+            start = page[-1].id + 1
+
+    def audit(self, workspace_id: str | None = None, client_id: str | None = None,
+              since: float | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        workspace_of_client: dict[str, str] = {}
+        lines = []
+        for event in self.operator_events():
+            if isinstance(event, Client.Created):
+                workspace_of_client[event.originator_id] = event.workspace_id
+            line = audit_line(event, workspace_of_client)
+            if workspace_id and line["workspaceId"] != workspace_id:
+                continue
+            if client_id and line["clientId"] != client_id:
+                continue
+            if since is not None and line["at"] < since:
+                continue
+            lines.append({**line, "at": iso(line["at"])})
+        return lines[-limit:] if limit else lines

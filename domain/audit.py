@@ -1,0 +1,53 @@
+"""The audit trail: which events are operator changes, and how each reads (decisions §5)."""
+from __future__ import annotations
+
+from typing import Any
+
+from .client import Client
+from .sim import Sim, SmsSwitch
+from .workspace import Workspace
+
+ACTIONS: dict[type, str] = {
+    Workspace.Created: "workspace.created",
+    Workspace.Activated: "workspace.activated",
+    Workspace.Suspended: "workspace.suspended",
+    Workspace.Reinstated: "workspace.reinstated",
+    Workspace.Credited: "workspace.credited",
+    Workspace.RatesSet: "workspace.rates_set",
+    Workspace.TypesSet: "workspace.types_set",
+    Client.Created: "client.created",
+    Client.KeyRotated: "client.key_rotated",
+    Client.SecretRotated: "client.secret_rotated",
+    Client.Disabled: "client.disabled",
+    Client.Enabled: "client.enabled",
+    Client.Updated: "client.updated",
+    Sim.Added: "sim.added",
+    Sim.Disabled: "sim.disabled",
+    Sim.Enabled: "sim.enabled",
+    SmsSwitch.Disabled: "sms.disabled",
+    SmsSwitch.Enabled: "sms.enabled",
+}
+
+# Never shown in `details`: no key or secret, not even sealed or hashed (decisions §5).
+HIDDEN = {"actor", "at", "timestamp", "originator_id", "originator_version",
+          "key_hash", "secret_sealed", "secret_hash", "workspace_id", "originator_topic"}
+
+
+def audit_line(event: Any, workspace_of_client: dict[str, str]) -> dict[str, Any]:
+    """One line of `sandesh audit` for an operator event."""
+    state = vars(event)
+    kind = ACTIONS[type(event)]
+    subject = event.originator_id
+    workspace_id = client_id = sim_id = None
+    if kind.startswith("workspace."):
+        workspace_id = subject
+    elif kind.startswith("client."):
+        client_id = subject
+        workspace_id = state.get("workspace_id") or workspace_of_client.get(subject)
+    elif kind.startswith("sim."):
+        sim_id = subject
+    details = {k: v for k, v in state.items() if k not in HIDDEN}
+    return {
+        "at": state["at"], "actor": state["actor"], "action": kind,
+        "workspaceId": workspace_id, "clientId": client_id, "simId": sim_id, "details": details,
+    }

@@ -1,0 +1,114 @@
+"""API client: key, brand, webhook URL and secret, request rate, enabled (interface §API client).
+
+Only the key's SHA-256 and short prefix are kept. The webhook secret is kept sealed
+(encrypted with the server key) because it must sign, plus its SHA-256 (decisions §2).
+"""
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from eventsourcing.domain import event
+
+from .aggregate import Aggregate
+
+from .credentials import new_id
+from .errors import InvalidInput, InvalidTransition
+
+DEFAULT_RATE_LIMIT = 20
+MAX_GRACE_HOURS = 168
+DEFAULT_GRACE_HOURS = 24
+
+
+def check_webhook_url(url: str | None) -> str | None:
+    if url is None or url == "":
+        return None
+    parts = urlsplit(url)
+    if parts.scheme != "https" or not parts.hostname:
+        raise InvalidInput("webhook URL must begin with https:// and name a host")
+    return url
+
+
+def check_rate_limit(rate: int) -> int:
+    if rate < 1:
+        raise InvalidInput("request rate must be a whole number of requests per second, at least 1")
+    return rate
+
+
+def check_brand(brand: str) -> str:
+    brand = brand.strip()
+    if not 1 <= len(brand) <= 64:
+        raise InvalidInput("brand name must be 1 to 64 characters")
+    return brand
+
+
+class Client(Aggregate):
+    @staticmethod
+    def create_id(**_: object) -> str:
+        return new_id("cl")
+
+    @event("Created")
+    def __init__(
+        self, workspace_id: str, brand: str, webhook_url: str | None, rate_limit: int,
+        key_hash: str, key_prefix: str, secret_sealed: str, secret_hash: str, actor: str, at: float,
+    ):
+        self.workspace_id = workspace_id
+        self.brand = brand
+        self.webhook_url = webhook_url
+        self.rate_limit = rate_limit
+        self.key_hash = key_hash
+        self.key_prefix = key_prefix
+        self.secret_sealed = secret_sealed
+        self.secret_hash = secret_hash
+        self.previous_secret_sealed: str | None = None
+        self.previous_secret_until: float | None = None
+        self.enabled = True
+
+    def disable(self, actor: str, at: float) -> None:
+        if not self.enabled:
+            raise InvalidTransition("client is already disabled")
+        self._disabled(actor=actor, at=at)
+
+    def enable(self, actor: str, at: float) -> None:
+        if self.enabled:
+            raise InvalidTransition("client is already enabled")
+        self._enabled(actor=actor, at=at)
+
+    def rotate_secret(self, sealed: str, secret_hash: str, grace_hours: float, actor: str, at: float) -> None:
+        if not 0 <= grace_hours <= MAX_GRACE_HOURS:
+            raise InvalidInput(f"grace period must be 0 to {MAX_GRACE_HOURS} hours")
+        self._secret_rotated(
+            secret_sealed=sealed, secret_hash=secret_hash, grace_hours=grace_hours,
+            previous_until=at + grace_hours * 3600, actor=actor, at=at,
+        )
+
+    def update(self, changes: dict[str, object], actor: str, at: float) -> None:
+        if not changes:
+            raise InvalidInput("nothing to update: give --brand, --webhook-url or --rate-limit")
+        self._updated(changes=changes, actor=actor, at=at)
+
+    @event("KeyRotated")
+    def rotate_key(self, key_hash: str, key_prefix: str, actor: str, at: float) -> None:
+        self.key_hash = key_hash
+        self.key_prefix = key_prefix
+
+    @event("SecretRotated")
+    def _secret_rotated(
+        self, secret_sealed: str, secret_hash: str, grace_hours: float, previous_until: float, actor: str, at: float
+    ) -> None:
+        self.previous_secret_sealed = self.secret_sealed if grace_hours > 0 else None
+        self.previous_secret_until = previous_until if grace_hours > 0 else None
+        self.secret_sealed = secret_sealed
+        self.secret_hash = secret_hash
+
+    @event("Disabled")
+    def _disabled(self, actor: str, at: float) -> None:
+        self.enabled = False
+
+    @event("Enabled")
+    def _enabled(self, actor: str, at: float) -> None:
+        self.enabled = True
+
+    @event("Updated")
+    def _updated(self, changes: dict[str, object], actor: str, at: float) -> None:
+        for name, value in changes.items():
+            setattr(self, name, value)

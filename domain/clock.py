@@ -1,0 +1,55 @@
+"""The one clock every time rule reads (decisions §6).
+
+System mode is the wall clock. Test mode is the wall clock plus an offset that is kept in the
+database, so every process sees the same moved time; the offset source is passed in.
+"""
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from typing import Callable, Protocol
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Seconds since the epoch, UTC."""
+
+
+class SystemClock:
+    def now(self) -> float:
+        return time.time()
+
+
+class OffsetClock:
+    """Real time plus an offset read from `offset()` (the database in production)."""
+
+    def __init__(self, offset: Callable[[], float]):
+        self._offset = offset
+
+    def now(self) -> float:
+        return time.time() + self._offset()
+
+
+class FixedClock:
+    """A clock for unit tests of pure rules."""
+
+    def __init__(self, at: float = 1_800_000_000.0):
+        self.at = at
+
+    def now(self) -> float:
+        return self.at
+
+    def advance(self, seconds: float) -> None:
+        self.at += seconds
+
+
+def iso(ts: float) -> str:
+    """ISO 8601 UTC with `Z`, millisecond precision (decisions §1)."""
+    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_iso(text: str) -> float:
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.timestamp()

@@ -1,0 +1,59 @@
+"""One settings object, read once from the environment (decisions §7) and passed explicitly."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Mapping
+
+DEFAULT_DATABASE_URL = "postgresql://127.0.0.1:5432/sandesh"
+MIN_SECRET_KEY_LENGTH = 32
+
+
+class ConfigurationError(Exception):
+    """A setting is missing or malformed; the message says which and how to fix it."""
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"1", "true", "yes", "on", "y"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str = DEFAULT_DATABASE_URL
+    secret_key: str = ""
+    clock_mode: str = "system"  # "system" or "test" (decisions §6)
+    webhook_allow_private: bool = False
+    requests_ca_bundle: str | None = None
+    log_level: str = "INFO"
+    trusted_proxies: tuple[str, ...] = field(default_factory=tuple)
+    pool_size: int = 4
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+        env = os.environ if environ is None else environ
+        clock_mode = (env.get("SANDESH_CLOCK") or "system").strip().lower()
+        if clock_mode not in {"system", "test"}:
+            raise ConfigurationError(f"SANDESH_CLOCK must be 'system' or 'test', not {clock_mode!r}")
+        proxies = tuple(p.strip() for p in (env.get("SANDESH_TRUSTED_PROXIES") or "").split(",") if p.strip())
+        return cls(
+            database_url=env.get("DATABASE_URL") or DEFAULT_DATABASE_URL,
+            secret_key=env.get("SANDESH_SECRET_KEY") or "",
+            clock_mode=clock_mode,
+            webhook_allow_private=_flag(env.get("SANDESH_WEBHOOK_ALLOW_PRIVATE")),
+            requests_ca_bundle=env.get("REQUESTS_CA_BUNDLE") or None,
+            log_level=(env.get("SANDESH_LOG_LEVEL") or "INFO").upper(),
+            trusted_proxies=proxies,
+            pool_size=int(env.get("SANDESH_DB_POOL_SIZE") or 4),
+        )
+
+    def require_secret_key(self) -> str:
+        if len(self.secret_key) < MIN_SECRET_KEY_LENGTH:
+            raise ConfigurationError(
+                "SANDESH_SECRET_KEY must be set to a string of at least "
+                f"{MIN_SECRET_KEY_LENGTH} characters (e.g. `python -c 'import secrets; print(secrets.token_hex(32))'`)"
+            )
+        return self.secret_key
+
+    @property
+    def test_clock(self) -> bool:
+        return self.clock_mode == "test"

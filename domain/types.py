@@ -1,0 +1,33 @@
+"""Message types, rates and allowed types (interface §Resources, decisions §1 Money)."""
+from __future__ import annotations
+
+from .errors import InvalidInput
+
+MESSAGE_TYPES = ("transactional", "otp", "promotional")
+DEFAULT_RATE_PAISA = 100  # NPR 1.00 per segment until the operator sets rates
+
+
+def parse_types(text: str) -> list[str]:
+    types = [t.strip() for t in text.split(",") if t.strip()]
+    if not types:
+        raise InvalidInput("at least one message type is needed")
+    for t in types:
+        if t not in MESSAGE_TYPES:
+            raise InvalidInput(f"unknown message type {t!r}; expected one of {', '.join(MESSAGE_TYPES)}")
+    return [t for t in MESSAGE_TYPES if t in types]
+
+
+def parse_rates(pairs: list[str]) -> dict[str, int]:
+    rates: dict[str, int] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or name not in MESSAGE_TYPES:
+            raise InvalidInput(f"rate {pair!r} must be TYPE=PAISA with TYPE one of {', '.join(MESSAGE_TYPES)}")
+        if not value.isdigit():
+            raise InvalidInput(f"rate {pair!r}: PAISA must be a whole number of paisa, 0 or more")
+        rates[name] = int(value)
+    return rates
+
+
+def default_rates() -> dict[str, int]:
+    return {t: DEFAULT_RATE_PAISA for t in MESSAGE_TYPES}

@@ -1,0 +1,79 @@
+"""Workspace: status, rates and allowed types; its credits are events (interface §Workspace).
+
+The spendable balance is credits minus charges plus refunds. Charges are events of each
+message, so the balance itself is kept by the ledger read model, not by this aggregate.
+"""
+from __future__ import annotations
+
+from eventsourcing.domain import event
+
+from .aggregate import Aggregate
+
+from .credentials import new_id
+from .errors import InvalidInput, InvalidTransition
+
+PENDING, ACTIVE, SUSPENDED = "pending", "active", "suspended"
+
+
+class Workspace(Aggregate):
+    @staticmethod
+    def create_id(**_: object) -> str:
+        return new_id("ws")
+
+    @event("Created")
+    def __init__(self, name: str, types: list[str], rates: dict[str, int], actor: str, at: float):
+        self.name = name
+        self.status = PENDING
+        self.types = types
+        self.rates = rates
+        self.credited = 0
+
+    def activate(self, actor: str, at: float) -> None:
+        if self.status != PENDING:
+            raise InvalidTransition(f"workspace is {self.status}; only a pending workspace can be activated")
+        self._activated(actor=actor, at=at)
+
+    def suspend(self, actor: str, at: float) -> None:
+        if self.status == SUSPENDED:
+            raise InvalidTransition("workspace is already suspended")
+        self._suspended(actor=actor, at=at)
+
+    def reinstate(self, actor: str, at: float) -> None:
+        if self.status != SUSPENDED:
+            raise InvalidTransition(f"workspace is {self.status}; only a suspended workspace can be reinstated")
+        self._reinstated(actor=actor, at=at)
+
+    def credit(self, amount: int, note: str | None, actor: str, at: float) -> None:
+        if amount <= 0:
+            raise InvalidInput("a credit must be a positive whole number of paisa")
+        self._credited(amount=amount, note=note, actor=actor, at=at)
+
+    def set_rates(self, rates: dict[str, int], actor: str, at: float) -> None:
+        self._rates_set(rates={**self.rates, **rates}, actor=actor, at=at)
+
+    def set_types(self, types: list[str], actor: str, at: float) -> None:
+        self._types_set(types=types, actor=actor, at=at)
+
+    @event("Activated")
+    def _activated(self, actor: str, at: float) -> None:
+        self.status = ACTIVE
+
+    @event("Suspended")
+    def _suspended(self, actor: str, at: float) -> None:
+        self.status = SUSPENDED
+
+    @event("Reinstated")
+    def _reinstated(self, actor: str, at: float) -> None:
+        self.status = ACTIVE
+
+    @event("Credited")
+    def _credited(self, amount: int, note: str | None, actor: str, at: float) -> None:
+        self.credited += amount
+
+    @event("RatesSet")
+    def _rates_set(self, rates: dict[str, int], actor: str, at: float) -> None:
+        self.rates = rates
+
+    @event("TypesSet")
+    def _types_set(self, types: list[str], actor: str, at: float) -> None:
+        self.types = types

@@ -1,0 +1,63 @@
+"""bootstrap(): wires the real adapters (PostgreSQL store, clock, sealer) from settings."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from domain.application import Sandesh
+from domain.clock import Clock, OffsetClock, SystemClock
+from domain.settings import Settings
+
+from . import db, registry
+from .store import Sealer, eventsourcing_env
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    app: Sandesh
+    clock: Clock
+
+    @contextmanager
+    def connection(self) -> Iterator[Any]:
+        """A pooled autocommit connection (dict rows) shared with the event store."""
+        with self.app.recorder.datastore.get_connection() as conn:  # type: ignore[attr-defined]
+            yield conn
+
+    def close(self) -> None:
+        self.app.close()
+
+
+def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table: bool = False) -> Runtime:
+    sealer = Sealer(settings.require_secret_key())
+    env = eventsourcing_env(settings, create_table=create_table, pool_size=pool_size)
+    holder: dict[str, Any] = {}
+
+    def offset() -> float:
+        with holder["runtime"].connection() as conn:
+            return db.read_clock_offset(conn)
+
+    clock: Clock = OffsetClock(offset) if settings.test_clock else SystemClock()
+    try:
+        app = Sandesh(env, clock=clock, sealer=sealer, inline=registry.inline_writer)
+    except Exception as error:  # the library wraps psycopg's connection errors in its own
+        if "connect" in str(error).lower() or "connection" in str(error).lower():
+            raise db.DatabaseUnavailable(db.describe_unreachable(settings, error)) from error
+        raise
+    runtime = Runtime(settings=settings, app=app, clock=clock)
+    holder["runtime"] = runtime
+    return runtime
+
+
+def migrate(settings: Settings) -> None:
+    """`sandesh db migrate`: the database, the event table, every read model. Idempotent."""
+    db.ensure_database(settings)
+    with db.connect(settings) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (db.MIGRATION_LOCK,))
+        try:
+            runtime = bootstrap(settings, pool_size=1, create_table=True)
+            runtime.close()
+            db.create_tables(conn)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (db.MIGRATION_LOCK,))

@@ -1,0 +1,80 @@
+"""The PostgreSQL side of Sandesh: database creation, migrations, the test clock's offset."""
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from domain.settings import Settings
+
+from . import registry
+
+OWN_DDL = """
+CREATE TABLE IF NOT EXISTS clock_offset (
+    id boolean PRIMARY KEY DEFAULT true CHECK (id), offset_seconds double precision NOT NULL);
+INSERT INTO clock_offset (id, offset_seconds) VALUES (true, 0) ON CONFLICT DO NOTHING;
+CREATE UNLOGGED TABLE IF NOT EXISTS request_rates (
+    client_id text PRIMARY KEY, tat double precision NOT NULL);
+"""
+
+MIGRATION_LOCK = 0x5A4E_DE50  # advisory lock: concurrent `db migrate` runs wait for each other
+
+
+class DatabaseUnavailable(Exception):
+    pass
+
+
+def connect(settings: Settings, **kwargs: Any) -> psycopg.Connection:
+    try:
+        return psycopg.connect(settings.database_url, autocommit=True, connect_timeout=5, **kwargs)
+    except psycopg.OperationalError as error:
+        raise DatabaseUnavailable(describe_unreachable(settings, error)) from error
+
+
+def describe_unreachable(settings: Settings, error: Exception) -> str:
+    params = conninfo_to_dict(settings.database_url)
+    where = f"{params.get('host') or 'localhost'}:{params.get('port') or 5432}/{params.get('dbname') or ''}"
+    return (
+        f"cannot reach PostgreSQL at {where} ({str(error).strip().splitlines()[0]}).\n"
+        "Set DATABASE_URL to a running server, or run `sandesh up`, which starts an embedded one under ./var."
+    )
+
+
+def ensure_database(settings: Settings) -> None:
+    """Create the database named in DATABASE_URL when it does not exist yet."""
+    params = conninfo_to_dict(settings.database_url)
+    dbname = params.get("dbname") or "sandesh"
+    maintenance = make_conninfo(settings.database_url, dbname="postgres")
+    try:
+        with psycopg.connect(maintenance, autocommit=True, connect_timeout=5) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone()
+            if not exists:
+                try:
+                    conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
+                except psycopg.errors.DuplicateDatabase:
+                    pass
+    except psycopg.OperationalError as error:
+        raise DatabaseUnavailable(describe_unreachable(settings, error)) from error
+
+
+def create_tables(conn: psycopg.Connection) -> None:
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        conn.execute(OWN_DDL)
+        conn.execute(registry.DDL)
+
+
+def read_clock_offset(conn: Any) -> float:
+    row = conn.execute("SELECT offset_seconds FROM clock_offset").fetchone()
+    if row is None:
+        return 0.0
+    return float(row["offset_seconds"] if isinstance(row, dict) else row[0])
+
+
+def advance_clock(conn: Any, seconds: float) -> float:
+    row = conn.execute(
+        "UPDATE clock_offset SET offset_seconds = offset_seconds + %s RETURNING offset_seconds", (seconds,)
+    ).fetchone()
+    return float(row["offset_seconds"] if isinstance(row, dict) else row[0])

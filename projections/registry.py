@@ -1,0 +1,203 @@
+"""Inline read models of operator state: workspaces (with the balance ledger), clients, SIMs,
+the SMS switch.  Written in the transaction that appends their events (projections/store.py),
+so a key rotation or a disable takes effect at once in every API process, and rebuilt from
+the log by `sandesh replay registry` with the very same handlers.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from psycopg.types.json import Jsonb
+
+from domain.client import Client
+from domain.clock import iso
+from domain.sim import Sim, SmsSwitch
+from domain.workspace import Workspace
+
+NAME = "registry"
+TABLES = ("workspaces", "clients", "sims", "sms_switch")
+
+DDL = """
+CREATE TABLE IF NOT EXISTS workspaces (
+    id text PRIMARY KEY, name text NOT NULL, status text NOT NULL,
+    rates jsonb NOT NULL, types jsonb NOT NULL,
+    balance bigint NOT NULL DEFAULT 0 CONSTRAINT balance_never_negative CHECK (balance >= 0),
+    created_at double precision NOT NULL, updated_at double precision NOT NULL);
+CREATE TABLE IF NOT EXISTS clients (
+    id text PRIMARY KEY, workspace_id text NOT NULL, brand text NOT NULL, webhook_url text,
+    rate_limit integer NOT NULL, key_hash text NOT NULL UNIQUE, key_prefix text NOT NULL,
+    secret_sealed text NOT NULL, secret_hash text NOT NULL,
+    previous_secret_sealed text, previous_secret_until double precision,
+    enabled boolean NOT NULL, created_at double precision NOT NULL, updated_at double precision NOT NULL);
+CREATE INDEX IF NOT EXISTS clients_workspace ON clients (workspace_id);
+CREATE TABLE IF NOT EXISTS sims (
+    id text PRIMARY KEY, name text NOT NULL UNIQUE, port text NOT NULL, baud integer NOT NULL,
+    host text, enabled boolean NOT NULL, created_at double precision NOT NULL, updated_at double precision NOT NULL);
+CREATE TABLE IF NOT EXISTS sms_switch (
+    id text PRIMARY KEY, enabled boolean NOT NULL, reason text, updated_at double precision);
+"""
+
+Handler = Callable[[Any, Any], None]
+HANDLERS: dict[type, Handler] = {}
+
+
+def handles(*event_classes: type) -> Callable[[Handler], Handler]:
+    def register(function: Handler) -> Handler:
+        for cls in event_classes:
+            HANDLERS[cls] = function
+        return function
+    return register
+
+
+@handles(Workspace.Created)
+def _workspace_created(cur: Any, e: Any) -> None:
+    cur.execute(
+        "INSERT INTO workspaces (id, name, status, rates, types, created_at, updated_at)"
+        " VALUES (%s, %s, 'pending', %s, %s, %s, %s)",
+        (e.originator_id, e.name, Jsonb(e.rates), Jsonb(e.types), e.at, e.at),
+    )
+
+
+_WORKSPACE_STATUS = {Workspace.Activated: "active", Workspace.Suspended: "suspended", Workspace.Reinstated: "active"}
+
+
+@handles(*_WORKSPACE_STATUS)
+def _workspace_status(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE workspaces SET status = %s, updated_at = %s WHERE id = %s",
+                (_WORKSPACE_STATUS[type(e)], e.at, e.originator_id))
+
+
+@handles(Workspace.Credited)
+def _workspace_credited(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE workspaces SET balance = balance + %s, updated_at = %s WHERE id = %s",
+                (e.amount, e.at, e.originator_id))
+
+
+@handles(Workspace.RatesSet)
+def _workspace_rates(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE workspaces SET rates = %s, updated_at = %s WHERE id = %s",
+                (Jsonb(e.rates), e.at, e.originator_id))
+
+
+@handles(Workspace.TypesSet)
+def _workspace_types(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE workspaces SET types = %s, updated_at = %s WHERE id = %s",
+                (Jsonb(e.types), e.at, e.originator_id))
+
+
+@handles(Client.Created)
+def _client_created(cur: Any, e: Any) -> None:
+    cur.execute(
+        "INSERT INTO clients (id, workspace_id, brand, webhook_url, rate_limit, key_hash, key_prefix,"
+        " secret_sealed, secret_hash, enabled, created_at, updated_at)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, true, %s, %s)",
+        (e.originator_id, e.workspace_id, e.brand, e.webhook_url, e.rate_limit, e.key_hash, e.key_prefix,
+         e.secret_sealed, e.secret_hash, e.at, e.at),
+    )
+
+
+@handles(Client.KeyRotated)
+def _client_key_rotated(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE clients SET key_hash = %s, key_prefix = %s, updated_at = %s WHERE id = %s",
+                (e.key_hash, e.key_prefix, e.at, e.originator_id))
+
+
+@handles(Client.SecretRotated)
+def _client_secret_rotated(cur: Any, e: Any) -> None:
+    keep_previous = e.grace_hours > 0
+    cur.execute(
+        "UPDATE clients SET previous_secret_sealed = CASE WHEN %s THEN secret_sealed END,"
+        " previous_secret_until = %s, secret_sealed = %s, secret_hash = %s, updated_at = %s WHERE id = %s",
+        (keep_previous, e.previous_until if keep_previous else None, e.secret_sealed, e.secret_hash,
+         e.at, e.originator_id),
+    )
+
+
+@handles(Client.Disabled, Client.Enabled)
+def _client_enabled(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE clients SET enabled = %s, updated_at = %s WHERE id = %s",
+                (isinstance(e, Client.Enabled), e.at, e.originator_id))
+
+
+_CLIENT_COLUMNS = {"brand": "brand", "webhook_url": "webhook_url", "rate_limit": "rate_limit"}
+
+
+@handles(Client.Updated)
+def _client_updated(cur: Any, e: Any) -> None:
+    for field, value in e.changes.items():
+        column = _CLIENT_COLUMNS[field]
+        cur.execute(f"UPDATE clients SET {column} = %s, updated_at = %s WHERE id = %s",
+                    (value, e.at, e.originator_id))
+
+
+@handles(Sim.Added)
+def _sim_added(cur: Any, e: Any) -> None:
+    cur.execute(
+        "INSERT INTO sims (id, name, port, baud, host, enabled, created_at, updated_at)"
+        " VALUES (%s, %s, %s, %s, %s, true, %s, %s)",
+        (e.originator_id, e.name, e.port, e.baud, e.host, e.at, e.at),
+    )
+
+
+@handles(Sim.Disabled, Sim.Enabled)
+def _sim_enabled(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE sims SET enabled = %s, updated_at = %s WHERE id = %s",
+                (isinstance(e, Sim.Enabled), e.at, e.originator_id))
+
+
+@handles(SmsSwitch.Disabled, SmsSwitch.Enabled)
+def _sms_switch(cur: Any, e: Any) -> None:
+    on = isinstance(e, SmsSwitch.Enabled)
+    cur.execute(
+        "INSERT INTO sms_switch (id, enabled, reason, updated_at) VALUES (%s, %s, %s, %s)"
+        " ON CONFLICT (id) DO UPDATE SET enabled = excluded.enabled, reason = excluded.reason,"
+        " updated_at = excluded.updated_at",
+        (e.originator_id, on, None if on else e.reason, e.at),
+    )
+
+
+def apply(cur: Any, events: list[Any]) -> None:
+    for event in events:
+        handler = HANDLERS.get(type(event))
+        if handler is not None:
+            handler(cur, event)
+
+
+def inline_writer(events: list[Any]) -> Callable[[Any], None]:
+    """What the application hands to the recorder: write these events' rows on its cursor."""
+    relevant = [e for e in events if type(e) in HANDLERS]
+    return lambda cur: apply(cur, relevant)
+
+
+# Views for the operator command and the API (one place that turns rows into JSON).
+
+def workspace_view(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": row["id"], "name": row["name"], "status": row["status"], "balance": row["balance"],
+        "currency": "NPR", "rates": row["rates"], "allowedTypes": row["types"],
+        "createdAt": iso(row["created_at"]), "updatedAt": iso(row["updated_at"]),
+    }
+
+
+def client_view(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": row["id"], "workspaceId": row["workspace_id"], "brand": row["brand"],
+        "webhookUrl": row["webhook_url"], "rateLimit": row["rate_limit"], "keyPrefix": row["key_prefix"],
+        "enabled": row["enabled"], "createdAt": iso(row["created_at"]), "updatedAt": iso(row["updated_at"]),
+    }
+
+
+def sim_view(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": row["id"], "name": row["name"], "port": row["port"], "baud": row["baud"], "host": row["host"],
+        "enabled": row["enabled"], "createdAt": iso(row["created_at"]),
+    }
+
+
+def fetch_one(conn: Any, table: str, key: str, value: str) -> dict[str, Any] | None:
+    assert table in TABLES and key in {"id", "name"}
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT * FROM {table} WHERE {key} = %s", (value,))
+        return cur.fetchone()
+
+

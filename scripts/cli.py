@@ -1,0 +1,160 @@
+"""The `sandesh` command: operator and run commands (decisions §5)."""
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from domain.errors import DomainError
+from domain.settings import ConfigurationError, Settings
+
+from .output import fail
+
+LOCAL_ENV = Path("var/sandesh.env")  # written by `sandesh up`, read when a variable is not set
+
+
+def load_local_env(environ: dict[str, str]) -> dict[str, str]:
+    merged = dict(environ)
+    if LOCAL_ENV.exists():
+        for line in LOCAL_ENV.read_text().splitlines():
+            name, sep, value = line.partition("=")
+            if sep and not line.startswith("#"):
+                merged.setdefault(name.strip(), value.strip())
+    return merged
+
+
+def positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
+
+
+def hours(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours") from None
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sandesh", description="Sandesh: SMS and OTP gateway for Nepal.")
+    p.add_argument("--database-url", help="PostgreSQL URL (default: $DATABASE_URL)")
+    p.add_argument("--actor", help="who is making this change, for the audit trail (default: $USER)")
+    sub = p.add_subparsers(dest="group", required=True, metavar="COMMAND")
+
+    dbp = sub.add_parser("db", help="database commands").add_subparsers(dest="command", required=True)
+    dbp.add_parser("migrate", help="create the database, event table and read models (idempotent)")
+
+    ws = sub.add_parser("workspace", help="manage workspaces").add_subparsers(dest="command", required=True)
+    c = ws.add_parser("create", help="create a pending workspace")
+    c.add_argument("--name", required=True)
+    c.add_argument("--types", help="allowed message types, comma separated (default: all)")
+    c.add_argument("--rate", action="append", default=[], metavar="TYPE=PAISA", help="price per segment")
+    for verb in ("activate", "suspend", "reinstate", "show"):
+        ws.add_parser(verb, help=f"{verb} a workspace").add_argument("workspace", metavar="WS")
+    ws.add_parser("list", help="list workspaces")
+    c = ws.add_parser("credit", help="add balance, in paisa")
+    c.add_argument("workspace", metavar="WS")
+    c.add_argument("amount", metavar="PAISA", type=positive_int)
+    c.add_argument("--note")
+    c = ws.add_parser("set-rates", help="set prices per segment")
+    c.add_argument("workspace", metavar="WS")
+    c.add_argument("rates", metavar="TYPE=PAISA", nargs="+")
+    c = ws.add_parser("set-types", help="set the allowed message types")
+    c.add_argument("workspace", metavar="WS")
+    c.add_argument("types", metavar="T,T")
+
+    cl = sub.add_parser("client", help="manage API clients").add_subparsers(dest="command", required=True)
+    c = cl.add_parser("create", help="create an API client; prints its key and webhook secret once")
+    c.add_argument("--workspace", required=True, metavar="WS")
+    c.add_argument("--brand", required=True)
+    c.add_argument("--webhook-url")
+    c.add_argument("--rate-limit", type=positive_int, metavar="N", help="requests per second (default 20)")
+    cl.add_parser("rotate-key", help="new key now; the old one stops at once").add_argument("client", metavar="CL")
+    c = cl.add_parser("rotate-secret", help="new webhook secret; the old one signs during the grace period")
+    c.add_argument("client", metavar="CL")
+    c.add_argument("--grace-hours", type=hours, metavar="H", help="0 to 168 (default 24)")
+    for verb in ("disable", "enable", "show"):
+        cl.add_parser(verb, help=f"{verb} a client").add_argument("client", metavar="CL")
+    cl.add_parser("list", help="list clients").add_argument("--workspace", metavar="WS")
+    c = cl.add_parser("update", help="change brand, webhook URL or request rate")
+    c.add_argument("client", metavar="CL")
+    c.add_argument("--brand")
+    c.add_argument("--webhook-url", help="https:// URL, or '' to remove it")
+    c.add_argument("--rate-limit", type=positive_int, metavar="N")
+
+    sim = sub.add_parser("sim", help="manage SIMs").add_subparsers(dest="command", required=True)
+    c = sim.add_parser("add", help="register a modem port")
+    c.add_argument("--name", required=True)
+    c.add_argument("--port", required=True, metavar="DEVICE", help="/dev/serial/by-id/..., /dev/ttyUSB0 or a pyserial URL")
+    c.add_argument("--baud", type=positive_int, default=115200)
+    c.add_argument("--host", help="the dispatcher host that drives it (default: any)")
+    sim.add_parser("list", help="list SIMs")
+    for verb in ("disable", "enable"):
+        sim.add_parser(verb, help=f"{verb} a SIM").add_argument("sim", metavar="ID_OR_NAME")
+
+    sms = sub.add_parser("sms", help="the global SMS switch").add_subparsers(dest="command", required=True)
+    sms.add_parser("disable", help="switch sending off (503 sms_disabled)").add_argument("--reason")
+    sms.add_parser("enable", help="switch sending on")
+
+    a = sub.add_parser("audit", help="operator changes, oldest first, as JSON lines")
+    a.add_argument("--workspace", metavar="WS")
+    a.add_argument("--client", metavar="CL")
+    a.add_argument("--since", metavar="ISO", help="e.g. 2026-11-21T00:00:00Z")
+    a.add_argument("--limit", type=positive_int, metavar="N", help="keep the N most recent")
+
+    s = sub.add_parser("serve", help="run the API under gunicorn")
+    s.add_argument("--bind", default="127.0.0.1:8000", metavar="HOST:PORT")
+    s.add_argument("--workers", type=positive_int, default=2)
+    s.add_argument("--threads", type=positive_int, default=8, help="threads per worker")
+
+    up = sub.add_parser("up", help="everything for a first look: database, demo client, API and workers")
+    up.add_argument("--bind", default="127.0.0.1:8000", metavar="HOST:PORT")
+
+    clk = sub.add_parser("clock", help="the test clock (SANDESH_CLOCK=test)").add_subparsers(dest="command", required=True)
+    clk.add_parser("show", help="the service time and offset")
+    clk.add_parser("advance", help="move the test clock forward").add_argument("seconds", type=float, metavar="SECONDS")
+    return p
+
+
+def actor_of(args: argparse.Namespace) -> str:
+    if args.actor:
+        return args.actor
+    try:
+        return os.environ.get("USER") or getpass.getuser()
+    except Exception:
+        return "operator"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    environ = load_local_env(dict(os.environ))
+    if args.database_url:
+        environ["DATABASE_URL"] = args.database_url
+    try:
+        settings = Settings.from_env(environ)
+        return run(args, settings)
+    except (DomainError, ConfigurationError) as error:
+        return fail(str(error))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:
+        from projections.db import DatabaseUnavailable
+
+        if isinstance(error, DatabaseUnavailable):
+            return fail(str(error), 1)
+        raise
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    from . import commands
+
+    handler: Callable[..., int] = getattr(commands, f"{args.group}_{getattr(args, 'command', '') or ''}".rstrip("_").replace("-", "_"))
+    return handler(args, settings, actor_of(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,260 @@
+"""One function per `sandesh` subcommand: call a use case, print what the operator needs."""
+from __future__ import annotations
+
+import argparse
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from domain.clock import iso, parse_iso
+from domain.errors import InvalidInput, NotFound
+from domain.settings import Settings
+from domain.types import parse_rates, parse_types
+from projections import registry
+from projections.bootstrap import Runtime, bootstrap, migrate
+
+from .output import emit, emit_line, fail
+
+
+@contextmanager
+def opened(settings: Settings) -> Iterator[Runtime]:
+    runtime = bootstrap(settings, pool_size=2)
+    try:
+        yield runtime
+    finally:
+        runtime.close()
+
+
+def _row(runtime: Runtime, table: str, value: str, label: str, key: str = "id") -> dict[str, Any]:
+    with runtime.connection() as conn:
+        row = registry.fetch_one(conn, table, key, value)
+    if row is None:
+        raise NotFound(f"no {label} {value!r}")
+    return row
+
+
+def _workspace(runtime: Runtime, workspace_id: str) -> dict[str, Any]:
+    return registry.workspace_view(_row(runtime, "workspaces", workspace_id, "workspace"))
+
+
+def _client(runtime: Runtime, client_id: str) -> dict[str, Any]:
+    return registry.client_view(_row(runtime, "clients", client_id, "client"))
+
+
+def db_migrate(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    migrate(settings)
+    emit({"ok": True})
+    return 0
+
+
+# Workspaces
+
+def workspace_create(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    types = parse_types(args.types) if args.types is not None else None
+    rates = parse_rates(args.rate)
+    with opened(settings) as runtime:
+        workspace = runtime.app.create_workspace(args.name, types, rates, actor)
+        emit(_workspace(runtime, workspace.id))
+    return 0
+
+
+def _workspace_command(command: str, args: argparse.Namespace, settings: Settings, actor: str, **kwargs: Any) -> int:
+    with opened(settings) as runtime:
+        runtime.app.change_workspace(args.workspace, command, actor, **kwargs)
+        emit(_workspace(runtime, args.workspace))
+    return 0
+
+
+def workspace_activate(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _workspace_command("activate", args, settings, actor)
+
+
+def workspace_suspend(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _workspace_command("suspend", args, settings, actor)
+
+
+def workspace_reinstate(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _workspace_command("reinstate", args, settings, actor)
+
+
+def workspace_credit(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _workspace_command("credit", args, settings, actor, amount=args.amount, note=args.note)
+
+
+def workspace_set_rates(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _workspace_command("set_rates", args, settings, actor, rates=parse_rates(args.rates))
+
+
+def workspace_set_types(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _workspace_command("set_types", args, settings, actor, types=parse_types(args.types))
+
+
+def workspace_show(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime:
+        emit(_workspace(runtime, args.workspace))
+    return 0
+
+
+def workspace_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime, runtime.connection() as conn:
+        rows = conn.execute("SELECT * FROM workspaces ORDER BY created_at").fetchall()
+    emit({"workspaces": [registry.workspace_view(r) for r in rows]})
+    return 0
+
+
+# API clients
+
+def client_create(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime:
+        client, key, secret = runtime.app.create_client(
+            args.workspace, args.brand, args.webhook_url, args.rate_limit, actor)
+        emit({**_client(runtime, client.id), "key": key, "webhookSecret": secret})
+    return 0
+
+
+def client_rotate_key(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime:
+        client, key = runtime.app.rotate_key(args.client, actor)
+        emit({"id": client.id, "key": key, "keyPrefix": client.key_prefix})
+    return 0
+
+
+def client_rotate_secret(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime:
+        client, secret = runtime.app.rotate_secret(args.client, args.grace_hours, actor)
+        until = client.previous_secret_until
+        emit({"id": client.id, "webhookSecret": secret, "previousSecretValidUntil": iso(until) if until else None})
+    return 0
+
+
+def _client_command(command: str, args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime:
+        runtime.app.change_client(args.client, command, actor)
+        emit(_client(runtime, args.client))
+    return 0
+
+
+def client_disable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _client_command("disable", args, settings, actor)
+
+
+def client_enable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _client_command("enable", args, settings, actor)
+
+
+def client_update(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime:
+        runtime.app.update_client(args.client, args.brand, args.webhook_url, args.rate_limit, actor)
+        emit(_client(runtime, args.client))
+    return 0
+
+
+def client_show(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime:
+        emit(_client(runtime, args.client))
+    return 0
+
+
+def client_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime, runtime.connection() as conn:
+        rows = conn.execute(
+            "SELECT * FROM clients WHERE %(ws)s::text IS NULL OR workspace_id = %(ws)s ORDER BY created_at",
+            {"ws": args.workspace}).fetchall()
+    emit({"clients": [registry.client_view(r) for r in rows]})
+    return 0
+
+
+# SIMs and the SMS switch
+
+def sim_add(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime:
+        sim = runtime.app.add_sim(args.name, args.port, args.baud, args.host, actor)
+        emit(registry.sim_view(_row(runtime, "sims", sim.id, "SIM")))
+    return 0
+
+
+def sim_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime, runtime.connection() as conn:
+        rows = conn.execute("SELECT * FROM sims ORDER BY created_at").fetchall()
+    emit({"sims": [registry.sim_view(r) for r in rows]})
+    return 0
+
+
+def _sim_command(command: str, args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime:
+        key = "id" if args.sim.startswith("sim_") else "name"
+        sim_id = _row(runtime, "sims", args.sim, "SIM", key)["id"]
+        runtime.app.change_sim(sim_id, command, actor)
+        emit(registry.sim_view(_row(runtime, "sims", sim_id, "SIM")))
+    return 0
+
+
+def sim_disable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _sim_command("disable", args, settings, actor)
+
+
+def sim_enable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _sim_command("enable", args, settings, actor)
+
+
+def _sms_switch(on: bool, reason: str | None, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime:
+        switch = runtime.app.set_sms_switch(on, reason, actor)
+        emit({"enabled": switch.enabled, "reason": switch.reason})
+    return 0
+
+
+def sms_disable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _sms_switch(False, args.reason, settings, actor)
+
+
+def sms_enable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _sms_switch(True, None, settings, actor)
+
+
+# Audit, clock, run commands
+
+def audit(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    try:
+        since = parse_iso(args.since) if args.since else None
+    except ValueError:
+        raise InvalidInput(f"--since {args.since!r} is not an ISO 8601 time, e.g. 2026-11-21T00:00:00Z") from None
+    with opened(settings) as runtime:
+        for line in runtime.app.audit(args.workspace, args.client, since, args.limit):
+            emit_line(line)
+    return 0
+
+
+def clock_show(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from projections.db import read_clock_offset
+
+    with opened(settings) as runtime, runtime.connection() as conn:
+        offset = read_clock_offset(conn) if settings.test_clock else 0.0
+        emit({"mode": settings.clock_mode, "now": iso(runtime.clock.now()), "offsetSeconds": offset})
+    return 0
+
+
+def clock_advance(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from projections.db import advance_clock
+
+    if not settings.test_clock:
+        return fail("the clock can only be moved in test mode (SANDESH_CLOCK=test)")
+    if args.seconds < 0:
+        return fail("the clock only moves forward: SECONDS must be 0 or more")
+    with opened(settings) as runtime:
+        with runtime.connection() as conn:
+            offset = advance_clock(conn, args.seconds)
+        emit({"mode": settings.clock_mode, "now": iso(runtime.clock.now()), "offsetSeconds": offset})
+    return 0
+
+
+def serve(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from .serve import serve as run_server
+
+    run_server(settings, args.bind, args.workers, args.threads)
+    return 0
+
+
+def up(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from .up import up as run_up
+
+    return run_up(args, actor)

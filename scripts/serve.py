@@ -1,0 +1,40 @@
+"""`sandesh serve`: the Falcon app under gunicorn, built in each worker after the fork
+(eventsourcing opens its pool when constructed, so never before the fork)."""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+
+from domain.settings import Settings
+
+
+class SandeshServer(BaseApplication):
+    def __init__(self, settings: Settings, options: dict[str, Any]):
+        self.settings = settings
+        self.options = options
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self.options.items():
+            self.cfg.set(key, value)
+        if "control_socket_disable" in self.cfg.settings:  # gunicorn >= 24 opens one by default
+            self.cfg.set("control_socket_disable", True)
+
+    def load(self) -> Any:
+        from api.app import create_app
+        from projections.bootstrap import bootstrap
+
+        logging.basicConfig(level=self.settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+        runtime = bootstrap(self.settings)
+        return create_app(runtime.connection, runtime.clock)
+
+
+def serve(settings: Settings, bind: str, workers: int, threads: int) -> None:
+    settings.require_secret_key()
+    SandeshServer(settings, {
+        "bind": bind, "workers": workers, "threads": threads, "worker_class": "gthread",
+        "preload_app": False, "accesslog": None, "loglevel": settings.log_level.lower(),
+        "graceful_timeout": 10, "keepalive": 5,
+    }).run()

@@ -1,0 +1,122 @@
+"""`sandesh up`: everything for a first look (decisions §5).
+
+With no DATABASE_URL it starts an embedded PostgreSQL under ./var (the pgserver wheel ships
+the server; as root it runs it as a `pgserver` system user).  It keeps a server key in
+./var/secret_key, writes ./var/sandesh.env so other `sandesh` commands run in this folder
+find the same database and key, migrates, makes a demo workspace and client when none exist,
+and runs the API and the workers until Ctrl-C.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from domain.settings import Settings
+
+from .output import emit
+
+VAR = Path("var")
+
+
+def _embedded_database() -> str:
+    import pgserver
+
+    pgdata = (VAR / "pg").resolve()
+    pgdata.mkdir(parents=True, exist_ok=True)
+    server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    info = server.get_postmaster_info()
+    socket_dir = info.socket_dir if getattr(info, "socket_dir", None) else pgdata
+    port = getattr(info, "port", None) or 5432
+    _embedded_database.server = server  # type: ignore[attr-defined]  # keep the handle alive
+    return f"postgresql://postgres@/sandesh?host={socket_dir}&port={port}"
+
+
+def _secret_key() -> str:
+    path = VAR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_hex(32) + "\n")
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def _write_local_env(values: dict[str, str]) -> None:
+    path = VAR / "sandesh.env"
+    path.write_text("# written by `sandesh up`; read by sandesh commands run in this folder\n"
+                    + "".join(f"{k}={v}\n" for k, v in values.items()))
+    path.chmod(0o600)
+
+
+def _demo_client(settings: Settings, actor: str) -> dict[str, str] | None:
+    from projections.bootstrap import bootstrap
+
+    runtime = bootstrap(settings, pool_size=2)
+    try:
+        with runtime.connection() as conn:
+            if conn.execute("SELECT 1 FROM clients LIMIT 1").fetchone():
+                return None
+        app = runtime.app
+        workspace = app.create_workspace("Demo", None, {}, actor)
+        app.change_workspace(workspace.id, "activate", actor)
+        app.change_workspace(workspace.id, "credit", actor, amount=100_000, note="demo balance")
+        client, key, secret = app.create_client(workspace.id, "Demo", None, None, actor)
+        return {"workspaceId": workspace.id, "clientId": client.id, "key": key, "webhookSecret": secret}
+    finally:
+        runtime.close()
+
+
+def up(args: argparse.Namespace, actor: str) -> int:
+    from projections.bootstrap import migrate
+
+    VAR.mkdir(exist_ok=True)
+    env = dict(os.environ)
+    if not os.environ.get("DATABASE_URL"):
+        sys.stderr.write("sandesh up: no DATABASE_URL; starting an embedded PostgreSQL under ./var/pg\n")
+        env["DATABASE_URL"] = _embedded_database()
+    env.setdefault("SANDESH_SECRET_KEY", _secret_key())
+    _write_local_env({"DATABASE_URL": env["DATABASE_URL"], "SANDESH_SECRET_KEY": env["SANDESH_SECRET_KEY"]})
+    settings = Settings.from_env(env)
+    migrate(settings)
+    demo = _demo_client(settings, actor)
+    base_url = f"http://{args.bind}/v1"
+    emit({"baseUrl": base_url, "databaseUrl": env["DATABASE_URL"], "demo": demo or "exists already; "
+          "make a key with `sandesh client create --workspace WS --brand NAME`"})
+    if demo:
+        sys.stderr.write(f"\nTry it:\n  curl -H 'x-api-key: {demo['key']}' {base_url}/sms/balance\n\n")
+    children = [subprocess.Popen([sys.executable, "-m", "scripts.cli", "serve", "--bind", args.bind], env=env)]
+    workers = [sys.executable, "-m", "scripts.cli", "worker", "all"]
+    if _has_workers():
+        children.append(subprocess.Popen(workers, env=env))
+    return _supervise(children)
+
+
+def _has_workers() -> bool:
+    from . import commands
+
+    return hasattr(commands, "worker_all")
+
+
+def _supervise(children: list[subprocess.Popen]) -> int:
+    stop = {"now": False}
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop["now"] = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    while not stop["now"] and all(child.poll() is None for child in children):
+        time.sleep(0.2)
+    for child in children:
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    for child in children:
+        try:
+            child.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            child.kill()
+    return 0

@@ -1,0 +1,130 @@
+"""Fixtures that build real things: a fresh PostgreSQL database, the `sandesh` command, a
+running `sandesh serve` under gunicorn."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+import psycopg
+import pytest
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER_URL = os.environ.get("SANDESH_TEST_POSTGRES", "postgresql://root@127.0.0.1:5432/postgres")
+SECRET_KEY = "test-secret-key-0123456789abcdef0123456789"
+
+
+def _admin() -> psycopg.Connection:
+    try:
+        return psycopg.connect(SERVER_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as error:
+        pytest.fail(
+            f"These tests need a PostgreSQL server at {SERVER_URL} (set SANDESH_TEST_POSTGRES to another "
+            f"server's URL, whose user may create databases): {error}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def database_url() -> Iterator[str]:
+    """A fresh, migrated database for one test module, dropped afterwards."""
+    name = f"sandesh_test_{uuid.uuid4().hex[:12]}"
+    with _admin() as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = psycopg.conninfo.make_conninfo(SERVER_URL, dbname=name)
+    env = {**os.environ, "DATABASE_URL": url, "SANDESH_SECRET_KEY": SECRET_KEY}
+    subprocess.run([sys.executable, "-m", "scripts.cli", "db", "migrate"], env=env, cwd=ROOT,
+                   check=True, capture_output=True)
+    yield url
+    with _admin() as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def env(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith("SANDESH_")},
+        "DATABASE_URL": database_url, "SANDESH_SECRET_KEY": SECRET_KEY, "SANDESH_CLOCK": "test",
+        "USER": "tester",
+    }
+
+
+class Sandesh:
+    """Runs the real `sandesh` command in a subprocess, in a folder without ./var."""
+
+    def __init__(self, env: dict[str, str], cwd: Path):
+        self.env, self.cwd = env, cwd
+
+    def run(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "scripts.cli", *args], env={**self.env, **(env or {}),
+                              "PYTHONPATH": str(ROOT)}, cwd=self.cwd, capture_output=True, text=True, timeout=60)
+
+    def __call__(self, *args: str, **kwargs: Any) -> Any:
+        done = self.run(*args, **kwargs)
+        assert done.returncode == 0, f"sandesh {' '.join(args)} failed ({done.returncode}): {done.stderr}"
+        return orjson.loads(done.stdout)
+
+
+@pytest.fixture(scope="module")
+def sandesh(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Sandesh:
+    return Sandesh(env, tmp_path_factory.mktemp("cwd"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, env: dict[str, str], workers: int = 2):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = open(Path(env.get("SANDESH_TEST_LOGDIR", "/tmp")) / f"sandesh-serve-{self.port}.log", "w+")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "scripts.cli", "serve", "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers)],
+            env={**env, "PYTHONPATH": str(ROOT)}, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                requests.get(self.url + "/v1/sms/balance", timeout=1)
+                return
+            except requests.ConnectionError:
+                assert self.process.poll() is None, self.output()
+                time.sleep(0.1)
+        raise AssertionError("sandesh serve did not start: " + self.output())
+
+    def output(self) -> str:
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def server(env: dict[str, str]) -> Iterator[Server]:
+    running = Server(env)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def active_client(sandesh: Sandesh) -> dict[str, Any]:
+    """An active workspace with NPR 1,000 and one client."""
+    workspace = sandesh("workspace", "create", "--name", "Acme")
+    sandesh("workspace", "activate", workspace["id"])
+    sandesh("workspace", "credit", workspace["id"], "100000")
+    client = sandesh("client", "create", "--workspace", workspace["id"], "--brand", "Acme")
+    return {"workspace": workspace["id"], "client": client["id"], "key": client["key"]}
