@@ -1,0 +1,38 @@
+"""Helpers for benchmarks: a throwaway database on the local server, percentiles."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = os.environ.get("SANDESH_TEST_POSTGRES", "postgresql://root@127.0.0.1:5432/postgres")
+SECRET_KEY = "bench-secret-key-0123456789abcdef0123456789"
+
+
+@contextmanager
+def scratch_database() -> Iterator[dict[str, str]]:
+    """A migrated database for one benchmark run; yields the environment to run Sandesh in."""
+    name = f"sandesh_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(SERVER, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    env = {**os.environ, "DATABASE_URL": make_conninfo(SERVER, dbname=name), "SANDESH_SECRET_KEY": SECRET_KEY,
+           "PYTHONPATH": str(ROOT)}
+    try:
+        subprocess.run([sys.executable, "-m", "scripts.cli", "db", "migrate"], env=env, check=True, capture_output=True)
+        yield env
+    finally:
+        with psycopg.connect(SERVER, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]

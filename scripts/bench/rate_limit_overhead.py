@@ -1,0 +1,70 @@
+"""How much the per-client request rate adds to a request (issue: "must not add more than ~1 ms").
+
+Runs in one process against a scratch database on the local PostgreSQL:
+  1. the limiter's statement alone (`request_rate.take`), N times;
+  2. GET /v1/sms/balance through the whole Falcon app (auth, gating, read model, JSON) with the
+     limiter on and off, interleaved in blocks so drift hits both alike.
+Usage: .venv/bin/python -m scripts.bench.rate_limit_overhead [N]
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+import falcon.testing
+
+from domain.settings import Settings
+from projections import request_rate
+from projections.bootstrap import bootstrap
+
+from .common import percentile, scratch_database
+
+
+def _timed(function, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        started = time.perf_counter()
+        function()
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def _summary(label: str, ms: list[float]) -> str:
+    return (f"{label:<38} n={len(ms):>5}  mean={statistics.fmean(ms):6.3f} ms  p50={percentile(ms, 50):6.3f} ms"
+            f"  p99={percentile(ms, 99):6.3f} ms")
+
+
+def main(n: int = 3000) -> None:
+    from api.app import create_app
+
+    with scratch_database() as env:
+        runtime = bootstrap(Settings.from_env(env), pool_size=2)
+        app = runtime.app
+        workspace = app.create_workspace("Bench", None, {}, "bench")
+        app.change_workspace(workspace.id, "activate", "bench")
+        client, key, _ = app.create_client(workspace.id, "Bench", None, 1_000_000, "bench")
+
+        with runtime.connection() as conn:
+            take = _timed(lambda: request_rate.take(conn, client.id, 1_000_000, runtime.clock.now()), n)
+
+        headers = {"x-api-key": key}
+        with_limit = falcon.testing.TestClient(create_app(runtime.connection, runtime.clock))
+        without = falcon.testing.TestClient(create_app(runtime.connection, runtime.clock, rate_limit=False))
+        on: list[float] = []
+        off: list[float] = []
+        for _ in range(n // 100):
+            on += _timed(lambda: with_limit.simulate_get("/v1/sms/balance", headers=headers), 100)
+            off += _timed(lambda: without.simulate_get("/v1/sms/balance", headers=headers), 100)
+        assert with_limit.simulate_get("/v1/sms/balance", headers=headers).status_code == 200
+        runtime.close()
+
+    print(_summary("limiter statement alone", take))
+    print(_summary("GET /v1/sms/balance, limiter on", on))
+    print(_summary("GET /v1/sms/balance, limiter off", off))
+    print(f"added by the limiter: mean {statistics.fmean(on) - statistics.fmean(off):+.3f} ms, "
+          f"p50 {percentile(on, 50) - percentile(off, 50):+.3f} ms, p99 {percentile(on, 99) - percentile(off, 99):+.3f} ms")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3000)

@@ -1,0 +1,44 @@
+"""`sandesh up` on a machine without DATABASE_URL: embedded PostgreSQL, demo key, running API."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import orjson
+import requests
+
+from tests.conftest import ROOT, free_port
+
+
+def test_up_starts_an_embedded_database_and_an_api_that_answers_a_new_key(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "SANDESH_SECRET_KEY"}}
+    env["PYTHONPATH"] = str(ROOT)
+    port = free_port()
+    up = subprocess.Popen([sys.executable, "-m", "scripts.cli", "up", "--bind", f"127.0.0.1:{port}"],
+                          cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        started = orjson.loads(up.stdout.readline())
+        assert started["baseUrl"] == f"http://127.0.0.1:{port}/v1"
+        assert (tmp_path / "var" / "pg" / "PG_VERSION").exists()
+        demo_key = started["demo"]["key"]
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                answer = requests.get(started["baseUrl"] + "/sms/balance", headers={"x-api-key": demo_key}, timeout=2)
+                break
+            except requests.ConnectionError:
+                assert time.monotonic() < deadline and up.poll() is None, up.stderr.read1().decode()
+                time.sleep(0.2)
+        assert answer.status_code == 200 and answer.json()["balance"]["amount"] == 100000
+        # Another terminal in the same folder finds the same database and key through ./var/sandesh.env.
+        made = subprocess.run([sys.executable, "-m", "scripts.cli", "client", "create", "--workspace",
+                               started["demo"]["workspaceId"], "--brand", "Mine"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert made.returncode == 0, made.stderr
+        key = orjson.loads(made.stdout)["key"]
+        assert requests.get(started["baseUrl"] + "/sms/balance", headers={"x-api-key": key}, timeout=5).status_code == 200
+    finally:
+        up.send_signal(signal.SIGINT)
+        assert up.wait(timeout=30) == 0
+    assert not (tmp_path / "var" / "pg" / "postmaster.pid").exists(), "the embedded server stops with `up`"
