@@ -9,11 +9,13 @@ import falcon
 import falcon.media
 import orjson
 
-from domain.clock import Clock
+from domain.application import Sandesh
 
 from .auth import Authentication
 from .errors import ApiError
+from .messages import MessageStatus
 from .resources import Balance
+from .send import Send
 
 log = logging.getLogger("sandesh.api")
 
@@ -55,12 +57,14 @@ def _unexpected(req: falcon.Request, resp: falcon.Response, error: Exception, pa
     _render(resp, ApiError("server_error", f"Unexpected error on the service side (request id {request_id})."))
 
 
-def create_app(connection: Callable[[], ContextManager[Any]], clock: Clock, *, rate_limit: bool = True) -> falcon.App:
-    app = falcon.App(middleware=[RequestId(), Authentication(connection, clock, rate_limit=rate_limit)])
+def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], *, rate_limit: bool = True) -> falcon.App:
+    app = falcon.App(middleware=[RequestId(), Authentication(connection, sandesh.clock, rate_limit=rate_limit)])
     json_handler = falcon.media.JSONHandler(dumps=lambda o: orjson.dumps(o).decode(), loads=orjson.loads)
     app.resp_options.media_handlers[falcon.MEDIA_JSON] = json_handler
     app.req_options.media_handlers[falcon.MEDIA_JSON] = json_handler
     app.add_route("/v1/sms/balance", Balance(connection))
+    app.add_route("/v1/sms/send", Send(sandesh, connection))
+    app.add_route("/v1/sms/messages/{message_id}", MessageStatus(sandesh, connection))
     app.add_error_handler(Exception, _unexpected)
     app.add_error_handler(falcon.HTTPError, _http_error)
     app.add_error_handler(ApiError, _api_error)

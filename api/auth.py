@@ -15,17 +15,24 @@ from projections import request_rate
 from .errors import INVALID_KEY, MISSING_KEY, ApiError
 
 _CALLER = """
-SELECT c.id, c.workspace_id, c.brand, c.rate_limit, c.enabled, w.status
+SELECT c.id, c.workspace_id, c.brand, c.rate_limit, c.enabled, w.status, w.rates, w.types,
+       COALESCE((SELECT enabled FROM sms_switch LIMIT 1), true) AS sms_enabled,
+       EXISTS (SELECT 1 FROM sims WHERE enabled) AS has_route
 FROM clients c JOIN workspaces w ON w.id = c.workspace_id WHERE c.key_hash = %s
 """
 
 
 @dataclass(frozen=True)
 class Caller:
+    """Who is calling, and the workspace state a send is decided on (read in the same query)."""
     client_id: str
     workspace_id: str
     brand: str
     workspace_status: str
+    rates: dict[str, int]
+    allowed_types: list[str]
+    sms_enabled: bool
+    has_route: bool
 
 
 class Authentication:
@@ -53,4 +60,5 @@ class Authentication:
         if wait is not None:
             raise ApiError("rate_limited", f"Request rate of {row['rate_limit']}/s exceeded; retry in {wait} s.",
                            headers={"Retry-After": str(wait)})
-        req.context.caller = Caller(row["id"], row["workspace_id"], row["brand"], row["status"])
+        req.context.caller = Caller(row["id"], row["workspace_id"], row["brand"], row["status"], row["rates"],
+                                    row["types"], row["sms_enabled"], row["has_route"])

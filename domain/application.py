@@ -15,7 +15,9 @@ from .clock import Clock, iso
 from .client import (DEFAULT_GRACE_HOURS, DEFAULT_RATE_LIMIT, Client, check_brand,
                      check_rate_limit, check_webhook_url)
 from .credentials import new_api_key, new_webhook_secret, sha256_hex, shown_prefix
-from .errors import InvalidInput, NotFound
+from .errors import IdempotencyKeyTaken, InsufficientBalance, InvalidInput, NotFound
+from .message import Message
+from .sending import SendRequest
 from .sim import SMS_SWITCH_ID, Sim, SmsSwitch, check_sim_name
 from .types import MESSAGE_TYPES, default_rates
 from .workspace import Workspace
@@ -140,6 +142,32 @@ class Sandesh(Application[str]):
             switch.disable(reason=reason, actor=actor, at=self.clock.now())
         self.save(switch)
         return switch
+
+    # Messages
+    def send(self, client_id: str, workspace_id: str, request: SendRequest, cost: int,
+             idempotency_key: str | None = None, request_hash: str | None = None) -> Message:
+        """Accept a message: its Accepted event, the debit and the idempotency record commit together."""
+        message = Message(
+            client_id=client_id, workspace_id=workspace_id, to=request.to, text=request.text,
+            message_type=request.message_type, segments=request.segments, encoding=request.encoding,
+            cost=cost, idempotency_key=idempotency_key, request_hash=request_hash, at=self.clock.now(),
+        )
+        try:
+            self.save(message)
+        except IntegrityError as error:
+            if "balance_never_negative" in str(error):
+                raise InsufficientBalance("the workspace balance is lower than the message cost") from None
+            if "idempotency_keys_pkey" in str(error):
+                raise IdempotencyKeyTaken(idempotency_key) from None
+            raise
+        return message
+
+    def message(self, message_id: str) -> Message | None:
+        try:
+            found = self.repository.get(message_id)
+        except AggregateNotFoundError:
+            return None
+        return found if isinstance(found, Message) else None
 
     # The audit trail
     def operator_events(self) -> Iterator[Any]:

@@ -15,3 +15,11 @@ class InvalidInput(DomainError):
 
 class InvalidTransition(DomainError):
     pass
+
+
+class InsufficientBalance(DomainError):
+    """The guarded debit would take the workspace balance below zero."""
+
+
+class IdempotencyKeyTaken(DomainError):
+    """Another request committed a message under the same Idempotency-Key first."""

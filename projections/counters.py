@@ -1,17 +1,49 @@
 """Per-client counters returned by GET /v1/sms/balance (decisions §1 Balance).
 
-Until messages exist every counter is zero; the message projection fills `client_counters`.
+`sent` counts accepted messages, `segments` their segments, `spent` the paisa charged net of
+refunds; `delivered`, `undelivered` and `failed` count messages that reached those statuses
+(`failed` includes `rejected`); `otpSent` and `otpVerified` count codes.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-COUNTERS = ("sent", "delivered", "undelivered", "failed", "segments", "spent", "otpSent", "otpVerified")
+from domain.message import Message
+
+NAME = "counters"
+TABLES = ("client_counters",)
+COLUMNS = {"sent": "sent", "delivered": "delivered", "undelivered": "undelivered", "failed": "failed",
+           "segments": "segments", "spent": "spent", "otpSent": "otp_sent", "otpVerified": "otp_verified"}
+DDL = """
+CREATE TABLE IF NOT EXISTS client_counters (
+    client_id text PRIMARY KEY, sent bigint NOT NULL DEFAULT 0, delivered bigint NOT NULL DEFAULT 0,
+    undelivered bigint NOT NULL DEFAULT 0, failed bigint NOT NULL DEFAULT 0, segments bigint NOT NULL DEFAULT 0,
+    spent bigint NOT NULL DEFAULT 0, otp_sent bigint NOT NULL DEFAULT 0, otp_verified bigint NOT NULL DEFAULT 0);
+"""
+
+HANDLERS: dict[type, Callable[[Any, Any], None]] = {}
+
+
+def _add(cur: Any, client_id: str, **amounts: int) -> None:
+    columns = ", ".join(amounts)
+    updates = ", ".join(f"{c} = client_counters.{c} + excluded.{c}" for c in amounts)
+    cur.execute(f"INSERT INTO client_counters (client_id, {columns}) VALUES (%s, {', '.join(['%s'] * len(amounts))})"
+                f" ON CONFLICT (client_id) DO UPDATE SET {updates}", (client_id, *amounts.values()))
+
+
+def _accepted(cur: Any, e: Any) -> None:
+    _add(cur, e.client_id, sent=1, segments=e.segments, spent=e.cost)
+
+
+HANDLERS[Message.Accepted] = _accepted
 
 
 def zero() -> dict[str, int]:
-    return {name: 0 for name in COUNTERS}
+    return {name: 0 for name in COLUMNS}
 
 
 def for_client(conn: Any, client_id: str) -> dict[str, int]:
-    return zero()
+    row = conn.execute("SELECT * FROM client_counters WHERE client_id = %s", (client_id,), prepare=True).fetchone()
+    if row is None:
+        return zero()
+    return {name: int(row[column]) for name, column in COLUMNS.items()}

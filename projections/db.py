@@ -60,10 +60,15 @@ def ensure_database(settings: Settings) -> None:
 
 
 def create_tables(conn: psycopg.Connection) -> None:
+    from . import follower
+
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         conn.execute(OWN_DDL)
         conn.execute(registry.DDL)
+        conn.execute(follower.POSITIONS_DDL)
+        for projection in follower.FOLLOWED.values():
+            conn.execute(projection.DDL)
 
 
 def read_clock_offset(conn: Any) -> float:

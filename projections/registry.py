@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import orjson
 from psycopg.types.json import Jsonb
 
 from domain.client import Client
+from domain.message import Message, accepted_reply
 from domain.clock import iso
 from domain.sim import Sim, SmsSwitch
 from domain.workspace import Workspace
 
 NAME = "registry"
-TABLES = ("workspaces", "clients", "sims", "sms_switch")
+TABLES = ("workspaces", "clients", "sims", "sms_switch", "idempotency_keys")
+IDEMPOTENCY_RETENTION = 24 * 3600  # interface §Limits
 
 DDL = """
 CREATE TABLE IF NOT EXISTS workspaces (
@@ -33,6 +36,10 @@ CREATE INDEX IF NOT EXISTS clients_workspace ON clients (workspace_id);
 CREATE TABLE IF NOT EXISTS sims (
     id text PRIMARY KEY, name text NOT NULL UNIQUE, port text NOT NULL, baud integer NOT NULL,
     host text, enabled boolean NOT NULL, created_at double precision NOT NULL, updated_at double precision NOT NULL);
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+    client_id text NOT NULL, key text NOT NULL, request_hash text NOT NULL, message_id text NOT NULL,
+    response text NOT NULL, created_at double precision NOT NULL,
+    CONSTRAINT idempotency_keys_pkey PRIMARY KEY (client_id, key));
 CREATE TABLE IF NOT EXISTS sms_switch (
     id text PRIMARY KEY, enabled boolean NOT NULL, reason text, updated_at double precision);
 """
@@ -154,6 +161,21 @@ def _sms_switch(cur: Any, e: Any) -> None:
         " updated_at = excluded.updated_at",
         (e.originator_id, on, None if on else e.reason, e.at),
     )
+
+
+@handles(Message.Accepted)
+def _message_accepted(cur: Any, e: Any) -> None:
+    """The charge at acceptance; the CHECK on the balance refuses it, and the whole append, when short."""
+    cur.execute("UPDATE workspaces SET balance = balance - %s WHERE id = %s", (e.cost, e.workspace_id))
+    if e.idempotency_key is not None:
+        cur.execute("DELETE FROM idempotency_keys WHERE client_id = %s AND key = %s AND created_at <= %s",
+                    (e.client_id, e.idempotency_key, e.at - IDEMPOTENCY_RETENTION))
+        reply = accepted_reply(e.originator_id, e.message_type, e.segments, e.encoding, e.cost)
+        cur.execute(
+            "INSERT INTO idempotency_keys (client_id, key, request_hash, message_id, response, created_at)"
+            " VALUES (%s, %s, %s, %s, %s, %s)",
+            (e.client_id, e.idempotency_key, e.request_hash, e.originator_id, orjson.dumps(reply).decode(), e.at),
+        )
 
 
 def apply(cur: Any, events: list[Any]) -> None:

@@ -51,7 +51,10 @@ class SandeshRecorder(PostgresApplicationRecorder):
     def _insert_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
         inline: Callable[[Any], None] | None = kwargs.get("inline")
         if inline is not None:
-            inline(curs)
+            # Leaving a nested pipeline block syncs it, so a refused guard raises here, before the
+            # (prepared) event insert is queued in a pipeline that is already aborted.
+            with curs.connection.pipeline():
+                inline(curs)
 
 
 class Sealer:

@@ -111,6 +111,14 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--workers", type=positive_int, default=2)
     s.add_argument("--threads", type=positive_int, default=8, help="threads per worker")
 
+    w = sub.add_parser("worker", help="run workers that follow the log (until SIGTERM or Ctrl-C)")
+    w.add_argument("command", choices=["projections", "all"], metavar="NAME",
+                   help="projections: keep the read models up to date; all: every worker, each in its own process")
+    w.add_argument("--host", help="the host whose SIMs a dispatcher drives (for the dispatcher, later)")
+
+    r = sub.add_parser("replay", help="rebuild read models from the log, beside the live ones, then swap")
+    r.add_argument("names", nargs="*", metavar="PROJECTION", help="registry, messages, counters (default: all)")
+
     up = sub.add_parser("up", help="everything for a first look: database, demo client, API and workers")
     up.add_argument("--bind", default="127.0.0.1:8000", metavar="HOST:PORT")
 

@@ -247,6 +247,30 @@ def clock_advance(args: argparse.Namespace, settings: Settings, actor: str) -> i
     return 0
 
 
+def worker_projections(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from workers.supervisor import run_one
+
+    return run_one("projections", settings)
+
+
+def worker_all(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from workers.supervisor import run_all
+
+    passed = ["--database-url", args.database_url] if args.database_url else []
+    return run_all(settings, passed)
+
+
+def replay(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from projections import replay as rebuild
+
+    unknown = [name for name in args.names if name not in rebuild.NAMES]
+    if unknown:
+        raise InvalidInput(f"unknown projection {unknown[0]!r}; expected some of {', '.join(rebuild.NAMES)}")
+    with opened(settings) as runtime:
+        emit(rebuild.replay(runtime, args.names or list(rebuild.NAMES)))
+    return 0
+
+
 def serve(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     from .serve import serve as run_server
 

@@ -28,7 +28,7 @@ class SandeshServer(BaseApplication):
 
         logging.basicConfig(level=self.settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
         runtime = bootstrap(self.settings)
-        return create_app(runtime.connection, runtime.clock)
+        return create_app(runtime.app, runtime.connection)
 
 
 def serve(settings: Settings, bind: str, workers: int, threads: int) -> None:

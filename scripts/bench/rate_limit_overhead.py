@@ -49,8 +49,8 @@ def main(n: int = 3000) -> None:
             take = _timed(lambda: request_rate.take(conn, client.id, 1_000_000, runtime.clock.now()), n)
 
         headers = {"x-api-key": key}
-        with_limit = falcon.testing.TestClient(create_app(runtime.connection, runtime.clock))
-        without = falcon.testing.TestClient(create_app(runtime.connection, runtime.clock, rate_limit=False))
+        with_limit = falcon.testing.TestClient(create_app(runtime.app, runtime.connection))
+        without = falcon.testing.TestClient(create_app(runtime.app, runtime.connection, rate_limit=False))
         on: list[float] = []
         off: list[float] = []
         for _ in range(n // 100):

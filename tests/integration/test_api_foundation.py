@@ -35,7 +35,7 @@ class Echo:
 
 @pytest.fixture(scope="module")
 def app(runtime):
-    application = create_app(runtime.connection, runtime.clock)
+    application = create_app(runtime.app, runtime.connection)
     application.add_route("/v1/test/echo", Echo())
     return falcon.testing.TestClient(application)
 

@@ -1,0 +1,32 @@
+"""GET /v1/sms/messages/:id (interface §GET /sms/messages/:id, decisions §1 read-your-writes)."""
+from __future__ import annotations
+
+from typing import Any
+
+import falcon
+
+from domain.application import Sandesh
+from projections import messages
+
+from .errors import ApiError
+
+
+class MessageStatus:
+    def __init__(self, app: Sandesh, connection: Any):
+        self.app = app
+        self.connection = connection
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, message_id: str) -> None:
+        caller = req.context.caller
+        if not message_id.startswith("msg_") or len(message_id) > 64:
+            raise ApiError("not_found", "No message with this id.")
+        with self.connection() as conn:
+            row = messages.find(conn, message_id, caller.client_id)
+        if row is not None:
+            resp.media = messages.view(row)
+            return
+        # Not projected yet: the log is the truth, and a 202 means the message is in it.
+        message = self.app.message(message_id)
+        if message is None or message.client_id != caller.client_id:
+            raise ApiError("not_found", "No message with this id.")
+        resp.media = messages.from_aggregate(message)

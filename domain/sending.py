@@ -1,0 +1,82 @@
+"""The rules of POST /v1/sms/send that do not need storage (interface §POST /sms/send,
+decisions §1): validation of the body and the refusals after idempotency, in order."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import phone
+from .segments import MAX_SEGMENTS, segment
+from .types import MESSAGE_TYPES
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: list[str]
+    message: str
+    code: str
+
+
+@dataclass(frozen=True)
+class SendRequest:
+    to: str
+    text: str
+    message_type: str
+    segments: int
+    encoding: str
+
+
+def _text_problems(text: Any) -> list[Problem]:
+    if text is None:
+        return [Problem(["text"], "text is required", "required")]
+    if not isinstance(text, str):
+        return [Problem(["text"], "text must be a string", "invalid_type")]
+    if not text.strip():
+        return [Problem(["text"], "text must not be empty", "empty")]
+    if "\x00" in text:
+        return [Problem(["text"], "text must not contain NUL characters", "invalid_characters")]
+    return []
+
+
+def _to_problems(to: Any) -> list[Problem]:
+    if to is None:
+        return [Problem(["to"], "to is required", "required")]
+    if not isinstance(to, str):
+        return [Problem(["to"], "to must be a string", "invalid_type")]
+    if phone.normalise(to) is None:
+        return [Problem(["to"], "to must be a Nepal mobile number: 977 and 10 digits starting 96, 97 or 98, "
+                                "e.g. 9779812345678", "invalid_phone_number")]
+    return []
+
+
+def parse_send(body: dict[str, Any]) -> tuple[SendRequest | None, list[Problem]]:
+    """The request, or every problem found (a 400 lists them all)."""
+    problems = _to_problems(body.get("to")) + _text_problems(body.get("text"))
+    message_type = body.get("messageType", "transactional")
+    if message_type not in MESSAGE_TYPES:
+        problems.append(Problem(["messageType"], f"messageType must be one of {', '.join(MESSAGE_TYPES)}",
+                                "invalid_enum"))
+    if problems:
+        return None, problems
+    seg = segment(body["text"])
+    if seg.segments > MAX_SEGMENTS:
+        return None, [Problem(["text"], f"text needs {seg.segments} segments ({seg.encoding}); at most "
+                                        f"{MAX_SEGMENTS} are allowed", "too_long")]
+    return SendRequest(phone.normalise(body["to"]) or "", body["text"], message_type, seg.segments, seg.encoding), []
+
+
+def refusal(message_type: str, allowed_types: list[str], sms_enabled: bool, has_route: bool) -> str | None:
+    """After validation and idempotency: type allowed -> SMS switch -> route (decisions §1).
+    The balance comes last and is checked by the guarded debit itself."""
+    if message_type not in allowed_types:
+        return "forbidden"
+    if not sms_enabled:
+        return "sms_disabled"
+    if not has_route:
+        return "unavailable"
+    return None
+
+
+def cost(rates: dict[str, int], message_type: str, segments: int) -> int:
+    """A rate is a price per segment per message type (decisions §1 Money)."""
+    return rates[message_type] * segments

@@ -1,0 +1,82 @@
+"""Followed read models: each applies the log's events exactly once, in log order.
+
+A projection's position lives in `projection_positions` and is updated in the same
+transaction as its read-model rows; the position row is locked first, so two runners (or a
+runner and a replay) never apply the same event twice.  Live runs and replays use the same
+handlers (`apply_batch`).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from types import ModuleType
+from typing import Any, Callable
+
+import psycopg
+from eventsourcing.utils import get_topic
+
+from . import counters, messages
+from .bootstrap import Runtime
+
+log = logging.getLogger("sandesh.projections")
+
+FOLLOWED: dict[str, ModuleType] = {messages.NAME: messages, counters.NAME: counters}
+POSITIONS_DDL = "CREATE TABLE IF NOT EXISTS projection_positions (name text PRIMARY KEY, position bigint NOT NULL);"
+BATCH = 1000
+
+
+def topics(projection: ModuleType) -> list[str]:
+    return [get_topic(cls) for cls in projection.HANDLERS]
+
+
+def read_batch(runtime: Runtime, projection: ModuleType, after: int, limit: int = BATCH) -> list[Any]:
+    return runtime.app.recorder.select_notifications(start=after, limit=limit, topics=topics(projection),
+                                                      inclusive_of_start=False)
+
+
+def apply_batch(runtime: Runtime, cur: Any, projection: ModuleType, notifications: list[Any]) -> None:
+    for notification in notifications:
+        event = runtime.app.mapper.to_domain_event(notification)
+        projection.HANDLERS[type(event)](cur, event)
+
+
+def step(runtime: Runtime, projection: ModuleType, limit: int = BATCH) -> int:
+    """Apply the next batch of events; returns how many were applied."""
+    with runtime.connection() as conn, conn.transaction(), conn.cursor() as cur:
+        cur.execute("INSERT INTO projection_positions (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING",
+                    (projection.NAME,))
+        cur.execute("SELECT position FROM projection_positions WHERE name = %s FOR UPDATE", (projection.NAME,))
+        position = cur.fetchone()["position"]
+        batch = read_batch(runtime, projection, position, limit)
+        if not batch:
+            return 0
+        apply_batch(runtime, cur, projection, batch)
+        cur.execute("UPDATE projection_positions SET position = %s WHERE name = %s", (batch[-1].id, projection.NAME))
+        return len(batch)
+
+
+def catch_up(runtime: Runtime, names: list[str] | None = None) -> int:
+    total = 0
+    for name in names or list(FOLLOWED):
+        while applied := step(runtime, FOLLOWED[name]):
+            total += applied
+    return total
+
+
+def run(runtime: Runtime, stop: threading.Event, names: list[str] | None = None,
+        on_idle: Callable[[], None] | None = None) -> None:
+    """Follow the log until `stop` is set: LISTEN for appends, poll every second as a fallback."""
+    channel = runtime.app.recorder.channel_name  # type: ignore[attr-defined]
+    with psycopg.connect(runtime.settings.database_url, autocommit=True) as listener:
+        listener.execute(f'LISTEN "{channel}"')
+        while not stop.is_set():
+            try:
+                catch_up(runtime, names)
+            except Exception:
+                log.exception("projection step failed; retrying in 1 s")
+                stop.wait(1.0)
+                continue
+            if on_idle:
+                on_idle()
+            for _ in listener.notifies(timeout=1.0, stop_after=1):
+                pass

@@ -1,0 +1,48 @@
+"""Idempotency-Key claims (interface §POST /sms/send 1-2, decisions §1 Idempotency).
+
+A request with a key holds a session advisory lock on (client, key) while it runs, so a
+concurrent twin sees "still running" (409).  The record itself is written by the append that
+accepts the message (registry.idempotency_keys), so key, message and charge commit together;
+its primary key is the backstop when two requests race past the lock check.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, ContextManager, Iterator
+
+from .registry import IDEMPOTENCY_RETENTION
+
+
+
+@dataclass(frozen=True)
+class Prior:
+    request_hash: str
+    response: str  # the original 202 body, byte for byte
+
+
+@dataclass
+class Claim:
+    running_elsewhere: bool
+    prior: Prior | None
+
+
+def prior(conn: Any, client_id: str, key: str, now: float) -> Prior | None:
+    row = conn.execute(
+        "SELECT request_hash, response FROM idempotency_keys WHERE client_id = %s AND key = %s AND created_at > %s",
+        (client_id, key, now - IDEMPOTENCY_RETENTION)).fetchone()
+    return Prior(row["request_hash"], row["response"]) if row else None
+
+
+@contextmanager
+def claim(connection: Callable[[], ContextManager[Any]], client_id: str, key: str, now: float) -> Iterator[Claim]:
+    lock = f"{client_id} {key}"  # client ids hold no space, so this names one (client, key)
+    with connection() as conn:
+        locked = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0)) AS locked", (lock,)).fetchone()["locked"]
+        if not locked:
+            yield Claim(running_elsewhere=True, prior=None)
+            return
+        try:
+            yield Claim(running_elsewhere=False, prior=prior(conn, client_id, key, now))
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (lock,))
