@@ -14,14 +14,6 @@ from projections import request_rate
 
 from .errors import INVALID_KEY, MISSING_KEY, ApiError
 
-_CALLER = """
-SELECT c.id, c.workspace_id, c.brand, c.rate_limit, c.enabled, w.status, w.rates, w.types,
-       COALESCE((SELECT enabled FROM sms_switch LIMIT 1), true) AS sms_enabled,
-       EXISTS (SELECT 1 FROM sims WHERE enabled) AS has_route
-FROM clients c JOIN workspaces w ON w.id = c.workspace_id WHERE c.key_hash = %s
-"""
-
-
 @dataclass(frozen=True)
 class Caller:
     """Who is calling, and the workspace state a send is decided on (read in the same query)."""
@@ -50,15 +42,15 @@ class Authentication:
         if not KEY_PATTERN.match(key):
             raise ApiError("unauthorized", INVALID_KEY)
         with self.connection() as conn:
-            row = conn.execute(_CALLER, (sha256_hex(key),), prepare=True).fetchone()
+            row = request_rate.caller(conn, sha256_hex(key), self.clock.now(), self.rate_limit)
             if row is None:
                 raise ApiError("unauthorized", INVALID_KEY)
             code = refusal(row["enabled"], row["status"], req.method)
             if code:
                 raise ApiError(code)
-            wait = request_rate.take(conn, row["id"], row["rate_limit"], self.clock.now()) if self.rate_limit else None
-        if wait is not None:
-            raise ApiError("rate_limited", f"Request rate of {row['rate_limit']}/s exceeded; retry in {wait} s.",
-                           headers={"Retry-After": str(wait)})
+            if not row["within_rate"]:
+                wait = request_rate.retry_after(conn, row["id"], row["rate_limit"], self.clock.now())
+                raise ApiError("rate_limited", f"Request rate of {row['rate_limit']}/s exceeded; retry in {wait} s.",
+                               headers={"Retry-After": str(wait)})
         req.context.caller = Caller(row["id"], row["workspace_id"], row["brand"], row["status"], row["rates"],
                                     row["types"], row["sms_enabled"], row["has_route"])

@@ -34,11 +34,13 @@ InlineWriter = Callable[[list[Any]], Callable[[Any], None]]
 class Sandesh(Application[str]):
     name = "Sandesh"
 
-    def __init__(self, env: dict[str, str], *, clock: Clock, sealer: Sealer, inline: InlineWriter | None = None):
+    def __init__(self, env: dict[str, str], *, clock: Clock, sealer: Sealer, inline: InlineWriter | None = None,
+                 append: Callable[..., None] | None = None):
         super().__init__(env)
         self.clock = clock
         self.sealer = sealer
         self.inline = inline
+        self.append = append or self.save  # how sends are appended: group commit in the API (projections/)
 
     def _record(self, processing_event: Any) -> Any:
         if self.inline is not None:
@@ -153,7 +155,7 @@ class Sandesh(Application[str]):
             cost=cost, idempotency_key=idempotency_key, request_hash=request_hash, at=self.clock.now(),
         )
         try:
-            self.save(message)
+            self.append(message)
         except IntegrityError as error:
             if "balance_never_negative" in str(error):
                 raise InsufficientBalance("the workspace balance is lower than the message cost") from None

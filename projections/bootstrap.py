@@ -10,6 +10,7 @@ from domain.clock import Clock, OffsetClock, SystemClock
 from domain.settings import Settings
 
 from . import db, registry
+from .group_commit import GroupCommit
 from .store import Sealer, eventsourcing_env
 
 
@@ -29,7 +30,9 @@ class Runtime:
         self.app.close()
 
 
-def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table: bool = False) -> Runtime:
+def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table: bool = False,
+              group_commit: bool = False) -> Runtime:
+    """`group_commit` batches concurrent sends of this process into shared appends (the API)."""
     sealer = Sealer(settings.require_secret_key())
     env = eventsourcing_env(settings, create_table=create_table, pool_size=pool_size)
     holder: dict[str, Any] = {}
@@ -45,6 +48,8 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
         if "connect" in str(error).lower() or "connection" in str(error).lower():
             raise db.DatabaseUnavailable(db.describe_unreachable(settings, error)) from error
         raise
+    if group_commit:
+        app.append = GroupCommit(app.save).save
     runtime = Runtime(settings=settings, app=app, clock=clock)
     holder["runtime"] = runtime
     return runtime

@@ -2,7 +2,11 @@
 
 GCRA on one UNLOGGED row per client: `tat` is the theoretical arrival time of the next request.
 A request at `now` is allowed when max(tat, now) + 1/rate - now <= 1 s, i.e. a client may burst
-its whole per-second rate at once and then sends at that rate.  One statement, one round trip.
+its whole per-second rate at once and then sends at that rate.
+
+`CALLER` authenticates and counts the request in one statement (one round trip): the key's
+client and workspace, the state a send is decided on, and whether the request is within the
+rate.  Only requests of an enabled client are counted.
 """
 from __future__ import annotations
 
@@ -11,21 +15,30 @@ from typing import Any
 
 BURST_SECONDS = 1.0
 
-_TAKE = """
-INSERT INTO request_rates AS r (client_id, tat) VALUES (%(client)s, %(now)s + %(interval)s)
-ON CONFLICT (client_id) DO UPDATE SET tat = GREATEST(r.tat, %(now)s) + %(interval)s
- WHERE GREATEST(r.tat, %(now)s) + %(interval)s - %(now)s <= %(burst)s
-RETURNING tat
+CALLER = """
+WITH caller AS (
+    SELECT c.id, c.workspace_id, c.brand, c.rate_limit, c.enabled, w.status, w.rates, w.types,
+           COALESCE((SELECT enabled FROM sms_switch LIMIT 1), true) AS sms_enabled,
+           EXISTS (SELECT 1 FROM sims WHERE enabled) AS has_route
+    FROM clients c JOIN workspaces w ON w.id = c.workspace_id WHERE c.key_hash = %(key_hash)s),
+counted AS (
+    INSERT INTO request_rates AS r (client_id, tat)
+    SELECT id, %(now)s + 1.0 / rate_limit FROM caller WHERE enabled AND %(limit)s
+    ON CONFLICT (client_id) DO UPDATE SET tat = GREATEST(r.tat, %(now)s) + (excluded.tat - %(now)s)
+     WHERE GREATEST(r.tat, %(now)s) + (excluded.tat - %(now)s) - %(now)s <= %(burst)s
+    RETURNING tat)
+SELECT caller.*, (NOT %(limit)s OR NOT caller.enabled OR EXISTS (SELECT 1 FROM counted)) AS within_rate FROM caller
 """
 
 
-def take(conn: Any, client_id: str, rate: int, now: float) -> int | None:
-    """Count one request. None when allowed; otherwise the whole seconds to wait (Retry-After)."""
-    interval = 1.0 / rate
-    params = {"client": client_id, "now": now, "interval": interval, "burst": BURST_SECONDS}
-    if conn.execute(_TAKE, params, prepare=True).fetchone() is not None:
-        return None
+def caller(conn: Any, key_hash: str, now: float, limit: bool = True) -> dict[str, Any] | None:
+    """The authenticated caller with `within_rate`, or None for an unknown key."""
+    return conn.execute(CALLER, {"key_hash": key_hash, "now": now, "limit": limit, "burst": BURST_SECONDS},
+                        prepare=True).fetchone()
+
+
+def retry_after(conn: Any, client_id: str, rate: int, now: float) -> int:
+    """Whole seconds until the next request of a limited client is allowed (Retry-After), at least 1."""
     row = conn.execute("SELECT tat FROM request_rates WHERE client_id = %s", (client_id,)).fetchone()
     tat = row["tat"] if row else now
-    wait = max(tat, now) + interval - now - BURST_SECONDS
-    return max(1, math.ceil(wait))
+    return max(1, math.ceil(max(tat, now) + 1.0 / rate - now - BURST_SECONDS))

@@ -2,9 +2,10 @@
 
 Every event state is encrypted with a key derived from SANDESH_SECRET_KEY before it reaches
 PostgreSQL (decisions §4), using eventsourcing's own AESCipher.  Inline read models (the
-registry of workspaces, clients and SIMs, and the balance ledger) are written by the same
-transaction that appends their events: the recorder runs them before it takes the events
-table lock, so a failed guard (e.g. a balance that would go below zero) aborts the append.
+registry of workspaces, clients and SIMs, the balance ledger, idempotency keys) are written by
+the same transaction that appends their events: the recorder runs them before it takes the
+events table lock, so a failed guard (e.g. a balance that would go below zero) aborts the append
+and the lock is always the last one a writer takes.
 """
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from typing import Any, Callable, Sequence
 
 import orjson
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from eventsourcing.persistence import StoredEvent, Transcoder
-from eventsourcing.postgres import PostgresApplicationRecorder
+from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent, Transcoder
+from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder
+from eventsourcing.utils import retry
 from psycopg.conninfo import conninfo_to_dict
 
 from domain.settings import Settings
@@ -46,15 +48,29 @@ class OrjsonTranscoder(Transcoder):
 
 
 class SandeshRecorder(PostgresApplicationRecorder):
-    """Runs the inline read-model writer given to `save(..., inline=writer)` in the append transaction."""
+    """The library's recorder, with the inline read-model writes given to `save(..., inline=writer)`
+    run in the append's transaction, before the events table lock, and with fewer round trips:
+    no pipeline, and lock + NOTIFY sent as one simple query."""
 
-    def _insert_events(self, curs: Any, stored_events: Sequence[StoredEvent], **kwargs: Any) -> None:
+    def __init__(self, datastore: Any, *, events_table_name: str = "stored_events"):
+        super().__init__(datastore, events_table_name=events_table_name)
+        table = f'"{self.datastore.schema or "public"}"."{self.events_table_name}"'
+        self._lock_and_notify = (
+            f"SET LOCAL lock_timeout = '{self.datastore.lock_timeout}s';"
+            f" LOCK TABLE {table} IN EXCLUSIVE MODE; NOTIFY \"{self.channel_name}\""
+        )
+
+    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+    def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         inline: Callable[[Any], None] | None = kwargs.get("inline")
-        if inline is not None:
-            # Leaving a nested pipeline block syncs it, so a refused guard raises here, before the
-            # (prepared) event insert is queued in a pipeline that is already aborted.
-            with curs.connection.pipeline():
-                inline(curs)
+        with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
+            if inline is not None:
+                inline(curs)  # a refused guard raises here, before the lock is taken
+            if not stored_events:
+                return []
+            curs.execute(self._lock_and_notify)
+            PostgresAggregateRecorder._insert_stored_events(self, curs, stored_events)
+            return self._fetch_ids_after_insert_events(curs, stored_events)
 
 
 class Sealer:
@@ -86,7 +102,7 @@ def eventsourcing_env(settings: Settings, *, create_table: bool = False, pool_si
         "POSTGRES_LOCK_TIMEOUT": "5",
         "POSTGRES_POOL_SIZE": str(pool_size or settings.pool_size),
         "POSTGRES_MAX_OVERFLOW": "8",
-        "POSTGRES_PRE_PING": "y",
+        "POSTGRES_PRE_PING": "n",  # a round trip per checkout; the pool replaces broken connections itself
         "CREATE_TABLE": "y" if create_table else "n",
         "ORIGINATOR_ID_TYPE": "text",
         "TRANSCODER_TOPIC": "projections.store:OrjsonTranscoder",

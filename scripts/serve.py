@@ -27,7 +27,7 @@ class SandeshServer(BaseApplication):
         from projections.bootstrap import bootstrap
 
         logging.basicConfig(level=self.settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-        runtime = bootstrap(self.settings)
+        runtime = bootstrap(self.settings, group_commit=True)
         return create_app(runtime.app, runtime.connection)
 
 

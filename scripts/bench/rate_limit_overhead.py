@@ -1,7 +1,7 @@
 """How much the per-client request rate adds to a request (issue: "must not add more than ~1 ms").
 
 Runs in one process against a scratch database on the local PostgreSQL:
-  1. the limiter's statement alone (`request_rate.take`), N times;
+  1. the authentication statement alone (`request_rate.caller`), with and without the counting;
   2. GET /v1/sms/balance through the whole Falcon app (auth, gating, read model, JSON) with the
      limiter on and off, interleaved in blocks so drift hits both alike.
 Usage: .venv/bin/python -m scripts.bench.rate_limit_overhead [N]
@@ -14,6 +14,7 @@ import time
 
 import falcon.testing
 
+from domain.credentials import sha256_hex
 from domain.settings import Settings
 from projections import request_rate
 from projections.bootstrap import bootstrap
@@ -45,8 +46,13 @@ def main(n: int = 3000) -> None:
         app.change_workspace(workspace.id, "activate", "bench")
         client, key, _ = app.create_client(workspace.id, "Bench", None, 1_000_000, "bench")
 
+        key_hash = sha256_hex(key)
         with runtime.connection() as conn:
-            take = _timed(lambda: request_rate.take(conn, client.id, 1_000_000, runtime.clock.now()), n)
+            counted: list[float] = []
+            plain: list[float] = []
+            for _ in range(n // 100):
+                counted += _timed(lambda: request_rate.caller(conn, key_hash, runtime.clock.now(), True), 100)
+                plain += _timed(lambda: request_rate.caller(conn, key_hash, runtime.clock.now(), False), 100)
 
         headers = {"x-api-key": key}
         with_limit = falcon.testing.TestClient(create_app(runtime.app, runtime.connection))
@@ -59,7 +65,8 @@ def main(n: int = 3000) -> None:
         assert with_limit.simulate_get("/v1/sms/balance", headers=headers).status_code == 200
         runtime.close()
 
-    print(_summary("limiter statement alone", take))
+    print(_summary("auth statement, counting the rate", counted))
+    print(_summary("auth statement, not counting", plain))
     print(_summary("GET /v1/sms/balance, limiter on", on))
     print(_summary("GET /v1/sms/balance, limiter off", off))
     print(f"added by the limiter: mean {statistics.fmean(on) - statistics.fmean(off):+.3f} ms, "

@@ -1,0 +1,72 @@
+"""Group commit: many requests' appends in one transaction (eventsourcing-facts: 100 events per
+save gave ~23,000 events/s against ~870 for one per save; every save takes the events table lock).
+
+Request threads hand their pending events to one committer thread per process and wait.  The
+committer takes whatever has queued while the previous transaction ran (no added wait when the
+process is idle), saves it in one append with one inline write, and wakes the requests.  When a
+batch is refused (a balance guard, an idempotency key, a version conflict), each of its items is
+saved on its own, so every request gets its own outcome and nothing is charged for a refused one.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+MAX_BATCH = 200
+
+
+@dataclass
+class _Pending:
+    events: list[Any]
+    done: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
+
+
+class GroupCommit:
+    def __init__(self, save: Callable[..., Any], max_batch: int = MAX_BATCH):
+        self._save = save
+        self._max_batch = max_batch
+        self._queue: queue.SimpleQueue[_Pending] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def save(self, *aggregates: Any) -> None:
+        """Append the aggregates' pending events; returns once committed, raises what the save raised."""
+        pending = _Pending([e for a in aggregates for e in a.collect_events()])
+        self._start()
+        self._queue.put(pending)
+        pending.done.wait()
+        if pending.error is not None:
+            raise pending.error
+
+    def _start(self) -> None:
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="group-commit", daemon=True)
+                    self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while len(batch) < self._max_batch:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            self._commit(batch)
+
+    def _commit(self, batch: list[_Pending]) -> None:
+        try:
+            self._save(*[e for p in batch for e in p.events])
+        except BaseException as error:
+            if len(batch) == 1:
+                batch[0].error = error
+            else:
+                for pending in batch:
+                    self._commit([pending])
+                return
+        for pending in batch:
+            pending.done.set()

@@ -1,0 +1,107 @@
+"""Send benchmark: POST /v1/sms/send over HTTP with many connections (wrk), against
+`sandesh serve` (2 workers) and, in the same run, a bare Falcon app that parses the same JSON
+and answers 202 under the same gunicorn settings.
+
+Scenarios: (a) one workspace, one client; (b) one workspace, 8 clients; (c) 8 workspaces.
+Usage: .venv/bin/python -m scripts.bench.send_bench [--seconds 10] [--connections 16] [--threads 8]
+Needs wrk (`apt-get install wrk`).  Uses a scratch database on $SANDESH_TEST_POSTGRES.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from domain.settings import Settings
+from projections.bootstrap import bootstrap
+
+from .common import ROOT, scratch_database
+
+LUA = Path(__file__).with_name("send.lua")
+
+
+def _wait(url: str, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            requests.get(url, timeout=1)
+            return
+        except requests.ConnectionError:
+            if process.poll() is not None:
+                raise SystemExit(f"server exited: {process.args}")
+            time.sleep(0.1)
+    raise SystemExit("server did not start")
+
+
+def _clients(env: dict[str, str], workspaces: int, per_workspace: int) -> list[str]:
+    runtime = bootstrap(Settings.from_env(env), pool_size=2)
+    keys = []
+    for w in range(workspaces):
+        ws = runtime.app.create_workspace(f"Bench {w}", None, {}, "bench")
+        runtime.app.change_workspace(ws.id, "activate", "bench")
+        runtime.app.change_workspace(ws.id, "credit", "bench", amount=10**12, note=None)
+        for c in range(per_workspace):
+            keys.append(runtime.app.create_client(ws.id, f"B{w}.{c}", None, 10**6, "bench")[1])
+    runtime.close()
+    return keys
+
+
+def _wrk(url: str, keys: list[str], seconds: int, connections: int) -> dict[str, float]:
+    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(LUA), url],
+                         env={**os.environ, "SANDESH_BENCH_KEYS": ",".join(keys)}, capture_output=True, text=True,
+                         check=True).stdout
+    fields = dict(re.findall(r"(\w+)=([\d.]+)", out.split("RESULT", 1)[1]))
+    requests_done = int(fields["requests"])
+    return {"rps": requests_done / (int(fields["duration_us"]) / 1e6), "p50": float(fields["p50_ms"]),
+            "p99": float(fields["p99_ms"]), "non2xx": int(fields["non2xx"]), "errors": int(fields["socket_errors"])}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--threads", type=int, default=8, help="gunicorn threads per worker, for both servers")
+    args = parser.parse_args()
+    if not shutil.which("wrk"):
+        raise SystemExit("the send benchmark needs wrk: apt-get install wrk")
+    with scratch_database() as env:
+        runtime = bootstrap(Settings.from_env(env), pool_size=1)
+        runtime.app.add_sim("bench-sim", "loop://", 115200, None, "bench")
+        runtime.close()
+        scenarios = {"(a) 1 workspace, 1 client": _clients(env, 1, 1),
+                     "(b) 1 workspace, 8 clients": _clients(env, 1, 8),
+                     "(c) 8 workspaces": _clients(env, 8, 1)}
+        sandesh = subprocess.Popen([sys.executable, "-m", "scripts.cli", "serve", "--bind", "127.0.0.1:18701",
+                                    "--workers", "2", "--threads", str(args.threads)], env={**env, "SANDESH_LOG_LEVEL": "WARNING"},
+                                   cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        bare = subprocess.Popen([sys.executable, "-m", "gunicorn", "-k", "gthread", "--workers", "2", "--threads",
+                                 str(args.threads), "--bind", "127.0.0.1:18702", "--log-level", "warning",
+                                 "scripts.bench.bare_app:app"], cwd=ROOT, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait("http://127.0.0.1:18701/v1/sms/balance", sandesh)
+            _wait("http://127.0.0.1:18702/", bare)
+            print(f"wrk -t1 -c{args.connections} -d{args.seconds}s; gunicorn gthread, 2 workers x {args.threads} threads")
+            print(f"{'scenario':<28} {'server':<8} {'sends/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8} {'ratio':>7}")
+            for name, keys in scenarios.items():
+                base = _wrk("http://127.0.0.1:18702", keys, args.seconds, args.connections)
+                real = _wrk("http://127.0.0.1:18701", keys, args.seconds, args.connections)
+                for label, r in (("bare", base), ("sandesh", real)):
+                    ratio = f"{real['rps'] / base['rps']:.0%}" if label == "sandesh" else ""
+                    print(f"{name:<28} {label:<8} {r['rps']:>9.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} "
+                          f"{r['non2xx'] + r['errors']:>8} {ratio:>7}")
+        finally:
+            for process in (sandesh, bare):
+                process.terminate()
+                process.wait(timeout=20)
+
+
+if __name__ == "__main__":
+    main()
