@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Protocol
 
-from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.persistence import IntegrityError
 
 from .audit import ACTIONS, audit_line
@@ -16,7 +16,7 @@ from .client import (DEFAULT_GRACE_HOURS, DEFAULT_RATE_LIMIT, Client, check_bran
                      check_rate_limit, check_webhook_url)
 from .credentials import new_api_key, new_webhook_secret, sha256_hex, shown_prefix
 from .errors import IdempotencyKeyTaken, InsufficientBalance, InvalidInput, NotFound
-from .message import Message
+from .message import Message, accept
 from .sending import SendRequest
 from .sim import SMS_SWITCH_ID, Sim, SmsSwitch, check_sim_name
 from .types import MESSAGE_TYPES, default_rates
@@ -41,6 +41,13 @@ class Sandesh(Application[str]):
         self.sealer = sealer
         self.inline = inline
         self.append = append or self.save  # how sends are appended: group commit in the API (projections/)
+
+    def append_events(self, events: list[Any]) -> Any:
+        """Record events already collected from their aggregates (the group commit's batches),
+        without `save()`'s per-object protocol checks."""
+        processing_event: ProcessingEvent[str] = ProcessingEvent()
+        processing_event.events.extend(events)
+        return self._record(processing_event)
 
     def _record(self, processing_event: Any) -> Any:
         if self.inline is not None:
@@ -149,7 +156,7 @@ class Sandesh(Application[str]):
     def send(self, client_id: str, workspace_id: str, request: SendRequest, cost: int,
              idempotency_key: str | None = None, request_hash: str | None = None) -> Message:
         """Accept a message: its Accepted event, the debit and the idempotency record commit together."""
-        message = Message(
+        message = accept(
             client_id=client_id, workspace_id=workspace_id, to=request.to, text=request.text,
             message_type=request.message_type, segments=request.segments, encoding=request.encoding,
             cost=cost, idempotency_key=idempotency_key, request_hash=request_hash, at=self.clock.now(),

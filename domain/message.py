@@ -38,6 +38,12 @@ class Message(Aggregate):
         self.updated_at = at
 
 
+def accept(**accepted: object) -> Message:
+    """A new Message.  Same as `Message(**accepted)` without the library's per-call signature
+    introspection (about a fifth of a millisecond, on the send path)."""
+    return Message._create(Message.Accepted, **accepted)
+
+
 def accepted_reply(message_id: str, message_type: str, segments: int, encoding: str, cost: int) -> dict:
     """The 202 body of POST /v1/sms/send (decisions §1), also what an idempotent replay returns."""
     return {"messageId": message_id, "status": QUEUED, "messageType": message_type,

@@ -40,6 +40,8 @@ GSM7_EXTENSION: dict[str, int] = {
 }
 
 _BASIC = frozenset(GSM7_BASIC) - {chr(ESC)}
+_GSM7 = _BASIC | frozenset(GSM7_EXTENSION)
+_EXTENSION = frozenset(GSM7_EXTENSION)
 
 
 def septet_length(char: str) -> int:
@@ -55,8 +57,14 @@ def _utf16_length(char: str) -> int:
 
 
 def encoding_of(text: str) -> str:
-    ok = all(c in _BASIC or c in GSM7_EXTENSION for c in text)
-    return GSM7 if ok else UCS2
+    return GSM7 if _GSM7.issuperset(text) else UCS2
+
+
+def _units(text: str, encoding: str) -> int:
+    """Septets (extension characters count two) or UTF-16 code units, without a loop in Python."""
+    if encoding == GSM7:
+        return len(text) + sum(text.count(c) for c in _EXTENSION.intersection(text))
+    return len(text.encode("utf-16-le")) // 2
 
 
 def _cost_function(encoding: str):
@@ -74,9 +82,11 @@ def split(text: str, *, encoding: str | None = None,
     capacity = PART_CAPACITY[encoding] if part_capacity is None else part_capacity
     if capacity < 2:
         raise ValueError("part_capacity must leave room for a 2-unit character")
-    costs = [cost(c) for c in text]
-    if sum(costs) <= SINGLE_PART_CAPACITY[encoding]:
+    if encoding == GSM7 and not _GSM7.issuperset(text):
+        raise ValueError("text has characters outside the GSM 7-bit default alphabet")
+    if _units(text, encoding) <= SINGLE_PART_CAPACITY[encoding]:
         return [text]
+    costs = [cost(c) for c in text]
     # Greedy over whole code points: an escape pair or a surrogate pair is one
     # Python character here, so it can never straddle two parts.
     parts, start, used = [], 0, 0
@@ -102,6 +112,5 @@ class Segmentation:
 
 def segment(text: str) -> Segmentation:
     encoding = encoding_of(text)
-    cost = _cost_function(encoding)
     return Segmentation(encoding=encoding, parts=tuple(split(text, encoding=encoding)),
-                        units=sum(cost(c) for c in text))
+                        units=_units(text, encoding))

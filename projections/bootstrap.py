@@ -49,7 +49,7 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
             raise db.DatabaseUnavailable(db.describe_unreachable(settings, error)) from error
         raise
     if group_commit:
-        app.append = GroupCommit(app.save).save
+        app.append = GroupCommit(app.append_events).save
     runtime = Runtime(settings=settings, app=app, clock=clock)
     holder["runtime"] = runtime
     return runtime

@@ -25,7 +25,7 @@ class _Pending:
 
 
 class GroupCommit:
-    def __init__(self, save: Callable[..., Any], max_batch: int = MAX_BATCH):
+    def __init__(self, save: Callable[[list[Any]], Any], max_batch: int = MAX_BATCH):
         self._save = save
         self._max_batch = max_batch
         self._queue: queue.SimpleQueue[_Pending] = queue.SimpleQueue()
@@ -60,7 +60,7 @@ class GroupCommit:
 
     def _commit(self, batch: list[_Pending]) -> None:
         try:
-            self._save(*[e for p in batch for e in p.events])
+            self._save([e for p in batch for e in p.events])
         except BaseException as error:
             if len(batch) == 1:
                 batch[0].error = error

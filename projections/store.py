@@ -19,13 +19,20 @@ from typing import Any, Callable, Sequence
 import orjson
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent, Transcoder
-from eventsourcing.postgres import PostgresAggregateRecorder, PostgresApplicationRecorder
+from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.utils import retry
+from psycopg import ClientCursor
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
+from psycopg.types.json import set_json_dumps, set_json_loads
 
 from domain.settings import Settings
 
 EVENTS_TABLE = "sandesh_events"
+
+# jsonb columns (rates, types) are read on every request: parse them with orjson, not json.
+set_json_loads(orjson.loads)
+set_json_dumps(orjson.dumps)
 
 
 def derive_key(secret_key: str, purpose: str) -> bytes:
@@ -47,10 +54,32 @@ class OrjsonTranscoder(Transcoder):
         return state
 
 
+class StatementBuffer:
+    """The cursor inline read-model writers get: it renders each statement with its literals
+    (psycopg's client-side quoting) instead of running it, so the whole append can be sent as
+    one script.  Inline writers therefore only write; they never read results."""
+
+    def __init__(self, conn: Any):
+        self._cursor = ClientCursor(conn)
+        self.statements: list[str] = []
+
+    def execute(self, query: Any, params: Any = None, **_: Any) -> None:
+        self.statements.append(self._cursor.mogrify(query, params))
+
+    def render(self, query: Any, params: Any) -> str:
+        return self._cursor.mogrify(query, params)
+
+
 class SandeshRecorder(PostgresApplicationRecorder):
-    """The library's recorder, with the inline read-model writes given to `save(..., inline=writer)`
-    run in the append's transaction, before the events table lock, and with fewer round trips:
-    no pipeline, and lock + NOTIFY sent as one simple query."""
+    """The library's recorder, appending in one round trip.
+
+    One script carries the whole transaction: BEGIN, the inline read-model writes given to
+    `save(..., inline=writer)` (debits, registry rows, idempotency keys), the events table lock
+    and NOTIFY exactly as the library takes them, the insert, COMMIT.  A refused guard (the
+    balance CHECK, an idempotency key) stops the script before the lock is taken, and the lock
+    is always the last lock a writer takes.  Locks are held for the server's work only, never
+    across a client round trip, which is what lets many processes append at once.
+    """
 
     def __init__(self, datastore: Any, *, events_table_name: str = "stored_events"):
         super().__init__(datastore, events_table_name=events_table_name)
@@ -59,18 +88,37 @@ class SandeshRecorder(PostgresApplicationRecorder):
             f"SET LOCAL lock_timeout = '{self.datastore.lock_timeout}s';"
             f" LOCK TABLE {table} IN EXCLUSIVE MODE; NOTIFY \"{self.channel_name}\""
         )
+        self._insert = f"INSERT INTO {table} (originator_id, originator_version, topic, state) VALUES "
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         inline: Callable[[Any], None] | None = kwargs.get("inline")
-        with self.datastore.get_connection() as conn, conn.transaction(), conn.cursor() as curs:
+        with self.datastore.get_connection() as conn:
+            buffer = StatementBuffer(conn)
             if inline is not None:
-                inline(curs)  # a refused guard raises here, before the lock is taken
-            if not stored_events:
+                inline(buffer)
+            script = ["BEGIN", *buffer.statements]
+            if stored_events:
+                rows = ", ".join(buffer.render("(%s, %s, %s, %s)", (e.originator_id, e.originator_version,
+                                                                     e.topic, e.state)) for e in stored_events)
+                script += [self._lock_and_notify, self._insert + rows + " RETURNING notification_id"]
+            script.append("COMMIT")
+            try:
+                with conn.cursor() as curs:
+                    curs.execute(";\n".join(script))
+                    return self._inserted_ids(curs)
+            except BaseException:
+                if conn.info.transaction_status != TransactionStatus.IDLE:
+                    conn.execute("ROLLBACK")
+                raise
+
+    @staticmethod
+    def _inserted_ids(curs: Any) -> list[int]:
+        while True:
+            if (curs.statusmessage or "").startswith("INSERT") and curs.description:
+                return [row["notification_id"] for row in curs.fetchall()]
+            if not curs.nextset():
                 return []
-            curs.execute(self._lock_and_notify)
-            PostgresAggregateRecorder._insert_stored_events(self, curs, stored_events)
-            return self._fetch_ids_after_insert_events(curs, stored_events)
 
 
 class Sealer:

@@ -67,7 +67,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--connections", type=int, default=16)
-    parser.add_argument("--threads", type=int, default=8, help="gunicorn threads per worker, for both servers")
+    parser.add_argument("--threads", type=int, default=16, help="gunicorn threads per worker, for both servers")
     args = parser.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("the send benchmark needs wrk: apt-get install wrk")
@@ -91,7 +91,9 @@ def main() -> None:
             print(f"wrk -t1 -c{args.connections} -d{args.seconds}s; gunicorn gthread, 2 workers x {args.threads} threads")
             print(f"{'scenario':<28} {'server':<8} {'sends/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8} {'ratio':>7}")
             for name, keys in scenarios.items():
+                time.sleep(3)  # let PostgreSQL settle (autovacuum after the previous burst)
                 base = _wrk("http://127.0.0.1:18702", keys, args.seconds, args.connections)
+                time.sleep(3)
                 real = _wrk("http://127.0.0.1:18701", keys, args.seconds, args.connections)
                 for label, r in (("bare", base), ("sandesh", real)):
                     ratio = f"{real['rps'] / base['rps']:.0%}" if label == "sandesh" else ""
