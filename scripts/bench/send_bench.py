@@ -53,6 +53,23 @@ def _clients(env: dict[str, str], workspaces: int, per_workspace: int) -> list[s
     return keys
 
 
+def _settle(database_url: str) -> None:
+    """Wait until PostgreSQL is idle (no autovacuum after the previous burst), so the next
+    run, baseline or not, gets the same machine."""
+    import psycopg
+
+    deadline = time.monotonic() + 30
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        while time.monotonic() < deadline:
+            busy = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'"
+                                " OR (state = 'active' AND pid <> pg_backend_pid() AND backend_type = 'client backend')"
+                                ).fetchone()[0]
+            if not busy:
+                break
+            time.sleep(0.5)
+    time.sleep(1)
+
+
 def _wrk(url: str, keys: list[str], seconds: int, connections: int) -> dict[str, float]:
     out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(LUA), url],
                          env={**os.environ, "SANDESH_BENCH_KEYS": ",".join(keys)}, capture_output=True, text=True,
@@ -63,10 +80,16 @@ def _wrk(url: str, keys: list[str], seconds: int, connections: int) -> dict[str,
             "p99": float(fields["p99_ms"]), "non2xx": int(fields["non2xx"]), "errors": int(fields["socket_errors"])}
 
 
+def _median(runs: list[dict[str, float]]) -> dict[str, float]:
+    """The run with the median throughput (its own latencies come with it)."""
+    return sorted(runs, key=lambda r: r["rps"])[len(runs) // 2]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=int, default=10)
-    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--seconds", type=int, default=6)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per server and scenario; the median is shown")
+    parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--threads", type=int, default=16, help="gunicorn threads per worker, for both servers")
     args = parser.parse_args()
     if not shutil.which("wrk"):
@@ -88,17 +111,21 @@ def main() -> None:
         try:
             _wait("http://127.0.0.1:18701/v1/sms/balance", sandesh)
             _wait("http://127.0.0.1:18702/", bare)
-            print(f"wrk -t1 -c{args.connections} -d{args.seconds}s; gunicorn gthread, 2 workers x {args.threads} threads")
+            print(f"wrk -t1 -c{args.connections} -d{args.seconds}s, median of {args.repeat} alternating runs;"
+                  f" gunicorn gthread, 2 workers x {args.threads} threads")
             print(f"{'scenario':<28} {'server':<8} {'sends/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8} {'ratio':>7}")
             for name, keys in scenarios.items():
-                time.sleep(3)  # let PostgreSQL settle (autovacuum after the previous burst)
-                base = _wrk("http://127.0.0.1:18702", keys, args.seconds, args.connections)
-                time.sleep(3)
-                real = _wrk("http://127.0.0.1:18701", keys, args.seconds, args.connections)
+                runs: dict[str, list[dict[str, float]]] = {"bare": [], "sandesh": []}
+                for _ in range(args.repeat):  # alternate, so drift and noise hit both alike
+                    for label, url in (("bare", "http://127.0.0.1:18702"), ("sandesh", "http://127.0.0.1:18701")):
+                        _settle(env["DATABASE_URL"])
+                        runs[label].append(_wrk(url, keys, args.seconds, args.connections))
+                base, real = _median(runs["bare"]), _median(runs["sandesh"])
                 for label, r in (("bare", base), ("sandesh", real)):
                     ratio = f"{real['rps'] / base['rps']:.0%}" if label == "sandesh" else ""
+                    spread = "/".join(f"{x['rps']:.0f}" for x in runs[label])
                     print(f"{name:<28} {label:<8} {r['rps']:>9.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} "
-                          f"{r['non2xx'] + r['errors']:>8} {ratio:>7}")
+                          f"{r['non2xx'] + r['errors']:>8} {ratio:>7}   runs: {spread}")
         finally:
             for process in (sandesh, bare):
                 process.terminate()

@@ -1,0 +1,72 @@
+"""Where the time of one send goes: POST /v1/sms/send through the WSGI app in one process
+(no HTTP server, no load generator), CPU time per send, then cProfile's cumulative times for
+the stages of the send path.  Usage: .venv/bin/python -m scripts.bench.profile_send [N]
+"""
+from __future__ import annotations
+
+import cProfile
+import io
+import pstats
+import sys
+import time
+
+import orjson
+
+from domain.settings import Settings
+from projections.bootstrap import bootstrap
+
+from .common import scratch_database
+
+STAGES = [
+    ("falcon app, whole request", "falcon/app.py", "__call__"),
+    ("authentication + rate (1 statement)", "api/auth.py", "process_resource"),
+    ("body parse (orjson)", "api/body.py", "json_object"),
+    ("validation + segments", "domain/sending.py", "parse_send"),
+    ("Message aggregate created", "domain/message.py", "accept"),
+    ("append, waiting for the group commit", "projections/group_commit.py", "save"),
+]
+
+
+def main(n: int = 3000) -> None:
+    from api.app import create_app
+
+    body = orjson.dumps({"to": "9779812345678", "text": "Your Sandesh order 1234 has shipped. Track it at sandesh.example/t/1234"})
+    with scratch_database() as env:
+        runtime = bootstrap(Settings.from_env(env), group_commit=True)
+        app = runtime.app
+        app.add_sim("p", "loop://", 115200, None, "bench")
+        ws = app.create_workspace("Profile", None, {}, "bench")
+        app.change_workspace(ws.id, "activate", "bench")
+        app.change_workspace(ws.id, "credit", "bench", amount=10**12, note=None)
+        _, key, _ = app.create_client(ws.id, "P", None, 10**6, "bench")
+        wsgi = create_app(app, runtime.connection)
+
+        def send() -> None:
+            environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/sms/send", "QUERY_STRING": "",
+                       "SERVER_NAME": "bench", "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1",
+                       "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(body), "wsgi.errors": sys.stderr,
+                       "CONTENT_LENGTH": str(len(body)), "CONTENT_TYPE": "application/json", "HTTP_X_API_KEY": key}
+            b"".join(wsgi(environ, lambda status, headers: None))
+
+        for _ in range(300):
+            send()
+        cpu, wall = time.process_time(), time.perf_counter()
+        for _ in range(n):
+            send()
+        cpu, wall = (time.process_time() - cpu) / n * 1000, (time.perf_counter() - wall) / n * 1000
+        profile = cProfile.Profile()
+        profile.enable()
+        for _ in range(n):
+            send()
+        profile.disable()
+        runtime.close()
+    stats = pstats.Stats(profile, stream=io.StringIO()).stats  # type: ignore[attr-defined]
+    print(f"one send, sequential, in process: {cpu:.3f} ms CPU (all threads), {wall:.3f} ms wall")
+    print("cumulative wall time per send, by stage (cProfile, request thread):")
+    for label, path, function in STAGES:
+        total = sum(v[3] for (file, _, name), v in stats.items() if file.endswith(path) and name == function)
+        print(f"  {label:<40} {total / n * 1000:7.3f} ms")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3000)
