@@ -14,6 +14,7 @@ from domain.application import Sandesh
 from .auth import Authentication
 from .errors import ApiError
 from .messages import MessageStatus
+from .otp import OtpSend, OtpVerify
 from .resources import Balance
 from .send import Send
 
@@ -57,7 +58,8 @@ def _unexpected(req: falcon.Request, resp: falcon.Response, error: Exception, pa
     _render(resp, ApiError("server_error", f"Unexpected error on the service side (request id {request_id})."))
 
 
-def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], *, rate_limit: bool = True) -> falcon.App:
+def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], *, rate_limit: bool = True,
+               trusted_proxies: tuple[str, ...] = ()) -> falcon.App:
     app = falcon.App(middleware=[RequestId(), Authentication(connection, sandesh.clock, rate_limit=rate_limit)])
     json_handler = falcon.media.JSONHandler(dumps=lambda o: orjson.dumps(o).decode(), loads=orjson.loads)
     app.resp_options.media_handlers[falcon.MEDIA_JSON] = json_handler
@@ -65,6 +67,8 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     app.add_route("/v1/sms/balance", Balance(connection))
     app.add_route("/v1/sms/send", Send(sandesh, connection))
     app.add_route("/v1/sms/messages/{message_id}", MessageStatus(sandesh, connection))
+    app.add_route("/v1/sms/otp/send", OtpSend(sandesh, connection, trusted_proxies))
+    app.add_route("/v1/sms/otp/verify", OtpVerify(sandesh, connection, trusted_proxies))
     app.add_error_handler(Exception, _unexpected)
     app.add_error_handler(falcon.HTTPError, _http_error)
     app.add_error_handler(ApiError, _api_error)

@@ -15,8 +15,10 @@ from .clock import Clock, iso
 from .client import (DEFAULT_GRACE_HOURS, DEFAULT_RATE_LIMIT, Client, check_brand,
                      check_rate_limit, check_webhook_url)
 from .credentials import new_api_key, new_webhook_secret, sha256_hex, shown_prefix
-from .errors import IdempotencyKeyTaken, InsufficientBalance, InvalidInput, NotFound
+from .errors import IdempotencyKeyTaken, InsufficientBalance, InvalidInput, NotFound, OtpLimited
 from .message import Message, accept
+from .otp import RESEND_COOLDOWN, Otp, Outcome, NO_ACTIVE_OTP, code_text, hash_code, new_code, otp_id
+from .segments import segment
 from .sending import SendRequest
 from .sim import SMS_SWITCH_ID, Sim, SmsSwitch, check_sim_name
 from .types import MESSAGE_TYPES, default_rates
@@ -34,11 +36,12 @@ InlineWriter = Callable[[list[Any]], Callable[[Any], None]]
 class Sandesh(Application[str]):
     name = "Sandesh"
 
-    def __init__(self, env: dict[str, str], *, clock: Clock, sealer: Sealer, inline: InlineWriter | None = None,
-                 append: Callable[..., None] | None = None):
+    def __init__(self, env: dict[str, str], *, clock: Clock, sealer: Sealer, otp_key: bytes,
+                 inline: InlineWriter | None = None, append: Callable[..., None] | None = None):
         super().__init__(env)
         self.clock = clock
         self.sealer = sealer
+        self.otp_key = otp_key  # keys the hash of OTP codes; no code is ever stored in clear
         self.inline = inline
         self.append = append or self.save  # how sends are appended: group commit in the API (projections/)
 
@@ -170,6 +173,61 @@ class Sandesh(Application[str]):
                 raise IdempotencyKeyTaken(idempotency_key) from None
             raise
         return message
+
+    # One-time passwords
+    def send_otp(self, client_id: str, workspace_id: str, brand: str, to: str, purpose: str, ip: str | None,
+                 rate: int) -> tuple[Message, Otp]:
+        """A new code for client + number + purpose, sent as an `otp` message and charged at `rate`
+        per segment; the message, the code's hash and the charge commit together."""
+        for _ in range(3):
+            now = self.clock.now()
+            otp = self._find(otp_id(client_id, to, purpose), Otp) or Otp(client_id=client_id, to=to, purpose=purpose)
+            wait = otp.cooldown_left(now)
+            if wait > 0:
+                raise OtpLimited("cooldown", wait)
+            code = new_code()
+            text = code_text(code, brand)
+            parts = segment(text)
+            message = accept(client_id=client_id, workspace_id=workspace_id, to=to, text=text, message_type="otp",
+                             segments=parts.segments, encoding=parts.encoding, cost=rate * parts.segments,
+                             idempotency_key=None, request_hash=None, at=now)
+            otp.issue(code_hash=hash_code(self.otp_key, otp.id, code), message_id=message.id, ip=ip, at=now)
+            try:
+                self.append(message, otp)
+                return message, otp
+            except IntegrityError as error:
+                reason = str(error)
+                if "balance_never_negative" in reason:
+                    raise InsufficientBalance("the workspace balance is lower than the message cost") from None
+                for limit in ("otp_number_limit", "otp_ip_limit"):
+                    if limit in reason:
+                        raise OtpLimited(limit) from None
+                # Another send for this code won the race on its version: look again.
+        raise OtpLimited("cooldown", RESEND_COOLDOWN)
+
+    def verify_otp(self, client_id: str, to: str, purpose: str, code: str) -> Outcome:
+        """The check of interface §OTP code states; concurrent checks race on the code's version,
+        so one code is verified once."""
+        for _ in range(10):
+            otp = self._find(otp_id(client_id, to, purpose), Otp)
+            if otp is None or otp.state is None:
+                return Outcome(False, NO_ACTIVE_OTP)
+            outcome = otp.verify(hash_code(self.otp_key, otp.id, code), self.clock.now())
+            if not otp.pending_events:
+                return outcome
+            try:
+                self.save(otp)
+                return outcome
+            except IntegrityError:
+                continue
+        raise RuntimeError("OTP verification kept losing races; giving up")
+
+    def _find(self, aggregate_id: str, kind: type) -> Any:
+        try:
+            found = self.repository.get(aggregate_id)
+        except AggregateNotFoundError:
+            return None
+        return found if isinstance(found, kind) else None
 
     def message(self, message_id: str) -> Message | None:
         try:

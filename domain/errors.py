@@ -23,3 +23,13 @@ class InsufficientBalance(DomainError):
 
 class IdempotencyKeyTaken(DomainError):
     """Another request committed a message under the same Idempotency-Key first."""
+
+
+class OtpLimited(DomainError):
+    """An OTP limit of interface §Limits is full: `limit` names which; `retry_after` in seconds
+    when the domain knows it (the resend cooldown)."""
+
+    def __init__(self, limit: str, retry_after: float | None = None):
+        super().__init__(limit)
+        self.limit = limit
+        self.retry_after = retry_after

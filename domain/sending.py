@@ -2,6 +2,7 @@
 decisions §1): validation of the body and the refusals after idempotency, in order."""
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,3 +81,67 @@ def refusal(message_type: str, allowed_types: list[str], sms_enabled: bool, has_
 def cost(rates: dict[str, int], message_type: str, segments: int) -> int:
     """A rate is a price per segment per message type (decisions §1 Money)."""
     return rates[message_type] * segments
+
+
+# OTP requests (interface §POST /sms/otp/send, §POST /sms/otp/verify; decisions §1 OTP)
+
+@dataclass(frozen=True)
+class OtpSendRequest:
+    to: str
+    purpose: str
+    ip: str | None
+
+
+@dataclass(frozen=True)
+class OtpVerifyRequest:
+    to: str
+    purpose: str
+    code: str
+
+
+def _purpose_problems(purpose: Any) -> list[Problem]:
+    if purpose is None:
+        return [Problem(["purpose"], "purpose is required", "required")]
+    if not isinstance(purpose, str):
+        return [Problem(["purpose"], "purpose must be a string", "invalid_type")]
+    if not 1 <= len(purpose) <= 64 or not purpose.strip():
+        return [Problem(["purpose"], "purpose must be 1 to 64 characters", "invalid_length")]
+    return []
+
+
+def _ip_problems(ip: Any) -> list[Problem]:
+
+    if ip is None:
+        return []
+    if not isinstance(ip, str):
+        return [Problem(["ip"], "ip must be a string", "invalid_type")]
+    try:
+        ipaddress.ip_address(ip)
+    except ValueError:
+        return [Problem(["ip"], "ip must be an IPv4 or IPv6 address, e.g. 203.0.113.7", "invalid_ip")]
+    return []
+
+
+def _code_problems(code: Any) -> list[Problem]:
+    if code is None:
+        return [Problem(["code"], "code is required", "required")]
+    if not isinstance(code, str):
+        return [Problem(["code"], "code must be a string of the digits the user typed", "invalid_type")]
+    if not 1 <= len(code) <= 32:
+        return [Problem(["code"], "code must be 1 to 32 characters", "invalid_length")]
+    return []
+
+
+def parse_otp_send(body: dict[str, Any]) -> tuple[OtpSendRequest | None, list[Problem]]:
+    problems = _to_problems(body.get("to")) + _purpose_problems(body.get("purpose")) + _ip_problems(body.get("ip"))
+    if problems:
+        return None, problems
+    ip = str(ipaddress.ip_address(body["ip"])) if body.get("ip") is not None else None
+    return OtpSendRequest(phone.normalise(body["to"]) or "", body["purpose"], ip), []
+
+
+def parse_otp_verify(body: dict[str, Any]) -> tuple[OtpVerifyRequest | None, list[Problem]]:
+    problems = _to_problems(body.get("to")) + _purpose_problems(body.get("purpose")) + _code_problems(body.get("code"))
+    if problems:
+        return None, problems
+    return OtpVerifyRequest(phone.normalise(body["to"]) or "", body["purpose"], body["code"]), []

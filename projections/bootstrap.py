@@ -11,7 +11,7 @@ from domain.settings import Settings
 
 from . import db, registry
 from .group_commit import GroupCommit
-from .store import Sealer, eventsourcing_env
+from .store import Sealer, derive_key, eventsourcing_env
 
 
 @dataclass
@@ -43,7 +43,8 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
 
     clock: Clock = OffsetClock(offset) if settings.test_clock else SystemClock()
     try:
-        app = Sandesh(env, clock=clock, sealer=sealer, inline=registry.inline_writer)
+        app = Sandesh(env, clock=clock, sealer=sealer, otp_key=derive_key(settings.require_secret_key(), "otp-codes"),
+                     inline=registry.inline_writer)
     except Exception as error:  # the library wraps psycopg's connection errors in its own
         if "connect" in str(error).lower() or "connection" in str(error).lower():
             raise db.DatabaseUnavailable(db.describe_unreachable(settings, error)) from error

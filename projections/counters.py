@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from domain.message import Message
+from domain.otp import Otp
 
 NAME = "counters"
 TABLES = ("client_counters",)
@@ -36,6 +37,8 @@ def _accepted(cur: Any, e: Any) -> None:
 
 
 HANDLERS[Message.Accepted] = _accepted
+HANDLERS[Otp.Issued] = lambda cur, e: _add(cur, e.client_id, otp_sent=1)
+HANDLERS[Otp.Verified] = lambda cur, e: _add(cur, e.client_id, otp_verified=1)
 
 
 def zero() -> dict[str, int]:

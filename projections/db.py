@@ -9,7 +9,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from domain.settings import Settings
 
-from . import registry
+from . import otp_limits, registry
 
 OWN_DDL = """
 CREATE TABLE IF NOT EXISTS clock_offset (
@@ -65,6 +65,7 @@ def create_tables(conn: psycopg.Connection) -> None:
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         conn.execute(OWN_DDL)
+        conn.execute(otp_limits.DDL)
         conn.execute(registry.DDL)
         conn.execute(follower.POSITIONS_DDL)
         for projection in follower.FOLLOWED.values():

@@ -15,12 +15,12 @@ from typing import Any, Callable
 import psycopg
 from eventsourcing.utils import get_topic
 
-from . import counters, messages
+from . import counters, messages, otps
 from .bootstrap import Runtime
 
 log = logging.getLogger("sandesh.projections")
 
-FOLLOWED: dict[str, ModuleType] = {messages.NAME: messages, counters.NAME: counters}
+FOLLOWED: dict[str, ModuleType] = {messages.NAME: messages, counters.NAME: counters, otps.NAME: otps}
 POSITIONS_DDL = "CREATE TABLE IF NOT EXISTS projection_positions (name text PRIMARY KEY, position bigint NOT NULL);"
 BATCH = 1000
 

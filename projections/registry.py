@@ -10,14 +10,17 @@ from typing import Any, Callable
 import orjson
 from psycopg.types.json import Jsonb
 
+from . import otp_limits
+
 from domain.client import Client
 from domain.message import Message, accepted_reply
+from domain.otp import Otp
 from domain.clock import iso
 from domain.sim import Sim, SmsSwitch
 from domain.workspace import Workspace
 
 NAME = "registry"
-TABLES = ("workspaces", "clients", "sims", "sms_switch", "idempotency_keys")
+TABLES = ("workspaces", "clients", "sims", "sms_switch", "idempotency_keys", "otp_issues")
 IDEMPOTENCY_RETENTION = 24 * 3600  # interface §Limits
 
 DDL = """
@@ -42,7 +45,7 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
     CONSTRAINT idempotency_keys_pkey PRIMARY KEY (client_id, key));
 CREATE TABLE IF NOT EXISTS sms_switch (
     id text PRIMARY KEY, enabled boolean NOT NULL, reason text, updated_at double precision);
-"""
+""" + otp_limits.ISSUES_DDL
 
 Handler = Callable[[Any, Any], None]
 HANDLERS: dict[type, Handler] = {}
@@ -203,6 +206,11 @@ def _remember_key(cur: Any, e: Any) -> None:
 def _message_accepted(cur: Any, e: Any) -> None:
     _debit(cur, e.workspace_id, e.cost)
     _remember_key(cur, e)
+
+
+@handles(Otp.Issued)
+def _otp_issued(cur: Any, e: Any) -> None:
+    otp_limits.guard_issue(cur, e)
 
 
 def apply(cur: Any, events: list[Any]) -> None:

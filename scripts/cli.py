@@ -110,6 +110,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--bind", default="127.0.0.1:8000", metavar="HOST:PORT")
     s.add_argument("--workers", type=positive_int, default=2)
     s.add_argument("--threads", type=positive_int, default=8, help="threads per worker")
+    s.add_argument("--worker-connections", type=positive_int, default=1000, metavar="N",
+                   help="open connections a worker holds at most; a full worker leaves new ones to the others")
 
     w = sub.add_parser("worker", help="run workers that follow the log (until SIGTERM or Ctrl-C)")
     w.add_argument("command", choices=["projections", "all"], metavar="NAME",
@@ -117,7 +119,7 @@ def parser() -> argparse.ArgumentParser:
     w.add_argument("--host", help="the host whose SIMs a dispatcher drives (for the dispatcher, later)")
 
     r = sub.add_parser("replay", help="rebuild read models from the log, beside the live ones, then swap")
-    r.add_argument("names", nargs="*", metavar="PROJECTION", help="registry, messages, counters (default: all)")
+    r.add_argument("names", nargs="*", metavar="PROJECTION", help="registry, messages, counters, otps (default: all)")
 
     up = sub.add_parser("up", help="everything for a first look: database, demo client, API and workers")
     up.add_argument("--bind", default="127.0.0.1:8000", metavar="HOST:PORT")

@@ -274,7 +274,7 @@ def replay(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 def serve(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     from .serve import serve as run_server
 
-    run_server(settings, args.bind, args.workers, args.threads)
+    run_server(settings, args.bind, args.workers, args.threads, args.worker_connections)
     return 0
 
 

@@ -28,13 +28,14 @@ class SandeshServer(BaseApplication):
 
         logging.basicConfig(level=self.settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
         runtime = bootstrap(self.settings, group_commit=True)
-        return create_app(runtime.app, runtime.connection)
+        return create_app(runtime.app, runtime.connection, trusted_proxies=self.settings.trusted_proxies)
 
 
-def serve(settings: Settings, bind: str, workers: int, threads: int) -> None:
+def serve(settings: Settings, bind: str, workers: int, threads: int, connections: int = 1000) -> None:
     settings.require_secret_key()
     SandeshServer(settings, {
         "bind": bind, "workers": workers, "threads": threads, "worker_class": "gthread",
+        "worker_connections": connections,
         "preload_app": False, "accesslog": None, "loglevel": settings.log_level.lower(),
         "graceful_timeout": 10, "keepalive": 5,
     }).run()

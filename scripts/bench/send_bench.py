@@ -3,7 +3,10 @@
 and answers 202 under the same gunicorn settings.
 
 Scenarios: (a) one workspace, one client; (b) one workspace, 8 clients; (c) 8 workspaces.
-Usage: .venv/bin/python -m scripts.bench.send_bench [--seconds 10] [--connections 16] [--threads 8]
+Both servers cap each worker at connections/2 open connections, so wrk's keep-alive
+connections are spread evenly over the 2 workers (otherwise one worker can grab them all and
+the run measures one process; the same imbalance hits the baseline).
+Usage: .venv/bin/python -m scripts.bench.send_bench [--seconds 6] [--repeat 3] [--connections 32] [--threads 16]
 Needs wrk (`apt-get install wrk`).  Uses a scratch database on $SANDESH_TEST_POSTGRES.
 """
 from __future__ import annotations
@@ -102,17 +105,18 @@ def main() -> None:
                      "(b) 1 workspace, 8 clients": _clients(env, 1, 8),
                      "(c) 8 workspaces": _clients(env, 8, 1)}
         sandesh = subprocess.Popen([sys.executable, "-m", "scripts.cli", "serve", "--bind", "127.0.0.1:18701",
-                                    "--workers", "2", "--threads", str(args.threads)], env={**env, "SANDESH_LOG_LEVEL": "WARNING"},
+                                    "--workers", "2", "--threads", str(args.threads),
+                                    "--worker-connections", str(args.connections // 2)], env={**env, "SANDESH_LOG_LEVEL": "WARNING"},
                                    cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         bare = subprocess.Popen([sys.executable, "-m", "gunicorn", "-k", "gthread", "--workers", "2", "--threads",
-                                 str(args.threads), "--bind", "127.0.0.1:18702", "--log-level", "warning",
+                                 str(args.threads), "--worker-connections", str(args.connections // 2), "--bind", "127.0.0.1:18702", "--log-level", "warning",
                                  "scripts.bench.bare_app:app"], cwd=ROOT, env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             _wait("http://127.0.0.1:18701/v1/sms/balance", sandesh)
             _wait("http://127.0.0.1:18702/", bare)
             print(f"wrk -t1 -c{args.connections} -d{args.seconds}s, median of {args.repeat} alternating runs;"
-                  f" gunicorn gthread, 2 workers x {args.threads} threads")
+                  f" gunicorn gthread, 2 workers x {args.threads} threads, {args.connections // 2} connections each")
             print(f"{'scenario':<28} {'server':<8} {'sends/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8} {'ratio':>7}")
             for name, keys in scenarios.items():
                 runs: dict[str, list[dict[str, float]]] = {"bare": [], "sandesh": []}
