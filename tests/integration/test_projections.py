@@ -17,7 +17,8 @@ from projections.bootstrap import bootstrap
 from tests.conftest import ROOT
 
 TABLES = {"workspaces": "id", "clients": "id", "sims": "id", "sms_switch": "id",
-          "idempotency_keys": "client_id, key", "messages": "id", "client_counters": "client_id"}
+          "idempotency_keys": "client_id, key", "messages": "id", "client_counters": "client_id",
+          "otps": "id", "otp_issues": "otp_id, at"}
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +46,10 @@ def clients(runtime):
         key = f"k{i}" if i % 3 == 0 else None
         app.send(cl, ws, request, {"transactional": 100, "otp": 150, "promotional": 40}[kind] * request.segments,
                  key, "h" if key else None)
+    for i in range(20):  # codes, wrong tries and verifications
+        ws, cl = made[i % len(made)]
+        app.send_otp(cl, ws, "Brand", f"977981{i:07d}", "login", "203.0.113.9" if i % 2 else None, 150)
+        app.verify_otp(cl, f"977981{i:07d}", "login", "not-the-code")
     return made
 
 
@@ -61,8 +66,11 @@ def test_the_worker_applies_every_event_exactly_once(runtime, clients):
         counted = conn.execute("SELECT sum(sent) AS sent, sum(spent) AS spent FROM client_counters").fetchone()
         messages = conn.execute("SELECT count(*) AS n, sum(cost) AS cost FROM messages").fetchone()
         balances = conn.execute("SELECT sum(balance) AS b FROM workspaces WHERE name IN ('North', 'South')").fetchone()
-    assert counted["sent"] == messages["n"] == 300
+    assert counted["sent"] == messages["n"] == 320
     assert counted["spent"] == messages["cost"] == 2_000_000 - balances["b"]
+    with runtime.connection() as conn:
+        otps = conn.execute("SELECT count(*) AS n, sum(wrong_attempts) AS tries FROM otps").fetchone()
+    assert (otps["n"], otps["tries"]) == (20, 20)
 
 
 def test_two_runners_at_once_still_apply_each_event_once(runtime, clients):
@@ -76,8 +84,8 @@ def test_two_runners_at_once_still_apply_each_event_once(runtime, clients):
     for t in threads:
         t.join()
     with runtime.connection() as conn:
-        assert conn.execute("SELECT sum(sent) AS n FROM client_counters").fetchone()["n"] == 500
-        assert conn.execute("SELECT count(*) AS n FROM messages").fetchone()["n"] == 500
+        assert conn.execute("SELECT sum(sent) AS n FROM client_counters").fetchone()["n"] == 520
+        assert conn.execute("SELECT count(*) AS n FROM messages").fetchone()["n"] == 520
 
 
 def test_replay_rebuilds_every_read_model_identical_row_for_row(runtime, clients, sandesh):
@@ -86,8 +94,8 @@ def test_replay_rebuilds_every_read_model_identical_row_for_row(runtime, clients
     done = sandesh.run("replay")
     assert done.returncode == 0, done.stderr
     summary = orjson.loads(done.stdout)
-    assert set(summary["projections"]) == {"registry", "messages", "counters"}
-    assert summary["projections"]["messages"]["events"] == 500 and summary["seconds"] >= 0
+    assert set(summary["projections"]) == {"registry", "messages", "counters", "otps"}
+    assert summary["projections"]["messages"]["events"] == 520 and summary["seconds"] >= 0
     assert "replay messages" in done.stderr  # plain progress lines when stderr is not a terminal
     assert snapshot(runtime) == live
 
