@@ -88,11 +88,22 @@ def up(args: argparse.Namespace, actor: str) -> int:
           "make a key with `sandesh client create --workspace WS --brand NAME`"})
     if demo:
         sys.stderr.write(f"\nTry it:\n  curl -H 'x-api-key: {demo['key']}' {base_url}/sms/balance\n\n")
+    if not _has_sim(settings):
+        sys.stderr.write("No SIM is registered, so sends answer 503 unavailable: register a modem port with "
+                         "`sandesh sim add --name NAME --port /dev/serial/by-id/...` (the modem emulator and the "
+                         "dispatcher are not built yet).\n")
     children = [subprocess.Popen([sys.executable, "-m", "scripts.cli", "serve", "--bind", args.bind], env=env)]
     workers = [sys.executable, "-m", "scripts.cli", "worker", "all"]
     if _has_workers():
         children.append(subprocess.Popen(workers, env=env))
     return _supervise(children)
+
+
+def _has_sim(settings: Settings) -> bool:
+    import psycopg
+
+    with psycopg.connect(settings.database_url) as conn:
+        return conn.execute("SELECT 1 FROM sims LIMIT 1").fetchone() is not None
 
 
 def _has_workers() -> bool:

@@ -92,6 +92,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=6)
     parser.add_argument("--repeat", type=int, default=3, help="runs per server and scenario; the median is shown")
+    parser.add_argument("--unbalanced", action="store_true",
+                        help="leave gunicorn's default of 1000 connections per worker (one worker may take them all)")
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--threads", type=int, default=16, help="gunicorn threads per worker, for both servers")
     args = parser.parse_args()
@@ -101,22 +103,23 @@ def main() -> None:
         runtime = bootstrap(Settings.from_env(env), pool_size=1)
         runtime.app.add_sim("bench-sim", "loop://", 115200, None, "bench")
         runtime.close()
+        per_worker = 1000 if args.unbalanced else args.connections // 2
         scenarios = {"(a) 1 workspace, 1 client": _clients(env, 1, 1),
                      "(b) 1 workspace, 8 clients": _clients(env, 1, 8),
                      "(c) 8 workspaces": _clients(env, 8, 1)}
         sandesh = subprocess.Popen([sys.executable, "-m", "scripts.cli", "serve", "--bind", "127.0.0.1:18701",
                                     "--workers", "2", "--threads", str(args.threads),
-                                    "--worker-connections", str(args.connections // 2)], env={**env, "SANDESH_LOG_LEVEL": "WARNING"},
+                                    "--worker-connections", str(per_worker)], env={**env, "SANDESH_LOG_LEVEL": "WARNING"},
                                    cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         bare = subprocess.Popen([sys.executable, "-m", "gunicorn", "-k", "gthread", "--workers", "2", "--threads",
-                                 str(args.threads), "--worker-connections", str(args.connections // 2), "--bind", "127.0.0.1:18702", "--log-level", "warning",
+                                 str(args.threads), "--worker-connections", str(per_worker), "--bind", "127.0.0.1:18702", "--log-level", "warning",
                                  "scripts.bench.bare_app:app"], cwd=ROOT, env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             _wait("http://127.0.0.1:18701/v1/sms/balance", sandesh)
             _wait("http://127.0.0.1:18702/", bare)
             print(f"wrk -t1 -c{args.connections} -d{args.seconds}s, median of {args.repeat} alternating runs;"
-                  f" gunicorn gthread, 2 workers x {args.threads} threads, {args.connections // 2} connections each")
+                  f" gunicorn gthread, 2 workers x {args.threads} threads, at most {per_worker} connections each")
             print(f"{'scenario':<28} {'server':<8} {'sends/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8} {'ratio':>7}")
             for name, keys in scenarios.items():
                 runs: dict[str, list[dict[str, float]]] = {"bare": [], "sandesh": []}
