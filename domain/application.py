@@ -140,6 +140,12 @@ class Sandesh(Application[str]):
             raise InvalidInput(f"a SIM named {name!r} exists already") from None
         return sim
 
+    def place_sim(self, sim_id: str | None, name: str, port: str, baud: int, host: str | None, actor: str) -> Sim:
+        """Register a SIM, or record that a registered one (`sim_id`) is now on `port`."""
+        if sim_id is None:
+            return self.add_sim(name, port, baud, host, actor)
+        return self._change(sim_id, Sim, "SIM", "move", port=port, actor=actor)
+
     def change_sim(self, sim_id: str, command: str, actor: str) -> Sim:
         return self._change(sim_id, Sim, "SIM", command, actor=actor)
 

@@ -24,6 +24,7 @@ ACTIONS: dict[type, str] = {
     Sim.Added: "sim.added",
     Sim.Disabled: "sim.disabled",
     Sim.Enabled: "sim.enabled",
+    Sim.PortChanged: "sim.port_changed",
     SmsSwitch.Disabled: "sms.disabled",
     SmsSwitch.Enabled: "sms.enabled",
 }

@@ -43,6 +43,17 @@ class Sim(Aggregate):
             raise InvalidTransition("SIM is already enabled")
         self._enabled(actor=actor, at=at)
 
+    def move(self, port: str, actor: str, at: float) -> None:
+        """The same SIM on another port (USB re-enumeration, a restarted emulator)."""
+        if not port.strip():
+            raise InvalidInput("--port must name a serial device or pyserial URL")
+        if port != self.port:
+            self._port_changed(port=port, actor=actor, at=at)
+
+    @event("PortChanged")
+    def _port_changed(self, port: str, actor: str, at: float) -> None:
+        self.port = port
+
     @event("Disabled")
     def _disabled(self, actor: str, at: float) -> None:
         self.enabled = False

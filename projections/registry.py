@@ -155,6 +155,11 @@ def _sim_enabled(cur: Any, e: Any) -> None:
                 (isinstance(e, Sim.Enabled), e.at, e.originator_id))
 
 
+@handles(Sim.PortChanged)
+def _sim_port_changed(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE sims SET port = %s, updated_at = %s WHERE id = %s", (e.port, e.at, e.originator_id))
+
+
 @handles(SmsSwitch.Disabled, SmsSwitch.Enabled)
 def _sms_switch(cur: Any, e: Any) -> None:
     on = isinstance(e, SmsSwitch.Enabled)

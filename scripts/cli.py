@@ -121,6 +121,12 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("replay", help="rebuild read models from the log, beside the live ones, then swap")
     r.add_argument("names", nargs="*", metavar="PROJECTION", help="registry, messages, counters, otps (default: all)")
 
+    em = sub.add_parser("emulator", help="virtual GSM modems on pseudo-terminals, for development and tests")
+    em.add_argument("--sims", type=positive_int, default=2, metavar="N", help="how many modems (default 2)")
+    em.add_argument("--register", action="store_true", help="register them as SIMs (or move registered ones)")
+    em.add_argument("--phones-log", metavar="PATH", help="where to write what the phones received, as JSON lines")
+    em.add_argument("--report-delay", type=float, default=2.0, metavar="S", help="seconds before a status report")
+
     up = sub.add_parser("up", help="everything for a first look: database, demo client, API and workers")
     up.add_argument("--bind", default="127.0.0.1:8000", metavar="HOST:PORT")
 

@@ -271,6 +271,29 @@ def replay(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     return 0
 
 
+def emulator(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from .emulator import main as run_emulator
+
+    argv = ["--sims", str(args.sims), "--report-delay", str(args.report_delay)]
+    argv += ["--phones-log", args.phones_log] if args.phones_log else []
+    argv += ["--register"] if args.register else []
+
+    def register(devices: list[tuple[str, str]]) -> None:
+        with opened(settings) as runtime:
+            register_emulated(runtime, devices, actor)
+
+    return run_emulator(argv, register=register)
+
+
+def register_emulated(runtime: Runtime, devices: list[tuple[str, str]], actor: str) -> None:
+    """Register each virtual modem as a SIM named after it, or move the SIM of that name to the
+    modem's new pseudo-terminal (a restarted emulator gets new /dev/pts paths)."""
+    for name, device in devices:
+        with runtime.connection() as conn:
+            row = registry.fetch_one(conn, "sims", "name", name)
+        runtime.app.place_sim(row["id"] if row else None, name, device, 115200, None, actor)
+
+
 def serve(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     from .serve import serve as run_server
 

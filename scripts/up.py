@@ -4,7 +4,8 @@ With no DATABASE_URL it starts an embedded PostgreSQL under ./var (the pgserver 
 the server; as root it runs it as a `pgserver` system user).  It keeps a server key in
 ./var/secret_key, writes ./var/sandesh.env so other `sandesh` commands run in this folder
 find the same database and key, migrates, makes a demo workspace and client when none exist,
-and runs the API and the workers until Ctrl-C.
+starts emulated modems when no real SIM is registered, and runs the API and the workers
+until Ctrl-C.
 """
 from __future__ import annotations
 
@@ -88,22 +89,27 @@ def up(args: argparse.Namespace, actor: str) -> int:
           "make a key with `sandesh client create --workspace WS --brand NAME`"})
     if demo:
         sys.stderr.write(f"\nTry it:\n  curl -H 'x-api-key: {demo['key']}' {base_url}/sms/balance\n\n")
-    if not _has_sim(settings):
-        sys.stderr.write("No SIM is registered, so sends answer 503 unavailable: register a modem port with "
-                         "`sandesh sim add --name NAME --port /dev/serial/by-id/...` (the modem emulator and the "
-                         "dispatcher are not built yet).\n")
-    children = [subprocess.Popen([sys.executable, "-m", "scripts.cli", "serve", "--bind", args.bind], env=env)]
+    children = []
+    if _only_emulated_sims(settings):
+        emulator = subprocess.Popen([sys.executable, "-m", "scripts.cli", "emulator", "--sims", "2", "--register",
+                                     "--phones-log", str(VAR / "phones.jsonl")], env=env, stdout=subprocess.PIPE)
+        children.append(emulator)
+        for _ in range(2):
+            sys.stderr.write(f"emulated modem: {emulator.stdout.readline().decode().strip()}\n")
+        sys.stderr.write(f"what the phones receive is written to {VAR / 'phones.jsonl'}\n")
+    children.append(subprocess.Popen([sys.executable, "-m", "scripts.cli", "serve", "--bind", args.bind], env=env))
     workers = [sys.executable, "-m", "scripts.cli", "worker", "all"]
     if _has_workers():
         children.append(subprocess.Popen(workers, env=env))
     return _supervise(children)
 
 
-def _has_sim(settings: Settings) -> bool:
+def _only_emulated_sims(settings: Settings) -> bool:
+    """No SIM registered, or only the emulator's: `up` (re)starts the emulator (decisions §5)."""
     import psycopg
 
     with psycopg.connect(settings.database_url) as conn:
-        return conn.execute("SELECT 1 FROM sims LIMIT 1").fetchone() is not None
+        return conn.execute("SELECT 1 FROM sims WHERE name NOT LIKE 'emu-%' LIMIT 1").fetchone() is None
 
 
 def _has_workers() -> bool:

@@ -1,0 +1,760 @@
+"""Virtual GSM modems on pseudo-terminals, for tests and for running Sandesh without hardware.
+
+Each `VirtualModem` answers the AT dialogue of 3GPP TS 27.007 / 27.005 (PDU mode) on a
+/dev/pts/N device that the production driver opens exactly like /dev/ttyUSB0. A shared
+`Network` reassembles what the modems submit and records what the phones received.
+
+    sandesh emulator --sims 4 --phones-log var/phones.jsonl
+
+prints one JSON object per modem and runs until SIGINT/SIGTERM. Lines of JSON on stdin
+control the modems, e.g. {"sim": "emu-1", "inbound": {"from": "+9779812345678", "text": "hi"}}.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import errno
+import fcntl
+import json
+import os
+import random
+import select
+import signal
+import sys
+import threading
+import time
+import tty
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable, Iterable, Sequence
+
+NEPAL = timezone(timedelta(hours=5, minutes=45))
+DEFAULT_SMSC = "9779800000000"
+CTRL_Z, ESC = 0x1A, 0x1B
+BOOT_SECONDS = 0.5
+# Commands that a real modem refuses while the SMS stack boots (+CMS ERROR: 512) or without a PIN.
+SMS_COMMANDS = ("+CMGF", "+CPMS", "+CSCA", "+CNMI", "+CSMS", "+CNMA", "+CMGL", "+CMGR", "+CMGD", "+CMGS")
+
+
+def _luhn_digit(digits: str) -> str:
+    total = 0
+    for i, d in enumerate(reversed(digits)):
+        n = int(d) * (2 if i % 2 == 0 else 1)
+        total += n - 9 if n > 9 else n
+    return str((10 - total % 10) % 10)
+
+
+def tpdu_length(pdu_hex: str) -> int:
+    """The <length> of +CMGS/+CMGL/+CMGR/+CDS: octets after the SMSC part."""
+    return len(pdu_hex) // 2 - (int(pdu_hex[:2], 16) + 1)
+
+
+def _now() -> datetime:
+    return datetime.now(NEPAL)
+
+
+class Network:
+    """The other side of the air interface: reassembles submitted parts into phone messages."""
+
+    def __init__(self, phones_log: str | None = None):
+        self.phones_log = phones_log
+        self.received: list[dict[str, Any]] = []
+        self._partial: dict[tuple, dict[int, str]] = {}
+        self._lock = threading.Lock()
+
+    def submit(self, sim: str, submit: Any) -> dict[str, Any] | None:
+        """Takes one decoded SMS-SUBMIT part; returns the phone message once it is complete."""
+        total = submit.total or 1
+        with self._lock:
+            if submit.reference is None or total <= 1:
+                texts = [submit.text]
+            else:
+                key = (sim, submit.to, submit.reference, total)
+                parts = self._partial.setdefault(key, {})
+                parts[submit.sequence] = submit.text  # a resent part replaces the earlier copy
+                if len(parts) < total:
+                    return None
+                del self._partial[key]
+                texts = [parts[seq] for seq in sorted(parts)]
+            message = {"at": _now().isoformat(timespec="seconds"), "sim": sim, "to": submit.to,
+                       "text": "".join(texts), "parts": len(texts), "encoding": submit.encoding}
+            self.received.append(message)
+            if self.phones_log:
+                with open(self.phones_log, "a", encoding="utf-8") as log:
+                    log.write(json.dumps(message, ensure_ascii=False) + "\n")
+            return message
+
+
+class VirtualModem:
+    """One modem with one SIM, served on the master side of a pseudo-terminal by a thread."""
+
+    def __init__(self, name: str = "emu-1", index: int = 1, *, network: Network | None = None,
+                 smsc: str = DEFAULT_SMSC, store_capacity: int = 20, first_index: int = 0,
+                 report_delay: float = 0.2, reports_enabled: bool = True, signal_rssi: int = 20,
+                 seed: int | None = None):
+        self.name = name
+        self.index = index
+        self.network = network if network is not None else Network()
+        self.smsc = smsc.lstrip("+")
+        self.iccid = (lambda body: body + _luhn_digit(body))(f"8997701{index:011d}")
+        self.imsi = f"429011{index:09d}"
+        self.imei = (lambda body: body + _luhn_digit(body))(f"86{index:012d}")
+        self.store_capacity = store_capacity
+        self.first_index = first_index
+        self.report_delay = report_delay
+        self.reports_enabled = reports_enabled
+        self.rssi = signal_rssi
+        self.registration = 1
+        self.pin_state = "READY"
+        self.random = random.Random(seed if seed is not None else index)
+
+        # The SIM store and TP-MR survive a reboot; everything in _reset() does not.
+        self.store: dict[int, tuple[int, str]] = {}  # index -> (stat, pdu hex)
+        self.memory_full = False
+        self.refused_inbound: list[str] = []  # PDUs the SMSC keeps retrying while the store is full
+        self.next_mr = 0
+        self.sent: list[dict[str, Any]] = []
+        self.reports: list[dict[str, Any]] = []
+
+        self._report_script: collections.deque = collections.deque()
+        self._report_probabilities: dict[int, float] | None = None
+        self._failures: list[tuple[str, str]] = []
+        self._interleave: list[str] = []
+        self._silent_until: float | None = None
+        self._hang_prompt = False
+        self._hang_after_pdu = False
+        self._hang_deliver = True
+        self._scheduled: list[tuple[float, Callable[[], None]]] = []
+
+        self._lock = threading.RLock()
+        self._reset()
+        self._booting_until = 0.0
+        self.master_fd, self.slave_fd = os.openpty()
+        # Raw mode: the line discipline must pass Ctrl-Z and ESC through and must not echo.
+        tty.setraw(self.slave_fd)
+        tty.setraw(self.master_fd)
+        fcntl.fcntl(self.master_fd, fcntl.F_SETFL, fcntl.fcntl(self.master_fd, fcntl.F_GETFL) | os.O_NONBLOCK)
+        self.device = os.ttyname(self.slave_fd)
+        self.vanished = False
+        self._running = False
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    def _reset(self) -> None:
+        self.echo = True
+        self.cmee = 0
+        self.cmgf = 0
+        self.cnmi = (0, 0, 0, 0, 0)
+        self.csms = 0
+        self.storages = ["SM", "SM", "SM"]
+        self._mode = "command"  # or "pdu" after the prompt, "hung-prompt" until ESC
+        self._buffer = bytearray()
+        self._pdu_length = 0
+        self._cmgs_line = "AT+CMGS"
+        self._hang_prompt = False
+        self._hang_after_pdu = False
+
+    def start(self) -> "VirtualModem":
+        self._running = True
+        self._thread = threading.Thread(target=self._serve, name=f"modem-{self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._running = False
+        if self._thread and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2)
+        if not self.vanished:
+            self.vanished = True
+            for fd in (self.master_fd, self.slave_fd):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+    def vanish(self) -> None:
+        """The USB device disappears: the pty closes, the driver's reads and writes fail."""
+        self.stop()
+
+    def __enter__(self) -> "VirtualModem":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def _serve(self) -> None:
+        while self._running:
+            try:
+                ready, _, _ = select.select([self.master_fd], [], [], 0.01)
+                data = os.read(self.master_fd, 4096) if ready else b""
+            except OSError as error:
+                if error.errno in (errno.EAGAIN, errno.EINTR):
+                    continue
+                if error.errno == errno.EIO:  # no one has the slave open right now
+                    time.sleep(0.01)
+                    continue
+                return
+            with self._lock:
+                self._run_due()
+                if data:
+                    self._feed(data)
+
+    def _schedule(self, delay: float, action: Callable[[], None]) -> None:
+        with self._lock:
+            self._scheduled.append((time.monotonic() + delay, action))
+
+    def _run_due(self) -> None:
+        now = time.monotonic()
+        due = [item for item in self._scheduled if item[0] <= now]
+        if due:
+            self._scheduled = [item for item in self._scheduled if item[0] > now]
+            for _, action in sorted(due, key=lambda item: item[0]):
+                action()
+
+    # --- output ---------------------------------------------------------------------
+
+    def _write(self, data: str | bytes) -> None:
+        if self.vanished or self._silent():
+            return
+        raw = data.encode("ascii") if isinstance(data, str) else data
+        try:
+            os.write(self.master_fd, raw)
+        except OSError:
+            pass  # buffer full with nobody reading: a real modem drops output too
+
+    def _silent(self) -> bool:
+        if self._silent_until is None:
+            return False
+        if self._silent_until > time.monotonic():
+            return True
+        self._silent_until = None
+        return False
+
+    def _respond(self, lines: Sequence[str] = (), final: str = "OK") -> None:
+        out = "\r\n" + "\r\n".join(lines) + "\r\n" if lines else ""
+        out += "".join(f"\r\n{line}\r\n" for line in self._interleave)
+        self._interleave = []
+        self._write(out + f"\r\n{final}\r\n")
+
+    def _cme(self, code: int) -> str:
+        return f"+CME ERROR: {code}" if self.cmee else "ERROR"
+
+    def emit(self, *lines: str) -> None:
+        """Unsolicited result lines now, e.g. emit("RING") or emit("^RSSI: 20")."""
+        with self._lock:
+            self._write("".join(f"\r\n{line}\r\n" for line in lines))
+
+    def interleave(self, *lines: str) -> None:
+        """Unsolicited lines to put between the next command's answer and its final result."""
+        with self._lock:
+            self._interleave.extend(lines)
+
+    # --- misbehaviour ---------------------------------------------------------------
+
+    def fail_next(self, command_prefix: str, response: str) -> None:
+        """The next command starting with the prefix gets `response` as its final result.
+        For AT+CMGS it comes after the PDU, as a network rejection does."""
+        with self._lock:
+            self._failures.append((command_prefix.upper(), response))
+
+    def silence(self, seconds: float | None = None) -> None:
+        """Answer nothing (input is dropped) for `seconds`, or until silence(0)."""
+        with self._lock:
+            if seconds == 0:
+                self._silent_until = None
+            else:
+                self._silent_until = float("inf") if seconds is None else time.monotonic() + seconds
+
+    def hang_prompt(self) -> None:
+        """The next AT+CMGS= never gets its "> " prompt; only ESC brings the modem back."""
+        with self._lock:
+            self._hang_prompt = True
+
+    def hang_after_pdu(self, deliver: bool = True) -> None:
+        """The next PDU is accepted (and, if `deliver`, sent) but +CMGS is never answered."""
+        with self._lock:
+            self._hang_after_pdu, self._hang_deliver = True, deliver
+
+    def fill_store(self) -> None:
+        """Fill the SIM store with inbound messages; the next inbound finds memory full."""
+        from domain.pdu import encode_deliver
+
+        with self._lock:
+            free = self._free_indexes()
+            for i, index in enumerate(free):
+                self.store[index] = (1, encode_deliver("+9779800000001", f"filler {i}", _now(), smsc=self.smsc))
+
+    def set_signal(self, rssi: int) -> None:
+        self.rssi = rssi
+
+    def set_registration(self, stat: int) -> None:
+        self.registration = stat
+
+    def set_pin_state(self, state: str) -> None:
+        self.pin_state = state
+
+    def script_reports(self, *outcomes: int | None | Sequence[int]) -> None:
+        """Status-report outcomes for the next submitted parts, one entry per part: a TP-ST
+        (0x00 delivered, 0x45/0x46 failed), None for no report, or a sequence such as
+        (0x20, 0x00) for "still trying" followed by the final report."""
+        with self._lock:
+            self._report_script.extend(outcomes)
+
+    def set_report_probabilities(self, probabilities: dict[int, float] | None) -> None:
+        """TP-ST -> weight, drawn per part when no scripted outcome is left. A temporary
+        status (0x20-0x3F) is followed by a final 0x00."""
+        with self._lock:
+            self._report_probabilities = probabilities
+
+    # --- inbound --------------------------------------------------------------------
+
+    def inject_inbound(self, sender: str, text: str, *, parts_order: list[int] | None = None,
+                       duplicate: list[int] | None = None, reference: int | None = None) -> list[int]:
+        """An SMS from a phone. `parts_order` and `duplicate` hold 1-based part numbers; a
+        duplicated part is stored again right after itself. A reference above 255 uses the
+        16-bit concatenation header. Returns the store indexes used (none for a refused part)."""
+        from domain.pdu import encode_deliver
+        from domain.segments import PART_CAPACITY_16BIT, encoding_of, split
+
+        sixteen = reference is not None and reference > 255
+        texts = split(text, part_capacity=PART_CAPACITY_16BIT[encoding_of(text)]) if sixteen else split(text)
+        total = len(texts)
+        if total > 1 and reference is None:
+            reference = self.random.randrange(256)
+        order = parts_order or list(range(1, total + 1))
+        stamp = _now()
+        pdus = []
+        for seq in order:
+            for _ in range(1 + (duplicate or []).count(seq)):
+                if total > 1:
+                    pdus.append(encode_deliver(sender, texts[seq - 1], stamp, reference=reference, total=total,
+                                               sequence=seq, reference_bits=16 if sixteen else 8,
+                                               smsc=self.smsc))
+                else:
+                    pdus.append(encode_deliver(sender, texts[seq - 1], stamp, smsc=self.smsc))
+        with self._lock:
+            return [i for i in (self._deliver_inbound(pdu) for pdu in pdus) if i is not None]
+
+    def _free_indexes(self) -> list[int]:
+        return [i for i in range(self.first_index, self.first_index + self.store_capacity) if i not in self.store]
+
+    def _deliver_inbound(self, pdu: str) -> int | None:
+        if self.cnmi[1] in (2, 3):
+            self._write(f"\r\n+CMT: ,{tpdu_length(pdu)}\r\n{pdu}\r\n")
+            return None
+        free = self._free_indexes()
+        if not free:
+            self.memory_full = True
+            self.refused_inbound.append(pdu)
+            return None
+        self.store[free[0]] = (0, pdu)
+        if self.cnmi[1] == 1:
+            self._write(f'\r\n+CMTI: "{self.storages[2]}",{free[0]}\r\n')
+        return free[0]
+
+    def _space_freed(self) -> None:
+        # The SMSC retries what it could not deliver while the store was full.
+        waiting, self.refused_inbound = self.refused_inbound, []
+        self.memory_full = False
+        for pdu in waiting:
+            self._deliver_inbound(pdu)
+
+    # --- input ----------------------------------------------------------------------
+
+    def _feed(self, data: bytes) -> None:
+        if self._silent():
+            return
+        for byte in data:
+            if self._mode == "command":
+                if self.echo:
+                    self._write(bytes([byte]))
+                if byte == 0x0D:
+                    line = self._buffer.decode("ascii", "replace").strip()
+                    self._buffer.clear()
+                    if line:
+                        self._command(line)
+                elif byte != 0x0A:
+                    self._buffer.append(byte)
+            elif self._mode == "hung-prompt":
+                if byte == ESC:
+                    self._mode = "command"
+                    self._respond()
+            else:  # reading a PDU after the prompt
+                if byte == ESC:
+                    self._mode = "command"
+                    self._buffer.clear()
+                    self._respond()
+                elif byte == CTRL_Z:
+                    self._mode = "command"
+                    pdu = self._buffer.decode("ascii", "replace").strip().replace("\r", "").replace("\n", "")
+                    self._buffer.clear()
+                    self._submit(pdu)
+                else:
+                    if self.echo:
+                        self._write(bytes([byte]))
+                    self._buffer.append(byte)
+
+    def _take_failure(self, upper: str) -> str | None:
+        for i, (prefix, response) in enumerate(self._failures):
+            if upper.startswith(prefix):
+                del self._failures[i]
+                return response
+        return None
+
+    def _command(self, line: str) -> None:
+        upper = line.upper()
+        if not upper.startswith("AT"):
+            return  # a real modem ignores line noise
+        if not upper.startswith("AT+CMGS"):
+            failure = self._take_failure(upper)
+            if failure is not None:
+                self._respond((), failure)
+                return
+        cmd = upper[2:]
+        if cmd.startswith(SMS_COMMANDS):
+            if time.monotonic() < self._booting_until:
+                self._respond((), "+CMS ERROR: 512")
+                return
+            if self.pin_state != "READY":
+                self._respond((), "+CMS ERROR: 311")
+                return
+        try:
+            self._dispatch(cmd, line[2:])
+        except (ValueError, IndexError):
+            self._respond((), "ERROR")
+
+    def _dispatch(self, cmd: str, raw: str) -> None:
+        respond = self._respond
+        name, _, args = cmd.partition("=")
+        if cmd in ("", "Z"):
+            respond()
+        elif cmd in ("E0", "E1", "E"):
+            self.echo = cmd == "E1"
+            respond()
+        elif cmd == "I":
+            respond(["Sandesh", "EMU25", "Revision: EMU25-1.0"])
+        elif cmd == "+CGMI":
+            respond(["Sandesh"])
+        elif cmd == "+CGMM":
+            respond(["EMU25"])
+        elif cmd in ("+CGSN", "+GSN"):
+            respond([self.imei])
+        elif name == "+CMEE" and args:
+            self.cmee = int(args)
+            respond()
+        elif cmd == "+CMEE?":
+            respond([f"+CMEE: {self.cmee}"])
+        elif cmd == "+CPIN?":
+            if self.pin_state == "NOT INSERTED":
+                respond((), self._cme(10))
+            else:
+                respond([f"+CPIN: {self.pin_state}"])
+        elif cmd == "+CCID":
+            respond([f"+CCID: {self.iccid}"])
+        elif cmd == "+CIMI":
+            if self.pin_state != "READY":
+                respond((), self._cme(11))
+            else:
+                respond([self.imsi])
+        elif cmd == "+CSQ":
+            respond([f"+CSQ: {self.rssi},99"])
+        elif cmd in ("+CREG?", "+CGREG?", "+CEREG?"):
+            respond([f"{cmd[:-1]}: 0,{self.registration}"])
+        elif name in ("+CREG", "+CGREG", "+CEREG", "^CURC") and args:
+            respond()
+        elif cmd == "+CFUN?":
+            respond(["+CFUN: 1"])
+        elif name == "+CFUN":
+            respond()
+            if args.replace(" ", "") == "1,1":
+                self._reboot()
+        elif name == "+CMGF" and args:
+            if args.strip() != "0":
+                respond((), "+CMS ERROR: 303")  # text mode is not emulated
+            else:
+                self.cmgf = 0
+                respond()
+        elif cmd == "+CMGF?":
+            respond([f"+CMGF: {self.cmgf}"])
+        elif name == "+CPMS" and args:
+            names = [a.strip().strip('"') for a in args.split(",")]
+            if not all(n in ("SM", "ME", "MT") for n in names):
+                respond((), "+CMS ERROR: 302")
+                return
+            self.storages[:len(names)] = names[:3]
+            used, cap = len(self.store), self.store_capacity
+            respond([f"+CPMS: {used},{cap},{used},{cap},{used},{cap}"])
+        elif cmd == "+CPMS?":
+            used, cap = len(self.store), self.store_capacity
+            respond(["+CPMS: " + ",".join(f'"{s}",{used},{cap}' for s in self.storages)])
+        elif cmd == "+CSCA?":
+            respond([f'+CSCA: "+{self.smsc}",145'])
+        elif name == "+CSCA" and args:
+            self.smsc = args.split(",")[0].strip().strip('"').lstrip("+")
+            respond()
+        elif name == "+CNMI" and args:
+            values = [int(v) if v.strip() else 0 for v in args.split(",")]
+            self.cnmi = tuple((values + [0] * 5)[:5])
+            respond()
+        elif cmd == "+CNMI?":
+            respond(["+CNMI: " + ",".join(map(str, self.cnmi))])
+        elif name == "+CSMS" and args:
+            self.csms = int(args)
+            respond(["+CSMS: 1,1,1"])
+        elif cmd == "+CSMS?":
+            respond([f"+CSMS: {self.csms},1,1,1"])
+        elif cmd.startswith("+CNMA"):
+            respond()
+        elif name == "+CMGL":
+            self._list(int(args or 4))
+        elif name == "+CMGR" and args:
+            self._read(int(args))
+        elif name == "+CMGD" and args:
+            self._delete(args)
+        elif name == "+CMGS" and args:
+            self._start_submit(int(args), cmd)
+        else:
+            respond((), "ERROR")
+
+    def _reboot(self) -> None:
+        self._reset()
+        self._booting_until = time.monotonic() + BOOT_SECONDS
+        self._schedule(0.05, lambda: self._write("\r\nRDY\r\n"))
+        self._schedule(BOOT_SECONDS, lambda: self._write("\r\n+CPIN: READY\r\n\r\nSMS DONE\r\n"))
+
+    # --- the message store ----------------------------------------------------------
+
+    def _list(self, stat: int) -> None:
+        if stat not in (0, 1, 2, 3, 4):
+            self._respond((), "+CMS ERROR: 302")
+            return
+        lines = []
+        for index in sorted(self.store):
+            current, pdu = self.store[index]
+            if stat == 4 or stat == current:
+                lines += [f"+CMGL: {index},{current},,{tpdu_length(pdu)}", pdu]
+                if current == 0:
+                    self.store[index] = (1, pdu)  # listing marks unread messages read, as modems do
+        self._respond(lines)
+
+    def _read(self, index: int) -> None:
+        if index not in self.store:
+            self._respond((), "+CMS ERROR: 321")
+            return
+        current, pdu = self.store[index]
+        self.store[index] = (1, pdu)
+        self._respond([f"+CMGR: {current},,{tpdu_length(pdu)}", pdu])
+
+    def _delete(self, args: str) -> None:
+        index, _, flag = args.partition(",")
+        flag_value = int(flag) if flag.strip() else 0
+        if flag_value == 0:
+            i = int(index)
+            if not self.first_index <= i < self.first_index + self.store_capacity:
+                self._respond((), "+CMS ERROR: 321")
+                return
+            self.store.pop(i, None)
+        elif flag_value in (1, 2, 3):
+            self.store = {i: entry for i, entry in self.store.items() if entry[0] == 0}
+        elif flag_value == 4:
+            self.store.clear()
+        else:
+            self._respond((), "+CMS ERROR: 302")
+            return
+        self._respond()
+        if self.refused_inbound and self._free_indexes():
+            self._space_freed()
+
+    # --- sending --------------------------------------------------------------------
+
+    def _start_submit(self, length: int, command: str) -> None:
+        self._pdu_length = length
+        self._cmgs_line = "AT" + command
+        self._buffer.clear()
+        if self._hang_prompt:
+            self._hang_prompt = False
+            self._mode = "hung-prompt"
+            return
+        self._mode = "pdu"
+        self._write("\r\n> ")
+
+    def _submit(self, pdu: str) -> None:
+        from domain.pdu import decode_submit
+
+        failure = self._take_failure(self._cmgs_line)
+        if failure is not None:
+            self._respond((), failure)
+            return
+        try:
+            bytes.fromhex(pdu)
+            if len(pdu) % 2 or tpdu_length(pdu) != self._pdu_length:
+                raise ValueError("length")
+            submit = decode_submit(pdu)
+        except Exception:  # noqa: BLE001 - whatever the codec rejects is an invalid PDU to the modem
+            self._respond((), "+CMS ERROR: 304")
+            return
+        if self.registration not in (1, 5):
+            self._respond((), "+CMS ERROR: 331")
+            return
+        if self.memory_full:
+            self._respond((), "+CMS ERROR: 322")
+            return
+        mr = self.next_mr
+        self.next_mr = (self.next_mr + 1) % 256
+        hang = self._hang_after_pdu
+        self._hang_after_pdu = False
+        if hang and not self._hang_deliver:
+            return
+        self.sent.append({"mr": mr, "to": submit.to, "text": submit.text, "reference": submit.reference,
+                          "total": submit.total, "sequence": submit.sequence, "encoding": submit.encoding,
+                          "status_report": submit.status_report, "pdu": pdu})
+        self.network.submit(self.name, submit)
+        if not hang:
+            self._respond([f"+CMGS: {mr}"])
+        if submit.status_report and self.reports_enabled:
+            for i, status in enumerate(self._outcome()):
+                self._schedule(self.report_delay * (i + 1),
+                               lambda status=status: self._send_report(mr, submit.to, status))
+
+    def _outcome(self) -> list[int]:
+        if self._report_script:
+            entry = self._report_script.popleft()
+            if entry is None:
+                return []
+            return [entry] if isinstance(entry, int) else list(entry)
+        if self._report_probabilities:
+            statuses = list(self._report_probabilities)
+            status = self.random.choices(statuses, weights=[self._report_probabilities[s] for s in statuses])[0]
+            return [status, 0x00] if 0x20 <= status <= 0x3F else [status]
+        return [0x00]
+
+    def _send_report(self, mr: int, recipient: str, status: int) -> None:
+        from domain.pdu import encode_status_report
+
+        now = _now()
+        pdu = encode_status_report(mr, recipient, status, now - timedelta(seconds=self.report_delay), now,
+                                   smsc=self.smsc)
+        self.reports.append({"mr": mr, "to": recipient, "status": status, "pdu": pdu,
+                             "emitted": self.cnmi[3] == 1})
+        if self.cnmi[3] == 1:  # +CDS only when AT+CNMI asked for direct reports
+            self._write(f"\r\n+CDS: {tpdu_length(pdu)}\r\n{pdu}\r\n")
+
+
+class Emulator:
+    """N virtual modems sharing one network."""
+
+    def __init__(self, sims: int, phones_log: str | None = None, report_delay: float = 0.2, *,
+                 store_capacity: int = 20, smsc: str = DEFAULT_SMSC, reports_enabled: bool = True,
+                 seed: int | None = None, first: int = 1):
+        self.network = Network(phones_log)
+        self.modems = [VirtualModem(f"emu-{i}", i, network=self.network, smsc=smsc, store_capacity=store_capacity,
+                                    report_delay=report_delay, reports_enabled=reports_enabled,
+                                    seed=None if seed is None else seed + i)
+                       for i in range(first, first + sims)]
+
+    @property
+    def received(self) -> list[dict[str, Any]]:
+        return self.network.received
+
+    def modem(self, name: str) -> VirtualModem:
+        for modem in self.modems:
+            if name in (modem.name, modem.iccid, modem.device):
+                return modem
+        raise KeyError(name)
+
+    def devices(self) -> list[tuple[str, str]]:
+        return [(modem.name, modem.device) for modem in self.modems]
+
+    def start(self) -> "Emulator":
+        for modem in self.modems:
+            modem.start()
+        return self
+
+    def stop(self) -> None:
+        for modem in self.modems:
+            modem.stop()
+
+    def __enter__(self) -> "Emulator":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def control(emulator: Emulator, command: dict[str, Any]) -> dict[str, Any]:
+    """One human control command (a JSON object from stdin) applied to one modem."""
+    try:
+        modem = emulator.modem(command["sim"])
+        if "inbound" in command:
+            inbound = command["inbound"]
+            indexes = modem.inject_inbound(inbound["from"], inbound["text"], parts_order=inbound.get("parts_order"),
+                                           duplicate=inbound.get("duplicate"))
+            return {"ok": True, "stored": indexes}
+        if "emit" in command:
+            lines = command["emit"]
+            modem.emit(*([lines] if isinstance(lines, str) else lines))
+        if "signal" in command:
+            modem.set_signal(int(command["signal"]))
+        if "registration" in command:
+            modem.set_registration(int(command["registration"]))
+        if "pin" in command:
+            modem.set_pin_state(command["pin"])
+        if "fail_next" in command:
+            modem.fail_next(*command["fail_next"])
+        if "silence" in command:
+            modem.silence(command["silence"])
+        if "reports" in command:
+            modem.script_reports(*command["reports"])
+        for flag in ("hang_prompt", "hang_after_pdu", "fill_store", "vanish"):
+            if command.get(flag):
+                getattr(modem, flag)()
+        return {"ok": True}
+    except Exception as error:  # noqa: BLE001 - reported back to the human, the emulator keeps running
+        return {"ok": False, "error": f"{type(error).__name__}: {error}"}
+
+
+def main(argv: Sequence[str] | None = None, *,
+         register: Callable[[list[tuple[str, str]]], None] | None = None) -> int:
+    """`sandesh emulator`. Registration of the modems with Sandesh needs the project's database
+    code, so the caller wires it: it passes `register`, called with Emulator.devices() when
+    --register is given."""
+    p = argparse.ArgumentParser(prog="sandesh emulator", description="Virtual GSM modems on pseudo-terminals.")
+    p.add_argument("--sims", type=int, default=1)
+    p.add_argument("--register", action="store_true", help="register the modems with Sandesh")
+    p.add_argument("--phones-log", help="append what the phones received, as JSON lines")
+    p.add_argument("--report-delay", type=float, default=0.2, help="seconds before a status report")
+    p.add_argument("--store-capacity", type=int, default=20)
+    p.add_argument("--seed", type=int)
+    args = p.parse_args(argv)
+
+    stopping = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopping.set())
+    with Emulator(args.sims, args.phones_log, args.report_delay, store_capacity=args.store_capacity,
+                  seed=args.seed) as emulator:
+        if args.register:  # before the devices are printed, so a reader of them finds the SIMs
+            if register is None:
+                print("--register: no registration hook wired; modems not registered", file=sys.stderr)
+            else:
+                register(emulator.devices())
+        for modem in emulator.modems:
+            print(json.dumps({"name": modem.name, "device": modem.device, "iccid": modem.iccid,
+                              "imsi": modem.imsi}), flush=True)
+
+        def read_commands(lines: Iterable[str]) -> None:
+            for line in lines:
+                if line.strip():
+                    try:
+                        reply = control(emulator, json.loads(line))
+                    except json.JSONDecodeError as error:
+                        reply = {"ok": False, "error": f"not JSON: {error}"}
+                    print(json.dumps(reply, ensure_ascii=False), flush=True)
+
+        threading.Thread(target=read_commands, args=(sys.stdin,), daemon=True).start()
+        while not stopping.wait(0.5):
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
