@@ -366,6 +366,9 @@ class VirtualModem:
             return
         for byte in data:
             if self._mode == "command":
+                if byte == ESC:  # cancels a half-typed line, as modems do outside the prompt
+                    self._buffer.clear()
+                    continue
                 if self.echo:
                     self._write(bytes([byte]))
                 if byte == 0x0D:

@@ -23,7 +23,8 @@ log = logging.getLogger("sandesh.modem")
 
 CTRL_Z, ESC = b"\x1a", b"\x1b"
 FINAL = re.compile(r"^(OK|ERROR|NO CARRIER|\+CME ERROR: ?(.+)|\+CMS ERROR: ?(.+))$")
-UNSOLICITED = ("+CMTI:", "+CDS:", "+CDSI:", "+CMT:", "RING", "^", "+CREG:", "+CEREG:", "+CBM:", "+CUSD:")
+UNSOLICITED = ("+CMTI:", "+CDS:", "+CDSI:", "+CMT:", "RING", "^", "+CBM:", "+CUSD:", "RDY", "SMS DONE")
+# +CREG/+CEREG are left to answers: we never enable their unsolicited form (AT+CREG=0).
 TWO_LINE = ("+CDS:", "+CMT:", "+CBM:")  # the PDU follows on the next line
 
 
