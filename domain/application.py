@@ -146,6 +146,15 @@ class Sandesh(Application[str]):
             return self.add_sim(name, port, baud, host, actor)
         return self._change(sim_id, Sim, "SIM", "move", port=port, actor=actor)
 
+    def identify_sim(self, sim_id: str, iccid: str | None, imsi: str | None) -> Sim:
+        sim = self._get(sim_id, Sim, "SIM")
+        sim.identify(iccid, imsi, at=self.clock.now())
+        try:
+            self.save(sim)
+        except IntegrityError:
+            raise InvalidInput(f"another SIM is registered with ICCID {iccid}") from None
+        return sim
+
     def change_sim(self, sim_id: str, command: str, actor: str) -> Sim:
         return self._change(sim_id, Sim, "SIM", command, actor=actor)
 

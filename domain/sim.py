@@ -32,6 +32,19 @@ class Sim(Aggregate):
         self.baud = baud
         self.host = host
         self.enabled = True
+        self.iccid: str | None = None
+        self.imsi: str | None = None
+
+    def identify(self, iccid: str | None, imsi: str | None, at: float) -> None:
+        """What the modem says the SIM is (AT+CCID, AT+CIMI): the SIM's identity, which
+        outlives port names that change when USB re-enumerates."""
+        if (iccid, imsi) != (self.iccid, self.imsi):
+            self._identified(iccid=iccid, imsi=imsi, at=at)
+
+    @event("Identified")
+    def _identified(self, iccid: str | None, imsi: str | None, at: float) -> None:
+        self.iccid = iccid
+        self.imsi = imsi
 
     def disable(self, actor: str, at: float) -> None:
         if not self.enabled:

@@ -38,7 +38,8 @@ CREATE TABLE IF NOT EXISTS clients (
 CREATE INDEX IF NOT EXISTS clients_workspace ON clients (workspace_id);
 CREATE TABLE IF NOT EXISTS sims (
     id text PRIMARY KEY, name text NOT NULL UNIQUE, port text NOT NULL, baud integer NOT NULL,
-    host text, enabled boolean NOT NULL, created_at double precision NOT NULL, updated_at double precision NOT NULL);
+    host text, enabled boolean NOT NULL, iccid text UNIQUE, imsi text,
+    created_at double precision NOT NULL, updated_at double precision NOT NULL);
 CREATE TABLE IF NOT EXISTS idempotency_keys (
     client_id text NOT NULL, key text NOT NULL, request_hash text NOT NULL, message_id text NOT NULL,
     response text NOT NULL, created_at double precision NOT NULL,
@@ -160,6 +161,12 @@ def _sim_port_changed(cur: Any, e: Any) -> None:
     cur.execute("UPDATE sims SET port = %s, updated_at = %s WHERE id = %s", (e.port, e.at, e.originator_id))
 
 
+@handles(Sim.Identified)
+def _sim_identified(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE sims SET iccid = %s, imsi = %s, updated_at = %s WHERE id = %s",
+                (e.iccid, e.imsi, e.at, e.originator_id))
+
+
 @handles(SmsSwitch.Disabled, SmsSwitch.Enabled)
 def _sms_switch(cur: Any, e: Any) -> None:
     on = isinstance(e, SmsSwitch.Enabled)
@@ -266,7 +273,7 @@ def client_view(row: dict[str, Any]) -> dict[str, Any]:
 def sim_view(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": row["id"], "name": row["name"], "port": row["port"], "baud": row["baud"], "host": row["host"],
-        "enabled": row["enabled"], "createdAt": iso(row["created_at"]),
+        "enabled": row["enabled"], "iccid": row["iccid"], "imsi": row["imsi"], "createdAt": iso(row["created_at"]),
     }
 
 

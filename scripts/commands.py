@@ -286,12 +286,12 @@ def emulator(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 
 
 def register_emulated(runtime: Runtime, devices: list[tuple[str, str]], actor: str) -> None:
-    """Register each virtual modem as a SIM named after it, or move the SIM of that name to the
-    modem's new pseudo-terminal (a restarted emulator gets new /dev/pts paths)."""
+    """Register each virtual modem as a SIM, through the driver as a real modem would be: its
+    ICCID finds it again when a restarted emulator gives it a new /dev/pts path."""
+    from workers.sims import place
+
     for name, device in devices:
-        with runtime.connection() as conn:
-            row = registry.fetch_one(conn, "sims", "name", name)
-        runtime.app.place_sim(row["id"] if row else None, name, device, 115200, None, actor)
+        place(runtime, name, device, actor)
 
 
 def serve(args: argparse.Namespace, settings: Settings, actor: str) -> int:
