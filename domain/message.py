@@ -1,7 +1,8 @@
 """Message: an aggregate per send, whose events are the only truth about it (decisions §3).
 
-Accepted now; the dispatcher adds Submitted, Sent, Delivered, Undelivered, Failed, Rejected
-and Requeued.  The text lives only in the (encrypted) events.
+queued -> submitted (handed to a modem) -> sent (every part accepted, +CMGS) -> delivered /
+undelivered (status reports); failed (could not be sent), rejected (refused for good); any
+state may return to queued.  The text lives only in the (encrypted) events.
 """
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from eventsourcing.domain import event
 
 from .aggregate import Aggregate
 from .credentials import new_id
+from .errors import InvalidTransition
 
-QUEUED = "queued"
+QUEUED, SUBMITTED, SENT = "queued", "submitted", "sent"
+DELIVERED, UNDELIVERED, FAILED, REJECTED = "delivered", "undelivered", "failed", "rejected"
+FINAL = (DELIVERED, UNDELIVERED, FAILED, REJECTED)
 ROUTE = "device"
 
 
@@ -36,6 +40,91 @@ class Message(Aggregate):
         self.error: str | None = None
         self.created_at = at
         self.updated_at = at
+        self.sim_id: str | None = None
+        self.parts: int = segments
+        self.accepted: dict[int, int] = {}   # part -> TP-MR from +CMGS
+        self.reports: dict[int, int] = {}    # part -> TP-ST of its latest status report
+        self.ever_accepted = False           # any part accepted by the network, ever: no refund
+
+    def submit(self, sim_id: str, at: float) -> None:
+        if self.status != QUEUED:
+            raise InvalidTransition(f"message is {self.status}; only a queued message is submitted")
+        self._submitted(sim_id=sim_id, at=at)
+
+    @event("Submitted")
+    def _submitted(self, sim_id: str, at: float) -> None:
+        self.status, self.sim_id, self.updated_at = SUBMITTED, sim_id, at
+        self.accepted, self.reports = {}, {}
+
+    def part_accepted(self, part: int, mr: int, at: float) -> None:
+        """+CMGS for one part; the last one makes the message `sent`."""
+        self._part_accepted(sim_id=self.sim_id, part=part, mr=mr, to=self.to, at=at)
+        if len(self.accepted) == self.parts:
+            self._sent(at=at)
+
+    @event("PartAccepted")
+    def _part_accepted(self, sim_id: str, part: int, mr: int, to: str, at: float) -> None:
+        self.accepted[part] = mr
+        self.ever_accepted = True
+
+    @event("Sent")
+    def _sent(self, at: float) -> None:
+        self.status, self.updated_at = SENT, at
+
+    def report(self, part: int, status: int, at: float) -> None:
+        """A status report (TP-ST, TS 23.040 §9.2.3.15) for one part: any permanent failure makes
+        the message undelivered; all parts delivered make it delivered; 0x20-0x3F keeps it sent."""
+        if self.status not in (SENT, SUBMITTED):
+            return
+        self._part_reported(part=part, status=status, at=at)
+        if status >= 0x40:
+            self._undelivered(error=f"status report TP-ST 0x{status:02X} for part {part}", at=at)
+        elif len(self.reports) == self.parts and all(s < 0x20 for s in self.reports.values()):
+            self._delivered(at=at)
+
+    @event("PartReported")
+    def _part_reported(self, part: int, status: int, at: float) -> None:
+        self.reports[part] = status
+
+    @event("Delivered")
+    def _delivered(self, at: float) -> None:
+        self.status, self.error, self.updated_at = DELIVERED, None, at
+
+    @event("Undelivered")
+    def _undelivered(self, error: str, at: float) -> None:
+        self.status, self.error, self.updated_at = UNDELIVERED, error, at
+
+    def requeue(self, reason: str, not_before: float, at: float) -> None:
+        """Back to waiting: deferral by pacing, or retry on another SIM."""
+        if self.status in FINAL:
+            raise InvalidTransition(f"message is {self.status}")
+        self._requeued(error=reason, not_before=not_before, at=at)
+
+    @event("Requeued")
+    def _requeued(self, error: str, not_before: float, at: float) -> None:
+        self.status, self.error, self.updated_at, self.sim_id = QUEUED, error, at, None
+
+    def fail(self, error: str, at: float) -> None:
+        self._end(FAILED, error, at)
+
+    def reject(self, error: str, at: float) -> None:
+        self._end(REJECTED, error, at)
+
+    def _end(self, status: str, error: str, at: float) -> None:
+        """Failed or rejected; refunded when no segment was ever accepted by the network (decisions §1)."""
+        if self.status in FINAL:
+            raise InvalidTransition(f"message is {self.status}")
+        refund = 0 if self.ever_accepted else self.cost
+        (self._failed if status == FAILED else self._rejected)(error=error, refund=refund,
+                                                               workspace_id=self.workspace_id, at=at)
+
+    @event("Failed")
+    def _failed(self, error: str, refund: int, workspace_id: str, at: float) -> None:
+        self.status, self.error, self.updated_at = FAILED, error, at
+
+    @event("Rejected")
+    def _rejected(self, error: str, refund: int, workspace_id: str, at: float) -> None:
+        self.status, self.error, self.updated_at = REJECTED, error, at
 
 
 def accept(**accepted: object) -> Message:

@@ -12,7 +12,7 @@ from domain.message import Message
 from domain.otp import Otp
 
 NAME = "counters"
-TABLES = ("client_counters",)
+TABLES = ("client_counters", "counted_messages")
 COLUMNS = {"sent": "sent", "delivered": "delivered", "undelivered": "undelivered", "failed": "failed",
            "segments": "segments", "spent": "spent", "otpSent": "otp_sent", "otpVerified": "otp_verified"}
 DDL = """
@@ -20,6 +20,7 @@ CREATE TABLE IF NOT EXISTS client_counters (
     client_id text PRIMARY KEY, sent bigint NOT NULL DEFAULT 0, delivered bigint NOT NULL DEFAULT 0,
     undelivered bigint NOT NULL DEFAULT 0, failed bigint NOT NULL DEFAULT 0, segments bigint NOT NULL DEFAULT 0,
     spent bigint NOT NULL DEFAULT 0, otp_sent bigint NOT NULL DEFAULT 0, otp_verified bigint NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS counted_messages (message_id text PRIMARY KEY, client_id text NOT NULL);
 """
 
 HANDLERS: dict[type, Callable[[Any, Any], None]] = {}
@@ -34,11 +35,22 @@ def _add(cur: Any, client_id: str, **amounts: int) -> None:
 
 def _accepted(cur: Any, e: Any) -> None:
     _add(cur, e.client_id, sent=1, segments=e.segments, spent=e.cost)
+    cur.execute("INSERT INTO counted_messages (message_id, client_id) VALUES (%s, %s)", (e.originator_id, e.client_id))
 
 
 HANDLERS[Message.Accepted] = _accepted
+HANDLERS[Message.Delivered] = lambda cur, e: _add(cur, _client_of(cur, e), delivered=1)
+HANDLERS[Message.Undelivered] = lambda cur, e: _add(cur, _client_of(cur, e), undelivered=1)
+HANDLERS[Message.Failed] = lambda cur, e: _add(cur, _client_of(cur, e), failed=1, spent=-e.refund)
+HANDLERS[Message.Rejected] = HANDLERS[Message.Failed]
 HANDLERS[Otp.Issued] = lambda cur, e: _add(cur, e.client_id, otp_sent=1)
 HANDLERS[Otp.Verified] = lambda cur, e: _add(cur, e.client_id, otp_verified=1)
+
+
+def _client_of(cur: Any, e: Any) -> str:
+    """Status events do not repeat the client: the counters keep who sent each message."""
+    cur.execute("SELECT client_id FROM counted_messages WHERE message_id = %s", (e.originator_id,))
+    return cur.fetchone()["client_id"]
 
 
 def zero() -> dict[str, int]:

@@ -31,6 +31,18 @@ def _accepted(cur: Any, e: Any) -> None:
 
 HANDLERS[Message.Accepted] = _accepted
 
+_STATUS = {Message.Submitted: "submitted", Message.Sent: "sent", Message.Delivered: "delivered",
+           Message.Undelivered: "undelivered", Message.Failed: "failed", Message.Rejected: "rejected",
+           Message.Requeued: "queued"}
+
+
+def _status(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE messages SET status = %s, error = %s, updated_at = %s WHERE id = %s",
+                (_STATUS[type(e)], getattr(e, "error", None), e.at, e.originator_id))
+
+
+HANDLERS.update({cls: _status for cls in _STATUS})
+
 
 def view(record: dict[str, Any]) -> dict[str, Any]:
     """The 200 body of GET /v1/sms/messages/:id, from a read-model row or an aggregate's state."""

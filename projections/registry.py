@@ -15,12 +15,14 @@ from . import otp_limits
 from domain.client import Client
 from domain.message import Message, accepted_reply
 from domain.otp import Otp
+from domain.pacing import PRIORITY
 from domain.clock import iso
 from domain.sim import Sim, SmsSwitch
 from domain.workspace import Workspace
 
 NAME = "registry"
-TABLES = ("workspaces", "clients", "sims", "sms_switch", "idempotency_keys", "otp_issues")
+TABLES = ("workspaces", "clients", "sims", "sms_switch", "idempotency_keys", "otp_issues", "dispatch_queue",
+          "sent_parts")
 IDEMPOTENCY_RETENTION = 24 * 3600  # interface §Limits
 
 DDL = """
@@ -46,6 +48,17 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
     CONSTRAINT idempotency_keys_pkey PRIMARY KEY (client_id, key));
 CREATE TABLE IF NOT EXISTS sms_switch (
     id text PRIMARY KEY, enabled boolean NOT NULL, reason text, updated_at double precision);
+CREATE TABLE IF NOT EXISTS dispatch_queue (
+    message_id text PRIMARY KEY, client_id text NOT NULL, message_type text NOT NULL, priority integer NOT NULL,
+    "to" text NOT NULL, parts integer NOT NULL, enqueued_at double precision NOT NULL,
+    not_before double precision NOT NULL, attempts integer NOT NULL DEFAULT 0, sim_id text,
+    leased_by text, leased_until double precision);
+CREATE INDEX IF NOT EXISTS dispatch_queue_waiting ON dispatch_queue (priority, enqueued_at) WHERE sim_id IS NULL;
+CREATE TABLE IF NOT EXISTS sent_parts (
+    message_id text NOT NULL, part integer NOT NULL, sim_id text NOT NULL, mr integer NOT NULL, "to" text NOT NULL,
+    at double precision NOT NULL, PRIMARY KEY (message_id, part, at));
+CREATE INDEX IF NOT EXISTS sent_parts_sim ON sent_parts (sim_id, at);
+CREATE INDEX IF NOT EXISTS sent_parts_match ON sent_parts (sim_id, mr, "to", at);
 """ + otp_limits.ISSUES_DDL
 
 Handler = Callable[[Any, Any], None]
@@ -214,10 +227,48 @@ def _remember_key(cur: Any, e: Any) -> None:
     )
 
 
+def _enqueue(cur: Any, e: Any) -> None:
+    cur.execute(
+        'INSERT INTO dispatch_queue (message_id, client_id, message_type, priority, "to", parts, enqueued_at,'
+        " not_before) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+        (e.originator_id, e.client_id, e.message_type, PRIORITY[e.message_type], e.to, e.segments, e.at, e.at))
+
+
 @handles(Message.Accepted)
 def _message_accepted(cur: Any, e: Any) -> None:
     _debit(cur, e.workspace_id, e.cost)
     _remember_key(cur, e)
+    _enqueue(cur, e)
+
+
+@handles(Message.Submitted)
+def _message_submitted(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE dispatch_queue SET sim_id = %s WHERE message_id = %s", (e.sim_id, e.originator_id))
+
+
+@handles(Message.PartAccepted)
+def _part_accepted(cur: Any, e: Any) -> None:
+    cur.execute('INSERT INTO sent_parts (message_id, part, sim_id, mr, "to", at) VALUES (%s, %s, %s, %s, %s, %s)',
+                (e.originator_id, e.part, e.sim_id, e.mr, e.to, e.at))
+
+
+@handles(Message.Requeued)
+def _message_requeued(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE dispatch_queue SET sim_id = NULL, leased_by = NULL, leased_until = NULL,"
+                " attempts = attempts + 1, not_before = %s WHERE message_id = %s", (e.not_before, e.originator_id))
+
+
+@handles(Message.Sent)
+def _message_sent(cur: Any, e: Any) -> None:
+    cur.execute("DELETE FROM dispatch_queue WHERE message_id = %s", (e.originator_id,))
+
+
+@handles(Message.Failed, Message.Rejected)
+def _message_ended(cur: Any, e: Any) -> None:
+    """Out of the queue; refunded when no segment was accepted by the network (decisions §1)."""
+    cur.execute("DELETE FROM dispatch_queue WHERE message_id = %s", (e.originator_id,))
+    if e.refund:
+        cur.execute("UPDATE workspaces SET balance = balance + %s WHERE id = %s", (e.refund, e.workspace_id))
 
 
 @handles(Otp.Issued)
@@ -244,6 +295,7 @@ def inline_writer(events: list[Any]) -> Callable[[Any], None]:
             if isinstance(event, Message.Accepted):
                 debits[event.workspace_id] = debits.get(event.workspace_id, 0) + event.cost
                 _remember_key(cur, event)
+                _enqueue(cur, event)
             else:
                 HANDLERS[type(event)](cur, event)
         if debits:

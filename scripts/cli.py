@@ -114,9 +114,10 @@ def parser() -> argparse.ArgumentParser:
                    help="open connections a worker holds at most; a full worker leaves new ones to the others")
 
     w = sub.add_parser("worker", help="run workers that follow the log (until SIGTERM or Ctrl-C)")
-    w.add_argument("command", choices=["projections", "all"], metavar="NAME",
-                   help="projections: keep the read models up to date; all: every worker, each in its own process")
-    w.add_argument("--host", help="the host whose SIMs a dispatcher drives (for the dispatcher, later)")
+    w.add_argument("command", choices=["dispatch", "projections", "all"], metavar="NAME",
+                   help="dispatch: drive the SIMs and send queued messages; projections: keep the read models up to "
+                        "date; all: every worker, each in its own process")
+    w.add_argument("--host", help="the host whose SIMs a dispatcher drives (default: every SIM)")
 
     r = sub.add_parser("replay", help="rebuild read models from the log, beside the live ones, then swap")
     r.add_argument("names", nargs="*", metavar="PROJECTION", help="registry, messages, counters, otps (default: all)")

@@ -253,6 +253,12 @@ def worker_projections(args: argparse.Namespace, settings: Settings, actor: str)
     return run_one("projections", settings)
 
 
+def worker_dispatch(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from workers.supervisor import run_one
+
+    return run_one("dispatch", settings, host=args.host)
+
+
 def worker_all(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     from workers.supervisor import run_all
 

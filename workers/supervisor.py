@@ -15,18 +15,33 @@ from typing import Callable
 
 from domain.settings import Settings
 
-from . import projections
+from . import dispatcher, projections
 
-WORKERS: dict[str, Callable[[Settings, threading.Event], None]] = {"projections": projections.run}
+def _dispatch(settings: Settings, stop: threading.Event, host: str | None = None) -> None:
+    from projections.bootstrap import bootstrap
+
+    runtime = bootstrap(settings, pool_size=4)
+    running = dispatcher.Dispatcher(runtime, host)
+    running.start()
+    try:
+        while not stop.is_set():
+            if not running.tick():
+                stop.wait(0.2)
+    finally:
+        running.close()
+        runtime.close()
 
 
-def run_one(name: str, settings: Settings) -> int:
+WORKERS: dict[str, Callable[..., None]] = {"projections": projections.run, "dispatch": _dispatch}
+
+
+def run_one(name: str, settings: Settings, **options: object) -> int:
     settings.require_secret_key()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    WORKERS[name](settings, stop)
+    WORKERS[name](settings, stop, **options)
     return 0
 
 

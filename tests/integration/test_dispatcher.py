@@ -1,0 +1,118 @@
+"""The dispatcher with emulated SIMs over real pseudo-terminals and real PostgreSQL."""
+import threading
+import time
+
+import pytest
+
+from domain.sending import parse_send
+from domain.settings import Settings
+from projections import follower
+from projections.bootstrap import bootstrap
+from scripts.commands import register_emulated
+from scripts.emulator import Emulator
+from workers.dispatcher import Dispatcher
+
+TO = "9779812345678"
+
+
+@pytest.fixture(scope="module")
+def runtime(env):
+    rt = bootstrap(Settings.from_env(env), pool_size=6)
+    yield rt
+    rt.close()
+
+
+@pytest.fixture(scope="module")
+def emulator(runtime):
+    with Emulator(sims=4, report_delay=0.05) as running:
+        register_emulated(runtime, running.devices(), "test")
+        yield running
+
+
+@pytest.fixture(scope="module")
+def account(runtime):
+    app = runtime.app
+    ws = app.create_workspace("Dispatch", None, {}, "t")
+    app.change_workspace(ws.id, "activate", "t")
+    app.change_workspace(ws.id, "credit", "t", amount=10**7, note=None)
+    return ws.id, app.create_client(ws.id, "D", None, 1000, "t")[0].id
+
+
+@pytest.fixture
+def dispatcher(runtime, emulator):
+    running = Dispatcher(runtime)
+    running.start()
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    yield running
+    running.close()
+    thread.join(timeout=5)
+
+
+def send(runtime, account, text, message_type="transactional", to=TO):
+    request, problems = parse_send({"to": to, "text": text, "messageType": message_type})
+    assert not problems
+    return runtime.app.send(account[1], account[0], request, 100 * request.segments)
+
+
+def wait_for(runtime, message_ids, statuses, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        found = {m: runtime.app.message(m).status for m in message_ids}
+        if all(s in statuses for s in found.values()):
+            return found
+        assert time.monotonic() < deadline, found
+        time.sleep(0.05)
+
+
+def test_messages_leave_through_the_pool_and_reports_make_them_delivered(runtime, emulator, account, dispatcher):
+    texts = [f"Order {i} shipped" for i in range(8)] + ["नमस्ते " * 50]  # the last: 5 UCS-2 parts
+    ids = [send(runtime, account, text).id for text in texts]
+    wait_for(runtime, ids, {"delivered"})
+    received = {m["text"] for m in emulator.received}
+    assert set(texts) <= received
+    used = {runtime.app.message(i).sim_id for i in ids}
+    assert len(used) > 1, "sends are spread over the pool"
+    follower.catch_up(runtime)
+    with runtime.connection() as conn:
+        rows = conn.execute("SELECT status FROM messages WHERE id = ANY(%s)", (ids,)).fetchall()
+    assert {r["status"] for r in rows} == {"delivered"}
+
+
+def test_a_refused_number_is_rejected_and_refunded(runtime, emulator, account, dispatcher):
+    with runtime.connection() as conn:
+        before = conn.execute("SELECT balance FROM workspaces WHERE id = %s", (account[0],)).fetchone()["balance"]
+    for modem in emulator.modems:
+        modem.fail_next("AT+CMGS", "+CMS ERROR: 1")
+    message = send(runtime, account, "to nobody")
+    wait_for(runtime, [message.id], {"rejected"})
+    assert "CMS 1" in runtime.app.message(message.id).error
+    with runtime.connection() as conn:
+        after = conn.execute("SELECT balance FROM workspaces WHERE id = %s", (account[0],)).fetchone()["balance"]
+    assert after == before  # charged at acceptance, refunded: nothing reached the network
+    for modem in emulator.modems:
+        modem._failures.clear()
+
+
+def test_an_undelivered_report_makes_the_message_undelivered(runtime, emulator, account, dispatcher):
+    for modem in emulator.modems:
+        modem.script_reports(0x46)
+    message = send(runtime, account, "expires before delivery")
+    wait_for(runtime, [message.id], {"undelivered"})
+    assert "0x46" in runtime.app.message(message.id).error
+    for modem in emulator.modems:
+        modem._report_script.clear()
+
+
+def test_otp_goes_before_a_promotional_backlog(runtime, emulator, account, dispatcher):
+    dispatcher.stop.set()  # build the backlog while nothing sends
+    time.sleep(0.3)
+    backlog = [send(runtime, account, f"Dashain offer {i}", "promotional").id for i in range(40)]
+    code = send(runtime, account, "123456 is your code", "otp")
+    dispatcher.stop.clear()
+    started = time.monotonic()
+    threading.Thread(target=dispatcher.run, daemon=True).start()
+    wait_for(runtime, [code.id], {"sent", "delivered"})
+    latency = time.monotonic() - started
+    pending = [m for m in backlog if runtime.app.message(m).status == "queued"]
+    assert latency < 1.0 and pending, (latency, len(pending))

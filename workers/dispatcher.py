@@ -1,0 +1,235 @@
+"""`sandesh worker dispatch`: drives the SIMs of this host and takes queued messages from the log.
+
+Several dispatchers never take the same message: a message is leased from the inline
+`dispatch_queue` with FOR UPDATE SKIP LOCKED, and its `Submitted` event is appended before the
+first AT+CMGS.  A message whose outcome is unknown after a crash stays `submitted` for
+reconciliation; it is not leased again.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import random
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from domain.cms import Action, classify
+from domain.pacing import SimState, capacity, choose_sim
+from domain.pdu import decode_status_report, encode_submit
+from projections.bootstrap import Runtime
+
+from .modem import CmsError, CommandTimeout, Modem, ModemError, PortGone, Unsolicited
+from .sims import attach
+
+log = logging.getLogger("sandesh.dispatcher")
+
+LEASE_SECONDS = 300
+RETRY_DELAY = 30.0
+MAX_ATTEMPTS = 5
+REPORT_MATCH_WINDOW = 7 * 24 * 3600
+
+_LEASE = """
+WITH waiting AS (
+    SELECT message_id, priority, enqueued_at,
+           row_number() OVER (PARTITION BY client_id, priority ORDER BY enqueued_at) AS turn
+    FROM dispatch_queue
+    WHERE sim_id IS NULL AND not_before <= %(now)s AND parts <= %(max_parts)s
+      AND (%(otp_only)s = false OR message_type = 'otp')
+      AND (leased_until IS NULL OR leased_until < %(now)s)
+    ORDER BY priority, turn, enqueued_at
+    LIMIT 50)
+UPDATE dispatch_queue SET leased_by = %(me)s, leased_until = %(until)s
+WHERE message_id = (
+    SELECT q.message_id FROM dispatch_queue q JOIN waiting w USING (message_id)
+    ORDER BY w.priority, w.turn, w.enqueued_at
+    LIMIT 1 FOR UPDATE OF q SKIP LOCKED)
+  -- checked again on the row as it is now: another dispatcher may have leased it meanwhile
+  AND sim_id IS NULL AND (leased_until IS NULL OR leased_until < %(now)s)
+RETURNING message_id, message_type, parts
+"""
+# Oldest first within a type, and fair between clients: each client's n-th waiting message of
+# a type goes before anyone's (n+1)-th, so one client's campaign does not starve another's one.
+
+
+@dataclass
+class SimWorker:
+    """One SIM: its modem, its health, and a thread that sends one message at a time."""
+    sim: dict[str, Any]
+    modem: Modem
+    jobs: queue.Queue = field(default_factory=queue.Queue)
+    healthy: bool = True
+    busy: bool = False
+    last_error: str | None = None
+
+
+class Dispatcher:
+    def __init__(self, runtime: Runtime, host: str | None = None):
+        self.runtime = runtime
+        self.app = runtime.app
+        self.host = host
+        self.me = f"dispatcher-{uuid.uuid4().hex[:8]}"
+        self.sims: dict[str, SimWorker] = {}
+        self.stop = threading.Event()
+
+    # SIMs
+
+    def start(self) -> None:
+        with self.runtime.connection() as conn:
+            rows = conn.execute("SELECT * FROM sims WHERE enabled AND (%(host)s::text IS NULL OR host = %(host)s"
+                                " OR host IS NULL) ORDER BY name", {"host": self.host}).fetchall()
+        for sim in rows:
+            worker = SimWorker(sim, Modem(sim["port"], sim["baud"], on_unsolicited=self._unsolicited_for(sim["id"])))
+            try:
+                worker.modem.open()
+                attach(self.runtime, sim, worker.modem)
+            except ModemError as error:
+                worker.healthy, worker.last_error = False, str(error)
+                log.warning("SIM %s on %s is not usable: %s", sim["name"], sim["port"], error)
+            self.sims[sim["id"]] = worker
+            threading.Thread(target=self._serve_sim, args=(worker,), name=f"sim {sim['name']}", daemon=True).start()
+
+    def close(self) -> None:
+        self.stop.set()
+        for worker in self.sims.values():
+            worker.jobs.put(None)
+            worker.modem.close()
+
+    def _part_times(self, sim_id: str, now: float) -> list[float]:
+        with self.runtime.connection() as conn:
+            rows = conn.execute("SELECT at FROM sent_parts WHERE sim_id = %s AND at > %s",
+                                (sim_id, now - 1800)).fetchall()
+        return [r["at"] for r in rows]
+
+    # Scheduling
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            if not self.tick():
+                self.stop.wait(0.2)
+
+    def tick(self) -> int:
+        """Give each idle healthy SIM the next message it may send; returns how many were given."""
+        now = self.app.clock.now()
+        given = 0
+        for worker in self.sims.values():
+            if worker.busy or not worker.healthy:
+                continue
+            left = capacity(self._part_times(worker.sim["id"], now), now)
+            if left <= 0:
+                continue
+            leased = self._lease(now, max_parts=left, otp_only=left <= 5)
+            if leased is None:
+                continue
+            state = SimState(worker.sim["id"], worker.healthy, left)
+            if choose_sim([state], leased["message_type"], leased["parts"]) is None:
+                self._release(leased["message_id"])
+                continue
+            worker.busy = True
+            worker.jobs.put(leased["message_id"])
+            given += 1
+        return given
+
+    def _lease(self, now: float, max_parts: int, otp_only: bool) -> dict[str, Any] | None:
+        with self.runtime.connection() as conn:
+            return conn.execute(_LEASE, {"me": self.me, "until": now + LEASE_SECONDS, "now": now, "limit": 1,
+                                         "max_parts": max_parts, "otp_only": otp_only}).fetchone()
+
+    def _release(self, message_id: str) -> None:
+        with self.runtime.connection() as conn:
+            conn.execute("UPDATE dispatch_queue SET leased_by = NULL, leased_until = NULL WHERE message_id = %s",
+                         (message_id,))
+
+    # Sending
+
+    def _serve_sim(self, worker: SimWorker) -> None:
+        while not self.stop.is_set():
+            message_id = worker.jobs.get()
+            if message_id is None:
+                return
+            try:
+                self._send(worker, message_id)
+            except Exception:
+                log.exception("sending %s on %s failed", message_id, worker.sim["name"])
+            finally:
+                worker.busy = False
+
+    def _record(self, message_id: str, change) -> Any:
+        """Apply `change` to the message as the log has it now and append what it decided.
+        The sender and the status-report reader both write to a message: a version conflict
+        means the other one wrote first, so read it again."""
+        from eventsourcing.persistence import IntegrityError
+
+        for _ in range(10):
+            message = self.app.message(message_id)
+            change(message)
+            try:
+                self.app.save(message)
+                return message
+            except IntegrityError:
+                continue
+        raise ModemError(f"could not record a change to {message_id}")
+
+    def _send(self, worker: SimWorker, message_id: str) -> None:
+        message = self.app.message(message_id)
+        if message is None or message.status != "queued":
+            return self._release(message_id)
+        message.submit(worker.sim["id"], at=self.app.clock.now())
+        self.app.save(message)  # recorded before the first AT+CMGS: never sent twice blindly
+        parts = encode_submit(message.to, message.text, reference=random.randrange(256))
+        for number, part in enumerate(parts, start=1):
+            try:
+                mr = worker.modem.send_part(part.pdu, part.length)
+            except CmsError as error:
+                return self._refused(worker, message_id, error)
+            except (CommandTimeout, PortGone) as error:
+                # The part may have left: the message stays `submitted` for reconciliation.
+                worker.last_error = str(error)
+                worker.healthy = worker.modem.recover()
+                log.warning("%s: outcome of %s part %d unknown: %s", worker.sim["name"], message_id, number, error)
+                return
+            self._record(message_id, lambda m, n=number, r=mr: m.part_accepted(n, r, at=self.app.clock.now()))
+
+    def _refused(self, worker: SimWorker, message_id: str, error: CmsError) -> None:
+        action = classify(error.code)
+        worker.last_error = str(error)
+        if action == Action.QUARANTINE:
+            worker.healthy = False
+
+        def decide(message: Any) -> None:
+            now = self.app.clock.now()
+            if action == Action.REJECT:
+                message.reject(f"network refused the number (CMS {error.code})", at=now)
+            elif action == Action.ALERT or message.ever_accepted:
+                message.fail(f"could not be sent (CMS {error.code})", at=now)
+            else:
+                message.requeue(f"SIM {worker.sim['name']}: CMS {error.code}", not_before=now + RETRY_DELAY, at=now)
+
+        self._record(message_id, decide)
+
+    # Status reports
+
+    def _unsolicited_for(self, sim_id: str):
+        def handle(event: Unsolicited) -> None:
+            if event.line.startswith("+CDS:") and event.pdu:
+                self._status_report(sim_id, event.pdu)
+        return handle
+
+    def _status_report(self, sim_id: str, pdu: str) -> None:
+        report = decode_status_report(pdu)
+        now = self.app.clock.now()
+        row = None
+        for _ in range(20):  # a fast network may report a part before its +CMGS is recorded
+            with self.runtime.connection() as conn:
+                row = conn.execute(
+                    'SELECT message_id, part FROM sent_parts WHERE sim_id = %s AND mr = %s AND "to" = %s AND at > %s'
+                    " ORDER BY at DESC LIMIT 1", (sim_id, report.message_reference, report.recipient,
+                                                  now - REPORT_MATCH_WINDOW)).fetchone()
+            if row is not None or self.stop.wait(0.05):
+                break
+        if row is None:
+            log.info("status report for MR %d to %s on %s matches no part", report.message_reference,
+                     report.recipient, sim_id)
+            return
+        self._record(row["message_id"], lambda m: m.report(row["part"], report.status, at=now))
