@@ -203,10 +203,17 @@ class Dispatcher:
                 message.reject(f"network refused the number (CMS {error.code})", at=now)
             elif action == Action.ALERT or message.ever_accepted:
                 message.fail(f"could not be sent (CMS {error.code})", at=now)
+            elif self._attempts(message_id) + 1 >= MAX_ATTEMPTS:
+                message.fail(f"could not be sent after {MAX_ATTEMPTS} attempts (last: CMS {error.code})", at=now)
             else:
                 message.requeue(f"SIM {worker.sim['name']}: CMS {error.code}", not_before=now + RETRY_DELAY, at=now)
 
         self._record(message_id, decide)
+
+    def _attempts(self, message_id: str) -> int:
+        with self.runtime.connection() as conn:
+            row = conn.execute("SELECT attempts FROM dispatch_queue WHERE message_id = %s", (message_id,)).fetchone()
+        return row["attempts"] if row else 0
 
     # Status reports
 
