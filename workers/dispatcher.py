@@ -77,8 +77,8 @@ class Dispatcher:
 
     def start(self) -> None:
         with self.runtime.connection() as conn:
-            rows = conn.execute("SELECT * FROM sims WHERE enabled AND (%(host)s::text IS NULL OR host = %(host)s"
-                                " OR host IS NULL) ORDER BY name", {"host": self.host}).fetchall()
+            rows = conn.execute("SELECT * FROM sims WHERE enabled AND (%(host)s::text IS NULL OR host = %(host)s)"
+                                " ORDER BY name", {"host": self.host}).fetchall()
         for sim in rows:
             worker = SimWorker(sim, Modem(sim["port"], sim["baud"], on_unsolicited=self._unsolicited_for(sim["id"])))
             try:

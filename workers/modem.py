@@ -102,7 +102,9 @@ class Modem:
 
     def open(self) -> None:
         try:
-            self._port = serial.serial_for_url(self.port_url, baudrate=self.baud, timeout=0.05, write_timeout=5)
+            # exclusive: a second process cannot drive the same modem behind our back
+            self._port = serial.serial_for_url(self.port_url, baudrate=self.baud, timeout=0.05, write_timeout=5,
+                                               exclusive=True)
         except (serial.SerialException, OSError) as error:
             raise PortGone(f"cannot open {self.port_url}: {error}") from error
         self.gone = False

@@ -142,18 +142,36 @@ def test_a_temporary_refusal_retries_elsewhere_then_fails_and_refunds_after_5_at
 
 
 def test_two_dispatchers_at_once_never_take_the_same_message(runtime, emulator, account, dispatcher):
-    second = Dispatcher(runtime)
-    second.start()
-    thread = threading.Thread(target=second.run, daemon=True)
-    thread.start()
-    try:
-        ids = [send(runtime, account, f"twice? {i}").id for i in range(40)]
-        wait_for(runtime, ids, {"delivered"})
-    finally:
-        second.close()
-        thread.join(timeout=5)
-    texts = [m["text"] for m in emulator.received if m["text"].startswith("twice? ")]
-    assert sorted(texts) == sorted(f"twice? {i}" for i in range(40)), "each message reached its phone exactly once"
+    """A second host with SIMs of its own drains the same queue; each message leaves once."""
+    with Emulator(sims=2, report_delay=0.05, first=5) as host_b:
+        for name, device in host_b.devices():
+            runtime.app.add_sim(name, device, 115200, "host-b", "test")
+        second = Dispatcher(runtime, host="host-b")
+        second.start()
+        assert len(second.sims) == 2
+        thread = threading.Thread(target=second.run, daemon=True)
+        thread.start()
+        try:
+            ids = [send(runtime, account, f"twice? {i}").id for i in range(60)]
+            wait_for(runtime, ids, {"delivered"})
+        finally:
+            second.close()
+            thread.join(timeout=5)
+        texts = [m["text"] for m in emulator.received + host_b.received if m["text"].startswith("twice? ")]
+        by_host_b = [m for m in host_b.received if m["text"].startswith("twice? ")]
+    assert sorted(texts) == sorted(f"twice? {i}" for i in range(60)), "each message reached its phone exactly once"
+    assert by_host_b, "both dispatchers took messages"
+    for name, _ in host_b.devices():
+        with runtime.connection() as conn:
+            sim_id = conn.execute("SELECT id FROM sims WHERE name = %s", (name,)).fetchone()["id"]
+        runtime.app.change_sim(sim_id, "disable", "test")
+
+
+def test_a_port_is_driven_by_one_process_only(runtime, emulator, dispatcher):
+    from workers.modem import Modem, PortGone
+
+    with pytest.raises(PortGone):
+        Modem(emulator.modems[0].device).open()  # the fixture's dispatcher holds it
 
 
 def test_pacing_holds_each_sim_to_30_parts_per_rolling_30_minutes(runtime, emulator, account, dispatcher, sandesh):
