@@ -89,6 +89,24 @@ class Dispatcher:
                 log.warning("SIM %s on %s is not usable: %s", sim["name"], sim["port"], error)
             self.sims[sim["id"]] = worker
             threading.Thread(target=self._serve_sim, args=(worker,), name=f"sim {sim['name']}", daemon=True).start()
+        self.reconcile()
+
+    def reconcile(self) -> int:
+        """Messages left `submitted` on these SIMs by a dispatcher that stopped mid-send: the
+        network may have them, so they are never resent.  Parts recorded as accepted complete
+        them; otherwise they end `failed` with the reason (decisions §3)."""
+        with self.runtime.connection() as conn:
+            rows = conn.execute("SELECT q.message_id, q.parts, count(p.part) AS accepted FROM dispatch_queue q"
+                                " LEFT JOIN sent_parts p ON p.message_id = q.message_id"
+                                " WHERE q.sim_id = ANY(%s) GROUP BY q.message_id, q.parts",
+                                (list(self.sims),)).fetchall()
+        for row in rows:
+            self._record(row["message_id"], lambda m: m.fail(
+                "outcome unknown: the dispatcher stopped while the modem was sending it; not resent, so that "
+                "the recipient never gets it twice", at=self.app.clock.now()))
+        if rows:
+            log.warning("reconciled %d message(s) left submitted by a stopped dispatcher", len(rows))
+        return len(rows)
 
     def close(self) -> None:
         self.stop.set()

@@ -194,3 +194,48 @@ def test_pacing_holds_each_sim_to_30_parts_per_rolling_30_minutes(runtime, emula
     wait_for(runtime, [code.id], {"delivered"})
     sandesh("clock", "advance", "1801")
     wait_for(runtime, ids, {"delivered"})
+
+
+def test_a_dispatcher_killed_during_at_cmgs_never_resends_after_restart(runtime, env, account):
+    """kill -9 between AT+CMGS and the recording of its result: after a restart the message is
+    reconciled (failed with a clear error), not submitted to the network again."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    with Emulator(sims=1, report_delay=0.05, first=9) as host_c:
+        [(name, device)] = host_c.devices()
+        runtime.app.add_sim(name, device, 115200, "host-c", "test")
+        host_c.modems[0].hang_after_pdu(deliver=True)  # the part leaves, +CMGS never comes
+        message = send(runtime, account, "exactly once, please")
+        worker = subprocess.Popen([sys.executable, "-m", "scripts.cli", "worker", "dispatch", "--host", "host-c"],
+                                  cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(runtime, [message.id], {"submitted"})
+            deadline = time.monotonic() + 10
+            while not any(m["text"] == "exactly once, please" for m in host_c.received):
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        finally:
+            os.kill(worker.pid, signal.SIGKILL)
+            worker.wait()
+        assert runtime.app.message(message.id).status == "submitted"
+        restarted = Dispatcher(runtime, host="host-c")
+        restarted.start()
+        thread = threading.Thread(target=restarted.run, daemon=True)
+        thread.start()
+        try:
+            wait_for(runtime, [message.id], {"failed"})
+            time.sleep(0.5)
+        finally:
+            restarted.close()
+            thread.join(timeout=5)
+        assert "not resent" in runtime.app.message(message.id).error
+        assert [m["text"] for m in host_c.received].count("exactly once, please") == 1
+        with runtime.connection() as conn:
+            sim_id = conn.execute("SELECT id FROM sims WHERE name = %s", (name,)).fetchone()["id"]
+        runtime.app.change_sim(sim_id, "disable", "test")
