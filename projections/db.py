@@ -17,6 +17,9 @@ CREATE TABLE IF NOT EXISTS clock_offset (
 INSERT INTO clock_offset (id, offset_seconds) VALUES (true, 0) ON CONFLICT DO NOTHING;
 CREATE UNLOGGED TABLE IF NOT EXISTS request_rates (
     client_id text PRIMARY KEY, tat double precision NOT NULL);
+CREATE UNLOGGED TABLE IF NOT EXISTS sim_health (
+    sim_id text PRIMARY KEY, healthy boolean NOT NULL, registered boolean, signal_dbm integer,
+    iccid text, last_error text, dispatcher text, heartbeat_at double precision NOT NULL);
 """
 
 MIGRATION_LOCK = 0x5A4E_DE50  # advisory lock: concurrent `db migrate` runs wait for each other

@@ -173,9 +173,21 @@ def sim_add(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 
 
 def sim_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    """The SIMs with what their dispatcher last reported: health, signal, parts used in the
+    current pacing window, last error."""
+    from domain.pacing import PARTS_PER_WINDOW, WINDOW_SECONDS
+
     with opened(settings) as runtime, runtime.connection() as conn:
-        rows = conn.execute("SELECT * FROM sims ORDER BY created_at").fetchall()
-    emit({"sims": [registry.sim_view(r) for r in rows]})
+        now = runtime.clock.now()
+        rows = conn.execute(
+            "SELECT s.*, h.healthy, h.registered, h.signal_dbm, h.last_error, h.heartbeat_at,"
+            " (SELECT count(*) FROM sent_parts p WHERE p.sim_id = s.id AND p.at > %s) AS parts_used"
+            " FROM sims s LEFT JOIN sim_health h ON h.sim_id = s.id ORDER BY s.created_at",
+            (now - WINDOW_SECONDS,)).fetchall()
+    emit({"sims": [{**registry.sim_view(r), "healthy": r["healthy"], "registered": r["registered"],
+                    "signalDbm": r["signal_dbm"], "partsUsed": r["parts_used"], "partsPerWindow": PARTS_PER_WINDOW,
+                    "lastError": r["last_error"],
+                    "heartbeatAt": iso(r["heartbeat_at"]) if r["heartbeat_at"] else None} for r in rows]})
     return 0
 
 

@@ -26,6 +26,7 @@ from .sims import attach
 log = logging.getLogger("sandesh.dispatcher")
 
 LEASE_SECONDS = 300
+HEARTBEAT_SECONDS = 10.0
 RETRY_DELAY = 30.0
 MAX_ATTEMPTS = 5
 REPORT_MATCH_WINDOW = 7 * 24 * 3600
@@ -60,6 +61,7 @@ class SimWorker:
     modem: Modem
     jobs: queue.Queue = field(default_factory=queue.Queue)
     healthy: bool = True
+    quarantined: bool = False  # barred, no credit, SIM failure: stays out until an operator acts
     busy: bool = False
     last_error: str | None = None
 
@@ -72,6 +74,7 @@ class Dispatcher:
         self.me = f"dispatcher-{uuid.uuid4().hex[:8]}"
         self.sims: dict[str, SimWorker] = {}
         self.stop = threading.Event()
+        self.heartbeat_seconds = HEARTBEAT_SECONDS
 
     # SIMs
 
@@ -85,9 +88,10 @@ class Dispatcher:
                 worker.modem.open()
                 attach(self.runtime, sim, worker.modem)
             except ModemError as error:
-                worker.healthy, worker.last_error = False, str(error)
+                worker.healthy, worker.quarantined, worker.last_error = False, True, str(error)
                 log.warning("SIM %s on %s is not usable: %s", sim["name"], sim["port"], error)
             self.sims[sim["id"]] = worker
+            self._heartbeat(worker)
             threading.Thread(target=self._serve_sim, args=(worker,), name=f"sim {sim['name']}", daemon=True).start()
         self.reconcile()
 
@@ -161,9 +165,37 @@ class Dispatcher:
 
     # Sending
 
+    def _heartbeat(self, worker: SimWorker) -> None:
+        """Ask the modem how it is (AT+CREG?, AT+CSQ) and record it for routes and `sim list`."""
+        registered = signal = iccid = None
+        if not worker.modem.gone and not worker.quarantined:
+            try:
+                health = worker.modem.health()
+                registered, signal = health.registered, health.signal_dbm
+                worker.healthy = health.registered
+                if not health.registered:
+                    worker.last_error = "not registered on the network"
+            except ModemError as error:
+                worker.healthy, worker.last_error = False, str(error)
+        else:
+            worker.healthy = False
+        with self.runtime.connection() as conn:
+            conn.execute(
+                "INSERT INTO sim_health (sim_id, healthy, registered, signal_dbm, iccid, last_error, dispatcher,"
+                " heartbeat_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (sim_id) DO UPDATE SET"
+                " healthy = excluded.healthy, registered = excluded.registered, signal_dbm = excluded.signal_dbm,"
+                " last_error = excluded.last_error, dispatcher = excluded.dispatcher,"
+                " heartbeat_at = excluded.heartbeat_at",
+                (worker.sim["id"], worker.healthy, registered, signal, iccid, worker.last_error, self.me,
+                 self.app.clock.now()))
+
     def _serve_sim(self, worker: SimWorker) -> None:
         while not self.stop.is_set():
-            message_id = worker.jobs.get()
+            try:
+                message_id = worker.jobs.get(timeout=self.heartbeat_seconds)
+            except queue.Empty:
+                self._heartbeat(worker)
+                continue
             if message_id is None:
                 return
             try:
@@ -213,7 +245,7 @@ class Dispatcher:
         action = classify(error.code)
         worker.last_error = str(error)
         if action == Action.QUARANTINE:
-            worker.healthy = False
+            worker.healthy, worker.quarantined = False, True
 
         def decide(message: Any) -> None:
             now = self.app.clock.now()

@@ -239,3 +239,32 @@ def test_a_dispatcher_killed_during_at_cmgs_never_resends_after_restart(runtime,
         with runtime.connection() as conn:
             sim_id = conn.execute("SELECT id FROM sims WHERE name = %s", (name,)).fetchone()["id"]
         runtime.app.change_sim(sim_id, "disable", "test")
+
+
+def test_sends_answer_503_when_no_enabled_sim_is_healthy_and_sim_list_shows_why(runtime, emulator, account,
+                                                                                  dispatcher, server, sandesh):
+    import requests
+
+    key = runtime.app.create_client(account[0], "Route", None, 1000, "t")[1]
+    body = {"to": TO, "text": "route?"}
+    headers = {"x-api-key": key, "content-type": "application/json"}
+    assert requests.post(server.url + "/v1/sms/send", json=body, headers=headers, timeout=5).status_code == 202
+    dispatcher.heartbeat_seconds = 0.1
+    for modem in emulator.modems:
+        modem.set_registration(0)  # off the network
+    deadline = time.monotonic() + 10
+    while requests.post(server.url + "/v1/sms/send", json=body, headers=headers, timeout=5).status_code != 503:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    answer = requests.post(server.url + "/v1/sms/send", json=body, headers=headers, timeout=5)
+    assert answer.json()["code"] == "unavailable"
+    listed = {s["name"]: s for s in sandesh("sim", "list")["sims"]}
+    emu = listed[emulator.modems[0].name]
+    assert emu["healthy"] is False and emu["lastError"] == "not registered on the network"
+    assert emu["signalDbm"] == -73 and emu["partsUsed"] >= 1 and emu["partsPerWindow"] == 30
+    for modem in emulator.modems:
+        modem.set_registration(1)
+    deadline = time.monotonic() + 10
+    while requests.post(server.url + "/v1/sms/send", json=body, headers=headers, timeout=5).status_code != 202:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
