@@ -16,6 +16,7 @@ from .client import (DEFAULT_GRACE_HOURS, DEFAULT_RATE_LIMIT, Client, check_bran
                      check_rate_limit, check_webhook_url)
 from .credentials import new_api_key, new_webhook_secret, sha256_hex, shown_prefix
 from .errors import IdempotencyKeyTaken, InsufficientBalance, InvalidInput, NotFound, OtpLimited
+from .inbound import Reply
 from .message import Message, accept
 from .otp import RESEND_COOLDOWN, Otp, Outcome, NO_ACTIVE_OTP, code_text, hash_code, new_code, otp_id
 from .segments import segment
@@ -243,6 +244,28 @@ class Sandesh(Application[str]):
         except AggregateNotFoundError:
             return None
         return found if isinstance(found, kind) else None
+
+    # Replies from recipients
+    def store_reply_part(self, open_reply_id: str | None, sim_id: str, sender: str, reference: int | None,
+                         total: int, sequence: int, text: str) -> Reply:
+        """Record one part read from a SIM (before it is deleted there); duplicates are dropped."""
+        now = self.clock.now()
+        reply = self._find(open_reply_id, Reply) if open_reply_id else None
+        if reply is None:
+            reply = Reply(sim_id=sim_id, sender=sender, reference=reference, total=max(total, 1), at=now)
+        reply.store_part(sequence, text, at=now)
+        self.save(reply)
+        return reply
+
+    def reply(self, reply_id: str) -> Reply:
+        return self._get(reply_id, Reply, "reply")
+
+    def finish_reply(self, reply_id: str, attributed_to: Message | None) -> Reply:
+        reply = self._get(reply_id, Reply, "reply")
+        reply.finish(attributed_to.client_id if attributed_to else None,
+                     attributed_to.id if attributed_to else None, at=self.clock.now())
+        self.save(reply)
+        return reply
 
     def message(self, message_id: str) -> Message | None:
         try:

@@ -14,6 +14,7 @@ from . import otp_limits
 
 from domain.client import Client
 from domain.message import Message, accepted_reply
+from domain.inbound import Reply
 from domain.otp import Otp
 from domain.pacing import PRIORITY
 from domain.clock import iso
@@ -22,7 +23,7 @@ from domain.workspace import Workspace
 
 NAME = "registry"
 TABLES = ("workspaces", "clients", "sims", "sms_switch", "idempotency_keys", "otp_issues", "dispatch_queue",
-          "sent_parts")
+          "sent_parts", "replies")
 IDEMPOTENCY_RETENTION = 24 * 3600  # interface §Limits
 
 DDL = """
@@ -59,6 +60,11 @@ CREATE TABLE IF NOT EXISTS sent_parts (
     at double precision NOT NULL, PRIMARY KEY (message_id, part, at));
 CREATE INDEX IF NOT EXISTS sent_parts_sim ON sent_parts (sim_id, at);
 CREATE INDEX IF NOT EXISTS sent_parts_match ON sent_parts (sim_id, mr, "to", at);
+CREATE TABLE IF NOT EXISTS replies (
+    id text PRIMARY KEY, sim_id text NOT NULL, sender text NOT NULL, reference integer, total integer NOT NULL,
+    parts integer NOT NULL DEFAULT 0, opened_at double precision NOT NULL, received_at double precision,
+    client_id text, in_reply_to text, missing jsonb);
+CREATE INDEX IF NOT EXISTS replies_open ON replies (opened_at) WHERE received_at IS NULL;
 """ + otp_limits.ISSUES_DDL
 
 Handler = Callable[[Any, Any], None]
@@ -269,6 +275,23 @@ def _message_ended(cur: Any, e: Any) -> None:
     cur.execute("DELETE FROM dispatch_queue WHERE message_id = %s", (e.originator_id,))
     if e.refund:
         cur.execute("UPDATE workspaces SET balance = balance + %s WHERE id = %s", (e.refund, e.workspace_id))
+
+
+@handles(Reply.Opened)
+def _reply_opened(cur: Any, e: Any) -> None:
+    cur.execute("INSERT INTO replies (id, sim_id, sender, reference, total, opened_at) VALUES (%s, %s, %s, %s, %s, %s)",
+                (e.originator_id, e.sim_id, e.sender, e.reference, e.total, e.at))
+
+
+@handles(Reply.PartStored)
+def _reply_part(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE replies SET parts = parts + 1 WHERE id = %s", (e.originator_id,))
+
+
+@handles(Reply.Received)
+def _reply_received(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE replies SET received_at = %s, client_id = %s, in_reply_to = %s, missing = %s WHERE id = %s",
+                (e.at, e.client_id, e.in_reply_to, Jsonb(e.missing), e.originator_id))
 
 
 @handles(Otp.Issued)

@@ -100,6 +100,11 @@ def parser() -> argparse.ArgumentParser:
     sms.add_parser("disable", help="switch sending off (503 sms_disabled)").add_argument("--reason")
     sms.add_parser("enable", help="switch sending on")
 
+    inbound = sub.add_parser("inbound", help="replies from recipients").add_subparsers(dest="command", required=True)
+    c = inbound.add_parser("list", help="received replies, newest first")
+    c.add_argument("--unattributed", action="store_true", help="only replies no client could be found for")
+    c.add_argument("--limit", type=positive_int, default=50, metavar="N")
+
     a = sub.add_parser("audit", help="operator changes, oldest first, as JSON lines")
     a.add_argument("--workspace", metavar="WS")
     a.add_argument("--client", metavar="CL")

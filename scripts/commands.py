@@ -223,6 +223,20 @@ def sms_enable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     return _sms_switch(True, None, settings, actor)
 
 
+def inbound_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    """Replies, their attribution, and their text (kept only in the encrypted log)."""
+    with opened(settings) as runtime:
+        with runtime.connection() as conn:
+            rows = conn.execute(
+                "SELECT * FROM replies WHERE received_at IS NOT NULL AND (NOT %s OR client_id IS NULL)"
+                " ORDER BY received_at DESC LIMIT %s", (args.unattributed, args.limit)).fetchall()
+        emit({"replies": [{"id": r["id"], "simId": r["sim_id"], "from": r["sender"],
+                           "text": runtime.app.reply(r["id"]).text, "parts": r["parts"], "total": r["total"],
+                           "missingParts": r["missing"], "clientId": r["client_id"], "inReplyTo": r["in_reply_to"],
+                           "at": iso(r["received_at"])} for r in rows]})
+    return 0
+
+
 # Audit, clock, run commands
 
 def audit(args: argparse.Namespace, settings: Settings, actor: str) -> int:

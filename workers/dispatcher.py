@@ -11,13 +11,15 @@ import logging
 import queue
 import random
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from domain.cms import Action, classify
 from domain.pacing import SimState, capacity, choose_sim
-from domain.pdu import decode_status_report, encode_submit
+from domain.inbound import ATTRIBUTION_WINDOW, FLUSH_AFTER, sender_number
+from domain.pdu import PduError, decode_deliver, decode_status_report, encode_submit
 from projections.bootstrap import Runtime
 
 from .modem import CmsError, CommandTimeout, Modem, ModemError, PortGone, Unsolicited
@@ -92,6 +94,11 @@ class Dispatcher:
                 log.warning("SIM %s on %s is not usable: %s", sim["name"], sim["port"], error)
             self.sims[sim["id"]] = worker
             self._heartbeat(worker)
+            if worker.healthy:
+                try:
+                    self._drain_store(worker)
+                except ModemError as error:
+                    log.warning("SIM %s: reading its store failed: %s", sim["name"], error)
             threading.Thread(target=self._serve_sim, args=(worker,), name=f"sim {sim['name']}", daemon=True).start()
         self.reconcile()
 
@@ -127,7 +134,11 @@ class Dispatcher:
     # Scheduling
 
     def run(self) -> None:
+        last_flush = 0.0
         while not self.stop.is_set():
+            if time.monotonic() - last_flush > 5:
+                self.flush_replies()
+                last_flush = time.monotonic()
             if not self.tick():
                 self.stop.wait(0.2)
 
@@ -198,6 +209,12 @@ class Dispatcher:
                 continue
             if message_id is None:
                 return
+            if isinstance(message_id, tuple):  # ("inbound", index) from a +CMTI
+                try:
+                    self._read_inbound(worker, message_id[1])
+                except Exception:
+                    log.exception("reading stored message %s on %s failed", message_id[1], worker.sim["name"])
+                continue
             try:
                 self._send(worker, message_id)
             except Exception:
@@ -271,7 +288,63 @@ class Dispatcher:
         def handle(event: Unsolicited) -> None:
             if event.line.startswith("+CDS:") and event.pdu:
                 self._status_report(sim_id, event.pdu)
+            elif event.line.startswith("+CMTI:"):  # read by the SIM's own thread, not the reader
+                index = event.line.rsplit(",", 1)[-1].strip()
+                if index.isdigit() and sim_id in self.sims:
+                    self.sims[sim_id].jobs.put(("inbound", int(index)))
         return handle
+
+    # Replies
+
+    def _drain_store(self, worker: SimWorker) -> None:
+        """Everything the SIM stored while nobody listened (inbound survives a restart there)."""
+        for index, pdu in worker.modem.stored():
+            self._record_part(worker, index, pdu)
+
+    def _read_inbound(self, worker: SimWorker, index: int) -> None:
+        pdu = worker.modem.read_stored(index)
+        if pdu is not None:
+            self._record_part(worker, index, pdu)
+
+    def _record_part(self, worker: SimWorker, index: int, pdu: str) -> None:
+        """Read, save, then delete, so the SIM store never fills and nothing is lost."""
+        try:
+            part = decode_deliver(pdu)
+        except PduError as error:
+            log.warning("%s: unreadable stored message %d (%s); deleted", worker.sim["name"], index, error)
+            worker.modem.delete_stored(index)
+            return
+        sender = sender_number(part.sender)
+        with self.runtime.connection() as conn:
+            open_reply = conn.execute(
+                "SELECT id FROM replies WHERE sim_id = %s AND sender = %s AND reference IS NOT DISTINCT FROM %s"
+                " AND total = %s AND received_at IS NULL AND total > 1 ORDER BY opened_at DESC LIMIT 1",
+                (worker.sim["id"], sender, part.reference, part.total)).fetchone()
+        reply = self.app.store_reply_part(open_reply["id"] if open_reply else None, worker.sim["id"], sender,
+                                          part.reference, part.total, part.sequence, part.text)
+        worker.modem.delete_stored(index)
+        if reply.all_parts:
+            self._finish_reply(reply.id)
+
+    def _finish_reply(self, reply_id: str) -> None:
+        reply = self.app.reply(reply_id)
+        attributed = None
+        if reply.sender.startswith("+") and reply.sender[1:].isdigit():
+            with self.runtime.connection() as conn:
+                row = conn.execute('SELECT message_id FROM sent_parts WHERE sim_id = %s AND "to" = %s AND at > %s'
+                                   " ORDER BY at DESC LIMIT 1",
+                                   (reply.sim_id, reply.sender[1:], self.app.clock.now() - ATTRIBUTION_WINDOW)).fetchone()
+            attributed = self.app.message(row["message_id"]) if row else None
+        self.app.finish_reply(reply_id, attributed)
+
+    def flush_replies(self) -> int:
+        """Complete multi-part replies whose missing parts never came within 10 minutes."""
+        with self.runtime.connection() as conn:
+            rows = conn.execute("SELECT id FROM replies WHERE received_at IS NULL AND opened_at <= %s"
+                                " AND sim_id = ANY(%s)", (self.app.clock.now() - FLUSH_AFTER, list(self.sims))).fetchall()
+        for row in rows:
+            self._finish_reply(row["id"])
+        return len(rows)
 
     def _status_report(self, sim_id: str, pdu: str) -> None:
         report = decode_status_report(pdu)

@@ -23,10 +23,9 @@ def _dispatch(settings: Settings, stop: threading.Event, host: str | None = None
     runtime = bootstrap(settings, pool_size=4)
     running = dispatcher.Dispatcher(runtime, host)
     running.start()
+    threading.Thread(target=lambda: (stop.wait(), running.stop.set()), daemon=True).start()
     try:
-        while not stop.is_set():
-            if not running.tick():
-                stop.wait(0.2)
+        running.run()
     finally:
         running.close()
         runtime.close()

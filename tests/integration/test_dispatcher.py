@@ -268,3 +268,42 @@ def test_sends_answer_503_when_no_enabled_sim_is_healthy_and_sim_list_shows_why(
     while requests.post(server.url + "/v1/sms/send", json=body, headers=headers, timeout=5).status_code != 202:
         assert time.monotonic() < deadline
         time.sleep(0.2)
+
+
+def test_replies_are_reassembled_attributed_and_listed(runtime, emulator, account, dispatcher, sandesh):
+    message = send(runtime, account, "Did the parcel arrive?", to="9779801234567")
+    wait_for(runtime, [message.id], {"delivered"})
+    with runtime.connection() as conn:
+        sim_name = conn.execute("SELECT name FROM sims WHERE id = %s", (runtime.app.message(message.id).sim_id,)
+                                ).fetchone()["name"]
+    sim = emulator.modem(sim_name)
+    text = "Haina, aajha samma aayena. Bholi pheri hernus hai. " * 7  # 357 septets: 3 GSM-7 parts
+    sim.inject_inbound("+9779801234567", text, parts_order=[2, 3, 1], duplicate=[3], reference=200)
+    sim.inject_inbound("+9779899999999", "who is this?")  # nobody sent to this number
+    deadline = time.monotonic() + 10
+    while True:
+        listed = sandesh("inbound", "list")["replies"]
+        if len(listed) >= 2:
+            break
+        assert time.monotonic() < deadline, listed
+        time.sleep(0.2)
+    by_sender = {r["from"]: r for r in listed}
+    reply = by_sender["+9779801234567"]
+    assert (reply["text"], reply["clientId"], reply["inReplyTo"]) == (text, account[1], message.id)
+    assert reply["parts"] == reply["total"] == 3 and reply["missingParts"] == []
+    stranger = sandesh("inbound", "list", "--unattributed")["replies"]
+    assert [r["from"] for r in stranger] == ["+9779899999999"] and stranger[0]["clientId"] is None
+    assert not sim.store, "read, saved, then deleted"
+
+
+def test_an_incomplete_reply_is_flushed_after_10_minutes_with_what_arrived(runtime, emulator, account, dispatcher,
+                                                                            sandesh):
+    sim = emulator.modems[0]
+    text = "Part one of three. " * 8 + "Part two here. " * 10 + "And three. " * 5
+    sim.inject_inbound("+9779807654321", text, parts_order=[1, 3], reference=201)
+    time.sleep(1.0)
+    assert all(r["from"] != "+9779807654321" for r in sandesh("inbound", "list")["replies"])
+    sandesh("clock", "advance", "601")
+    dispatcher.flush_replies()
+    [reply] = [r for r in sandesh("inbound", "list")["replies"] if r["from"] == "+9779807654321"]
+    assert reply["missingParts"] == [2] and reply["parts"] == 2

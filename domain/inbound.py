@@ -1,0 +1,79 @@
+"""Replies from recipients (decisions §3 Inbound; interface §message.inbound).
+
+Each part read from a SIM is recorded before it is deleted from the SIM.  Parts of one
+concatenated message are gathered on (SIM, sender, reference, total), duplicates dropped,
+and the reply completes when every part arrived, or after 10 minutes with what arrived.
+"""
+from __future__ import annotations
+
+from eventsourcing.domain import event
+
+from .aggregate import Aggregate
+from .credentials import new_id
+
+FLUSH_AFTER = 10 * 60
+ATTRIBUTION_WINDOW = 7 * 24 * 3600
+
+
+def sender_number(sender: str) -> str:
+    """`+977…` for a Nepal number in national form (decisions §3); other senders as they came."""
+    if sender.isdigit() and len(sender) == 10 and sender.startswith("9"):
+        return "+977" + sender
+    if sender.isdigit() and sender.startswith("977") and len(sender) == 13:
+        return "+" + sender
+    return sender
+
+
+class Reply(Aggregate):
+    @staticmethod
+    def create_id(**_: object) -> str:
+        return new_id("in")
+
+    @event("Opened")
+    def __init__(self, sim_id: str, sender: str, reference: int | None, total: int, at: float):
+        self.sim_id = sim_id
+        self.sender = sender
+        self.reference = reference
+        self.total = total
+        self.parts: dict[int, str] = {}
+        self.opened_at = at
+        self.text: str | None = None
+        self.client_id: str | None = None
+        self.in_reply_to: str | None = None
+        self.complete = False
+
+    def store_part(self, sequence: int, text: str, at: float) -> bool:
+        """Keep one part; False for a duplicate (parts arrive out of order and twice)."""
+        if self.complete or sequence in self.parts:
+            return False
+        self._part_stored(sequence=sequence, text=text, at=at)
+        return True
+
+    @event("PartStored")
+    def _part_stored(self, sequence: int, text: str, at: float) -> None:
+        self.parts[sequence] = text
+
+    @property
+    def all_parts(self) -> bool:
+        return len(self.parts) == self.total
+
+    def due(self, now: float) -> bool:
+        return not self.complete and (self.all_parts or now - self.opened_at >= FLUSH_AFTER)
+
+    def finish(self, client_id: str | None, in_reply_to: str | None, at: float) -> None:
+        """The reply as it arrived, attributed to a client when one is known."""
+        text = "".join(self.parts[s] for s in sorted(self.parts))
+        missing = [s for s in range(1, self.total + 1) if s not in self.parts]
+        self._received(sim_id=self.sim_id, sender=self.sender, text=text, missing=missing,
+                       client_id=client_id, in_reply_to=in_reply_to, at=at)
+
+    @event("Received")
+    def _received(self, sim_id: str, sender: str, text: str, missing: list[int], client_id: str | None,
+                  in_reply_to: str | None, at: float) -> None:
+        self.text, self.client_id, self.in_reply_to, self.complete = text, client_id, in_reply_to, True
+
+
+def is_short_or_alphanumeric(sender: str) -> bool:
+    """Operators' promos come from names or short codes: never answer them automatically."""
+    digits = sender.lstrip("+")
+    return not digits.isdigit() or len(digits) < 8
