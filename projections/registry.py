@@ -60,6 +60,7 @@ CREATE TABLE IF NOT EXISTS sent_parts (
     at double precision NOT NULL, PRIMARY KEY (message_id, part, at));
 CREATE INDEX IF NOT EXISTS sent_parts_sim ON sent_parts (sim_id, at);
 CREATE INDEX IF NOT EXISTS sent_parts_match ON sent_parts (sim_id, mr, "to", at);
+CREATE INDEX IF NOT EXISTS sent_parts_recipient ON sent_parts ("to", at);
 CREATE TABLE IF NOT EXISTS replies (
     id text PRIMARY KEY, sim_id text NOT NULL, sender text NOT NULL, reference integer, total integer NOT NULL,
     parts integer NOT NULL DEFAULT 0, opened_at double precision NOT NULL, received_at double precision,

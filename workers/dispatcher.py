@@ -35,18 +35,24 @@ REPORT_MATCH_WINDOW = 7 * 24 * 3600
 
 _LEASE = """
 WITH waiting AS (
-    SELECT message_id, priority, enqueued_at,
-           row_number() OVER (PARTITION BY client_id, priority ORDER BY enqueued_at) AS turn
-    FROM dispatch_queue
-    WHERE sim_id IS NULL AND not_before <= %(now)s AND parts <= %(max_parts)s
-      AND (%(otp_only)s = false OR message_type = 'otp')
-      AND (leased_until IS NULL OR leased_until < %(now)s)
-    ORDER BY priority, turn, enqueued_at
+    SELECT q.message_id, q.priority, q.enqueued_at, (last.sim_id = %(sim)s) AS sticky,
+           row_number() OVER (PARTITION BY q.client_id, q.priority ORDER BY q.enqueued_at) AS turn
+    FROM dispatch_queue q
+    LEFT JOIN LATERAL (SELECT p.sim_id FROM sent_parts p WHERE p."to" = q."to" AND p.at > %(recent)s
+                       ORDER BY p.at DESC LIMIT 1) last ON true
+    LEFT JOIN sim_health h ON h.sim_id = last.sim_id
+    WHERE q.sim_id IS NULL AND q.not_before <= %(now)s AND q.parts <= %(max_parts)s
+      AND (%(otp_only)s = false OR q.message_type = 'otp')
+      AND (q.leased_until IS NULL OR q.leased_until < %(now)s)
+      -- sticky sender: a recipient stays on the SIM it last heard from while that SIM is healthy
+      AND (last.sim_id IS NULL OR last.sim_id = %(sim)s
+           OR NOT COALESCE(h.healthy AND h.heartbeat_at > %(now)s - 60, false))
+    ORDER BY q.priority, turn, q.enqueued_at
     LIMIT 50)
 UPDATE dispatch_queue SET leased_by = %(me)s, leased_until = %(until)s
 WHERE message_id = (
     SELECT q.message_id FROM dispatch_queue q JOIN waiting w USING (message_id)
-    ORDER BY w.priority, w.turn, w.enqueued_at
+    ORDER BY w.priority, w.sticky DESC NULLS LAST, w.turn, w.enqueued_at
     LIMIT 1 FOR UPDATE OF q SKIP LOCKED)
   -- checked again on the row as it is now: another dispatcher may have leased it meanwhile
   AND sim_id IS NULL AND (leased_until IS NULL OR leased_until < %(now)s)
@@ -152,7 +158,7 @@ class Dispatcher:
             left = capacity(self._part_times(worker.sim["id"], now), now)
             if left <= 0:
                 continue
-            leased = self._lease(now, max_parts=left, otp_only=left <= 5)
+            leased = self._lease(worker.sim["id"], now, max_parts=left, otp_only=left <= 5)
             if leased is None:
                 continue
             state = SimState(worker.sim["id"], worker.healthy, left)
@@ -164,10 +170,11 @@ class Dispatcher:
             given += 1
         return given
 
-    def _lease(self, now: float, max_parts: int, otp_only: bool) -> dict[str, Any] | None:
+    def _lease(self, sim_id: str, now: float, max_parts: int, otp_only: bool) -> dict[str, Any] | None:
         with self.runtime.connection() as conn:
-            return conn.execute(_LEASE, {"me": self.me, "until": now + LEASE_SECONDS, "now": now, "limit": 1,
-                                         "max_parts": max_parts, "otp_only": otp_only}).fetchone()
+            return conn.execute(_LEASE, {"me": self.me, "until": now + LEASE_SECONDS, "now": now, "sim": sim_id,
+                                         "recent": now - REPORT_MATCH_WINDOW, "max_parts": max_parts,
+                                         "otp_only": otp_only}).fetchone()
 
     def _release(self, message_id: str) -> None:
         with self.runtime.connection() as conn:

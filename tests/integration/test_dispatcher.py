@@ -49,8 +49,13 @@ def dispatcher(runtime, emulator):
     thread.join(timeout=5)
 
 
-def send(runtime, account, text, message_type="transactional", to=TO):
-    request, problems = parse_send({"to": to, "text": text, "messageType": message_type})
+_numbers = iter(range(10_000_000, 99_999_999))
+
+
+def send(runtime, account, text, message_type="transactional", to=None):
+    """A message to `to`, or to a number of its own (a shared number would stick to one SIM)."""
+    request, problems = parse_send({"to": to or f"97798{next(_numbers):08d}", "text": text,
+                                    "messageType": message_type})
     assert not problems
     return runtime.app.send(account[1], account[0], request, 100 * request.segments)
 
@@ -307,6 +312,17 @@ def test_an_incomplete_reply_is_flushed_after_10_minutes_with_what_arrived(runti
     dispatcher.flush_replies()
     [reply] = [r for r in sandesh("inbound", "list")["replies"] if r["from"] == "+9779807654321"]
     assert reply["missingParts"] == [2] and reply["parts"] == 2
+
+
+def test_a_recipient_stays_on_the_sim_it_last_heard_from(runtime, emulator, account, dispatcher):
+    first = send(runtime, account, "hello from one SIM", to="9779812000001")
+    wait_for(runtime, [first.id], {"delivered"})
+    sim = runtime.app.message(first.id).sim_id
+    later = [send(runtime, account, f"same sender {i}", to="9779812000001").id for i in range(6)]
+    others = [send(runtime, account, f"someone else {i}", to=f"97798120001{i:02d}").id for i in range(12)]
+    wait_for(runtime, later + others, {"delivered"})
+    assert {runtime.app.message(m).sim_id for m in later} == {sim}
+    assert len({runtime.app.message(m).sim_id for m in others}) > 1
 
 
 def test_an_otp_behind_5000_queued_promotional_messages_is_submitted_within_a_second(runtime, emulator, account,
