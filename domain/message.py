@@ -45,6 +45,7 @@ class Message(Aggregate):
         self.accepted: dict[int, int] = {}   # part -> TP-MR from +CMGS
         self.reports: dict[int, int] = {}    # part -> TP-ST of its latest status report
         self.ever_accepted = False           # any part accepted by the network, ever: no refund
+        self.report_known = True
 
     def submit(self, sim_id: str, at: float) -> None:
         if self.status != QUEUED:
@@ -81,6 +82,16 @@ class Message(Aggregate):
             self._undelivered(error=f"status report TP-ST 0x{status:02X} for part {part}", at=at)
         elif len(self.reports) == self.parts and all(s < 0x20 for s in self.reports.values()):
             self._delivered(at=at)
+
+    def report_unknown(self, at: float) -> None:
+        """No final report within the validity period: some networks never send one. The
+        message stays `sent`; the missing report is recorded."""
+        if self.status == SENT:
+            self._report_unknown(at=at)
+
+    @event("ReportUnknown")
+    def _report_unknown(self, at: float) -> None:
+        self.report_known = False
 
     @event("PartReported")
     def _part_reported(self, part: int, status: int, at: float) -> None:

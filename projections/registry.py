@@ -23,7 +23,7 @@ from domain.workspace import Workspace
 
 NAME = "registry"
 TABLES = ("workspaces", "clients", "sims", "sms_switch", "idempotency_keys", "otp_issues", "dispatch_queue",
-          "sent_parts", "replies")
+          "sent_parts", "replies", "awaiting_reports")
 IDEMPOTENCY_RETENTION = 24 * 3600  # interface §Limits
 
 DDL = """
@@ -61,6 +61,7 @@ CREATE TABLE IF NOT EXISTS sent_parts (
 CREATE INDEX IF NOT EXISTS sent_parts_sim ON sent_parts (sim_id, at);
 CREATE INDEX IF NOT EXISTS sent_parts_match ON sent_parts (sim_id, mr, "to", at);
 CREATE INDEX IF NOT EXISTS sent_parts_recipient ON sent_parts ("to", at);
+CREATE TABLE IF NOT EXISTS awaiting_reports (message_id text PRIMARY KEY, sent_at double precision NOT NULL);
 CREATE TABLE IF NOT EXISTS replies (
     id text PRIMARY KEY, sim_id text NOT NULL, sender text NOT NULL, reference integer, total integer NOT NULL,
     parts integer NOT NULL DEFAULT 0, opened_at double precision NOT NULL, received_at double precision,
@@ -268,6 +269,13 @@ def _message_requeued(cur: Any, e: Any) -> None:
 @handles(Message.Sent)
 def _message_sent(cur: Any, e: Any) -> None:
     cur.execute("DELETE FROM dispatch_queue WHERE message_id = %s", (e.originator_id,))
+    cur.execute("INSERT INTO awaiting_reports (message_id, sent_at) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (e.originator_id, e.at))
+
+
+@handles(Message.Delivered, Message.Undelivered, Message.ReportUnknown)
+def _report_settled(cur: Any, e: Any) -> None:
+    cur.execute("DELETE FROM awaiting_reports WHERE message_id = %s", (e.originator_id,))
 
 
 @handles(Message.Failed, Message.Rejected)

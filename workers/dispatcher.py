@@ -29,6 +29,7 @@ log = logging.getLogger("sandesh.dispatcher")
 
 LEASE_SECONDS = 300
 HEARTBEAT_SECONDS = 10.0
+VALIDITY_SECONDS = 24 * 3600  # the TP-VP every SUBMIT asks for
 RETRY_DELAY = 30.0
 MAX_ATTEMPTS = 5
 REPORT_MATCH_WINDOW = 7 * 24 * 3600
@@ -144,6 +145,7 @@ class Dispatcher:
         while not self.stop.is_set():
             if time.monotonic() - last_flush > 5:
                 self.flush_replies()
+                self.give_up_on_reports()
                 last_flush = time.monotonic()
             if not self.tick():
                 self.stop.wait(0.2)
@@ -343,6 +345,15 @@ class Dispatcher:
                                    (reply.sim_id, reply.sender[1:], self.app.clock.now() - ATTRIBUTION_WINDOW)).fetchone()
             attributed = self.app.message(row["message_id"]) if row else None
         self.app.finish_reply(reply_id, attributed)
+
+    def give_up_on_reports(self) -> int:
+        """Sent messages whose reports did not come within the validity period (24 h)."""
+        with self.runtime.connection() as conn:
+            rows = conn.execute("SELECT message_id FROM awaiting_reports WHERE sent_at <= %s",
+                                (self.app.clock.now() - VALIDITY_SECONDS,)).fetchall()
+        for row in rows:
+            self._record(row["message_id"], lambda m: m.report_unknown(at=self.app.clock.now()))
+        return len(rows)
 
     def flush_replies(self) -> int:
         """Complete multi-part replies whose missing parts never came within 10 minutes."""

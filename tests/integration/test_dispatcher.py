@@ -325,6 +325,69 @@ def test_a_recipient_stays_on_the_sim_it_last_heard_from(runtime, emulator, acco
     assert len({runtime.app.message(m).sim_id for m in others}) > 1
 
 
+def test_a_message_with_no_report_within_its_validity_stays_sent_with_the_report_unknown(runtime, emulator, account,
+                                                                                         dispatcher, sandesh):
+    for modem in emulator.modems:
+        modem.script_reports(None)  # this network never reports
+    message = send(runtime, account, "into the void")
+    wait_for(runtime, [message.id], {"sent"})
+    sandesh("clock", "advance", str(24 * 3600 + 1))
+    assert dispatcher.give_up_on_reports() >= 1
+    found = runtime.app.message(message.id)
+    assert found.status == "sent" and found.report_known is False
+    for modem in emulator.modems:
+        modem._report_script.clear()
+
+
+def test_200_mixed_messages_drain_through_4_sims_with_pacing_priority_and_lifecycle(runtime, emulator, account,
+                                                                                   sandesh):
+    sandesh("clock", "advance", "1801")
+    kinds = ["promotional"] * 120 + ["transactional"] * 60 + ["otp"] * 20
+    ids = {send(runtime, account, f"{kind} {i} " + ("x" * 170 if i % 10 == 0 else ""), kind).id: kind
+           for i, kind in enumerate(kinds)}
+    running = Dispatcher(runtime)
+    running.start()
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    try:
+        for _ in range(6):  # each window lets 4 SIMs x 30 parts out
+            deadline = time.monotonic() + 20
+            while any(runtime.app.message(m).status == "submitted" for m in ids) or (
+                    time.monotonic() < deadline and _still_leaving(runtime, ids)):
+                time.sleep(0.2)
+            if all(runtime.app.message(m).status == "delivered" for m in ids):
+                break
+            sandesh("clock", "advance", "1801")
+        statuses = {runtime.app.message(m).status for m in ids}
+        assert statuses == {"delivered"}, statuses
+    finally:
+        running.close()
+        thread.join(timeout=5)
+    with runtime.connection() as conn:
+        rows = conn.execute("SELECT message_id, sim_id, at FROM sent_parts WHERE message_id = ANY(%s)",
+                            (list(ids),)).fetchall()
+    first_part = {}
+    for row in rows:
+        first_part[row["message_id"]] = min(first_part.get(row["message_id"], row["at"]), row["at"])
+    windows: dict = {}
+    for row in rows:
+        windows.setdefault((row["sim_id"], int(row["at"] // 1801)), []).append(row)
+    assert max(len(parts) for parts in windows.values()) <= 30
+    last_otp = max(first_part[m] for m, k in ids.items() if k == "otp")
+    first_promo = min(first_part[m] for m, k in ids.items() if k == "promotional")
+    assert last_otp <= first_promo, "every code left before any promotion"
+
+
+def _still_leaving(runtime, ids) -> bool:
+    """True while parts keep being accepted (the current window is not used up yet)."""
+    with runtime.connection() as conn:
+        before = conn.execute("SELECT count(*) AS n FROM sent_parts WHERE message_id = ANY(%s)", (list(ids),)).fetchone()["n"]
+    time.sleep(0.5)
+    with runtime.connection() as conn:
+        after = conn.execute("SELECT count(*) AS n FROM sent_parts WHERE message_id = ANY(%s)", (list(ids),)).fetchone()["n"]
+    return after > before
+
+
 def test_an_otp_behind_5000_queued_promotional_messages_is_submitted_within_a_second(runtime, emulator, account,
                                                                                       sandesh):
     """Last in this module: the backlog stays queued (pacing lets 100 of it out per window)."""
