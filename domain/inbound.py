@@ -71,9 +71,3 @@ class Reply(Aggregate):
     def _received(self, sim_id: str, sender: str, text: str, missing: list[int], client_id: str | None,
                   in_reply_to: str | None, at: float) -> None:
         self.text, self.client_id, self.in_reply_to, self.complete = text, client_id, in_reply_to, True
-
-
-def is_short_or_alphanumeric(sender: str) -> bool:
-    """Operators' promos come from names or short codes: never answer them automatically."""
-    digits = sender.lstrip("+")
-    return not digits.isdigit() or len(digits) < 8

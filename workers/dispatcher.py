@@ -151,20 +151,19 @@ class Dispatcher:
                 self.stop.wait(0.2)
 
     def tick(self) -> int:
-        """Give each idle healthy SIM the next message it may send; returns how many were given."""
+        """Give idle healthy SIMs, most window left first, the next message each may send;
+        returns how many were given."""
         now = self.app.clock.now()
+        idle = [(capacity(self._part_times(w.sim["id"], now), now), w) for w in self.sims.values()
+                if not w.busy and w.healthy]
         given = 0
-        for worker in self.sims.values():
-            if worker.busy or not worker.healthy:
-                continue
-            left = capacity(self._part_times(worker.sim["id"], now), now)
+        for left, worker in sorted(idle, key=lambda pair: -pair[0]):
             if left <= 0:
                 continue
             leased = self._lease(worker.sim["id"], now, max_parts=left, otp_only=left <= 5)
             if leased is None:
                 continue
-            state = SimState(worker.sim["id"], worker.healthy, left)
-            if choose_sim([state], leased["message_type"], leased["parts"]) is None:
+            if choose_sim([SimState(worker.sim["id"], True, left)], leased["message_type"], leased["parts"]) is None:
                 self._release(leased["message_id"])
                 continue
             worker.busy = True
