@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Creates ./.venv (Python 3.11+) and installs Sandesh into it with its test dependencies.
+# Its output goes to stderr, so `scripts/up.sh` prints only JSON on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -12,8 +13,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.installed-$(cat pyproject.toml | "$PYTHON" -c 'import hashlib,sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:16])')
 if [ ! -f "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
-  .venv/bin/python -m pip install --quiet -e '.[test]' 2>&1 | grep -v '^WARNING: Location' || true
+  .venv/bin/python -m pip install --quiet --upgrade pip 2>&1 | grep -v '^WARNING: Location' >&2 || true
+  .venv/bin/python -m pip install --quiet -e '.[test]' 2>&1 | grep -v '^WARNING: Location' >&2 || true
   .venv/bin/python -c 'import eventsourcing, falcon, gunicorn, psycopg, orjson, serial, requests, pytest' \
     || { echo "installing Sandesh's dependencies failed" >&2; exit 1; }
   rm -f .venv/.installed-* && touch "$stamp"
