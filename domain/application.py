@@ -59,11 +59,8 @@ class Sandesh(Application[str]):
         return super()._record(processing_event)
 
     def _get(self, aggregate_id: str, kind: type, label: str) -> Any:
-        try:
-            aggregate = self.repository.get(aggregate_id)
-        except AggregateNotFoundError:
-            raise NotFound(f"no {label} {aggregate_id!r}") from None
-        if not isinstance(aggregate, kind):
+        aggregate = self._find(aggregate_id, kind)
+        if aggregate is None:
             raise NotFound(f"no {label} {aggregate_id!r}")
         return aggregate
 
@@ -268,11 +265,7 @@ class Sandesh(Application[str]):
         return reply
 
     def message(self, message_id: str) -> Message | None:
-        try:
-            found = self.repository.get(message_id)
-        except AggregateNotFoundError:
-            return None
-        return found if isinstance(found, Message) else None
+        return self._find(message_id, Message)
 
     # The audit trail
     def operator_events(self) -> Iterator[Any]:

@@ -57,9 +57,6 @@ class Reply(Aggregate):
     def all_parts(self) -> bool:
         return len(self.parts) == self.total
 
-    def due(self, now: float) -> bool:
-        return not self.complete and (self.all_parts or now - self.opened_at >= FLUSH_AFTER)
-
     def finish(self, client_id: str | None, in_reply_to: str | None, at: float) -> None:
         """The reply as it arrived, attributed to a client when one is known."""
         text = "".join(self.parts[s] for s in sorted(self.parts))

@@ -6,7 +6,7 @@ import getpass
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from domain.errors import DomainError
 from domain.settings import ConfigurationError, Settings

@@ -98,9 +98,7 @@ def up(args: argparse.Namespace, actor: str) -> int:
             sys.stderr.write(f"emulated modem: {emulator.stdout.readline().decode().strip()}\n")
         sys.stderr.write(f"what the phones receive is written to {VAR / 'phones.jsonl'}\n")
     children.append(subprocess.Popen([sys.executable, "-m", "scripts.cli", "serve", "--bind", args.bind], env=env))
-    workers = [sys.executable, "-m", "scripts.cli", "worker", "all"]
-    if _has_workers():
-        children.append(subprocess.Popen(workers, env=env))
+    children.append(subprocess.Popen([sys.executable, "-m", "scripts.cli", "worker", "all"], env=env))
     return _supervise(children)
 
 
@@ -110,12 +108,6 @@ def _only_emulated_sims(settings: Settings) -> bool:
 
     with psycopg.connect(settings.database_url) as conn:
         return conn.execute("SELECT 1 FROM sims WHERE name NOT LIKE 'emu-%' LIMIT 1").fetchone() is None
-
-
-def _has_workers() -> bool:
-    from . import commands
-
-    return hasattr(commands, "worker_all")
 
 
 def _supervise(children: list[subprocess.Popen]) -> int:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from domain.cms import Action, classify
-from domain.pacing import SimState, capacity, choose_sim
+from domain.pacing import OTP_RESERVE, capacity, fits
 from domain.inbound import ATTRIBUTION_WINDOW, FLUSH_AFTER, sender_number
 from domain.pdu import PduError, decode_deliver, decode_status_report, encode_submit
 from projections.bootstrap import Runtime
@@ -160,10 +160,10 @@ class Dispatcher:
         for left, worker in sorted(idle, key=lambda pair: -pair[0]):
             if left <= 0:
                 continue
-            leased = self._lease(worker.sim["id"], now, max_parts=left, otp_only=left <= 5)
+            leased = self._lease(worker.sim["id"], now, max_parts=left, otp_only=left <= OTP_RESERVE)
             if leased is None:
                 continue
-            if choose_sim([SimState(worker.sim["id"], True, left)], leased["message_type"], leased["parts"]) is None:
+            if not fits(leased["message_type"], leased["parts"], left):
                 self._release(leased["message_id"])
                 continue
             worker.busy = True
