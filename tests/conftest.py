@@ -54,6 +54,17 @@ def env(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     }
 
 
+@pytest.fixture(scope="module")
+def runtime(env: dict[str, str]) -> Iterator[Any]:
+    """The application and its database, in the test process (the dispatcher's tests need 6 connections)."""
+    from domain.settings import Settings
+    from projections.bootstrap import bootstrap
+
+    rt = bootstrap(Settings.from_env(env), pool_size=6)
+    yield rt
+    rt.close()
+
+
 class Sandesh:
     """Runs the real `sandesh` command in a subprocess, in a folder without ./var."""
 

@@ -8,17 +8,8 @@ import orjson
 import pytest
 import requests
 
-from domain.settings import Settings
-from projections.bootstrap import bootstrap
 from api.app import create_app
 from api.errors import ApiError
-
-
-@pytest.fixture(scope="module")
-def runtime(env):
-    rt = bootstrap(Settings.from_env(env), pool_size=2)
-    yield rt
-    rt.close()
 
 
 class Echo:

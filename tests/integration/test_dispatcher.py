@@ -5,21 +5,12 @@ import time
 import pytest
 
 from domain.sending import parse_send
-from domain.settings import Settings
 from projections import follower
-from projections.bootstrap import bootstrap
 from scripts.commands import register_emulated
 from scripts.emulator import Emulator
 from workers.dispatcher import Dispatcher
 
 TO = "9779812345678"
-
-
-@pytest.fixture(scope="module")
-def runtime(env):
-    rt = bootstrap(Settings.from_env(env), pool_size=6)
-    yield rt
-    rt.close()
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,7 @@ import psycopg
 import pytest
 import requests
 
-from domain.settings import Settings
 from projections import follower
-from projections.bootstrap import bootstrap
 from tests.conftest import Server
 
 _numbers = itertools.count(10_000_000)
@@ -21,13 +19,6 @@ _numbers = itertools.count(10_000_000)
 def fresh_number() -> str:
     """A number no other test has used, so per-number windows do not leak between tests."""
     return f"97798{next(_numbers):08d}"
-
-
-@pytest.fixture(scope="module")
-def runtime(env):
-    rt = bootstrap(Settings.from_env(env), pool_size=2)
-    yield rt
-    rt.close()
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -7,25 +7,15 @@ import threading
 import time
 
 import orjson
-import psycopg
 import pytest
 
 from domain.sending import parse_send
-from domain.settings import Settings
 from projections import follower
-from projections.bootstrap import bootstrap
 from tests.conftest import ROOT
 
 TABLES = {"workspaces": "id", "clients": "id", "sims": "id", "sms_switch": "id",
           "idempotency_keys": "client_id, key", "messages": "id", "client_counters": "client_id",
           "otps": "id", "otp_issues": "otp_id, at"}
-
-
-@pytest.fixture(scope="module")
-def runtime(env):
-    rt = bootstrap(Settings.from_env(env), pool_size=4)
-    yield rt
-    rt.close()
 
 
 @pytest.fixture(scope="module")
