@@ -27,6 +27,7 @@ class Settings:
     log_level: str = "INFO"
     trusted_proxies: tuple[str, ...] = field(default_factory=tuple)
     pool_size: int = 4
+    route_window: float = 60.0  # a SIM is a route while its last healthy heartbeat is this recent
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -44,6 +45,7 @@ class Settings:
             log_level=(env.get("SANDESH_LOG_LEVEL") or "INFO").upper(),
             trusted_proxies=proxies,
             pool_size=int(env.get("SANDESH_DB_POOL_SIZE") or 4),
+            route_window=float(env.get("SANDESH_ROUTE_WINDOW") or 60),
         )
 
     def require_secret_key(self) -> str:

@@ -50,7 +50,7 @@ def env(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     return {
         **{k: v for k, v in os.environ.items() if not k.startswith("SANDESH_")},
         "DATABASE_URL": database_url, "SANDESH_SECRET_KEY": SECRET_KEY, "SANDESH_CLOCK": "test",
-        "USER": "tester",
+        "SANDESH_WEBHOOK_ALLOW_PRIVATE": "1", "USER": "tester",
     }
 
 
