@@ -23,6 +23,7 @@ from .segments import segment
 from .sending import SendRequest
 from .sim import SMS_SWITCH_ID, Sim, SmsSwitch, check_sim_name
 from .types import MESSAGE_TYPES, default_rates
+from .webhook import WebhookDelivery, new_delivery
 from .workspace import Workspace
 
 
@@ -38,13 +39,15 @@ class Sandesh(Application[str]):
     name = "Sandesh"
 
     def __init__(self, env: dict[str, str], *, clock: Clock, sealer: Sealer, otp_key: bytes,
-                 inline: InlineWriter | None = None, append: Callable[..., None] | None = None):
+                 inline: InlineWriter | None = None, append: Callable[..., None] | None = None,
+                 webhook_guard: Callable[[str], None] | None = None):
         super().__init__(env)
         self.clock = clock
         self.sealer = sealer
         self.otp_key = otp_key  # keys the hash of OTP codes; no code is ever stored in clear
         self.inline = inline
         self.append = append or self.save  # how sends are appended: group commit in the API (projections/)
+        self.webhook_guard = webhook_guard or (lambda url: None)  # the SSRF guard at configuration
 
     def append_events(self, events: list[Any]) -> Any:
         """Record events already collected from their aggregates (the group commit's batches),
@@ -91,7 +94,7 @@ class Sandesh(Application[str]):
         self._get(workspace_id, Workspace, "workspace")
         key, secret = new_api_key(), new_webhook_secret()
         client = Client(
-            workspace_id=workspace_id, brand=check_brand(brand), webhook_url=check_webhook_url(webhook_url),
+            workspace_id=workspace_id, brand=check_brand(brand), webhook_url=self._webhook_url(webhook_url),
             rate_limit=check_rate_limit(rate_limit or DEFAULT_RATE_LIMIT),
             key_hash=sha256_hex(key), key_prefix=shown_prefix(key),
             secret_sealed=self.sealer.seal(secret), secret_hash=sha256_hex(secret),
@@ -99,6 +102,12 @@ class Sandesh(Application[str]):
         )
         self.save(client)
         return client, key, secret
+
+    def _webhook_url(self, url: str | None) -> str | None:
+        checked = check_webhook_url(url)
+        if checked is not None:
+            self.webhook_guard(checked)
+        return checked
 
     def rotate_key(self, client_id: str, actor: str) -> tuple[Client, str]:
         key = new_api_key()
@@ -122,7 +131,7 @@ class Sandesh(Application[str]):
         if brand is not None:
             changes["brand"] = check_brand(brand)
         if webhook_url is not None:
-            changes["webhook_url"] = check_webhook_url(webhook_url)
+            changes["webhook_url"] = self._webhook_url(webhook_url)
         if rate_limit is not None:
             changes["rate_limit"] = check_rate_limit(rate_limit)
         return self._change(client_id, Client, "client", "update", changes=changes, actor=actor)
@@ -266,6 +275,26 @@ class Sandesh(Application[str]):
 
     def message(self, message_id: str) -> Message | None:
         return self._find(message_id, Message)
+
+    # Webhook deliveries
+    def delivery(self, delivery_id: str) -> WebhookDelivery:
+        return self._get(delivery_id, WebhookDelivery, "webhook delivery")
+
+    def record_attempt(self, delivery_id: str, status_code: int | None, error: str | None, duration: float) -> str:
+        delivery = self.delivery(delivery_id)
+        delivery.attempted(status_code, error, duration, at=self.clock.now())
+        self.save(delivery)
+        return delivery.state
+
+    def redeliver(self, delivery_id: str, actor: str) -> WebhookDelivery:
+        """A new delivery of the same event body, with a new id (audited)."""
+        original = self.delivery(delivery_id)
+        now = self.clock.now()
+        again = new_delivery(original.client_id, original.event_type, original.subject, original.status,
+                             original.body, at=now, redelivery_of=original.id)
+        original.redelivered(client_id=original.client_id, redelivered_as=again.id, actor=actor, at=now)
+        self.save(original, again)
+        return again
 
     # The audit trail
     def operator_events(self) -> Iterator[Any]:

@@ -5,6 +5,7 @@ from typing import Any
 
 from .client import Client
 from .sim import Sim, SmsSwitch
+from .webhook import WebhookDelivery
 from .workspace import Workspace
 
 ACTIONS: dict[type, str] = {
@@ -27,6 +28,7 @@ ACTIONS: dict[type, str] = {
     Sim.PortChanged: "sim.port_changed",
     SmsSwitch.Disabled: "sms.disabled",
     SmsSwitch.Enabled: "sms.enabled",
+    WebhookDelivery.Redelivered: "webhook.redelivered",
 }
 
 # Never shown in `details`: no key or secret, not even sealed or hashed (decisions §5).
@@ -45,6 +47,9 @@ def audit_line(event: Any, workspace_of_client: dict[str, str]) -> dict[str, Any
     elif kind.startswith("client."):
         client_id = subject
         workspace_id = state.get("workspace_id") or workspace_of_client.get(subject)
+    elif kind.startswith("webhook."):
+        client_id = state["client_id"]
+        workspace_id = workspace_of_client.get(client_id)
     elif kind.startswith("sim."):
         sim_id = subject
     details = {k: v for k, v in state.items() if k not in HIDDEN}

@@ -44,7 +44,7 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
     clock: Clock = OffsetClock(offset) if settings.test_clock else SystemClock()
     try:
         app = Sandesh(env, clock=clock, sealer=sealer, otp_key=derive_key(settings.require_secret_key(), "otp-codes"),
-                     inline=registry.inline_writer)
+                     inline=registry.inline_writer, webhook_guard=_webhook_guard(settings))
     except Exception as error:  # the library wraps psycopg's connection errors in its own
         if "connect" in str(error).lower() or "connection" in str(error).lower():
             raise db.DatabaseUnavailable(db.describe_unreachable(settings, error)) from error
@@ -54,6 +54,12 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
     runtime = Runtime(settings=settings, app=app, clock=clock)
     holder["runtime"] = runtime
     return runtime
+
+
+def _webhook_guard(settings: Settings) -> Any:
+    from workers.webhook_guard import check_url
+
+    return lambda url: check_url(url, settings.webhook_allow_private)
 
 
 def migrate(settings: Settings) -> None:

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import orjson
 from psycopg.types.json import Jsonb
 
-from . import otp_limits
+from . import otp_limits, webhooks
 
 from domain.client import Client
 from domain.message import Message, accepted_reply
@@ -23,7 +23,7 @@ from domain.workspace import Workspace
 
 NAME = "registry"
 TABLES = ("workspaces", "clients", "sims", "sms_switch", "idempotency_keys", "otp_issues", "dispatch_queue",
-          "sent_parts", "replies", "awaiting_reports")
+          "sent_parts", "replies", "awaiting_reports", *webhooks.TABLES)
 IDEMPOTENCY_RETENTION = 24 * 3600  # interface §Limits
 
 DDL = """
@@ -67,7 +67,7 @@ CREATE TABLE IF NOT EXISTS replies (
     parts integer NOT NULL DEFAULT 0, opened_at double precision NOT NULL, received_at double precision,
     client_id text, in_reply_to text, missing jsonb);
 CREATE INDEX IF NOT EXISTS replies_open ON replies (opened_at) WHERE received_at IS NULL;
-""" + otp_limits.ISSUES_DDL
+""" + otp_limits.ISSUES_DDL + webhooks.DDL
 
 Handler = Callable[[Any, Any], None]
 HANDLERS: dict[type, Handler] = {}
@@ -306,6 +306,9 @@ def _reply_received(cur: Any, e: Any) -> None:
 @handles(Otp.Issued)
 def _otp_issued(cur: Any, e: Any) -> None:
     otp_limits.guard_issue(cur, e)
+
+
+HANDLERS.update(webhooks.HANDLERS)
 
 
 def apply(cur: Any, events: list[Any]) -> None:

@@ -105,6 +105,16 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--unattributed", action="store_true", help="only replies no client could be found for")
     c.add_argument("--limit", type=positive_int, default=50, metavar="N")
 
+    wh = sub.add_parser("webhooks", help="webhook deliveries of the last 7 days").add_subparsers(dest="command",
+                                                                                                required=True)
+    c = wh.add_parser("list", help="deliveries, newest first, with their last attempt")
+    c.add_argument("--client", metavar="CL")
+    c.add_argument("--state", choices=["attempting", "waiting", "delivered", "dead"])
+    c.add_argument("--limit", type=positive_int, default=100, metavar="N")
+    wh.add_parser("show", help="one delivery with every attempt and its body").add_argument("delivery", metavar="ID")
+    wh.add_parser("redeliver", help="send the same event again as a new delivery (audited)").add_argument(
+        "delivery", metavar="ID")
+
     a = sub.add_parser("audit", help="operator changes, oldest first, as JSON lines")
     a.add_argument("--workspace", metavar="WS")
     a.add_argument("--client", metavar="CL")
@@ -119,9 +129,10 @@ def parser() -> argparse.ArgumentParser:
                    help="open connections a worker holds at most; a full worker leaves new ones to the others")
 
     w = sub.add_parser("worker", help="run workers that follow the log (until SIGTERM or Ctrl-C)")
-    w.add_argument("command", choices=["dispatch", "projections", "all"], metavar="NAME",
-                   help="dispatch: drive the SIMs and send queued messages; projections: keep the read models up to "
-                        "date; all: every worker, each in its own process")
+    w.add_argument("command", choices=["dispatch", "webhooks", "projections", "all"], metavar="NAME",
+                   help="dispatch: drive the SIMs and send queued messages; webhooks: sign and deliver events to "
+                        "clients' webhook URLs, with retries; projections: keep the read models up to date; all: "
+                        "every worker, each in its own process")
     w.add_argument("--host", help="the host whose SIMs a dispatcher drives (default: every SIM)")
 
     r = sub.add_parser("replay", help="rebuild read models from the log, beside the live ones, then swap")

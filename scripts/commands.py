@@ -237,6 +237,42 @@ def inbound_list(args: argparse.Namespace, settings: Settings, actor: str) -> in
     return 0
 
 
+def webhooks_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from projections import webhooks
+
+    with opened(settings) as runtime, runtime.connection() as conn:
+        emit({"deliveries": webhooks.listing(conn, runtime.clock.now(), args.client, args.state, args.limit)})
+    return 0
+
+
+def webhooks_show(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    """A delivery of the last 7 days, its attempts, and the body it sends (kept only in the log)."""
+    import orjson
+
+    from projections import webhooks
+
+    with opened(settings) as runtime:
+        with runtime.connection() as conn:
+            row = webhooks.find(conn, args.delivery, runtime.clock.now())
+        if row is None:
+            raise NotFound(f"no webhook delivery {args.delivery!r} in the last 7 days")
+        emit({**webhooks.view(row, attempts=True), "body": orjson.loads(runtime.app.delivery(row["id"]).body)})
+    return 0
+
+
+def webhooks_redeliver(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from projections import webhooks
+
+    with opened(settings) as runtime:
+        with runtime.connection() as conn:
+            if webhooks.find(conn, args.delivery, runtime.clock.now()) is None:
+                raise NotFound(f"no webhook delivery {args.delivery!r} in the last 7 days")
+        again = runtime.app.redeliver(args.delivery, actor)
+        with runtime.connection() as conn:
+            emit(webhooks.view(webhooks.find(conn, again.id, runtime.clock.now())))
+    return 0
+
+
 # Audit, clock, run commands
 
 def audit(args: argparse.Namespace, settings: Settings, actor: str) -> int:
@@ -283,6 +319,12 @@ def worker_dispatch(args: argparse.Namespace, settings: Settings, actor: str) ->
     from workers.supervisor import run_one
 
     return run_one("dispatch", settings, host=args.host)
+
+
+def worker_webhooks(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from workers.supervisor import run_one
+
+    return run_one("webhooks", settings)
 
 
 def worker_all(args: argparse.Namespace, settings: Settings, actor: str) -> int:

@@ -15,7 +15,7 @@ from typing import Callable
 
 from domain.settings import Settings
 
-from . import dispatcher, projections
+from . import dispatcher, projections, webhooks
 
 def _dispatch(settings: Settings, stop: threading.Event, host: str | None = None) -> None:
     from projections.bootstrap import bootstrap
@@ -31,7 +31,8 @@ def _dispatch(settings: Settings, stop: threading.Event, host: str | None = None
         runtime.close()
 
 
-WORKERS: dict[str, Callable[..., None]] = {"projections": projections.run, "dispatch": _dispatch}
+WORKERS: dict[str, Callable[..., None]] = {"projections": projections.run, "dispatch": _dispatch,
+                                           "webhooks": webhooks.run}
 
 
 def run_one(name: str, settings: Settings, **options: object) -> int:

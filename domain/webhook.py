@@ -1,0 +1,122 @@
+"""Webhook deliveries (interface §Events, §Webhook delivery, §Retries; decisions §2).
+
+One WebhookDelivery per event sent to a client: its body is fixed when it is created, and
+every attempt (time, status code or error, duration) is an event of its own.  A status event
+is created at most once per message and webhook status, so its id is derived from the two.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+from eventsourcing.domain import event
+
+from .aggregate import Aggregate
+from .clock import iso
+from .credentials import new_id
+from .errors import InvalidTransition
+from .inbound import Reply, sender_number
+from .message import Message
+
+STATUS, INBOUND = "message.status", "message.inbound"
+USER_AGENT = "service-sms-webhooks/1"
+TIMEOUT = 10.0                 # a 2xx must come within 10 s
+MAX_ATTEMPTS = 8
+PERMANENT_ATTEMPTS = 3         # a 4xx other than 408 and 429 ends the delivery after 3 attempts
+DELAYS = (10, 30, 120, 600, 1800, 3600, 10800)  # after attempts 1-7 (decisions §2)
+HISTORY = 7 * 24 * 3600        # the read model forgets older deliveries; the log keeps them
+
+ATTEMPTING, WAITING, DELIVERED, DEAD = "attempting", "waiting", "delivered", "dead"
+STATES = (ATTEMPTING, WAITING, DELIVERED, DEAD)
+
+# Which message events are sent, as which webhook status (interface §message.status).  Submitted
+# maps to `sent` but fires nothing: `sent` fires once every part is accepted (decisions §2).
+WEBHOOK_STATUS: dict[type, str] = {
+    Message.Sent: "sent", Message.Delivered: "delivered", Message.Undelivered: "undelivered",
+    Message.Failed: "failed", Message.Rejected: "failed", Message.Requeued: "queued",
+}
+WITH_ERROR = {"failed", "undelivered", "queued"}
+SOURCES = (*WEBHOOK_STATUS, Reply.Received)
+
+
+def status_event(message: Message, status: str, at: float, error: str | None) -> dict[str, Any]:
+    body = {"type": STATUS, "id": message.id, "status": status, "to": message.to,
+            "at": iso(at), "route": "device", "messageType": message.message_type, "segments": message.segments}
+    if status in WITH_ERROR and error:
+        body["error"] = error
+    return body
+
+
+def inbound_event(reply_id: str, sender: str, text: str, at: float, in_reply_to: str | None) -> dict[str, Any]:
+    body = {"type": INBOUND, "id": reply_id, "from": sender_number(sender), "text": text, "at": iso(at)}
+    if in_reply_to:
+        body["inReplyTo"] = in_reply_to
+    return body
+
+
+def delivery_id(subject: str, status: str) -> str:
+    """The id of the one delivery of `subject` (a message or reply id) with this status."""
+    return "whd_" + hashlib.sha256(f"{subject}/{status}".encode()).hexdigest()[:32]
+
+
+def permanent(status_code: int | None) -> bool:
+    return status_code is not None and 400 <= status_code <= 499 and status_code not in (408, 429)
+
+
+def after_attempt(attempt: int, status_code: int | None) -> tuple[str, float | None]:
+    """The state after attempt number `attempt` answered `status_code` (None: no answer in
+    time, or no connection), and the delay before the next attempt when there is one."""
+    if status_code is not None and 200 <= status_code <= 299:
+        return DELIVERED, None
+    if attempt >= MAX_ATTEMPTS or (permanent(status_code) and attempt >= PERMANENT_ATTEMPTS):
+        return DEAD, None
+    return WAITING, float(DELAYS[attempt - 1])
+
+
+class WebhookDelivery(Aggregate):
+    @staticmethod
+    def create_id(**_: object) -> str:
+        return new_id("whd")
+
+    @event("Created")
+    def __init__(self, client_id: str, event_type: str, subject: str, status: str | None, body: str,
+                 redelivery_of: str | None, at: float):
+        self.client_id = client_id
+        self.event_type = event_type
+        self.subject = subject
+        self.status = status
+        self.body = body  # the raw JSON sent, byte for byte the same on every attempt
+        self.redelivery_of = redelivery_of
+        self.created_at = at
+        self.state = ATTEMPTING
+        self.attempts = 0
+        self.next_at: float | None = at
+
+    def attempted(self, status_code: int | None, error: str | None, duration: float, at: float) -> None:
+        if self.state in (DELIVERED, DEAD):
+            raise InvalidTransition(f"delivery is {self.state}")
+        attempt = self.attempts + 1
+        state, delay = after_attempt(attempt, status_code)
+        self._attempted(attempt=attempt, status_code=status_code, error=error, duration=round(duration, 3),
+                        state=state, next_at=None if delay is None else at + delay, at=at)
+
+    @event("Attempted")
+    def _attempted(self, attempt: int, status_code: int | None, error: str | None, duration: float, state: str,
+                   next_at: float | None, at: float) -> None:
+        self.attempts, self.state, self.next_at = attempt, state, next_at
+
+    @event("Redelivered")
+    def redelivered(self, client_id: str, redelivered_as: str, actor: str, at: float) -> None:
+        """An operator asked for a new delivery of this event (audited as webhook.redelivered)."""
+
+
+def new_delivery(client_id: str, event_type: str, subject: str, status: str | None, body: dict[str, Any] | str,
+                 at: float, redelivery_of: str | None = None) -> WebhookDelivery:
+    """A delivery of `body`; the first one for (subject, status) gets the id derived from them,
+    so it can never be created twice.  A redelivery is a new delivery with a new id."""
+    raw = body if isinstance(body, str) else orjson.dumps(body).decode()
+    originator_id = delivery_id(subject, status or event_type) if redelivery_of is None else new_id("whd")
+    return WebhookDelivery._create(WebhookDelivery.Created, id=originator_id, client_id=client_id,
+                                   event_type=event_type, subject=subject, status=status, body=raw,
+                                   redelivery_of=redelivery_of, at=at)

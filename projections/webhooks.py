@@ -1,0 +1,99 @@
+"""Read model of webhook deliveries: what is due, and 7 days of history (interface §Retries).
+
+Written inline with the deliveries' events, so the sender finds due deliveries without lag
+and several senders lease them with SKIP LOCKED.  Rows older than 7 days are forgotten
+(`purge`); the log keeps their events.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from psycopg.types.json import Jsonb
+
+from domain.clock import iso
+from domain.webhook import HISTORY, WebhookDelivery
+
+TABLES = ("webhook_deliveries",)
+DDL = """
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+    id text PRIMARY KEY, client_id text NOT NULL, event_type text NOT NULL, subject text NOT NULL,
+    status text, redelivery_of text, state text NOT NULL, attempts integer NOT NULL DEFAULT 0,
+    history jsonb NOT NULL DEFAULT '[]', next_at double precision, leased_until double precision,
+    created_at double precision NOT NULL, updated_at double precision NOT NULL);
+CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (next_at) WHERE next_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS webhook_deliveries_client ON webhook_deliveries (client_id, created_at);
+"""
+
+
+def _created(cur: Any, e: Any) -> None:
+    cur.execute(
+        "INSERT INTO webhook_deliveries (id, client_id, event_type, subject, status, redelivery_of, state, next_at,"
+        " created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, 'attempting', %s, %s, %s) ON CONFLICT DO NOTHING",
+        (e.originator_id, e.client_id, e.event_type, e.subject, e.status, e.redelivery_of, e.at, e.at, e.at))
+
+
+def _attempted(cur: Any, e: Any) -> None:
+    attempt = {"attempt": e.attempt, "at": iso(e.at), "statusCode": e.status_code, "error": e.error,
+               "durationMs": round(e.duration * 1000)}
+    cur.execute(
+        "UPDATE webhook_deliveries SET state = %s, attempts = %s, next_at = %s, leased_until = NULL,"
+        " history = history || %s, updated_at = %s WHERE id = %s",
+        (e.state, e.attempt, e.next_at, Jsonb([attempt]), e.at, e.originator_id))
+
+
+HANDLERS = {WebhookDelivery.Created: _created, WebhookDelivery.Attempted: _attempted}
+
+LEASE = """
+UPDATE webhook_deliveries d SET leased_until = %(until)s FROM (
+    SELECT id FROM webhook_deliveries
+    WHERE next_at <= %(now)s AND (leased_until IS NULL OR leased_until <= %(now)s)
+    ORDER BY next_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED) due
+WHERE d.id = due.id RETURNING d.id
+"""
+
+
+def lease_due(conn: Any, now: float, limit: int, lease: float) -> list[str]:
+    """Up to `limit` due deliveries, each leased to the caller for `lease` seconds."""
+    with conn.transaction():
+        rows = conn.execute(LEASE, {"now": now, "limit": limit, "until": now + lease}).fetchall()
+    return [row["id"] for row in rows]
+
+
+def next_due(conn: Any) -> float | None:
+    row = conn.execute("SELECT min(next_at) AS at FROM webhook_deliveries WHERE next_at IS NOT NULL").fetchone()
+    return row["at"] if row else None
+
+
+def purge(conn: Any, now: float) -> int:
+    return conn.execute("DELETE FROM webhook_deliveries WHERE created_at < %s", (now - HISTORY,)).rowcount
+
+
+def view(row: dict[str, Any], attempts: bool = False) -> dict[str, Any]:
+    shown = {
+        "id": row["id"], "clientId": row["client_id"], "event": row["event_type"], "subject": row["subject"],
+        "status": row["status"], "state": row["state"], "attempts": row["attempts"],
+        "nextAttemptAt": iso(row["next_at"]) if row["next_at"] is not None else None,
+        "redeliveryOf": row["redelivery_of"], "createdAt": iso(row["created_at"]),
+        "updatedAt": iso(row["updated_at"]),
+    }
+    if attempts:
+        history = row["history"]
+        shown["history"] = orjson.loads(history) if isinstance(history, (str, bytes)) else history
+    else:
+        last = (row["history"] or [None])[-1]
+        shown["lastAttempt"] = last
+    return shown
+
+
+def listing(conn: Any, now: float, client_id: str | None, state: str | None, limit: int) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT * FROM webhook_deliveries WHERE created_at >= %s AND (%s::text IS NULL OR client_id = %s)"
+        " AND (%s::text IS NULL OR state = %s) ORDER BY created_at DESC, id LIMIT %s",
+        (now - HISTORY, client_id, client_id, state, state, limit)).fetchall()
+    return [view(row) for row in rows]
+
+
+def find(conn: Any, delivery_id: str, now: float) -> dict[str, Any] | None:
+    return conn.execute("SELECT * FROM webhook_deliveries WHERE id = %s AND created_at >= %s",
+                        (delivery_id, now - HISTORY)).fetchone()

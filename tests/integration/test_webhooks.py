@@ -1,0 +1,464 @@
+"""Webhooks (interface §Events, §Webhook delivery, §Retries; decisions §2), delivered over real
+HTTPS to a local receiver with a trustme certificate, from real PostgreSQL, on the test clock."""
+import itertools
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import orjson
+import pytest
+import stripe
+
+from domain.clock import iso
+from domain.sending import parse_send
+from domain.signature import SignatureError, verify_signature
+from domain.webhook import DELAYS
+from projections import webhooks
+from projections.db import advance_clock
+from tests.conftest import ROOT
+from tests.receiver import Receiver
+from workers import webhook_guard
+from workers.webhooks import WebhookSender
+
+HEADERS = {"x-service-signature", "x-service-event", "x-service-delivery", "user-agent", "content-type"}
+_paths = itertools.count(1)
+_numbers = itertools.count(10_000_000)
+
+
+@pytest.fixture(scope="module")
+def receiver(tmp_path_factory):
+    running = Receiver(tmp_path_factory.mktemp("tls"))
+    yield running
+    running.close()
+
+
+@pytest.fixture(scope="module")
+def workspace(runtime):
+    app = runtime.app
+    ws = app.create_workspace("Hooks", None, {}, "t")
+    app.change_workspace(ws.id, "activate", "t")
+    app.change_workspace(ws.id, "credit", "t", amount=10**7, note=None)
+    return ws.id
+
+
+class Hooked:
+    """A client whose webhook URL is a path of its own on the receiver."""
+
+    def __init__(self, runtime, workspace, receiver):
+        self.runtime, self.workspace, self.receiver = runtime, workspace, receiver
+        self.path = f"/hooks/{next(_paths)}"
+        client, _, self.secret = runtime.app.create_client(workspace, "Hooked", receiver.url(self.path), 1000, "t")
+        self.id = client.id
+
+    def send(self, text="Your order shipped", message_type="transactional"):
+        request, problems = parse_send({"to": f"97798{next(_numbers):08d}", "text": text, "messageType": message_type})
+        assert not problems
+        return self.runtime.app.send(self.id, self.workspace, request, 100 * request.segments)
+
+    def received(self, count, timeout=20.0):
+        return self.receiver.wait(self.path, count, timeout)
+
+
+@pytest.fixture
+def hooked(runtime, workspace, receiver):
+    return Hooked(runtime, workspace, receiver)
+
+
+@pytest.fixture
+def sender(runtime, receiver):
+    running = WebhookSender(runtime, http=webhook_guard.session(True, str(receiver.ca_file)))
+    yield running
+    running.close()
+
+
+def deliver(sender, timeout=20.0):
+    """Follow the log and make every attempt due now, until nothing is due or running."""
+    deadline = time.monotonic() + timeout
+    while True:
+        sender.step()
+        with sender.lock:
+            running = bool(sender.in_flight)
+        with sender.runtime.connection() as conn:
+            due = conn.execute("SELECT count(*) AS n FROM webhook_deliveries WHERE next_at <= %s",
+                               (sender.clock.now(),)).fetchone()["n"]
+        if not running and not due:
+            return
+        assert time.monotonic() < deadline, "deliveries did not settle"
+        time.sleep(0.02)
+
+
+def lifecycle(runtime, message, *steps):
+    """Move a message as the dispatcher does: ("submit",), ("accept",), ("report", TP-ST),
+    ("requeue", reason), ("fail", error), ("reject", error)."""
+    app = runtime.app
+    m = app.message(message.id)
+    for step, *arg in steps:
+        now = runtime.clock.now()
+        if step == "submit":
+            m.submit("sim_test", at=now)
+        elif step == "accept":
+            for part in range(1, m.parts + 1):
+                m.part_accepted(part, 17 + part, at=now)
+        elif step == "report":
+            for part in range(1, m.parts + 1):
+                m.report(part, arg[0], at=now)
+        elif step == "requeue":
+            m.requeue(arg[0], not_before=now, at=now)
+        else:
+            getattr(m, step)(arg[0], at=now)
+        app.save(m)
+    return m
+
+
+def body(request):
+    return orjson.loads(request.body)
+
+
+def advance(runtime, seconds):
+    with runtime.connection() as conn:
+        advance_clock(conn, seconds)
+
+
+def delivery_row(runtime, delivery_id):
+    with runtime.connection() as conn:
+        return conn.execute("SELECT * FROM webhook_deliveries WHERE id = %s", (delivery_id,)).fetchone()
+
+
+# Events and their fields
+
+def test_sent_then_delivered_carry_every_field_and_exactly_the_headers(runtime, hooked, sender):
+    message = hooked.send()
+    m = lifecycle(runtime, message, ("submit",), ("accept",))
+    deliver(sender)
+    [sent] = hooked.received(1)
+    assert set(sent.headers) - {"host", "content-length", "accept-encoding", "connection", "accept"} == HEADERS
+    assert sent.headers["user-agent"] == "service-sms-webhooks/1"
+    assert sent.headers["content-type"] == "application/json"
+    assert sent.headers["x-service-event"] == "message.status"
+    assert body(sent) == {"type": "message.status", "id": message.id, "status": "sent", "to": message.to,
+                          "at": iso(m.updated_at), "route": "device", "messageType": "transactional",
+                          "segments": 1}
+    lifecycle(runtime, message, ("report", 0))
+    deliver(sender)
+    delivered = hooked.received(2)[1]
+    assert body(delivered)["status"] == "delivered" and "error" not in body(delivered)
+    assert delivered.headers["x-service-delivery"] != sent.headers["x-service-delivery"]
+
+
+def test_no_event_on_acceptance_or_submission(runtime, hooked, sender):
+    """Rule 1: no event on acceptance; decisions §2: `submitted` alone fires nothing."""
+    message = hooked.send()
+    lifecycle(runtime, message, ("submit",))
+    deliver(sender)
+    time.sleep(0.2)
+    assert hooked.receiver.at(hooked.path) == []
+
+
+def test_a_failover_sends_queued_with_the_reason_then_sent_and_queued_only_once(runtime, hooked, sender):
+    message = hooked.send(message_type="otp")
+    lifecycle(runtime, message, ("submit",), ("requeue", "CMS ERROR 38: network out of order"), ("submit",),
+              ("requeue", "CMS ERROR 38: again"), ("submit",), ("accept",))
+    deliver(sender)
+    queued, sent = sorted(hooked.received(2), key=lambda r: body(r)["status"] != "queued")
+    assert body(queued)["status"] == "queued" and body(queued)["error"] == "CMS ERROR 38: network out of order"
+    assert body(sent)["status"] == "sent" and body(sent)["messageType"] == "otp"
+    time.sleep(0.2)
+    assert len(hooked.receiver.at(hooked.path)) == 2, "an event is never sent twice for one message and status"
+
+
+@pytest.mark.parametrize("steps, status, error", [
+    ((("submit",), ("accept",), ("report", 0x45)), "undelivered", "status report TP-ST 0x45 for part 1"),
+    ((("fail", "no SIM could send it"),), "failed", "no SIM could send it"),
+    ((("submit",), ("reject", "CMS ERROR 21: refused")), "failed", "CMS ERROR 21: refused"),
+])
+def test_undelivered_failed_and_rejected_carry_their_error(runtime, hooked, sender, steps, status, error):
+    lifecycle(runtime, hooked.send(), *steps)
+    deliver(sender)
+    events = [body(r) for r in hooked.received(len(steps) > 2 and 2 or 1)]
+    [last] = [e for e in events if e["status"] == status]  # concurrent deliveries may arrive in any order
+    assert last["error"] == error
+
+
+def test_an_attributed_reply_is_a_message_inbound_event(runtime, hooked, sender):
+    app = runtime.app
+    message = hooked.send()
+    part = app.store_reply_part(None, "sim_test", message.to[3:], 7, 2, 2, " thanks!")
+    app.store_reply_part(part.id, "sim_test", message.to[3:], 7, 2, 1, "Got it,")
+    reply = app.finish_reply(part.id, app.message(message.id))
+    unattributed = app.store_reply_part(None, "sim_test", "NTC", None, 1, 1, "Balance low")
+    app.finish_reply(unattributed.id, None)
+    deliver(sender)
+    [inbound] = hooked.received(1)
+    assert inbound.headers["x-service-event"] == "message.inbound"
+    assert body(inbound) == {"type": "message.inbound", "id": reply.id, "from": "+" + message.to,
+                             "text": "Got it, thanks!", "at": body(inbound)["at"], "inReplyTo": message.id}
+
+
+def test_a_client_without_a_webhook_url_gets_no_deliveries(runtime, workspace, receiver, sender):
+    client, _, _ = runtime.app.create_client(workspace, "Silent", None, 100, "t")
+    request, _ = parse_send({"to": "9779812000001", "text": "hi"})
+    message = runtime.app.send(client.id, workspace, request, 100)
+    lifecycle(runtime, message, ("fail", "x"))
+    deliver(sender)
+    with runtime.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM webhook_deliveries WHERE client_id = %s",
+                            (client.id,)).fetchone()["n"] == 0
+    assert runtime.app.message(message.id).status == "failed", "its events are still recorded"
+
+
+def test_following_the_log_again_creates_no_second_delivery(runtime, hooked, sender):
+    """A crash between creating deliveries and moving the follower's position replays a batch."""
+    lifecycle(runtime, hooked.send(), ("fail", "x"))
+    deliver(sender)
+    with runtime.connection() as conn:
+        before = conn.execute("SELECT count(*) AS n FROM webhook_deliveries").fetchone()["n"]
+        conn.execute("UPDATE projection_positions SET position = 0 WHERE name = 'webhooks'")
+    deliver(sender)
+    with runtime.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM webhook_deliveries").fetchone()["n"] == before
+    assert len(hooked.receiver.at(hooked.path)) == 1
+
+
+def test_two_senders_at_once_attempt_each_delivery_once(runtime, hooked, receiver):
+    messages = [hooked.send() for _ in range(30)]
+    for message in messages:
+        lifecycle(runtime, message, ("fail", "x"))
+    senders = [WebhookSender(runtime, concurrency=4, http=webhook_guard.session(True, str(receiver.ca_file)))
+               for _ in range(2)]
+    threads = [threading.Thread(target=deliver, args=(s,)) for s in senders]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for s in senders:
+        s.close()
+    got = hooked.received(30)
+    time.sleep(0.3)
+    assert len(hooked.receiver.at(hooked.path)) == 30
+    assert {body(r)["id"] for r in got} == {m.id for m in messages}
+
+
+# Signatures
+
+def test_the_signature_verifies_with_ours_and_with_stripes_verifier(runtime, hooked, sender):
+    lifecycle(runtime, hooked.send(), ("fail", "x"))
+    deliver(sender)
+    [request] = hooked.received(1)
+    header = request.headers["x-service-signature"]
+    now = runtime.clock.now()
+    assert verify_signature(hooked.secret, header, request.body, now=now) == int(header.split(",")[0][2:])
+    assert abs(now - time.time()) < 60, "this test runs before the clock is moved"
+    assert stripe.WebhookSignature.verify_header(request.body.decode(), header, hooked.secret, tolerance=300)
+    with pytest.raises(SignatureError):
+        verify_signature(hooked.secret, header, request.body + b" ", now=now)
+    with pytest.raises(SignatureError):
+        verify_signature("whsec_other", header, request.body, now=now)
+    with pytest.raises(stripe.SignatureVerificationError):
+        stripe.WebhookSignature.verify_header(request.body.decode(), header, "whsec_other", tolerance=300)
+
+
+def test_rotation_with_grace_signs_new_first_then_old_until_the_grace_ends(runtime, hooked, sender):
+    old = hooked.secret
+    _, new = runtime.app.rotate_secret(hooked.id, 1, "t")
+    lifecycle(runtime, hooked.send(), ("fail", "x"))
+    deliver(sender)
+    [during] = hooked.received(1)
+    header = during.headers["x-service-signature"]
+    t, first, second = header.split(",")
+    assert first.startswith("v1=") and second.startswith("v1=")
+    now = runtime.clock.now()
+    assert verify_signature(new, f"{t},{first}", during.body, now=now)
+    assert verify_signature(old, f"{t},{second}", during.body, now=now)
+    assert stripe.WebhookSignature.verify_header(during.body.decode(), header, old, tolerance=None)
+    advance(runtime, 3601)
+    lifecycle(runtime, hooked.send(), ("fail", "x"))
+    deliver(sender)
+    after = hooked.received(2)[1].headers["x-service-signature"]
+    assert after.count("v1=") == 1
+    assert verify_signature(new, after, hooked.received(2)[1].body, now=runtime.clock.now())
+    with pytest.raises(SignatureError):
+        verify_signature(old, after, hooked.received(2)[1].body, now=runtime.clock.now())
+
+
+def test_rotation_with_grace_0_stops_the_old_secret_at_once(runtime, hooked, sender):
+    _, new = runtime.app.rotate_secret(hooked.id, 0, "t")
+    lifecycle(runtime, hooked.send(), ("fail", "x"))
+    deliver(sender)
+    [request] = hooked.received(1)
+    header = request.headers["x-service-signature"]
+    assert header.count("v1=") == 1
+    assert verify_signature(new, header, request.body, now=runtime.clock.now())
+    with pytest.raises(SignatureError):
+        verify_signature(hooked.secret, header, request.body, now=runtime.clock.now())
+
+
+# Retries
+
+def attempts_until(runtime, sender, hooked, count):
+    """Attempt, then move the test clock to the next attempt's time, `count` times over."""
+    deliver(sender)
+    [row] = rows_of(runtime, hooked)
+    for _ in range(count - 1):
+        if row["next_at"] is None:
+            break
+        advance(runtime, row["next_at"] - runtime.clock.now() + 0.5)
+        deliver(sender)
+        [row] = rows_of(runtime, hooked)
+    return row
+
+
+def rows_of(runtime, hooked):
+    with runtime.connection() as conn:
+        return conn.execute("SELECT * FROM webhook_deliveries WHERE client_id = %s", (hooked.id,)).fetchall()
+
+
+def test_failures_retry_on_schedule_re_signed_with_the_same_body_then_dead_after_8(runtime, hooked, sender):
+    hooked.receiver.answer(hooked.path, 503)
+    lifecycle(runtime, hooked.send(), ("fail", "x"))
+    row = attempts_until(runtime, sender, hooked, 8)
+    requests_ = hooked.received(8)
+    assert row["state"] == "dead" and row["attempts"] == 8 and row["next_at"] is None
+    stamps = [int(r.headers["x-service-signature"].split(",")[0][2:]) for r in requests_]
+    gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+    assert all(d <= gap <= d + 3 for gap, d in zip(gaps, DELAYS)), (gaps, DELAYS)
+    assert len({r.body for r in requests_}) == 1, "the body never changes"
+    assert len({r.headers["x-service-signature"] for r in requests_}) == 8, "each retry is signed again"
+    assert len({r.headers["x-service-delivery"] for r in requests_}) == 1, "retries reuse the delivery id"
+    assert [a["statusCode"] for a in row["history"]] == [503] * 8
+    advance(runtime, 6 * 3600)
+    deliver(sender)
+    assert len(hooked.receiver.at(hooked.path)) == 8
+
+
+def test_a_permanent_4xx_ends_after_3_attempts_but_408_and_429_keep_trying(runtime, workspace, receiver, sender):
+    permanent, busy = Hooked(runtime, workspace, receiver), Hooked(runtime, workspace, receiver)
+    receiver.answer(permanent.path, 500, 404)
+    receiver.answer(busy.path, 429, 408)
+    lifecycle(runtime, permanent.send(), ("fail", "x"))
+    row = attempts_until(runtime, sender, permanent, 3)
+    assert (row["state"], row["attempts"]) == ("dead", 3)
+    assert [a["statusCode"] for a in row["history"]] == [500, 404, 404]
+    lifecycle(runtime, busy.send(), ("fail", "x"))
+    row = attempts_until(runtime, sender, busy, 4)
+    assert (row["state"], row["attempts"]) == ("waiting", 4)
+
+
+def test_a_redirect_is_not_followed_and_counts_as_a_failure(runtime, hooked, sender):
+    hooked.receiver.answer(hooked.path, 302)
+    lifecycle(runtime, hooked.send(), ("fail", "x"))
+    deliver(sender)
+    [row] = rows_of(runtime, hooked)
+    assert (row["state"], row["history"][0]["statusCode"]) == ("waiting", 302)
+    assert hooked.receiver.at("/elsewhere") == []
+
+
+def test_a_receiver_hanging_11_s_fails_after_10_s_without_holding_up_others(runtime, workspace, receiver, sender):
+    slow, quick = Hooked(runtime, workspace, receiver), Hooked(runtime, workspace, receiver)
+    receiver.answer(slow.path, ("hang", 11, 200), 200)
+    lifecycle(runtime, slow.send(), ("fail", "x"))
+    deliver_started = time.monotonic()
+    sender.step()
+    slow.received(1)
+    lifecycle(runtime, quick.send(), ("fail", "x"))
+    sender.step()
+    quick.received(1, timeout=3)
+    assert time.monotonic() - deliver_started < 5, "the quick receiver did not wait for the slow one"
+    deliver(sender, timeout=30)
+    [row] = rows_of(runtime, slow)
+    attempt = row["history"][0]
+    assert row["state"] == "waiting" and attempt["statusCode"] is None
+    assert attempt["error"] == "no answer within 10 s" and 10_000 <= attempt["durationMs"] < 11_000
+
+
+# History, redelivery, the command
+
+def test_list_show_redeliver_and_7_days_of_history(runtime, hooked, sender, sandesh):
+    hooked.receiver.answer(hooked.path, 410)
+    message = hooked.send()
+    lifecycle(runtime, message, ("fail", "x"))
+    attempts_until(runtime, sender, hooked, 3)
+    [dead] = sandesh("webhooks", "list", "--client", hooked.id, "--state", "dead")["deliveries"]
+    assert (dead["state"], dead["attempts"], dead["lastAttempt"]["statusCode"]) == ("dead", 3, 410)
+    shown = sandesh("webhooks", "show", dead["id"])
+    assert [a["attempt"] for a in shown["history"]] == [1, 2, 3]
+    assert shown["body"]["id"] == message.id and shown["body"]["status"] == "failed"
+    hooked.receiver.answer(hooked.path, 200)
+    again = sandesh("webhooks", "redeliver", dead["id"])
+    assert again["id"] != dead["id"] and again["redeliveryOf"] == dead["id"] and again["state"] == "attempting"
+    deliver(sender)
+    requests_ = hooked.received(4)
+    assert requests_[-1].body == requests_[0].body
+    assert requests_[-1].headers["x-service-delivery"] == again["id"]
+    assert sandesh("webhooks", "show", again["id"])["state"] == "delivered"
+    [line] = [line for line in map(orjson.loads, sandesh.run("audit", "--client", hooked.id).stdout.splitlines())
+              if line["action"] == "webhook.redelivered"]
+    assert line["details"]["redelivered_as"] == again["id"]
+    assert line["clientId"] == hooked.id and line["actor"]
+    advance(runtime, 7 * 24 * 3600 + 60)
+    sender.purged_at = 0
+    deliver(sender)
+    assert sandesh("webhooks", "list", "--client", hooked.id)["deliveries"] == []
+    gone = sandesh.run("webhooks", "show", dead["id"])
+    assert gone.returncode != 0 and "last 7 days" in gone.stderr
+    assert runtime.app.delivery(dead["id"]).attempts == 3, "the log keeps the events"
+
+
+# The SSRF guard
+
+def test_a_private_webhook_host_is_refused_at_configuration(sandesh, workspace, receiver):
+    private = {"SANDESH_WEBHOOK_ALLOW_PRIVATE": "0"}
+    for url in (receiver.url("/x"), "https://127.0.0.1/x", "https://10.1.2.3/x", "https://169.254.169.254/x",
+                "https://[::1]/x"):
+        done = sandesh.run("client", "create", "--workspace", workspace, "--brand", "B", "--webhook-url", url,
+                           env=private)
+        assert done.returncode == 2 and "public addresses only" in done.stderr, (url, done.stderr)
+    done = sandesh.run("client", "create", "--workspace", workspace, "--brand", "B", "--webhook-url",
+                       "https://no-such-host.invalid/x", env=private)
+    assert done.returncode == 2 and "does not resolve" in done.stderr
+
+
+def test_a_private_address_is_refused_again_at_delivery(runtime, hooked, receiver):
+    guarded = WebhookSender(runtime, http=webhook_guard.session(False, str(receiver.ca_file)))
+    try:
+        lifecycle(runtime, hooked.send(), ("fail", "x"))
+        deliver(guarded)
+    finally:
+        guarded.close()
+    [row] = rows_of(runtime, hooked)
+    assert row["state"] == "waiting" and "refused" in row["history"][0]["error"]
+    assert "127.0.0.1 is loopback" in row["history"][0]["error"]
+    assert hooked.receiver.at(hooked.path) == []
+
+
+# The worker and the example receiver, as processes
+
+def test_sandesh_worker_webhooks_delivers_to_the_example_receiver(runtime, workspace, receiver, env, tmp_path):
+    cert = receiver.ca.issue_cert("localhost")
+    cert.private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "receiver.pem"))
+    from tests.conftest import free_port
+
+    port = free_port()
+    client, _, secret = runtime.app.create_client(workspace, "Example", f"https://localhost:{port}/webhooks", 10, "t")
+    example = subprocess.Popen(
+        [sys.executable, "scripts/example_receiver.py", "--port", str(port), "--cert", str(tmp_path / "receiver.pem"),
+         "--tolerance", "1000000000"],
+        env={**env, "WEBHOOK_SECRET": secret}, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    worker = subprocess.Popen([sys.executable, "-m", "scripts.cli", "worker", "webhooks"],
+                              env={**env, "REQUESTS_CA_BUNDLE": str(receiver.ca_file), "PYTHONPATH": str(ROOT)},
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        request, _ = parse_send({"to": "9779811111111", "text": "hello"})
+        message = runtime.app.send(client.id, workspace, request, 100)
+        lifecycle(runtime, message, ("fail", "no route"))
+        ready, _, _ = select.select([example.stdout], [], [], 30)
+        assert ready, "the example receiver printed nothing in 30 s"
+        line = example.stdout.readline()
+        assert orjson.loads(line)["event"]["id"] == message.id and orjson.loads(line)["verified"] is True
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        example.terminate()
+        assert worker.wait(timeout=20) == 0, worker.stderr.read()
+        example.wait(timeout=5)

@@ -1,0 +1,90 @@
+"""A real HTTPS webhook receiver for tests: TLS with a trustme certificate for `localhost`,
+every request recorded with its raw body, answers scripted per path."""
+from __future__ import annotations
+
+import ssl
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import trustme
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    at: float
+
+
+class Receiver:
+    def __init__(self, directory: Path):
+        self.ca = trustme.CA()
+        self.ca_file = directory / "webhook-ca.pem"
+        self.ca.cert_pem.write_to_path(str(self.ca_file))
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ca.issue_cert("localhost", "127.0.0.1").configure_cert(context)
+        self.received: list[Received] = []
+        self.answers: dict[str, list[Any]] = {}
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                with receiver.lock:
+                    receiver.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()},
+                                                      body, time.time()))
+                    script = receiver.answers.get(self.path)
+                    answer = script.pop(0) if script and len(script) > 1 else (script[0] if script else 200)
+                if isinstance(answer, tuple):  # ("hang", seconds, then status)
+                    time.sleep(answer[1])
+                    answer = answer[2]
+                try:
+                    self.send_response(answer)
+                    self.send_header("content-length", "2")
+                    if 300 <= answer < 400:
+                        self.send_header("location", "https://localhost/elsewhere")
+                    self.end_headers()
+                    self.wfile.write(b"ok")
+                except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+                    pass
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def url(self, path: str) -> str:
+        return f"https://localhost:{self.port}{path}"
+
+    def answer(self, path: str, *answers: Any) -> None:
+        """Answers for `path`, in order; the last one repeats.  ("hang", 11, 200) waits 11 s first."""
+        with self.lock:
+            self.answers[path] = list(answers)
+
+    def at(self, path: str) -> list[Received]:
+        with self.lock:
+            return [r for r in self.received if r.path == path]
+
+    def wait(self, path: str, count: int, timeout: float = 20.0) -> list[Received]:
+        deadline = time.monotonic() + timeout
+        while len(found := self.at(path)) < count:
+            assert time.monotonic() < deadline, f"{len(found)} of {count} requests at {path}"
+            time.sleep(0.02)
+        return found
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,245 @@
+"""`sandesh worker webhooks`: turns message events into signed deliveries and makes the attempts.
+
+Following: the log's message and reply events become WebhookDelivery aggregates.  The
+follower's position row is locked while a batch is turned into deliveries; a delivery's id is
+derived from (message, webhook status), so a batch replayed after a crash creates nothing twice.
+
+Attempting: due deliveries (new ones at once, retries when the clock reaches their time) are
+leased with SKIP LOCKED and posted from a bounded pool of threads, so one slow receiver holds
+one thread, not the others.  Every attempt is recorded as an event, then the read model says
+what is due next.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import psycopg
+import requests
+from eventsourcing.persistence import IntegrityError
+from eventsourcing.utils import get_topic
+
+from domain.errors import InvalidTransition
+from domain.inbound import Reply
+from domain.message import Message
+from domain.signature import sign
+from domain.webhook import (DEAD, DELIVERED, HISTORY, INBOUND, SOURCES, STATUS, TIMEOUT, USER_AGENT,
+                            WEBHOOK_STATUS, WebhookDelivery, inbound_event, new_delivery, status_event)
+from projections import webhooks
+from projections.bootstrap import Runtime
+
+from . import webhook_guard
+
+log = logging.getLogger("sandesh.worker.webhooks")
+
+POSITION = "webhooks"
+TOPICS = [get_topic(cls) for cls in SOURCES]
+CONCURRENCY = 16
+LEASE = 60.0      # longer than an attempt (10 s) and its recording
+PURGE_EVERY = 60.0
+
+
+class WebhookSender:
+    def __init__(self, runtime: Runtime, *, concurrency: int = CONCURRENCY, http: requests.Session | None = None):
+        self.runtime, self.app, self.clock = runtime, runtime.app, runtime.clock
+        settings = runtime.settings
+        self.http = http or webhook_guard.session(settings.webhook_allow_private, settings.requests_ca_bundle,
+                                                  concurrency)
+        self.concurrency = concurrency
+        self.pool = ThreadPoolExecutor(concurrency, thread_name_prefix="webhook")
+        self.in_flight: set[str] = set()
+        self.lock = threading.Lock()
+        self.purged_at = 0.0
+
+    # Following the log
+    def follow(self, limit: int = 500) -> int:
+        """Turn the next batch of source events into deliveries; returns how many events were read."""
+        with self.runtime.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.execute("INSERT INTO projection_positions (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING",
+                        (POSITION,))
+            cur.execute("SELECT position FROM projection_positions WHERE name = %s FOR UPDATE", (POSITION,))
+            position = cur.fetchone()["position"]
+            batch = self.app.recorder.select_notifications(start=position, limit=limit, topics=TOPICS,
+                                                           inclusive_of_start=False)
+            if not batch:
+                return 0
+            now = self.clock.now()
+            deliveries = [d for n in batch if (d := self._delivery(cur, self.app.mapper.to_domain_event(n), now))]
+            self._create(deliveries)
+            cur.execute("UPDATE projection_positions SET position = %s WHERE name = %s", (batch[-1].id, POSITION))
+            return len(batch)
+
+    def _delivery(self, cur: Any, event: Any, now: float) -> WebhookDelivery | None:
+        if event.at < now - HISTORY:
+            return None  # a first start on an old log does not send a week's past again
+        if isinstance(event, Reply.Received):
+            if event.client_id is None or not self._has_url(cur, event.client_id):
+                return None
+            body = inbound_event(event.originator_id, event.sender, event.text, event.at, event.in_reply_to)
+            return new_delivery(event.client_id, INBOUND, event.originator_id, None, body, at=now)
+        message: Message = self.app.repository.get(event.originator_id, version=event.originator_version)
+        if not self._has_url(cur, message.client_id):
+            return None  # a client with no webhook URL gets no deliveries (decisions §2)
+        status = WEBHOOK_STATUS[type(event)]
+        body = status_event(message, status, event.at, getattr(event, "error", None))
+        return new_delivery(message.client_id, STATUS, message.id, status, body, at=now)
+
+    @staticmethod
+    def _has_url(cur: Any, client_id: str) -> bool:
+        cur.execute("SELECT webhook_url FROM clients WHERE id = %s", (client_id,))
+        row = cur.fetchone()
+        return bool(row and row["webhook_url"])
+
+    def _create(self, deliveries: list[WebhookDelivery]) -> None:
+        """Append the new deliveries; an id that exists already (the same message and status
+        again, or a batch replayed after a crash) is skipped."""
+        pending: dict[str, list[Any]] = {}
+        for delivery in deliveries:
+            pending.setdefault(delivery.id, delivery.collect_events())  # the first of each id in a batch
+        if not pending:
+            return
+        try:
+            self.app.append_events([e for events in pending.values() for e in events])
+        except IntegrityError:
+            for events in pending.values():
+                try:
+                    self.app.append_events(events)
+                except IntegrityError:
+                    pass
+
+    # Attempts
+    def dispatch(self) -> int:
+        """Lease as many due deliveries as there are free threads and start their attempts."""
+        with self.lock:
+            free = self.concurrency - len(self.in_flight)
+        if free <= 0:
+            return 0
+        with self.runtime.connection() as conn:
+            due = webhooks.lease_due(conn, self.clock.now(), free, LEASE)
+        for delivery_id in due:
+            with self.lock:
+                self.in_flight.add(delivery_id)
+            self.pool.submit(self._attempt_in_pool, delivery_id)
+        return len(due)
+
+    def _attempt_in_pool(self, delivery_id: str) -> None:
+        try:
+            self.attempt(delivery_id)
+        except Exception:
+            log.exception("attempt of %s failed to run; it is retried when its lease ends", delivery_id)
+        finally:
+            with self.lock:
+                self.in_flight.discard(delivery_id)
+
+    def attempt(self, delivery_id: str) -> str:
+        """One POST of a delivery, recorded as an event; returns the delivery's new state."""
+        delivery = self.app.delivery(delivery_id)
+        if delivery.state in (DELIVERED, DEAD):
+            return delivery.state
+        status_code, error, duration = self.post(delivery)
+        delivery.attempted(status_code, error, duration, at=self.clock.now())
+        try:
+            self.app.save(delivery)
+        except IntegrityError:
+            raise InvalidTransition(f"{delivery_id} was attempted by another sender at the same time") from None
+        log.info("%s %s attempt %d: %s", delivery.id, delivery.event_type, delivery.attempts,
+                 status_code if status_code is not None else error)
+        return delivery.state
+
+    def post(self, delivery: WebhookDelivery) -> tuple[int | None, str | None, float]:
+        target = self._target(delivery.client_id)
+        if target is None:
+            return None, "the client has no webhook URL", 0.0
+        url, secrets = target
+        body = delivery.body.encode()
+        headers = {
+            "content-type": "application/json", "user-agent": USER_AGENT, "x-service-event": delivery.event_type,
+            "x-service-delivery": delivery.id, "x-service-signature": sign(secrets, int(self.clock.now()), body),
+        }
+        started = time.monotonic()
+        try:
+            response = self.http.post(url, data=body, headers=headers, timeout=(TIMEOUT, TIMEOUT),
+                                      allow_redirects=False)
+        except requests.Timeout:
+            return None, f"no answer within {TIMEOUT:.0f} s", time.monotonic() - started
+        except requests.RequestException as error:
+            return None, _describe(error), time.monotonic() - started
+        duration = time.monotonic() - started
+        if duration > TIMEOUT:
+            return None, f"answered {response.status_code} after {duration:.1f} s, over {TIMEOUT:.0f} s", duration
+        return response.status_code, None if 200 <= response.status_code <= 299 else f"HTTP {response.status_code}", duration
+
+    def _target(self, client_id: str) -> tuple[str, list[str]] | None:
+        """The client's URL and secrets as they are now: the new secret first, then the previous
+        one while its rotation's grace period lasts (interface §Secret rotation)."""
+        with self.runtime.connection() as conn:
+            row = conn.execute("SELECT webhook_url, secret_sealed, previous_secret_sealed, previous_secret_until"
+                               " FROM clients WHERE id = %s", (client_id,)).fetchone()
+        if row is None or not row["webhook_url"]:
+            return None
+        secrets = [self.app.sealer.open(row["secret_sealed"])]
+        if row["previous_secret_sealed"] and (row["previous_secret_until"] or 0) > self.clock.now():
+            secrets.append(self.app.sealer.open(row["previous_secret_sealed"]))
+        return row["webhook_url"], secrets
+
+    # The loop
+    def step(self) -> None:
+        while self.follow():
+            pass
+        self.dispatch()
+        now = self.clock.now()
+        if now - self.purged_at >= PURGE_EVERY:
+            with self.runtime.connection() as conn:
+                webhooks.purge(conn, now)
+            self.purged_at = now
+
+    def run(self, stop: threading.Event) -> None:
+        """Until `stop`: wake on every append (new events, recorded attempts) and at least
+        twice a second for retries that the clock made due."""
+        channel = self.app.recorder.channel_name  # type: ignore[attr-defined]
+        with psycopg.connect(self.runtime.settings.database_url, autocommit=True) as listener:
+            listener.execute(f'LISTEN "{channel}"')
+            while not stop.is_set():
+                try:
+                    self.step()
+                except Exception:
+                    log.exception("webhook step failed; retrying in 1 s")
+                    stop.wait(1.0)
+                    continue
+                for _ in listener.notifies(timeout=0.5, stop_after=1):
+                    pass
+
+    def close(self, wait: bool = True) -> None:
+        self.pool.shutdown(wait=wait, cancel_futures=True)
+        self.http.close()
+
+
+def _describe(error: requests.RequestException) -> str:
+    """The innermost reason (e.g. the SSRF guard's, or a certificate's), not requests' wrapping."""
+    reason: Any = error
+    while True:
+        inner = getattr(reason, "reason", None) or (reason.args[0] if getattr(reason, "args", None) and
+                                                    isinstance(reason.args[0], BaseException) else None)
+        if inner is None or inner is reason:
+            break
+        reason = inner
+    text = str(reason)
+    if isinstance(reason, webhook_guard.AddressRefused):
+        text = "refused: " + text.split(": ", 1)[-1]
+    return f"{type(error).__name__}: {text}"[:300]
+
+
+def run(settings: Any, stop: threading.Event) -> None:
+    from projections.bootstrap import bootstrap
+
+    runtime = bootstrap(settings, pool_size=6)
+    sender = WebhookSender(runtime)
+    log.info("delivering webhooks with %d threads", sender.concurrency)
+    try:
+        sender.run(stop)
+    finally:
+        sender.close(wait=False)
+        runtime.close()
