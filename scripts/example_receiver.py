@@ -34,6 +34,9 @@ def make_handler(secrets: list[str], tolerance: int) -> type[BaseHTTPRequestHand
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep connections open between deliveries
+        disable_nagle_algorithm = True  # the answer's headers and body go out at once
+
         def do_POST(self) -> None:  # noqa: N802 (http.server's name)
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
             try:
