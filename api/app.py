@@ -58,9 +58,11 @@ def _unexpected(req: falcon.Request, resp: falcon.Response, error: Exception, pa
     _render(resp, ApiError("server_error", f"Unexpected error on the service side (request id {request_id})."))
 
 
-def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], *, rate_limit: bool = True,
-               trusted_proxies: tuple[str, ...] = ()) -> falcon.App:
-    app = falcon.App(middleware=[RequestId(), Authentication(connection, sandesh.clock, rate_limit=rate_limit)])
+def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], *, route_window: float,
+               rate_limit: bool = True, trusted_proxies: tuple[str, ...] = ()) -> falcon.App:
+    """`route_window`: Settings.route_window, how recent a SIM's healthy heartbeat must be for it to be a route."""
+    authentication = Authentication(connection, sandesh.clock, route_window=route_window, rate_limit=rate_limit)
+    app = falcon.App(middleware=[RequestId(), authentication])
     json_handler = falcon.media.JSONHandler(dumps=lambda o: orjson.dumps(o).decode(), loads=orjson.loads)
     app.resp_options.media_handlers[falcon.MEDIA_JSON] = json_handler
     app.req_options.media_handlers[falcon.MEDIA_JSON] = json_handler

@@ -28,9 +28,11 @@ class Caller:
 
 
 class Authentication:
-    def __init__(self, connection: Callable[[], ContextManager[Any]], clock: Clock, *, rate_limit: bool = True):
+    def __init__(self, connection: Callable[[], ContextManager[Any]], clock: Clock, *, route_window: float,
+                 rate_limit: bool = True):
         self.connection = connection
         self.clock = clock
+        self.route_window = route_window
         self.rate_limit = rate_limit  # off only in the overhead benchmark's baseline
 
     def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: Any, params: dict) -> None:
@@ -42,7 +44,7 @@ class Authentication:
         if not KEY_PATTERN.match(key):
             raise ApiError("unauthorized", INVALID_KEY)
         with self.connection() as conn:
-            row = request_rate.caller(conn, sha256_hex(key), self.clock.now(), self.rate_limit)
+            row = request_rate.caller(conn, sha256_hex(key), self.clock.now(), self.route_window, self.rate_limit)
             if row is None:
                 raise ApiError("unauthorized", INVALID_KEY)
             code = refusal(row["enabled"], row["status"], req.method)

@@ -6,25 +6,23 @@ its whole per-second rate at once and then sends at that rate.
 
 `CALLER` authenticates and counts the request in one statement (one round trip): the key's
 client and workspace, the state a send is decided on, and whether the request is within the
-rate.  Only requests of an enabled client are counted.
+rate.  Only requests of an enabled client are counted.  `has_route` applies the route
+rule of `sim_health` with the route window the caller passes.
 """
 from __future__ import annotations
 
 import math
 from typing import Any
 
-BURST_SECONDS = 1.0
-# A route is an enabled SIM whose dispatcher reported it healthy within this window, or one
-# no dispatcher has reported on yet (its messages wait in the queue until one does).
-HEARTBEAT_WINDOW = 60.0
+from .sim_health import HAS_ROUTE
 
-CALLER = """
+BURST_SECONDS = 1.0
+
+CALLER = f"""
 WITH caller AS (
     SELECT c.id, c.workspace_id, c.brand, c.rate_limit, c.enabled, w.status, w.rates, w.types,
            COALESCE((SELECT enabled FROM sms_switch LIMIT 1), true) AS sms_enabled,
-           EXISTS (SELECT 1 FROM sims s LEFT JOIN sim_health h ON h.sim_id = s.id
-                   WHERE s.enabled AND (h.sim_id IS NULL OR (h.healthy AND h.heartbeat_at > %(now)s - %(heartbeat)s)))
-             AS has_route
+           {HAS_ROUTE} AS has_route
     FROM clients c JOIN workspaces w ON w.id = c.workspace_id WHERE c.key_hash = %(key_hash)s),
 counted AS (
     INSERT INTO request_rates AS r (client_id, tat)
@@ -36,10 +34,10 @@ SELECT caller.*, (NOT %(limit)s OR NOT caller.enabled OR EXISTS (SELECT 1 FROM c
 """
 
 
-def caller(conn: Any, key_hash: str, now: float, limit: bool = True) -> dict[str, Any] | None:
-    """The authenticated caller with `within_rate`, or None for an unknown key."""
+def caller(conn: Any, key_hash: str, now: float, route_window: float, limit: bool = True) -> dict[str, Any] | None:
+    """The authenticated caller with `within_rate` and `has_route`, or None for an unknown key."""
     return conn.execute(CALLER, {"key_hash": key_hash, "now": now, "limit": limit, "burst": BURST_SECONDS,
-                                 "heartbeat": HEARTBEAT_WINDOW}, prepare=True).fetchone()
+                                 "route_window": route_window}, prepare=True).fetchone()
 
 
 def retry_after(conn: Any, client_id: str, rate: int, now: float) -> int:

@@ -28,7 +28,8 @@ class SandeshServer(BaseApplication):
 
         logging.basicConfig(level=self.settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
         runtime = bootstrap(self.settings, group_commit=True)
-        return create_app(runtime.app, runtime.connection, trusted_proxies=self.settings.trusted_proxies)
+        return create_app(runtime.app, runtime.connection, route_window=self.settings.route_window,
+                          trusted_proxies=self.settings.trusted_proxies)
 
 
 def serve(settings: Settings, bind: str, workers: int, threads: int, connections: int = 1000) -> None:

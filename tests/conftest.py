@@ -1,15 +1,17 @@
 """Fixtures that build real things: a fresh PostgreSQL database, the `sandesh` command, a
-running `sandesh serve` under gunicorn."""
+running `sandesh serve` under gunicorn, a SIM reported healthy the way a dispatcher does."""
 from __future__ import annotations
 
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import orjson
 import psycopg
@@ -70,10 +72,15 @@ class Sandesh:
 
     def __init__(self, env: dict[str, str], cwd: Path):
         self.env, self.cwd = env, cwd
+        self.after_clock_advance: list[Callable[[], None]] = []
 
     def run(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "scripts.cli", *args], env={**self.env, **(env or {}),
+        done = subprocess.run([sys.executable, "-m", "scripts.cli", *args], env={**self.env, **(env or {}),
                               "PYTHONPATH": str(ROOT)}, cwd=self.cwd, capture_output=True, text=True, timeout=60)
+        if args[:2] == ("clock", "advance") and done.returncode == 0:
+            for hook in self.after_clock_advance:
+                hook()
+        return done
 
     def __call__(self, *args: str, **kwargs: Any) -> Any:
         done = self.run(*args, **kwargs)
@@ -139,3 +146,73 @@ def active_client(sandesh: Sandesh) -> dict[str, Any]:
     sandesh("workspace", "credit", workspace["id"], "100000")
     client = sandesh("client", "create", "--workspace", workspace["id"], "--brand", "Acme")
     return {"workspace": workspace["id"], "client": client["id"], "key": client["key"]}
+
+
+class Route:
+    """An enabled SIM that a running dispatcher reports on (interface §POST /sms/send rule 5),
+    recorded with the dispatcher's own heartbeat function, as often as a dispatcher reports it and
+    again whenever the test clock jumps.  Nothing drives the modem: what is sent through it
+    stays queued."""
+
+    def __init__(self, runtime: Any, sim_id: str):
+        from workers.dispatcher import heartbeat_seconds
+
+        self.runtime, self.sim_id = runtime, sim_id
+        self.healthy, self.reporting = True, True
+        self._lock, self._stop = threading.Lock(), threading.Event()
+        self.report()
+        self._thread = threading.Thread(target=self._keep_reporting, daemon=True,
+                                        args=(heartbeat_seconds(runtime.settings.route_window),))
+        self._thread.start()
+
+    def report(self) -> None:
+        from projections import sim_health
+
+        with self._lock:
+            if not self.reporting:
+                return
+            with self.runtime.connection() as conn:
+                sim_health.record(conn, self.sim_id, healthy=self.healthy, registered=self.healthy,
+                                  signal_dbm=-73, last_error=None if self.healthy else "not registered on the network",
+                                  dispatcher="tests", at=self.runtime.clock.now())
+
+    def _keep_reporting(self, every: float) -> None:
+        while not self._stop.wait(every):
+            self.report()
+
+    @contextmanager
+    def silent(self) -> Iterator[None]:
+        """Its dispatcher reports once more, then stops (the heartbeat ages), then resumes."""
+        self.report()
+        with self._lock:
+            self.reporting = False
+        try:
+            yield
+        finally:
+            self.reporting = True
+            self.report()
+
+    @contextmanager
+    def unhealthy(self) -> Iterator[None]:
+        """Its dispatcher reports the SIM off the network, then back on it."""
+        self.healthy = False
+        self.report()
+        try:
+            yield
+        finally:
+            self.healthy = True
+            self.report()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@pytest.fixture(scope="module")
+def route(sandesh: Sandesh, runtime: Any) -> Iterator[Route]:
+    sim = sandesh("sim", "add", "--name", "route-1", "--port", "loop://")
+    reported = Route(runtime, sim["id"])
+    sandesh.after_clock_advance.append(reported.report)
+    yield reported
+    sandesh.after_clock_advance.remove(reported.report)
+    reported.close()

@@ -20,6 +20,7 @@ from domain.cms import Action, classify
 from domain.pacing import OTP_RESERVE, capacity, fits
 from domain.inbound import ATTRIBUTION_WINDOW, FLUSH_AFTER, sender_number
 from domain.pdu import PduError, decode_deliver, decode_status_report, encode_submit
+from projections import sim_health
 from projections.bootstrap import Runtime
 
 from .modem import CmsError, CommandTimeout, Modem, ModemError, PortGone, Unsolicited
@@ -34,7 +35,14 @@ RETRY_DELAY = 30.0
 MAX_ATTEMPTS = 5
 REPORT_MATCH_WINDOW = 7 * 24 * 3600
 
-_LEASE = """
+
+def heartbeat_seconds(route_window: float) -> float:
+    """How often each SIM is reported: every 10 s, and at least 3 times per route window so that
+    one slow answer to AT+CSQ does not cost the SIM its route."""
+    return min(HEARTBEAT_SECONDS, route_window / 3)
+
+
+_LEASE = f"""
 WITH waiting AS (
     SELECT q.message_id, q.priority, q.enqueued_at, (last.sim_id = %(sim)s) AS sticky,
            row_number() OVER (PARTITION BY q.client_id, q.priority ORDER BY q.enqueued_at) AS turn
@@ -47,7 +55,7 @@ WITH waiting AS (
       AND (q.leased_until IS NULL OR q.leased_until < %(now)s)
       -- sticky sender: a recipient stays on the SIM it last heard from while that SIM is healthy
       AND (last.sim_id IS NULL OR last.sim_id = %(sim)s
-           OR NOT COALESCE(h.healthy AND h.heartbeat_at > %(now)s - 60, false))
+           OR NOT COALESCE({sim_health.HEALTHY}, false))
     ORDER BY q.priority, turn, q.enqueued_at
     LIMIT 50)
 UPDATE dispatch_queue SET leased_by = %(me)s, leased_until = %(until)s
@@ -73,6 +81,7 @@ class SimWorker:
     quarantined: bool = False  # barred, no credit, SIM failure: stays out until an operator acts
     busy: bool = False
     last_error: str | None = None
+    reported_at: float = 0.0  # time.monotonic() of its last heartbeat
 
 
 class Dispatcher:
@@ -83,7 +92,8 @@ class Dispatcher:
         self.me = f"dispatcher-{uuid.uuid4().hex[:8]}"
         self.sims: dict[str, SimWorker] = {}
         self.stop = threading.Event()
-        self.heartbeat_seconds = HEARTBEAT_SECONDS
+        self.route_window = runtime.settings.route_window
+        self.heartbeat_seconds = heartbeat_seconds(self.route_window)
 
     # SIMs
 
@@ -175,7 +185,7 @@ class Dispatcher:
         with self.runtime.connection() as conn:
             return conn.execute(_LEASE, {"me": self.me, "until": now + LEASE_SECONDS, "now": now, "sim": sim_id,
                                          "recent": now - REPORT_MATCH_WINDOW, "max_parts": max_parts,
-                                         "otp_only": otp_only}).fetchone()
+                                         "otp_only": otp_only, "route_window": self.route_window}).fetchone()
 
     def _release(self, message_id: str) -> None:
         with self.runtime.connection() as conn:
@@ -186,7 +196,7 @@ class Dispatcher:
 
     def _heartbeat(self, worker: SimWorker) -> None:
         """Ask the modem how it is (AT+CREG?, AT+CSQ) and record it for routes and `sim list`."""
-        registered = signal = iccid = None
+        registered = signal = None
         if not worker.modem.gone and not worker.quarantined:
             try:
                 health = worker.modem.health()
@@ -199,21 +209,21 @@ class Dispatcher:
         else:
             worker.healthy = False
         with self.runtime.connection() as conn:
-            conn.execute(
-                "INSERT INTO sim_health (sim_id, healthy, registered, signal_dbm, iccid, last_error, dispatcher,"
-                " heartbeat_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (sim_id) DO UPDATE SET"
-                " healthy = excluded.healthy, registered = excluded.registered, signal_dbm = excluded.signal_dbm,"
-                " last_error = excluded.last_error, dispatcher = excluded.dispatcher,"
-                " heartbeat_at = excluded.heartbeat_at",
-                (worker.sim["id"], worker.healthy, registered, signal, iccid, worker.last_error, self.me,
-                 self.app.clock.now()))
+            sim_health.record(conn, worker.sim["id"], healthy=worker.healthy, registered=registered,
+                              signal_dbm=signal, last_error=worker.last_error, dispatcher=self.me,
+                              at=self.app.clock.now())
+        worker.reported_at = time.monotonic()
 
     def _serve_sim(self, worker: SimWorker) -> None:
         while not self.stop.is_set():
-            try:
-                message_id = worker.jobs.get(timeout=self.heartbeat_seconds)
-            except queue.Empty:
+            # a SIM that sends without a pause still reports: a stale heartbeat would take its route away
+            due = worker.reported_at + self.heartbeat_seconds - time.monotonic()
+            if due <= 0:
                 self._heartbeat(worker)
+                continue
+            try:
+                message_id = worker.jobs.get(timeout=due)
+            except queue.Empty:
                 continue
             if message_id is None:
                 return

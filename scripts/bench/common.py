@@ -4,10 +4,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import psycopg
 from psycopg.conninfo import make_conninfo
@@ -31,6 +32,36 @@ def scratch_database() -> Iterator[dict[str, str]]:
     finally:
         with psycopg.connect(SERVER, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def reported_route(runtime: Any) -> Iterator[str]:
+    """A SIM that stays a route for the whole run: registered, and reported healthy every few
+    seconds with the dispatcher's heartbeat function, as a running dispatcher would.  Nothing
+    drives its modem, so what is sent stays queued."""
+    from projections import sim_health
+    from workers.dispatcher import heartbeat_seconds
+
+    sim = runtime.app.add_sim(f"bench-{uuid.uuid4().hex[:6]}", "loop://", 115200, None, "bench")
+    stop = threading.Event()
+
+    def report() -> None:
+        with runtime.connection() as conn:
+            sim_health.record(conn, sim.id, healthy=True, registered=True, signal_dbm=-73, last_error=None,
+                              dispatcher="bench", at=runtime.clock.now())
+
+    def keep_reporting() -> None:
+        while not stop.wait(heartbeat_seconds(runtime.settings.route_window)):
+            report()
+
+    report()
+    reporter = threading.Thread(target=keep_reporting, name="bench heartbeat", daemon=True)
+    reporter.start()
+    try:
+        yield sim.id
+    finally:
+        stop.set()
+        reporter.join()
 
 
 def percentile(values: list[float], p: float) -> float:

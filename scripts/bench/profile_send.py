@@ -15,7 +15,7 @@ import orjson
 from domain.settings import Settings
 from projections.bootstrap import bootstrap
 
-from .common import scratch_database
+from .common import reported_route, scratch_database
 
 STAGES = [
     ("falcon app, whole request", "falcon/app.py", "__call__"),
@@ -34,31 +34,34 @@ def main(n: int = 3000) -> None:
     with scratch_database() as env:
         runtime = bootstrap(Settings.from_env(env), group_commit=True)
         app = runtime.app
-        app.add_sim("p", "loop://", 115200, None, "bench")
-        ws = app.create_workspace("Profile", None, {}, "bench")
-        app.change_workspace(ws.id, "activate", "bench")
-        app.change_workspace(ws.id, "credit", "bench", amount=10**12, note=None)
-        _, key, _ = app.create_client(ws.id, "P", None, 10**6, "bench")
-        wsgi = create_app(app, runtime.connection)
+        with reported_route(runtime):
+            ws = app.create_workspace("Profile", None, {}, "bench")
+            app.change_workspace(ws.id, "activate", "bench")
+            app.change_workspace(ws.id, "credit", "bench", amount=10**12, note=None)
+            _, key, _ = app.create_client(ws.id, "P", None, 10**6, "bench")
+            wsgi = create_app(app, runtime.connection, route_window=runtime.settings.route_window)
 
-        def send() -> None:
-            environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/sms/send", "QUERY_STRING": "",
-                       "SERVER_NAME": "bench", "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1",
-                       "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(body), "wsgi.errors": sys.stderr,
-                       "CONTENT_LENGTH": str(len(body)), "CONTENT_TYPE": "application/json", "HTTP_X_API_KEY": key}
-            b"".join(wsgi(environ, lambda status, headers: None))
+            def send(start_response=lambda status, headers: None) -> None:
+                environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/sms/send", "QUERY_STRING": "",
+                           "SERVER_NAME": "bench", "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1",
+                           "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(body), "wsgi.errors": sys.stderr,
+                           "CONTENT_LENGTH": str(len(body)), "CONTENT_TYPE": "application/json", "HTTP_X_API_KEY": key}
+                b"".join(wsgi(environ, start_response))
 
-        for _ in range(300):
-            send()
-        cpu, wall = time.process_time(), time.perf_counter()
-        for _ in range(n):
-            send()
-        cpu, wall = (time.process_time() - cpu) / n * 1000, (time.perf_counter() - wall) / n * 1000
-        profile = cProfile.Profile()
-        profile.enable()
-        for _ in range(n):
-            send()
-        profile.disable()
+            answered: list[str] = []
+            send(lambda status, headers: answered.append(status))
+            assert answered == ["202 Accepted"], answered
+            for _ in range(300):
+                send()
+            cpu, wall = time.process_time(), time.perf_counter()
+            for _ in range(n):
+                send()
+            cpu, wall = (time.process_time() - cpu) / n * 1000, (time.perf_counter() - wall) / n * 1000
+            profile = cProfile.Profile()
+            profile.enable()
+            for _ in range(n):
+                send()
+            profile.disable()
         runtime.close()
     stats = pstats.Stats(profile, stream=io.StringIO()).stats  # type: ignore[attr-defined]
     print(f"one send, sequential, in process: {cpu:.3f} ms CPU (all threads), {wall:.3f} ms wall")

@@ -25,7 +25,7 @@ import requests
 from domain.settings import Settings
 from projections.bootstrap import bootstrap
 
-from .common import ROOT, scratch_database
+from .common import ROOT, reported_route, scratch_database
 
 LUA = Path(__file__).with_name("send.lua")
 
@@ -101,42 +101,45 @@ def main() -> None:
         raise SystemExit("the send benchmark needs wrk: apt-get install wrk")
     with scratch_database() as env:
         runtime = bootstrap(Settings.from_env(env), pool_size=1)
-        runtime.app.add_sim("bench-sim", "loop://", 115200, None, "bench")
+        with reported_route(runtime):
+            per_worker = 1000 if args.unbalanced else args.connections // 2
+            scenarios = {"(a) 1 workspace, 1 client": _clients(env, 1, 1),
+                         "(b) 1 workspace, 8 clients": _clients(env, 1, 8),
+                         "(c) 8 workspaces": _clients(env, 8, 1)}
+            sandesh = subprocess.Popen([sys.executable, "-m", "scripts.cli", "serve", "--bind", "127.0.0.1:18701",
+                                        "--workers", "2", "--threads", str(args.threads),
+                                        "--worker-connections", str(per_worker)],
+                                       env={**env, "SANDESH_LOG_LEVEL": "WARNING"},
+                                       cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            bare = subprocess.Popen([sys.executable, "-m", "gunicorn", "-k", "gthread", "--workers", "2", "--threads",
+                                     str(args.threads), "--worker-connections", str(per_worker),
+                                     "--bind", "127.0.0.1:18702", "--log-level", "warning",
+                                     "scripts.bench.bare_app:app"], cwd=ROOT, env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                _wait("http://127.0.0.1:18701/v1/sms/balance", sandesh)
+                _wait("http://127.0.0.1:18702/", bare)
+                print(f"wrk -t1 -c{args.connections} -d{args.seconds}s, median of {args.repeat} alternating runs;"
+                      f" gunicorn gthread, 2 workers x {args.threads} threads, at most {per_worker} connections each")
+                print(f"{'scenario':<28} {'server':<8} {'sends/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8}"
+                      f" {'ratio':>7}")
+                for name, keys in scenarios.items():
+                    runs: dict[str, list[dict[str, float]]] = {"bare": [], "sandesh": []}
+                    for _ in range(args.repeat):  # alternate, so drift and noise hit both alike
+                        for label, url in (("bare", "http://127.0.0.1:18702"), ("sandesh", "http://127.0.0.1:18701")):
+                            _settle(env["DATABASE_URL"])
+                            runs[label].append(_wrk(url, keys, args.seconds, args.connections))
+                    base, real = _median(runs["bare"]), _median(runs["sandesh"])
+                    for label, r in (("bare", base), ("sandesh", real)):
+                        ratio = f"{real['rps'] / base['rps']:.0%}" if label == "sandesh" else ""
+                        spread = "/".join(f"{x['rps']:.0f}" for x in runs[label])
+                        print(f"{name:<28} {label:<8} {r['rps']:>9.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} "
+                              f"{r['non2xx'] + r['errors']:>8} {ratio:>7}   runs: {spread}")
+            finally:
+                for process in (sandesh, bare):
+                    process.terminate()
+                    process.wait(timeout=20)
         runtime.close()
-        per_worker = 1000 if args.unbalanced else args.connections // 2
-        scenarios = {"(a) 1 workspace, 1 client": _clients(env, 1, 1),
-                     "(b) 1 workspace, 8 clients": _clients(env, 1, 8),
-                     "(c) 8 workspaces": _clients(env, 8, 1)}
-        sandesh = subprocess.Popen([sys.executable, "-m", "scripts.cli", "serve", "--bind", "127.0.0.1:18701",
-                                    "--workers", "2", "--threads", str(args.threads),
-                                    "--worker-connections", str(per_worker)], env={**env, "SANDESH_LOG_LEVEL": "WARNING"},
-                                   cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        bare = subprocess.Popen([sys.executable, "-m", "gunicorn", "-k", "gthread", "--workers", "2", "--threads",
-                                 str(args.threads), "--worker-connections", str(per_worker), "--bind", "127.0.0.1:18702", "--log-level", "warning",
-                                 "scripts.bench.bare_app:app"], cwd=ROOT, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            _wait("http://127.0.0.1:18701/v1/sms/balance", sandesh)
-            _wait("http://127.0.0.1:18702/", bare)
-            print(f"wrk -t1 -c{args.connections} -d{args.seconds}s, median of {args.repeat} alternating runs;"
-                  f" gunicorn gthread, 2 workers x {args.threads} threads, at most {per_worker} connections each")
-            print(f"{'scenario':<28} {'server':<8} {'sends/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8} {'ratio':>7}")
-            for name, keys in scenarios.items():
-                runs: dict[str, list[dict[str, float]]] = {"bare": [], "sandesh": []}
-                for _ in range(args.repeat):  # alternate, so drift and noise hit both alike
-                    for label, url in (("bare", "http://127.0.0.1:18702"), ("sandesh", "http://127.0.0.1:18701")):
-                        _settle(env["DATABASE_URL"])
-                        runs[label].append(_wrk(url, keys, args.seconds, args.connections))
-                base, real = _median(runs["bare"]), _median(runs["sandesh"])
-                for label, r in (("bare", base), ("sandesh", real)):
-                    ratio = f"{real['rps'] / base['rps']:.0%}" if label == "sandesh" else ""
-                    spread = "/".join(f"{x['rps']:.0f}" for x in runs[label])
-                    print(f"{name:<28} {label:<8} {r['rps']:>9.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} "
-                          f"{r['non2xx'] + r['errors']:>8} {ratio:>7}   runs: {spread}")
-        finally:
-            for process in (sandesh, bare):
-                process.terminate()
-                process.wait(timeout=20)
 
 
 if __name__ == "__main__":

@@ -6,12 +6,15 @@ import psycopg
 import pytest
 import requests
 
+from tests.conftest import Server
+
 TO = "9779812345678"
 
 
 @pytest.fixture(scope="module", autouse=True)
-def a_sim(sandesh):
-    return sandesh("sim", "add", "--name", "route-1", "--port", "loop://")
+def a_route(route):
+    """Every send here needs a route: an enabled SIM reported healthy."""
+    return route
 
 
 @pytest.fixture
@@ -104,6 +107,56 @@ def test_no_enabled_sim_is_503_unavailable_and_charges_nothing(server, sandesh, 
         for name in sims:
             sandesh("sim", "enable", name)
     assert balance(server, workspace["key"]) == 10000
+
+
+def test_a_sim_no_dispatcher_has_reported_on_is_no_route_503_unavailable_and_charges_nothing(server, sandesh,
+                                                                                              workspace, route):
+    """A route is an enabled SIM a dispatcher reported healthy: one nobody drives sends nothing."""
+    sandesh("sim", "disable", "route-1")
+    unreported = sandesh("sim", "add", "--name", "never-reported", "--port", "loop://")
+    try:
+        answer = send(server, workspace["key"], {"to": TO, "text": "hi"})
+        assert answer.status_code == 503 and answer.json()["code"] == "unavailable"
+    finally:
+        sandesh("sim", "disable", unreported["id"])
+        sandesh("sim", "enable", "route-1")
+    assert balance(server, workspace["key"]) == 10000
+
+
+def test_a_sim_reported_unhealthy_is_no_route(server, workspace, route):
+    with route.unhealthy():
+        answer = send(server, workspace["key"], {"to": TO, "text": "hi"})
+        assert answer.status_code == 503 and answer.json()["code"] == "unavailable"
+    assert balance(server, workspace["key"]) == 10000
+
+
+def test_a_heartbeat_older_than_the_route_window_is_no_route(server, sandesh, workspace, route):
+    """SANDESH_ROUTE_WINDOW defaults to 60 s of the service clock."""
+    with route.silent():
+        sandesh("clock", "advance", "55")
+        assert send(server, workspace["key"], {"to": TO, "text": "just in time"}).status_code == 202
+        sandesh("clock", "advance", "6")
+        answer = send(server, workspace["key"], {"to": TO, "text": "too late"})
+        assert answer.status_code == 503 and answer.json()["code"] == "unavailable"
+    assert balance(server, workspace["key"]) == 10000 - 100
+
+
+def test_a_sim_reported_healthy_within_the_route_window_is_a_route(server, workspace, route):
+    answer = send(server, workspace["key"], {"to": TO, "text": "hi"})
+    assert answer.status_code == 202 and answer.json()["messageId"]
+
+
+def test_the_route_window_is_configurable(server, env, sandesh, workspace, route):
+    """The same heartbeat, 6 s old: a route within the default 60 s, none within SANDESH_ROUTE_WINDOW=5."""
+    short = Server({**env, "SANDESH_ROUTE_WINDOW": "5"}, workers=1)
+    try:
+        with route.silent():
+            sandesh("clock", "advance", "6")
+            answer = send(short, workspace["key"], {"to": TO, "text": "hi"})
+            assert answer.status_code == 503 and answer.json()["code"] == "unavailable"
+            assert send(server, workspace["key"], {"to": TO, "text": "hi"}).status_code == 202
+    finally:
+        short.stop()
 
 
 def test_checks_come_in_the_order_of_decisions_1(server, sandesh, workspace):
