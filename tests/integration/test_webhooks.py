@@ -462,3 +462,35 @@ def test_sandesh_worker_webhooks_delivers_to_the_example_receiver(runtime, works
         example.terminate()
         assert worker.wait(timeout=20) == 0, worker.stderr.read()
         example.wait(timeout=5)
+
+
+def test_through_emulated_modems_a_send_ends_delivered_and_a_reply_arrives_as_message_inbound(runtime, hooked,
+                                                                                                 sender):
+    """The whole path: the dispatcher drives emulated SIMs, the sender follows the log."""
+    from scripts.commands import register_emulated
+    from scripts.emulator import Emulator
+    from workers.dispatcher import Dispatcher
+
+    with Emulator(sims=2, report_delay=0.05) as emulator:
+        register_emulated(runtime, emulator.devices(), "test")
+        dispatcher = Dispatcher(runtime)
+        dispatcher.start()
+        threading.Thread(target=dispatcher.run, daemon=True).start()
+        stop = threading.Event()
+        threading.Thread(target=sender.run, args=(stop,), daemon=True).start()
+        try:
+            message = hooked.send("Your parcel is at the counter. " * 7)  # 2 GSM-7 parts
+            events = [body(r) for r in hooked.received(2)]
+            assert sorted(e["status"] for e in events) == ["delivered", "sent"]
+            assert all(e["segments"] == 2 and e["to"] == message.to and e["route"] == "device" for e in events)
+            sim = runtime.app.message(message.id).sim_id
+            with runtime.connection() as conn:
+                name = conn.execute("SELECT name FROM sims WHERE id = %s", (sim,)).fetchone()["name"]
+            emulator.modem(name).inject_inbound("+" + message.to, "Thank you!")
+            [*_, inbound] = hooked.received(3)
+            assert body(inbound)["type"] == "message.inbound"
+            assert (body(inbound)["from"], body(inbound)["text"], body(inbound)["inReplyTo"]) == (
+                "+" + message.to, "Thank you!", message.id)
+        finally:
+            stop.set()
+            dispatcher.close()
