@@ -66,32 +66,26 @@ class WebhookSender:
                                                            inclusive_of_start=False)
             if not batch:
                 return 0
-            now = self.clock.now()
-            deliveries = [d for n in batch if (d := self._delivery(cur, self.app.mapper.to_domain_event(n), now))]
+            now, urls = self.clock.now(), _UrlCache(cur)
+            deliveries = [d for n in batch if (d := self._delivery(urls, self.app.mapper.to_domain_event(n), now))]
             self._create(deliveries)
             cur.execute("UPDATE projection_positions SET position = %s WHERE name = %s", (batch[-1].id, POSITION))
             return len(batch)
 
-    def _delivery(self, cur: Any, event: Any, now: float) -> WebhookDelivery | None:
+    def _delivery(self, urls: "_UrlCache", event: Any, now: float) -> WebhookDelivery | None:
         if event.at < now - HISTORY:
             return None  # a first start on an old log does not send a week's past again
         if isinstance(event, Reply.Received):
-            if event.client_id is None or not self._has_url(cur, event.client_id):
+            if event.client_id is None or not urls.has_url(event.client_id):
                 return None
             body = inbound_event(event.originator_id, event.sender, event.text, event.at, event.in_reply_to)
             return new_delivery(event.client_id, INBOUND, event.originator_id, None, body, at=now)
         message: Message = self.app.repository.get(event.originator_id, version=event.originator_version)
-        if not self._has_url(cur, message.client_id):
+        if not urls.has_url(message.client_id):
             return None  # a client with no webhook URL gets no deliveries (decisions §2)
         status = WEBHOOK_STATUS[type(event)]
         body = status_event(message, status, event.at, getattr(event, "error", None))
         return new_delivery(message.client_id, STATUS, message.id, status, body, at=now)
-
-    @staticmethod
-    def _has_url(cur: Any, client_id: str) -> bool:
-        cur.execute("SELECT webhook_url FROM clients WHERE id = %s", (client_id,))
-        row = cur.fetchone()
-        return bool(row and row["webhook_url"])
 
     def _create(self, deliveries: list[WebhookDelivery]) -> None:
         """Append the new deliveries; an id that exists already (the same message and status
@@ -215,6 +209,20 @@ class WebhookSender:
     def close(self, wait: bool = True) -> None:
         self.pool.shutdown(wait=wait, cancel_futures=True)
         self.http.close()
+
+
+class _UrlCache:
+    """Whether each client has a webhook URL, asked once per batch."""
+
+    def __init__(self, cur: Any):
+        self.cur, self.known = cur, {}
+
+    def has_url(self, client_id: str) -> bool:
+        if client_id not in self.known:
+            self.cur.execute("SELECT webhook_url FROM clients WHERE id = %s", (client_id,))
+            row = self.cur.fetchone()
+            self.known[client_id] = bool(row and row["webhook_url"])
+        return self.known[client_id]
 
 
 def _describe(error: requests.RequestException) -> str:
