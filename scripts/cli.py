@@ -108,9 +108,10 @@ def parser() -> argparse.ArgumentParser:
     wh = sub.add_parser("webhooks", help="webhook deliveries of the last 7 days").add_subparsers(dest="command",
                                                                                                 required=True)
     c = wh.add_parser("list", help="deliveries, newest first, with their last attempt")
-    c.add_argument("--client", metavar="CL")
-    c.add_argument("--state", choices=["attempting", "waiting", "delivered", "dead"])
-    c.add_argument("--limit", type=positive_int, default=100, metavar="N")
+    c.add_argument("--client", metavar="CL", help="only this client's deliveries")
+    c.add_argument("--state", choices=["attempting", "waiting", "delivered", "dead"],
+                   help="attempting: first attempt due; waiting: a retry is scheduled; dead: no more attempts")
+    c.add_argument("--limit", type=positive_int, default=100, metavar="N", help="at most N (default 100)")
     wh.add_parser("show", help="one delivery with every attempt and its body").add_argument("delivery", metavar="ID")
     wh.add_parser("redeliver", help="send the same event again as a new delivery (audited)").add_argument(
         "delivery", metavar="ID")
