@@ -265,6 +265,17 @@ def test_the_error_cases_of_send_apply(server, runtime, sandesh):
     assert post(server, pending, "verify", {"to": fresh_number(), "purpose": "l", "code": "1"}).status_code == 403
 
 
+def test_no_healthy_sim_is_503_unavailable_and_leaves_no_code(server, runtime, sandesh, route):
+    client = make_client(sandesh, "NoRoute")
+    to = fresh_number()
+    with route.unhealthy():
+        answer = post(server, client["key"], "send", {"to": to, "purpose": "l"})
+        assert (answer.status_code, answer.json()["code"]) == (503, "unavailable")
+    assert sandesh("workspace", "show", client["workspace"])["balance"] == 100000
+    assert verify(server, client["key"], to, "000000", purpose="l")["reason"] == "no_active_otp"
+    assert post(server, client["key"], "send", {"to": to, "purpose": "l"}).status_code == 202
+
+
 def test_a_refused_send_leaves_no_code_and_charges_nothing(server, runtime, sandesh):
     poor = make_client(sandesh, "Refused")
     sandesh("workspace", "set-rates", poor["workspace"], "otp=100001")
