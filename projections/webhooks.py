@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from psycopg.types.json import Jsonb
 
 from domain.clock import iso
@@ -78,11 +77,9 @@ def view(row: dict[str, Any], attempts: bool = False) -> dict[str, Any]:
         "updatedAt": iso(row["updated_at"]),
     }
     if attempts:
-        history = row["history"]
-        shown["history"] = orjson.loads(history) if isinstance(history, (str, bytes)) else history
+        shown["history"] = row["history"]
     else:
-        last = (row["history"] or [None])[-1]
-        shown["lastAttempt"] = last
+        shown["lastAttempt"] = row["history"][-1] if row["history"] else None
     return shown
 
 

@@ -27,6 +27,10 @@ from domain.errors import InvalidInput
 class AddressRefused(NewConnectionError):
     """The webhook host resolves to an address deliveries may not go to."""
 
+    def __init__(self, conn: Any, why: str):
+        super().__init__(conn, why)
+        self.why = why
+
 
 def refused_reason(address: str) -> str | None:
     ip = ipaddress.ip_address(address.split("%", 1)[0])
@@ -83,7 +87,7 @@ class GuardedConnection(HTTPSConnection):
                 return connection.create_connection((address, self.port), self.timeout,
                                                     source_address=self.source_address,
                                                     socket_options=self.socket_options)
-            except socket.timeout as error:
+            except socket.timeout:
                 last = ConnectTimeoutError(self, f"connecting to {self.host} ({address}) timed out")
             except OSError as error:
                 last = NewConnectionError(self, f"connecting to {self.host} ({address}): {error}")

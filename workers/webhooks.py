@@ -66,22 +66,23 @@ class WebhookSender:
                                                            inclusive_of_start=False)
             if not batch:
                 return 0
-            now, urls = self.clock.now(), _UrlCache(cur)
-            deliveries = [d for n in batch if (d := self._delivery(urls, self.app.mapper.to_domain_event(n), now))]
+            now, known = self.clock.now(), _Batch(self.app, cur)
+            deliveries = [d for n in batch if (d := self._delivery(known, self.app.mapper.to_domain_event(n), now))]
             self._create(deliveries)
             cur.execute("UPDATE projection_positions SET position = %s WHERE name = %s", (batch[-1].id, POSITION))
             return len(batch)
 
-    def _delivery(self, urls: "_UrlCache", event: Any, now: float) -> WebhookDelivery | None:
+    @staticmethod
+    def _delivery(known: "_Batch", event: Any, now: float) -> WebhookDelivery | None:
         if event.at < now - HISTORY:
             return None  # a first start on an old log does not send a week's past again
         if isinstance(event, Reply.Received):
-            if event.client_id is None or not urls.has_url(event.client_id):
+            if event.client_id is None or not known.has_url(event.client_id):
                 return None
             body = inbound_event(event.originator_id, event.sender, event.text, event.at, event.in_reply_to)
             return new_delivery(event.client_id, INBOUND, event.originator_id, None, body, at=now)
-        message: Message = self.app.repository.get(event.originator_id, version=event.originator_version)
-        if not urls.has_url(message.client_id):
+        message = known.message(event.originator_id)
+        if not known.has_url(message.client_id):
             return None  # a client with no webhook URL gets no deliveries (decisions §2)
         status = WEBHOOK_STATUS[type(event)]
         body = status_event(message, status, event.at, getattr(event, "error", None))
@@ -211,33 +212,34 @@ class WebhookSender:
         self.http.close()
 
 
-class _UrlCache:
-    """Whether each client has a webhook URL, asked once per batch."""
+class _Batch:
+    """What a batch of events needs, asked once per batch: whether each client has a webhook URL,
+    and each message's fixed fields (to, type, segments, client), which no later event changes."""
 
-    def __init__(self, cur: Any):
-        self.cur, self.known = cur, {}
+    def __init__(self, app: Any, cur: Any):
+        self.app, self.cur = app, cur
+        self.urls: dict[str, bool] = {}
+        self.messages: dict[str, Message] = {}
 
     def has_url(self, client_id: str) -> bool:
-        if client_id not in self.known:
+        if client_id not in self.urls:
             self.cur.execute("SELECT webhook_url FROM clients WHERE id = %s", (client_id,))
             row = self.cur.fetchone()
-            self.known[client_id] = bool(row and row["webhook_url"])
-        return self.known[client_id]
+            self.urls[client_id] = bool(row and row["webhook_url"])
+        return self.urls[client_id]
+
+    def message(self, message_id: str) -> Message:
+        if message_id not in self.messages:
+            self.messages[message_id] = self.app.repository.get(message_id)
+        return self.messages[message_id]
 
 
 def _describe(error: requests.RequestException) -> str:
-    """The innermost reason (e.g. the SSRF guard's, or a certificate's), not requests' wrapping."""
-    reason: Any = error
-    while True:
-        inner = getattr(reason, "reason", None) or (reason.args[0] if getattr(reason, "args", None) and
-                                                    isinstance(reason.args[0], BaseException) else None)
-        if inner is None or inner is reason:
-            break
-        reason = inner
-    text = str(reason)
+    """urllib3's reason (e.g. the SSRF guard's, or a certificate's), not requests' wrapping of it."""
+    reason = getattr(error.args[0] if error.args else None, "reason", None) or error
     if isinstance(reason, webhook_guard.AddressRefused):
-        text = "refused: " + text.split(": ", 1)[-1]
-    return f"{type(error).__name__}: {text}"[:300]
+        return f"{type(error).__name__}: refused: {reason.why}"
+    return f"{type(error).__name__}: {reason}"[:300]
 
 
 def run(settings: Any, stop: threading.Event) -> None:

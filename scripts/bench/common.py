@@ -34,6 +34,15 @@ def scratch_database() -> Iterator[dict[str, str]]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def funded_workspace(app: Any, name: str, amount: int, actor: str = "bench", rates: dict[str, int] | None = None) -> str:
+    """An active workspace with `amount` paisa of balance, made through the operator use cases."""
+    workspace = app.create_workspace(name, None, rates or {}, actor)
+    app.change_workspace(workspace.id, "activate", actor)
+    if amount:
+        app.change_workspace(workspace.id, "credit", actor, amount=amount, note=None)
+    return workspace.id
+
+
 @contextmanager
 def reported_route(runtime: Any) -> Iterator[str]:
     """A SIM that stays a route for the whole run: registered, and reported healthy every few

@@ -15,7 +15,7 @@ import orjson
 from domain.settings import Settings
 from projections.bootstrap import bootstrap
 
-from .common import reported_route, scratch_database
+from .common import funded_workspace, reported_route, scratch_database
 
 STAGES = [
     ("falcon app, whole request", "falcon/app.py", "__call__"),
@@ -35,10 +35,8 @@ def main(n: int = 3000) -> None:
         runtime = bootstrap(Settings.from_env(env), group_commit=True)
         app = runtime.app
         with reported_route(runtime):
-            ws = app.create_workspace("Profile", None, {}, "bench")
-            app.change_workspace(ws.id, "activate", "bench")
-            app.change_workspace(ws.id, "credit", "bench", amount=10**12, note=None)
-            _, key, _ = app.create_client(ws.id, "P", None, 10**6, "bench")
+            ws = funded_workspace(app, "Profile", 10**12)
+            _, key, _ = app.create_client(ws, "P", None, 10**6, "bench")
             wsgi = create_app(app, runtime.connection, route_window=runtime.settings.route_window)
 
             def send(start_response=lambda status, headers: None) -> None:

@@ -19,7 +19,7 @@ from domain.settings import Settings
 from projections import request_rate
 from projections.bootstrap import bootstrap
 
-from .common import percentile, reported_route, scratch_database
+from .common import funded_workspace, percentile, reported_route, scratch_database
 
 
 def _timed(function, n: int) -> list[float]:
@@ -44,9 +44,7 @@ def main(n: int = 3000) -> None:
         # the statement reads SIM health too: measure it with a route, as in production
         with reported_route(runtime):
             app = runtime.app
-            workspace = app.create_workspace("Bench", None, {}, "bench")
-            app.change_workspace(workspace.id, "activate", "bench")
-            client, key, _ = app.create_client(workspace.id, "Bench", None, 1_000_000, "bench")
+            client, key, _ = app.create_client(funded_workspace(app, "Bench", 0), "Bench", None, 1_000_000, "bench")
 
             key_hash, window = sha256_hex(key), runtime.settings.route_window
             with runtime.connection() as conn:

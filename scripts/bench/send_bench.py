@@ -25,7 +25,7 @@ import requests
 from domain.settings import Settings
 from projections.bootstrap import bootstrap
 
-from .common import ROOT, reported_route, scratch_database
+from .common import ROOT, funded_workspace, reported_route, scratch_database
 
 LUA = Path(__file__).with_name("send.lua")
 
@@ -47,11 +47,9 @@ def _clients(env: dict[str, str], workspaces: int, per_workspace: int) -> list[s
     runtime = bootstrap(Settings.from_env(env), pool_size=2)
     keys = []
     for w in range(workspaces):
-        ws = runtime.app.create_workspace(f"Bench {w}", None, {}, "bench")
-        runtime.app.change_workspace(ws.id, "activate", "bench")
-        runtime.app.change_workspace(ws.id, "credit", "bench", amount=10**12, note=None)
+        ws = funded_workspace(runtime.app, f"Bench {w}", 10**12)
         for c in range(per_workspace):
-            keys.append(runtime.app.create_client(ws.id, f"B{w}.{c}", None, 10**6, "bench")[1])
+            keys.append(runtime.app.create_client(ws, f"B{w}.{c}", None, 10**6, "bench")[1])
     runtime.close()
     return keys
 

@@ -18,11 +18,10 @@ import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 
 import trustme
 
-from .common import ROOT, scratch_database
+from .common import ROOT, funded_workspace, scratch_database
 
 
 def main() -> None:
@@ -50,10 +49,8 @@ def run(env: dict[str, str], tmp: str, events: int, concurrency: int) -> str:
     runtime = bootstrap(Settings.from_env(env), pool_size=concurrency + 4)
     port = free_port()
     app = runtime.app
-    ws = app.create_workspace("Bench", None, {}, "bench")
-    app.change_workspace(ws.id, "activate", "bench")
-    app.change_workspace(ws.id, "credit", "bench", amount=100 * events, note=None)
-    client, _, secret = app.create_client(ws.id, "Bench", f"https://localhost:{port}/hooks", 1000, "bench")
+    ws = funded_workspace(app, "Bench", 100 * events)
+    client, _, secret = app.create_client(ws, "Bench", f"https://localhost:{port}/hooks", 1000, "bench")
     receiver = subprocess.Popen([sys.executable, "scripts/example_receiver.py", "--port", str(port),
                                  "--cert", f"{tmp}/receiver.pem"], cwd=ROOT, env={**env, "WEBHOOK_SECRET": secret},
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -61,7 +58,7 @@ def run(env: dict[str, str], tmp: str, events: int, concurrency: int) -> str:
     try:
         request, _ = parse_send({"to": "9779812345678", "text": "bench"})
         for _ in range(events):
-            message = app.send(client.id, ws.id, request, 100)
+            message = app.send(client.id, ws, request, 100)
             message.fail("bench", at=runtime.clock.now())
             app.save(message)
         sender = WebhookSender(runtime, concurrency=concurrency)

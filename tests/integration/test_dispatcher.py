@@ -6,6 +6,7 @@ import pytest
 
 from domain.sending import parse_send
 from projections import follower
+from scripts.bench.common import funded_workspace
 from scripts.commands import register_emulated
 from scripts.emulator import Emulator
 from workers.dispatcher import Dispatcher
@@ -23,10 +24,8 @@ def emulator(runtime):
 @pytest.fixture(scope="module")
 def account(runtime):
     app = runtime.app
-    ws = app.create_workspace("Dispatch", None, {}, "t")
-    app.change_workspace(ws.id, "activate", "t")
-    app.change_workspace(ws.id, "credit", "t", amount=10**7, note=None)
-    return ws.id, app.create_client(ws.id, "D", None, 1000, "t")[0].id
+    ws = funded_workspace(app, "Dispatch", 10**7, "t")
+    return ws, app.create_client(ws, "D", None, 1000, "t")[0].id
 
 
 @pytest.fixture

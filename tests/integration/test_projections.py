@@ -11,6 +11,7 @@ import pytest
 
 from domain.sending import parse_send
 from projections import follower
+from scripts.bench.common import funded_workspace
 from tests.conftest import ROOT
 
 TABLES = {"workspaces": "id", "clients": "id", "sims": "id", "sms_switch": "id",
@@ -23,10 +24,8 @@ def clients(runtime):
     """Two workspaces, three clients, a few hundred mixed messages (some with keys)."""
     app, made = runtime.app, []
     for name in ("North", "South"):
-        ws = app.create_workspace(name, None, {"otp": 150}, "t")
-        app.change_workspace(ws.id, "activate", "t")
-        app.change_workspace(ws.id, "credit", "t", amount=1_000_000, note=None)
-        made += [(ws.id, app.create_client(ws.id, f"{name}{i}", None, None, "t")[0].id) for i in range(1 + (name == "North"))]
+        ws = funded_workspace(app, name, 1_000_000, "t", rates={"otp": 150})
+        made += [(ws, app.create_client(ws, f"{name}{i}", None, None, "t")[0].id) for i in range(1 + (name == "North"))]
     rng = random.Random(7)
     for i in range(300):
         ws, cl = rng.choice(made)

@@ -16,8 +16,8 @@ from domain.clock import iso
 from domain.sending import parse_send
 from domain.signature import SignatureError, verify_signature
 from domain.webhook import DELAYS
-from projections import webhooks
 from projections.db import advance_clock
+from scripts.bench.common import funded_workspace
 from tests.conftest import ROOT
 from tests.receiver import Receiver
 from workers import webhook_guard
@@ -37,11 +37,7 @@ def receiver(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def workspace(runtime):
-    app = runtime.app
-    ws = app.create_workspace("Hooks", None, {}, "t")
-    app.change_workspace(ws.id, "activate", "t")
-    app.change_workspace(ws.id, "credit", "t", amount=10**7, note=None)
-    return ws.id
+    return funded_workspace(runtime.app, "Hooks", 10**7, "t")
 
 
 class Hooked:
