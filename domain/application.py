@@ -280,12 +280,6 @@ class Sandesh(Application[str]):
     def delivery(self, delivery_id: str) -> WebhookDelivery:
         return self._get(delivery_id, WebhookDelivery, "webhook delivery")
 
-    def record_attempt(self, delivery_id: str, status_code: int | None, error: str | None, duration: float) -> str:
-        delivery = self.delivery(delivery_id)
-        delivery.attempted(status_code, error, duration, at=self.clock.now())
-        self.save(delivery)
-        return delivery.state
-
     def redeliver(self, delivery_id: str, actor: str) -> WebhookDelivery:
         """A new delivery of the same event body, with a new id (audited)."""
         original = self.delivery(delivery_id)

@@ -245,6 +245,17 @@ def webhooks_list(args: argparse.Namespace, settings: Settings, actor: str) -> i
     return 0
 
 
+def _recent_delivery(runtime: Runtime, delivery_id: str) -> dict[str, Any]:
+    """The read-model row of a delivery of the last 7 days (the history the operator sees)."""
+    from projections import webhooks
+
+    with runtime.connection() as conn:
+        row = webhooks.find(conn, delivery_id, runtime.clock.now())
+    if row is None:
+        raise NotFound(f"no webhook delivery {delivery_id!r} in the last 7 days")
+    return row
+
+
 def webhooks_show(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     """A delivery of the last 7 days, its attempts, and the body it sends (kept only in the log)."""
     import orjson
@@ -252,10 +263,7 @@ def webhooks_show(args: argparse.Namespace, settings: Settings, actor: str) -> i
     from projections import webhooks
 
     with opened(settings) as runtime:
-        with runtime.connection() as conn:
-            row = webhooks.find(conn, args.delivery, runtime.clock.now())
-        if row is None:
-            raise NotFound(f"no webhook delivery {args.delivery!r} in the last 7 days")
+        row = _recent_delivery(runtime, args.delivery)
         emit({**webhooks.view(row, attempts=True), "body": orjson.loads(runtime.app.delivery(row["id"]).body)})
     return 0
 
@@ -264,12 +272,9 @@ def webhooks_redeliver(args: argparse.Namespace, settings: Settings, actor: str)
     from projections import webhooks
 
     with opened(settings) as runtime:
-        with runtime.connection() as conn:
-            if webhooks.find(conn, args.delivery, runtime.clock.now()) is None:
-                raise NotFound(f"no webhook delivery {args.delivery!r} in the last 7 days")
+        _recent_delivery(runtime, args.delivery)
         again = runtime.app.redeliver(args.delivery, actor)
-        with runtime.connection() as conn:
-            emit(webhooks.view(webhooks.find(conn, again.id, runtime.clock.now())))
+        emit(webhooks.view(_recent_delivery(runtime, again.id)))
     return 0
 
 
