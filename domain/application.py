@@ -18,7 +18,7 @@ from .credentials import new_api_key, new_webhook_secret, sha256_hex, shown_pref
 from .errors import IdempotencyKeyTaken, InsufficientBalance, InvalidInput, NotFound, OtpLimited
 from .inbound import Reply
 from .message import Message, accept
-from .otp import RESEND_COOLDOWN, Otp, Outcome, NO_ACTIVE_OTP, code_text, hash_code, new_code, otp_id
+from .otp import LIFETIME as OTP_LIFETIME, RESEND_COOLDOWN, Otp, Outcome, NO_ACTIVE_OTP, code_text, hash_code, new_code, otp_id
 from .segments import segment
 from .sending import SendRequest
 from .sim import SMS_SWITCH_ID, Sim, SmsSwitch, check_sim_name
@@ -163,7 +163,40 @@ class Sandesh(Application[str]):
         return sim
 
     def change_sim(self, sim_id: str, command: str, actor: str) -> Sim:
+        """enable, disable, or release (an operator lifts a quarantine)."""
         return self._change(sim_id, Sim, "SIM", command, actor=actor)
+
+    def update_sim(self, sim_id: str, port: str | None, baud: int | None, host: str | None, actor: str) -> Sim:
+        """A new port, baud rate or host for a registered SIM (`sandesh sim update`)."""
+        sim = self._get(sim_id, Sim, "SIM")
+        now = self.clock.now()
+        if port is not None:
+            sim.move(port.strip(), actor=actor, at=now)
+        changes = {k: v for k, v in (("baud", baud), ("host", host)) if v is not None}
+        if changes or port is None:
+            sim.update(changes, actor=actor, at=now)
+        self.save(sim)
+        return sim
+
+    def quarantine_sim(self, sim_id: str, kind: str, reason: str, actor: str) -> bool:
+        """The dispatcher takes a SIM out of the pool; False when it was out already."""
+        return self._sim_decision(sim_id, lambda sim, now: sim.quarantine_for(kind, reason, actor=actor, at=now))
+
+    def recover_sim(self, sim_id: str, reason: str, actor: str) -> bool:
+        """The dispatcher found the cause of a self-healing quarantine gone."""
+        return self._sim_decision(sim_id, lambda sim, now: sim.recover(reason, actor=actor, at=now))
+
+    def _sim_decision(self, sim_id: str, decide: Callable[[Sim, float], bool]) -> bool:
+        for _ in range(10):  # an operator may change the SIM at the same moment: read it again
+            sim = self._get(sim_id, Sim, "SIM")
+            if not decide(sim, self.clock.now()):
+                return False
+            try:
+                self.save(sim)
+                return True
+            except IntegrityError:
+                continue
+        raise RuntimeError(f"could not record a decision on SIM {sim_id}")
 
     def set_sms_switch(self, on: bool, reason: str | None, actor: str) -> SmsSwitch:
         try:
@@ -181,10 +214,12 @@ class Sandesh(Application[str]):
     def send(self, client_id: str, workspace_id: str, request: SendRequest, cost: int,
              idempotency_key: str | None = None, request_hash: str | None = None) -> Message:
         """Accept a message: its Accepted event, the debit and the idempotency record commit together."""
+        now = self.clock.now()
         message = accept(
             client_id=client_id, workspace_id=workspace_id, to=request.to, text=request.text,
             message_type=request.message_type, segments=request.segments, encoding=request.encoding,
-            cost=cost, idempotency_key=idempotency_key, request_hash=request_hash, at=self.clock.now(),
+            cost=cost, idempotency_key=idempotency_key, request_hash=request_hash, at=now,
+            expires_at=now + request.valid_for if request.valid_for is not None else None,
         )
         try:
             self.append(message)
@@ -212,7 +247,7 @@ class Sandesh(Application[str]):
             parts = segment(text)
             message = accept(client_id=client_id, workspace_id=workspace_id, to=to, text=text, message_type="otp",
                              segments=parts.segments, encoding=parts.encoding, cost=rate * parts.segments,
-                             idempotency_key=None, request_hash=None, at=now)
+                             idempotency_key=None, request_hash=None, at=now, expires_at=now + OTP_LIFETIME)
             otp.issue(code_hash=hash_code(self.otp_key, otp.id, code), message_id=message.id, ip=ip, at=now)
             try:
                 self.append(message, otp)

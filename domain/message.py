@@ -27,6 +27,7 @@ class Message(Aggregate):
     def __init__(
         self, client_id: str, workspace_id: str, to: str, text: str, message_type: str, segments: int,
         encoding: str, cost: int, idempotency_key: str | None, request_hash: str | None, at: float,
+        expires_at: float | None = None,
     ):
         self.client_id = client_id
         self.workspace_id = workspace_id
@@ -40,12 +41,15 @@ class Message(Aggregate):
         self.error: str | None = None
         self.created_at = at
         self.updated_at = at
+        self.expires_at = expires_at         # not handed to a modem after this (docs/design.md, "Validity")
         self.sim_id: str | None = None
         self.parts: int = segments
         self.accepted: dict[int, int] = {}   # part -> TP-MR from +CMGS
         self.reports: dict[int, int] = {}    # part -> TP-ST of its latest status report
         self.ever_accepted = False           # any part accepted by the network, ever: no refund
         self.report_known = True
+        self.failed_on: list[str] = []       # SIMs that proved they could not send it
+        self.attempts = 0                    # submissions that ended back in the queue
 
     def submit(self, sim_id: str, at: float) -> None:
         if self.status != QUEUED:
@@ -106,14 +110,27 @@ class Message(Aggregate):
         self.status, self.error, self.updated_at = UNDELIVERED, error, at
 
     def requeue(self, reason: str, not_before: float, at: float) -> None:
-        """Back to waiting: deferral by pacing, or retry on another SIM."""
+        """Back to waiting after its SIM proved it did not send it: on to another SIM at once,
+        back to this one (`sim_id`) not before `not_before`."""
         if self.status in FINAL:
             raise InvalidTransition(f"message is {self.status}")
-        self._requeued(error=reason, not_before=not_before, at=at)
+        self._requeued(error=reason, not_before=not_before, sim_id=self.sim_id, at=at)
 
     @event("Requeued")
-    def _requeued(self, error: str, not_before: float, at: float) -> None:
+    def _requeued(self, error: str, not_before: float, at: float, sim_id: str | None = None) -> None:
         self.status, self.error, self.updated_at, self.sim_id = QUEUED, error, at, None
+        self.attempts += 1
+        if sim_id is not None and sim_id not in self.failed_on:
+            self.failed_on.append(sim_id)
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and now >= self.expires_at
+
+    def expire(self, at: float) -> None:
+        """Its validity ended before a modem took it: failed, and refunded since nothing reached
+        the network (decisions §1)."""
+        what = "its code expired" if self.message_type == "otp" else "its validity period ended"
+        self.fail(f"expired before it could be sent: {what}", at=at)
 
     def fail(self, error: str, at: float) -> None:
         self._end(FAILED, error, at)
@@ -141,6 +158,7 @@ class Message(Aggregate):
 def accept(**accepted: object) -> Message:
     """A new Message.  Same as `Message(**accepted)` without the library's per-call signature
     introspection (about a fifth of a millisecond, on the send path)."""
+    accepted.setdefault("expires_at", None)
     return Message._create(Message.Accepted, **accepted)
 
 

@@ -1,23 +1,34 @@
 """SIM pacing and message priority (interface §Limits; decisions §3 Scheduling).
 
-A SIM submits at most 30 parts in any rolling 30 minutes.  Part of every SIM's window is held
-for OTP, so a promotional backlog never delays a code.
+A SIM submits at most 30 parts in any rolling 30 minutes.  Some of the pool's window is held
+for OTP, so a promotional backlog never delays a code: one part per four SIMs (at least one),
+held on the pool as a whole rather than on each SIM.  A reserve per SIM would leave a sixth
+of every window unused under a backlog; this one costs under 1 % of a pool of four
+(docs/design.md, "Pacing").
 """
 from __future__ import annotations
 
+import math
+from typing import Iterable
+
 WINDOW_SECONDS = 30 * 60
 PARTS_PER_WINDOW = 30
-OTP_RESERVE = 5  # parts of each SIM's window that only OTP may use
+SIMS_PER_RESERVED_PART = 4
 
 PRIORITY = {"otp": 0, "transactional": 1, "promotional": 2}
 
 
-def capacity(part_times: list[float], now: float) -> int:
+def capacity(part_times: Iterable[float], now: float) -> int:
     """Parts this SIM may still submit now."""
     return PARTS_PER_WINDOW - sum(1 for t in part_times if t > now - WINDOW_SECONDS)
 
 
-def fits(message_type: str, parts: int, left: int) -> bool:
-    """Whether a message of this type and size may use a SIM with `left` parts of window."""
-    reserve = 0 if message_type == "otp" else OTP_RESERVE
-    return parts + reserve <= left
+def otp_reserve(usable_sims: int) -> int:
+    """Parts of the pool's window that only OTP may use."""
+    return math.ceil(usable_sims / SIMS_PER_RESERVED_PART)
+
+
+def next_room(part_times: Iterable[float], now: float) -> float | None:
+    """When the oldest part in the window leaves it (room for one more part), if any is in it."""
+    inside = [t for t in part_times if t > now - WINDOW_SECONDS]
+    return min(inside) + WINDOW_SECONDS if inside else None

@@ -25,6 +25,22 @@ class SendRequest:
     message_type: str
     segments: int
     encoding: str
+    valid_for: int | None = None  # seconds after acceptance; not handed to a modem later
+
+
+VALID_FOR_MIN, VALID_FOR_MAX = 60, 86_400
+
+
+def _valid_for_problems(valid_for: Any) -> list[Problem]:
+    """`validFor`: whole seconds from 60 to 86,400 (docs/api.md, "Validity")."""
+    if valid_for is None:
+        return []
+    if isinstance(valid_for, bool) or not isinstance(valid_for, (int, float)) or valid_for != int(valid_for):
+        return [Problem(["validFor"], "validFor must be a whole number of seconds", "invalid_type")]
+    if not VALID_FOR_MIN <= valid_for <= VALID_FOR_MAX:
+        return [Problem(["validFor"], f"validFor must be from {VALID_FOR_MIN} to {VALID_FOR_MAX:,} seconds",
+                        "out_of_range")]
+    return []
 
 
 def _text_problems(text: Any) -> list[Problem]:
@@ -53,6 +69,7 @@ def _to_problems(to: Any) -> list[Problem]:
 def parse_send(body: dict[str, Any]) -> tuple[SendRequest | None, list[Problem]]:
     """The request, or every problem found (a 400 lists them all)."""
     problems = _to_problems(body.get("to")) + _text_problems(body.get("text"))
+    problems += _valid_for_problems(body.get("validFor"))
     message_type = body.get("messageType", "transactional")
     if message_type not in MESSAGE_TYPES:
         problems.append(Problem(["messageType"], f"messageType must be one of {', '.join(MESSAGE_TYPES)}",
@@ -63,7 +80,9 @@ def parse_send(body: dict[str, Any]) -> tuple[SendRequest | None, list[Problem]]
     if seg.segments > MAX_SEGMENTS:
         return None, [Problem(["text"], f"text needs {seg.segments} segments ({seg.encoding}); at most "
                                         f"{MAX_SEGMENTS} are allowed", "too_long")]
-    return SendRequest(phone.normalise(body["to"]) or "", body["text"], message_type, seg.segments, seg.encoding), []
+    valid_for = int(body["validFor"]) if body.get("validFor") is not None else None
+    return SendRequest(phone.normalise(body["to"]) or "", body["text"], message_type, seg.segments, seg.encoding,
+                       valid_for), []
 
 
 def refusal(message_type: str, allowed_types: list[str], sms_enabled: bool, has_route: bool) -> str | None:

@@ -1,4 +1,10 @@
-"""SIM: one modem port in the pool (decisions §3), and the global SMS switch."""
+"""SIM: one modem port in the pool (decisions §3), and the global SMS switch.
+
+A SIM's state is what an operator decided (enabled or disabled) and what the dispatcher found
+(quarantined, with a reason), both as events, so a restart keeps them and `sandesh audit`
+shows them (docs/design.md, "The SIM pool").  Whether its modem answers right now
+(`unreachable`) is not history: the dispatcher reports it with every heartbeat.
+"""
 from __future__ import annotations
 
 from eventsourcing.domain import event
@@ -7,8 +13,14 @@ from .aggregate import Aggregate
 
 from .credentials import new_id
 from .errors import InvalidInput, InvalidTransition
+from .operators import of_imsi
 
 SMS_SWITCH_ID = "sms_switch"
+
+# Why a SIM is quarantined.  A quarantine for the network lifts itself when the modem is
+# registered again (`Recovered`); the others wait for an operator (`sandesh sim release`).
+NETWORK, FAILURES, SIM_FAULT = "network", "failures", "sim"
+SELF_HEALING = (NETWORK,)
 
 
 def check_sim_name(name: str) -> str:
@@ -34,6 +46,11 @@ class Sim(Aggregate):
         self.enabled = True
         self.iccid: str | None = None
         self.imsi: str | None = None
+        self.quarantine: str | None = None  # NETWORK, FAILURES or SIM_FAULT while quarantined
+
+    @property
+    def operator(self) -> str | None:
+        return of_imsi(self.imsi)
 
     def identify(self, iccid: str | None, imsi: str | None, at: float) -> None:
         """What the modem says the SIM is (AT+CCID, AT+CIMI): the SIM's identity, which
@@ -66,6 +83,52 @@ class Sim(Aggregate):
     @event("PortChanged")
     def _port_changed(self, port: str, actor: str, at: float) -> None:
         self.port = port
+
+    def update(self, changes: dict[str, object], actor: str, at: float) -> None:
+        """A new baud rate or host (the port has its own event, `move`)."""
+        if "baud" in changes and (not isinstance(changes["baud"], int) or changes["baud"] <= 0):
+            raise InvalidInput("baud must be a positive whole number")
+        changed = {k: v for k, v in changes.items() if getattr(self, k) != v}
+        if not changed:
+            raise InvalidInput("nothing to change: give --port, --baud or --host with a new value")
+        self._updated(changes=changed, actor=actor, at=at)
+
+    @event("Updated")
+    def _updated(self, changes: dict[str, object], actor: str, at: float) -> None:
+        for name, value in changes.items():
+            setattr(self, name, value)
+
+    def quarantine_for(self, kind: str, reason: str, actor: str, at: float) -> bool:
+        """Take the SIM out of the pool; False when it is out already."""
+        if self.quarantine is not None:
+            return False
+        self._quarantined(kind=kind, reason=reason, actor=actor, at=at)
+        return True
+
+    @event("Quarantined")
+    def _quarantined(self, kind: str, reason: str, actor: str, at: float) -> None:
+        self.quarantine = kind
+
+    def recover(self, reason: str, actor: str, at: float) -> bool:
+        """The dispatcher found the cause gone (the modem is registered again)."""
+        if self.quarantine not in SELF_HEALING:
+            return False
+        self._recovered(reason=reason, actor=actor, at=at)
+        return True
+
+    @event("Recovered")
+    def _recovered(self, reason: str, actor: str, at: float) -> None:
+        self.quarantine = None
+
+    def release(self, actor: str, at: float) -> None:
+        """An operator lifts a quarantine of any kind."""
+        if self.quarantine is None:
+            raise InvalidTransition("SIM is not quarantined")
+        self._released(actor=actor, at=at)
+
+    @event("Released")
+    def _released(self, actor: str, at: float) -> None:
+        self.quarantine = None
 
     @event("Disabled")
     def _disabled(self, actor: str, at: float) -> None:

@@ -10,6 +10,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from domain.settings import Settings
 
 from . import otp_limits, registry
+from .dispatch import NOTIFY_WORK
 
 OWN_DDL = """
 CREATE TABLE IF NOT EXISTS clock_offset (
@@ -20,6 +21,8 @@ CREATE UNLOGGED TABLE IF NOT EXISTS request_rates (
 CREATE UNLOGGED TABLE IF NOT EXISTS sim_health (
     sim_id text PRIMARY KEY, healthy boolean NOT NULL, registered boolean, signal_dbm integer,
     iccid text, last_error text, dispatcher text, heartbeat_at double precision NOT NULL);
+ALTER TABLE sim_health ADD COLUMN IF NOT EXISTS reachable boolean NOT NULL DEFAULT true;
+ALTER TABLE sim_health ADD COLUMN IF NOT EXISTS unreachable_since double precision;
 """
 
 MIGRATION_LOCK = 0x5A4E_DE50  # advisory lock: concurrent `db migrate` runs wait for each other
@@ -86,4 +89,5 @@ def advance_clock(conn: Any, seconds: float) -> float:
     row = conn.execute(
         "UPDATE clock_offset SET offset_seconds = offset_seconds + %s RETURNING offset_seconds", (seconds,)
     ).fetchone()
+    conn.execute(NOTIFY_WORK)  # time moved: pacing windows and expiries may have opened or closed
     return float(row["offset_seconds"] if isinstance(row, dict) else row[0])

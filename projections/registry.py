@@ -10,12 +10,13 @@ from typing import Any, Callable
 import orjson
 from psycopg.types.json import Jsonb
 
-from . import otp_limits, webhooks
+from . import dispatch, otp_limits, webhooks
 
 from domain.client import Client
 from domain.message import Message, accepted_reply
 from domain.inbound import Reply
 from domain.otp import Otp
+from domain.operators import of_imsi, of_number
 from domain.pacing import PRIORITY
 from domain.clock import iso
 from domain.sim import Sim, SmsSwitch
@@ -43,6 +44,10 @@ CREATE TABLE IF NOT EXISTS sims (
     id text PRIMARY KEY, name text NOT NULL UNIQUE, port text NOT NULL, baud integer NOT NULL,
     host text, enabled boolean NOT NULL, iccid text UNIQUE, imsi text,
     created_at double precision NOT NULL, updated_at double precision NOT NULL);
+ALTER TABLE sims ADD COLUMN IF NOT EXISTS operator text;
+ALTER TABLE sims ADD COLUMN IF NOT EXISTS quarantine text;
+ALTER TABLE sims ADD COLUMN IF NOT EXISTS quarantine_reason text;
+ALTER TABLE sims ADD COLUMN IF NOT EXISTS state_since double precision;
 CREATE TABLE IF NOT EXISTS idempotency_keys (
     client_id text NOT NULL, key text NOT NULL, request_hash text NOT NULL, message_id text NOT NULL,
     response text NOT NULL, created_at double precision NOT NULL,
@@ -54,7 +59,17 @@ CREATE TABLE IF NOT EXISTS dispatch_queue (
     "to" text NOT NULL, parts integer NOT NULL, enqueued_at double precision NOT NULL,
     not_before double precision NOT NULL, attempts integer NOT NULL DEFAULT 0, sim_id text,
     leased_by text, leased_until double precision);
-CREATE INDEX IF NOT EXISTS dispatch_queue_waiting ON dispatch_queue (priority, enqueued_at) WHERE sim_id IS NULL;
+ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS turn bigint NOT NULL DEFAULT 0;
+ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS operator text;
+ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS failed_sims text[] NOT NULL DEFAULT '{}';
+ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS expires_at double precision;
+ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS leased_sim text;
+DROP INDEX IF EXISTS dispatch_queue_waiting;
+CREATE INDEX IF NOT EXISTS dispatch_queue_head ON dispatch_queue (priority, turn, enqueued_at) WHERE sim_id IS NULL;
+CREATE INDEX IF NOT EXISTS dispatch_queue_client_turn ON dispatch_queue (client_id, priority, turn);
+CREATE INDEX IF NOT EXISTS dispatch_queue_on_sim ON dispatch_queue (sim_id) WHERE sim_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS dispatch_queue_leased_sim ON dispatch_queue (leased_sim) WHERE leased_sim IS NOT NULL;
+CREATE INDEX IF NOT EXISTS dispatch_queue_expiring ON dispatch_queue (expires_at) WHERE sim_id IS NULL;
 CREATE TABLE IF NOT EXISTS sent_parts (
     message_id text NOT NULL, part integer NOT NULL, sim_id text NOT NULL, mr integer NOT NULL, "to" text NOT NULL,
     at double precision NOT NULL, PRIMARY KEY (message_id, part, at));
@@ -165,16 +180,16 @@ def _client_updated(cur: Any, e: Any) -> None:
 @handles(Sim.Added)
 def _sim_added(cur: Any, e: Any) -> None:
     cur.execute(
-        "INSERT INTO sims (id, name, port, baud, host, enabled, created_at, updated_at)"
-        " VALUES (%s, %s, %s, %s, %s, true, %s, %s)",
-        (e.originator_id, e.name, e.port, e.baud, e.host, e.at, e.at),
+        "INSERT INTO sims (id, name, port, baud, host, enabled, created_at, updated_at, state_since)"
+        " VALUES (%s, %s, %s, %s, %s, true, %s, %s, %s)",
+        (e.originator_id, e.name, e.port, e.baud, e.host, e.at, e.at, e.at),
     )
 
 
 @handles(Sim.Disabled, Sim.Enabled)
 def _sim_enabled(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE sims SET enabled = %s, updated_at = %s WHERE id = %s",
-                (isinstance(e, Sim.Enabled), e.at, e.originator_id))
+    cur.execute("UPDATE sims SET enabled = %s, updated_at = %s, state_since = %s WHERE id = %s",
+                (isinstance(e, Sim.Enabled), e.at, e.at, e.originator_id))
 
 
 @handles(Sim.PortChanged)
@@ -182,10 +197,32 @@ def _sim_port_changed(cur: Any, e: Any) -> None:
     cur.execute("UPDATE sims SET port = %s, updated_at = %s WHERE id = %s", (e.port, e.at, e.originator_id))
 
 
+_SIM_COLUMNS = {"baud": "baud", "host": "host"}
+
+
+@handles(Sim.Updated)
+def _sim_updated(cur: Any, e: Any) -> None:
+    for field, value in e.changes.items():
+        cur.execute(f"UPDATE sims SET {_SIM_COLUMNS[field]} = %s, updated_at = %s WHERE id = %s",
+                    (value, e.at, e.originator_id))
+
+
 @handles(Sim.Identified)
 def _sim_identified(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE sims SET iccid = %s, imsi = %s, updated_at = %s WHERE id = %s",
-                (e.iccid, e.imsi, e.at, e.originator_id))
+    cur.execute("UPDATE sims SET iccid = %s, imsi = %s, operator = %s, updated_at = %s WHERE id = %s",
+                (e.iccid, e.imsi, of_imsi(e.imsi), e.at, e.originator_id))
+
+
+@handles(Sim.Quarantined)
+def _sim_quarantined(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE sims SET quarantine = %s, quarantine_reason = %s, state_since = %s, updated_at = %s"
+                " WHERE id = %s", (e.kind, e.reason, e.at, e.at, e.originator_id))
+
+
+@handles(Sim.Recovered, Sim.Released)
+def _sim_back(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE sims SET quarantine = NULL, quarantine_reason = NULL, state_since = %s, updated_at = %s"
+                " WHERE id = %s", (e.at, e.at, e.originator_id))
 
 
 @handles(SmsSwitch.Disabled, SmsSwitch.Enabled)
@@ -236,10 +273,10 @@ def _remember_key(cur: Any, e: Any) -> None:
 
 
 def _enqueue(cur: Any, e: Any) -> None:
-    cur.execute(
-        'INSERT INTO dispatch_queue (message_id, client_id, message_type, priority, "to", parts, enqueued_at,'
-        " not_before) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-        (e.originator_id, e.client_id, e.message_type, PRIORITY[e.message_type], e.to, e.segments, e.at, e.at))
+    cur.execute(dispatch.ENQUEUE, {
+        "id": e.originator_id, "client": e.client_id, "type": e.message_type, "priority": PRIORITY[e.message_type],
+        "to": e.to, "operator": of_number(e.to), "parts": e.segments, "at": e.at,
+        "expires": getattr(e, "expires_at", None)})
 
 
 @handles(Message.Accepted)
@@ -262,8 +299,12 @@ def _part_accepted(cur: Any, e: Any) -> None:
 
 @handles(Message.Requeued)
 def _message_requeued(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE dispatch_queue SET sim_id = NULL, leased_by = NULL, leased_until = NULL,"
-                " attempts = attempts + 1, not_before = %s WHERE message_id = %s", (e.not_before, e.originator_id))
+    failed_on = getattr(e, "sim_id", None)
+    cur.execute("UPDATE dispatch_queue SET sim_id = NULL, leased_by = NULL, leased_sim = NULL, leased_until = NULL,"
+                " attempts = attempts + 1, not_before = %s,"
+                " failed_sims = CASE WHEN %s::text IS NULL OR %s = ANY(failed_sims) THEN failed_sims"
+                " ELSE array_append(failed_sims, %s) END WHERE message_id = %s",
+                (e.not_before, failed_on, failed_on, failed_on, e.originator_id))
 
 
 @handles(Message.Sent)
@@ -335,6 +376,11 @@ def inline_writer(events: list[Any]) -> Callable[[Any], None]:
                 HANDLERS[type(event)](cur, event)
         if debits:
             _debit_many(cur, debits)
+        # Wake the dispatchers (projections/dispatch.py): new work, or a changed SIM pool.
+        if any(isinstance(e, (Message.Accepted, Message.Requeued)) for e in relevant):
+            cur.execute(dispatch.NOTIFY_WORK)
+        if any(isinstance(e, Sim.Event) for e in relevant):
+            cur.execute(dispatch.NOTIFY_POOL)
 
     return write
 
@@ -360,7 +406,8 @@ def client_view(row: dict[str, Any]) -> dict[str, Any]:
 def sim_view(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": row["id"], "name": row["name"], "port": row["port"], "baud": row["baud"], "host": row["host"],
-        "enabled": row["enabled"], "iccid": row["iccid"], "imsi": row["imsi"], "createdAt": iso(row["created_at"]),
+        "enabled": row["enabled"], "iccid": row["iccid"], "imsi": row["imsi"], "operator": row["operator"],
+        "createdAt": iso(row["created_at"]),
     }
 
 

@@ -1,29 +1,74 @@
-"""What dispatchers report about their SIMs (the UNLOGGED `sim_health` table), and the route rule
-read from it.  Not a projection of the log: a dispatcher writes it on every heartbeat.
+"""What dispatchers report about their SIMs (the UNLOGGED `sim_health` table), the route rule
+read from it, and the pool as a dispatcher or an operator sees it.  Not a projection of the
+log: a dispatcher writes it on every heartbeat.
 
-A route (interface §POST /sms/send rule 5) is an enabled SIM that a dispatcher reported healthy
-within the route window (`Settings.route_window`, SANDESH_ROUTE_WINDOW) of the service clock.
-A SIM no dispatcher has reported on is no route: nothing would send its messages.
+A route (interface §POST /sms/send rule 5) is an enabled SIM, not quarantined, that a
+dispatcher reported healthy within the route window (`Settings.route_window`,
+SANDESH_ROUTE_WINDOW) of the service clock.  A SIM no dispatcher has reported on is no route:
+nothing would send its messages.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from domain.pacing import WINDOW_SECONDS
+
 # On `sim_health h`, with the parameters %(now)s and %(route_window)s.
 HEALTHY = "(h.healthy AND h.heartbeat_at > %(now)s - %(route_window)s)"
 
-HAS_ROUTE = f"EXISTS (SELECT 1 FROM sims s JOIN sim_health h ON h.sim_id = s.id WHERE s.enabled AND {HEALTHY})"
+HAS_ROUTE = ("EXISTS (SELECT 1 FROM sims s JOIN sim_health h ON h.sim_id = s.id"
+             f" WHERE s.enabled AND s.quarantine IS NULL AND {HEALTHY})")
 
 _RECORD = """
-INSERT INTO sim_health (sim_id, healthy, registered, signal_dbm, iccid, last_error, dispatcher, heartbeat_at)
-VALUES (%s, %s, %s, %s, NULL, %s, %s, %s)
+INSERT INTO sim_health (sim_id, healthy, registered, signal_dbm, iccid, last_error, dispatcher, heartbeat_at,
+                        reachable, unreachable_since)
+VALUES (%(sim)s, %(healthy)s, %(registered)s, %(signal)s, NULL, %(error)s, %(dispatcher)s, %(at)s, %(reachable)s,
+        CASE WHEN %(reachable)s THEN NULL ELSE %(at)s END)
 ON CONFLICT (sim_id) DO UPDATE SET
     healthy = excluded.healthy, registered = excluded.registered, signal_dbm = excluded.signal_dbm,
-    last_error = excluded.last_error, dispatcher = excluded.dispatcher, heartbeat_at = excluded.heartbeat_at
+    last_error = excluded.last_error, dispatcher = excluded.dispatcher, heartbeat_at = excluded.heartbeat_at,
+    reachable = excluded.reachable,
+    unreachable_since = CASE WHEN excluded.reachable THEN NULL
+                             ELSE coalesce(sim_health.unreachable_since, excluded.heartbeat_at) END
+"""
+
+_POOL = f"""
+SELECT s.*, h.healthy, h.registered, h.signal_dbm, h.last_error, h.heartbeat_at, h.dispatcher,
+       coalesce(h.reachable, true) AS reachable, h.unreachable_since,
+       coalesce({HEALTHY}, false) AS fresh_and_healthy,
+       (h.heartbeat_at > %(now)s - %(route_window)s) AS reported,
+       (SELECT count(*) FROM sent_parts p WHERE p.sim_id = s.id AND p.at > %(now)s - {WINDOW_SECONDS}) AS parts_used
+FROM sims s LEFT JOIN sim_health h ON h.sim_id = s.id
+ORDER BY s.created_at
 """
 
 
 def record(conn: Any, sim_id: str, *, healthy: bool, registered: bool | None, signal_dbm: int | None,
-           last_error: str | None, dispatcher: str, at: float) -> None:
-    """One heartbeat: how the SIM is, by whom and when (service clock)."""
-    conn.execute(_RECORD, (sim_id, healthy, registered, signal_dbm, last_error, dispatcher, at))
+           last_error: str | None, dispatcher: str, at: float, reachable: bool = True) -> None:
+    """One heartbeat: how the SIM is, whether its modem answers, by whom and when (service clock)."""
+    conn.execute(_RECORD, {"sim": sim_id, "healthy": healthy, "registered": registered, "signal": signal_dbm,
+                           "error": last_error, "dispatcher": dispatcher, "at": at, "reachable": reachable})
+
+
+def pool(conn: Any, now: float, route_window: float) -> list[dict[str, Any]]:
+    """Every SIM with its registry row, its last heartbeat, its parts in the pacing window, and
+    `state`, `reason`, `since` as `sandesh sim list` shows them."""
+    rows = conn.execute(_POOL, {"now": now, "route_window": route_window}).fetchall()
+    for row in rows:
+        row["state"], row["reason"], row["since"] = state(row)
+        row["usable"] = row["state"] == "active" and row["fresh_and_healthy"]
+    return rows
+
+
+def state(row: dict[str, Any]) -> tuple[str, str | None, float | None]:
+    """`disabled` and `quarantined` are decisions in the log; `unreachable` is what the last
+    heartbeat says of the modem (or that no dispatcher reports on the SIM); else `active`."""
+    if not row["enabled"]:
+        return "disabled", None, row["state_since"]
+    if row["quarantine"] is not None:
+        return "quarantined", row["quarantine_reason"], row["state_since"]
+    if not row["reachable"]:
+        return "unreachable", row["last_error"], row["unreachable_since"]
+    if not row["reported"]:
+        return "unreachable", "no dispatcher has reported on it within the route window", row["heartbeat_at"]
+    return "active", None, row["state_since"]

@@ -92,9 +92,17 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--port", required=True, metavar="DEVICE", help="/dev/serial/by-id/..., /dev/ttyUSB0 or a pyserial URL")
     c.add_argument("--baud", type=positive_int, default=115200)
     c.add_argument("--host", help="the dispatcher host that drives it (default: any)")
-    sim.add_parser("list", help="list SIMs")
-    for verb in ("disable", "enable"):
-        sim.add_parser(verb, help=f"{verb} a SIM").add_argument("sim", metavar="ID_OR_NAME")
+    sim.add_parser("list", help="list SIMs with their state (active, disabled, quarantined, unreachable), "
+                                "reason, since, operator and parts used in the pacing window")
+    for verb, text in (("disable", "take a SIM out of the pool; running dispatchers stop leasing to it within 1 s"),
+                       ("enable", "put a disabled SIM back into the pool"),
+                       ("release", "lift a quarantine (audited as sim.released)")):
+        sim.add_parser(verb, help=text).add_argument("sim", metavar="ID_OR_NAME")
+    c = sim.add_parser("update", help="a new port, baud rate or host; running dispatchers reopen it within 1 s")
+    c.add_argument("sim", metavar="ID_OR_NAME")
+    c.add_argument("--port", metavar="DEVICE")
+    c.add_argument("--baud", type=positive_int)
+    c.add_argument("--host", help="the dispatcher host that drives it")
 
     sms = sub.add_parser("sms", help="the global SMS switch").add_subparsers(dest="command", required=True)
     sms.add_parser("disable", help="switch sending off (503 sms_disabled)").add_argument("--reason")

@@ -173,28 +173,30 @@ def sim_add(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 
 
 def sim_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    """The SIMs with what their dispatcher last reported: health, signal, parts used in the
-    current pacing window, last error."""
-    from domain.pacing import PARTS_PER_WINDOW, WINDOW_SECONDS
+    """The SIMs with their state and what their dispatcher last reported: health, signal, parts
+    used in the current pacing window, last error."""
+    from domain.pacing import PARTS_PER_WINDOW
+    from projections import sim_health
 
     with opened(settings) as runtime, runtime.connection() as conn:
-        now = runtime.clock.now()
-        rows = conn.execute(
-            "SELECT s.*, h.healthy, h.registered, h.signal_dbm, h.last_error, h.heartbeat_at,"
-            " (SELECT count(*) FROM sent_parts p WHERE p.sim_id = s.id AND p.at > %s) AS parts_used"
-            " FROM sims s LEFT JOIN sim_health h ON h.sim_id = s.id ORDER BY s.created_at",
-            (now - WINDOW_SECONDS,)).fetchall()
-    emit({"sims": [{**registry.sim_view(r), "healthy": r["healthy"], "registered": r["registered"],
+        rows = sim_health.pool(conn, runtime.clock.now(), settings.route_window)
+    emit({"sims": [{**registry.sim_view(r), "state": r["state"], "reason": r["reason"],
+                    "since": iso(r["since"]) if r["since"] else None,
+                    "healthy": r["healthy"], "registered": r["registered"],
                     "signalDbm": r["signal_dbm"], "partsUsed": r["parts_used"], "partsPerWindow": PARTS_PER_WINDOW,
                     "lastError": r["last_error"],
                     "heartbeatAt": iso(r["heartbeat_at"]) if r["heartbeat_at"] else None} for r in rows]})
     return 0
 
 
+def _sim_id(runtime: Runtime, id_or_name: str) -> str:
+    key = "id" if id_or_name.startswith("sim_") else "name"
+    return _row(runtime, "sims", id_or_name, "SIM", key)["id"]
+
+
 def _sim_command(command: str, args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        key = "id" if args.sim.startswith("sim_") else "name"
-        sim_id = _row(runtime, "sims", args.sim, "SIM", key)["id"]
+        sim_id = _sim_id(runtime, args.sim)
         runtime.app.change_sim(sim_id, command, actor)
         emit(registry.sim_view(_row(runtime, "sims", sim_id, "SIM")))
     return 0
@@ -206,6 +208,18 @@ def sim_disable(args: argparse.Namespace, settings: Settings, actor: str) -> int
 
 def sim_enable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     return _sim_command("enable", args, settings, actor)
+
+
+def sim_release(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _sim_command("release", args, settings, actor)
+
+
+def sim_update(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime:
+        sim_id = _sim_id(runtime, args.sim)
+        runtime.app.update_sim(sim_id, args.port, args.baud, args.host, actor)
+        emit(registry.sim_view(_row(runtime, "sims", sim_id, "SIM")))
+    return 0
 
 
 def _sms_switch(on: bool, reason: str | None, settings: Settings, actor: str) -> int:

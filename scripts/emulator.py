@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 NEPAL = timezone(timedelta(hours=5, minutes=45))
 DEFAULT_SMSC = "9779800000000"
+_MNCS = ("01", "02", "04", "03")
 CTRL_Z, ESC = 0x1A, 0x1B
 BOOT_SECONDS = 0.5
 # Commands that a real modem refuses while the SMS stack boots (+CMS ERROR: 512) or without a PIN.
@@ -90,13 +91,15 @@ class VirtualModem:
     def __init__(self, name: str = "emu-1", index: int = 1, *, network: Network | None = None,
                  smsc: str = DEFAULT_SMSC, store_capacity: int = 20, first_index: int = 0,
                  report_delay: float = 0.2, reports_enabled: bool = True, signal_rssi: int = 20,
-                 seed: int | None = None):
+                 seed: int | None = None, mnc: str | None = None):
         self.name = name
         self.index = index
         self.network = network if network is not None else Network()
         self.smsc = smsc.lstrip("+")
         self.iccid = (lambda body: body + _luhn_digit(body))(f"8997701{index:011d}")
-        self.imsi = f"429011{index:09d}"
+        # Operators in turn (MNC 01 Nepal Telecom, 02 Ncell, 04 Smart, 03 UTL), so that a pool of
+        # emulated modems shows on-net routing (domain/operators.py).
+        self.imsi = f"429{mnc or _MNCS[(index - 1) % len(_MNCS)]}{index:010d}"
         self.imei = (lambda body: body + _luhn_digit(body))(f"86{index:012d}")
         self.store_capacity = store_capacity
         self.first_index = first_index
@@ -571,6 +574,7 @@ class VirtualModem:
     # --- sending --------------------------------------------------------------------
 
     def _start_submit(self, length: int, command: str) -> None:
+        self._cmgs_at = time.monotonic()  # when AT+CMGS arrived (benchmarks time OTPs to it)
         self._pdu_length = length
         self._cmgs_line = "AT" + command
         self._buffer.clear()
@@ -610,7 +614,7 @@ class VirtualModem:
             return
         self.sent.append({"mr": mr, "to": submit.to, "text": submit.text, "reference": submit.reference,
                           "total": submit.total, "sequence": submit.sequence, "encoding": submit.encoding,
-                          "status_report": submit.status_report, "pdu": pdu})
+                          "status_report": submit.status_report, "pdu": pdu, "cmgs_at": self._cmgs_at})
         self.network.submit(self.name, submit)
         if not hang:
             self._respond([f"+CMGS: {mr}"])

@@ -59,6 +59,19 @@ class CmeError(ModemError):
         self.code = code
 
 
+class NotSubmitted(ModemError):
+    """AT+CMGS failed before the PDU was written (the port closed, no `> ` prompt): the network
+    cannot have the part, so another SIM may send it."""
+
+
+class PromptTimeout(CommandTimeout, NotSubmitted):
+    pass
+
+
+class GoneBeforeSubmit(PortGone, NotSubmitted):
+    pass
+
+
 class SimNotReady(ModemError):
     """AT+CPIN? did not answer READY: the SIM must be quarantined."""
 
@@ -282,10 +295,14 @@ class Modem:
         command = f"AT+CMGS={length}"
         with self._lock:
             self._drain_queue()
-            self._write(command.encode() + b"\r")
-            if not self._await_prompt(command):
+            try:
+                self._write(command.encode() + b"\r")
+                prompted = self._await_prompt(command)
+            except PortGone as error:
+                raise GoneBeforeSubmit(str(error)) from error
+            if not prompted:
                 self._write(ESC)  # abort the half-open prompt
-                raise CommandTimeout(f"no '> ' prompt after {command} within {self.timeouts.prompt:.0f} s")
+                raise PromptTimeout(f"no '> ' prompt after {command} within {self.timeouts.prompt:.0f} s")
             self._write(pdu.encode() + CTRL_Z)
             for line in self._final(command, self.timeouts.submit):
                 if line.startswith("+CMGS:"):

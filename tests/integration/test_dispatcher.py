@@ -119,19 +119,56 @@ def test_otp_goes_before_a_promotional_backlog(runtime, emulator, account):
         thread.join(timeout=5)
 
 
-def test_a_temporary_refusal_retries_elsewhere_then_fails_and_refunds_after_5_attempts(runtime, emulator, account,
-                                                                                    dispatcher, sandesh):
+def _balance(runtime, workspace_id):
+    with runtime.connection() as conn:
+        return conn.execute("SELECT balance FROM workspaces WHERE id = %s", (workspace_id,)).fetchone()["balance"]
+
+
+def test_a_refusal_that_proves_nothing_was_sent_fails_over_to_another_sim_at_once(runtime, emulator, account,
+                                                                                   dispatcher):
+    """decisions §3: CMS 331 (no network) sends the message back to `queued` and on to another
+    SIM, without waiting for the retry delay of the SIM that refused it."""
+    first = emulator.modems[0]
+    first.fail_next("AT+CMGS", "+CMS ERROR: 331")
+    deadline = time.monotonic() + 10
+    # the refusal is armed on one modem only: send until that modem takes a message
+    while not any(e.get("error", "").startswith("SIM emu-1") for e in _requeues(runtime)):
+        message = send(runtime, account, "failover, please")
+        wait_for(runtime, [message.id], {"delivered"})
+        assert time.monotonic() < deadline, "emu-1 never took a message"
+    [requeued] = [e for e in _requeues(runtime) if e["error"].startswith("SIM emu-1")]
+    found = runtime.app.message(requeued["id"])
+    assert found.status == "delivered" and found.failed_on == [requeued["sim"]]
+    assert found.sim_id != requeued["sim"], "delivered by another SIM"
+    assert found.attempts == 1
+
+
+def _requeues(runtime):
+    """Every Requeued event in the log: (message id, SIM that refused, reason)."""
+    from domain.message import Message
+    from eventsourcing.utils import get_topic
+
+    found = []
+    for notification in runtime.app.recorder.select_notifications(start=1, limit=100_000,
+                                                                  topics=[get_topic(Message.Requeued)]):
+        event = runtime.app.mapper.to_domain_event(notification)
+        found.append({"id": event.originator_id, "sim": event.sim_id, "error": event.error})
+    return found
+
+
+def test_a_message_refused_on_every_usable_sim_ends_failed_and_refunded(runtime, emulator, account, dispatcher,
+                                                                        sandesh):
+    """A SIM whose window is full is usable too: the message would wait for it.  With room on
+    all four, four refusals end it."""
+    sandesh("clock", "advance", "1801")
+    before = _balance(runtime, account[0])
     for modem in emulator.modems:
-        for _ in range(5):
-            modem.fail_next("AT+CMGS", "+CMS ERROR: 42")
-    message = send(runtime, account, "congested")
-    deadline = time.monotonic() + 30
-    while runtime.app.message(message.id).status != "failed":
-        current = runtime.app.message(message.id)
-        assert time.monotonic() < deadline, (current.status, current.error)
-        sandesh("clock", "advance", "31")  # past the retry delay
-        time.sleep(0.2)
-    assert "5 attempts" in runtime.app.message(message.id).error
+        modem.fail_next("AT+CMGS", "+CMS ERROR: 42")
+    message = send(runtime, account, "congested everywhere")
+    wait_for(runtime, [message.id], {"failed"})
+    found = runtime.app.message(message.id)
+    assert "every usable SIM (4)" in found.error and len(set(found.failed_on)) == 3 and found.attempts == 3
+    assert _balance(runtime, account[0]) == before, "nothing reached the network: refunded"
     for modem in emulator.modems:
         modem._failures.clear()
 
@@ -170,23 +207,26 @@ def test_a_port_is_driven_by_one_process_only(runtime, emulator, dispatcher):
 
 
 def test_pacing_holds_each_sim_to_30_parts_per_rolling_30_minutes(runtime, emulator, account, dispatcher, sandesh):
+    """A burst drains to the pacing cap of the pool, less the one part the pool holds for OTP
+    (one per four SIMs): 4 x 30 - 1 = 119 of 130 leave, no SIM more than 30."""
     sandesh("clock", "advance", "1801")  # a fresh window for every SIM
-    ids = [send(runtime, account, f"burst {i}", "promotional").id for i in range(110)]
+    ids = [send(runtime, account, f"burst {i}", "promotional").id for i in range(130)]
     deadline = time.monotonic() + 30
     while True:
         statuses = [runtime.app.message(i).status for i in ids]
-        if statuses.count("queued") == 10 and all(s in ("queued", "delivered") for s in statuses):
+        if statuses.count("queued") == 11 and all(s in ("queued", "delivered") for s in statuses):
             break
         assert time.monotonic() < deadline, statuses.count("queued")
         time.sleep(0.1)
-    time.sleep(0.5)  # nothing more leaves within the window: 4 SIMs x (30 - 5 held for OTP) = 100
-    assert [runtime.app.message(i).status for i in ids].count("queued") == 10
+    time.sleep(0.5)  # nothing more leaves within the window
+    assert [runtime.app.message(i).status for i in ids].count("queued") == 11
     with runtime.connection() as conn:
         per_sim = conn.execute("SELECT sim_id, count(*) AS n FROM sent_parts WHERE at > %s GROUP BY sim_id",
                                (runtime.clock.now() - 1800,)).fetchall()
-    assert all(row["n"] <= 30 for row in per_sim)
+    assert sorted(row["n"] for row in per_sim) == [29, 30, 30, 30]
     code = send(runtime, account, "654321 is your code", "otp")  # the reserve is there for it
     wait_for(runtime, [code.id], {"delivered"})
+    assert [runtime.app.message(i).status for i in ids].count("queued") == 11
     sandesh("clock", "advance", "1801")
     wait_for(runtime, ids, {"delivered"})
 
@@ -304,7 +344,9 @@ def test_an_incomplete_reply_is_flushed_after_10_minutes_with_what_arrived(runti
     assert reply["missingParts"] == [2] and reply["parts"] == 2
 
 
-def test_a_recipient_stays_on_the_sim_it_last_heard_from(runtime, emulator, account, dispatcher):
+def test_a_recipient_stays_on_the_sim_it_last_heard_from(runtime, emulator, account, dispatcher, sandesh):
+    """...while that SIM is usable and has room in its window (domain/routing.py)."""
+    sandesh("clock", "advance", "1801")
     first = send(runtime, account, "hello from one SIM", to="9779812000001")
     wait_for(runtime, [first.id], {"delivered"})
     sim = runtime.app.message(first.id).sim_id

@@ -1,0 +1,158 @@
+"""What the dispatcher asks of PostgreSQL: the head of the queue, leases, pacing history,
+status-report matching, replies; and the channel that wakes it (docs/design.md, "The queue").
+
+The tables (`dispatch_queue`, `sent_parts`, `awaiting_reports`, `replies`) are inline read
+models written by registry.py's handlers in the transaction that appends their events.  A
+lease is not history: it lives only on the queue row, for the moment between choosing a
+message and appending its `Submitted` event.
+
+The head of the queue is read from one index, in (priority, turn, age) order.  A message's
+turn is fixed when it is queued: one more than its client's last waiting turn of that type,
+and never below the turn the queue is serving now, so each client's n-th waiting message goes
+before anyone's (n+1)-th without ranking the queue at every lease.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable
+
+import psycopg
+
+from domain.pacing import WINDOW_SECONDS
+from domain.settings import Settings
+
+log = logging.getLogger("sandesh.dispatch")
+
+CHANNEL = "sandesh_dispatch"
+WORK, POOL = "work", "pool"   # payloads: something to send; the SIM pool changed
+NOTIFY_WORK = f"NOTIFY {CHANNEL}, '{WORK}'"
+NOTIFY_POOL = f"NOTIFY {CHANNEL}, '{POOL}'"
+
+ENQUEUE = """
+INSERT INTO dispatch_queue (message_id, client_id, message_type, priority, "to", operator, parts, enqueued_at,
+                            not_before, expires_at, turn)
+VALUES (%(id)s, %(client)s, %(type)s, %(priority)s, %(to)s, %(operator)s, %(parts)s, %(at)s, %(at)s, %(expires)s,
+        greatest((SELECT max(turn) + 1 FROM dispatch_queue WHERE client_id = %(client)s AND priority = %(priority)s),
+                 (SELECT min(turn) FROM dispatch_queue WHERE priority = %(priority)s AND sim_id IS NULL), 0))
+"""
+
+_HEAD = """
+SELECT q.message_id, q.message_type, q.parts, q.operator, q.failed_sims, q.not_before, q.expires_at,
+       last.sim_id AS sticky_sim
+FROM dispatch_queue q
+LEFT JOIN LATERAL (SELECT p.sim_id FROM sent_parts p WHERE p."to" = q."to" AND p.at > %(recent)s
+                   ORDER BY p.at DESC LIMIT 1) last ON true
+WHERE q.sim_id IS NULL AND q.priority <= %(max_priority)s
+  AND (q.leased_until IS NULL OR q.leased_until < %(now)s)
+ORDER BY q.priority, q.turn, q.enqueued_at
+LIMIT %(limit)s
+FOR UPDATE OF q SKIP LOCKED
+"""
+
+_LEASE = ("UPDATE dispatch_queue SET leased_by = %(me)s, leased_sim = sims.sim, leased_until = %(until)s"
+          " FROM unnest(%(ids)s::text[], %(sims)s::text[]) AS sims(id, sim) WHERE message_id = sims.id")
+
+
+def lease(conn: Any, *, me: str, now: float, until: float, recent: float, max_priority: int, limit: int,
+          choose: Callable[[list[dict[str, Any]]], list[tuple[str, str]]]) -> list[tuple[str, str]]:
+    """Lock the head of the queue (skipping rows another dispatcher holds), let `choose` pair
+    messages with SIMs, and lease those pairs, in one short transaction."""
+    with conn.transaction():
+        head = conn.execute(_HEAD, {"now": now, "recent": recent, "max_priority": max_priority,
+                                    "limit": limit}).fetchall()
+        pairs = choose(head) if head else []
+        if pairs:
+            conn.execute(_LEASE, {"me": me, "until": until, "ids": [m for m, _ in pairs],
+                                  "sims": [s for _, s in pairs]})
+    return pairs
+
+
+def release(conn: Any, message_ids: list[str]) -> None:
+    """Leased, not submitted: back to the queue at once."""
+    conn.execute("UPDATE dispatch_queue SET leased_by = NULL, leased_sim = NULL, leased_until = NULL"
+                 " WHERE message_id = ANY(%s) AND sim_id IS NULL", (message_ids,))
+
+
+def release_leases_of(conn: Any, sim_id: str) -> int:
+    """Leases of a SIM whose port we now hold exclusively: whoever took them is gone."""
+    return conn.execute("UPDATE dispatch_queue SET leased_by = NULL, leased_sim = NULL, leased_until = NULL"
+                        " WHERE leased_sim = %s AND sim_id IS NULL", (sim_id,)).rowcount
+
+
+def left_submitted(conn: Any, sim_id: str) -> list[str]:
+    """Messages a SIM was sending when its dispatcher stopped (their outcome is unknown)."""
+    return [r["message_id"] for r in
+            conn.execute("SELECT message_id FROM dispatch_queue WHERE sim_id = %s", (sim_id,)).fetchall()]
+
+
+def expired(conn: Any, now: float, limit: int = 500) -> list[str]:
+    """Waiting messages whose validity ended before any SIM took them."""
+    return [r["message_id"] for r in conn.execute(
+        "SELECT message_id FROM dispatch_queue WHERE sim_id IS NULL AND expires_at <= %s"
+        " AND (leased_until IS NULL OR leased_until < %s) ORDER BY expires_at LIMIT %s",
+        (now, now, limit)).fetchall()]
+
+
+def part_times(conn: Any, sim_id: str, now: float) -> list[float]:
+    """When this SIM's parts in the current pacing window were accepted by the network."""
+    rows = conn.execute("SELECT at FROM sent_parts WHERE sim_id = %s AND at > %s ORDER BY at",
+                        (sim_id, now - WINDOW_SECONDS)).fetchall()
+    return [r["at"] for r in rows]
+
+
+def match_report(conn: Any, sim_id: str, mr: int, recipient: str, since: float) -> dict[str, Any] | None:
+    """The part a status report is about: the latest with this SIM, TP-MR and recipient."""
+    return conn.execute('SELECT message_id, part FROM sent_parts WHERE sim_id = %s AND mr = %s AND "to" = %s'
+                        " AND at > %s ORDER BY at DESC LIMIT 1", (sim_id, mr, recipient, since)).fetchone()
+
+
+def last_sent_to(conn: Any, sim_id: str, number: str, since: float) -> str | None:
+    """The message last sent to `number` through this SIM (whom a reply answers)."""
+    row = conn.execute('SELECT message_id FROM sent_parts WHERE sim_id = %s AND "to" = %s AND at > %s'
+                       " ORDER BY at DESC LIMIT 1", (sim_id, number, since)).fetchone()
+    return row["message_id"] if row else None
+
+
+def reports_overdue(conn: Any, sent_before: float) -> list[str]:
+    return [r["message_id"] for r in conn.execute(
+        "SELECT message_id FROM awaiting_reports WHERE sent_at <= %s", (sent_before,)).fetchall()]
+
+
+def open_reply(conn: Any, sim_id: str, sender: str, reference: int | None, total: int) -> str | None:
+    """A multi-part reply still gathering parts with this reference."""
+    row = conn.execute("SELECT id FROM replies WHERE sim_id = %s AND sender = %s AND reference IS NOT DISTINCT FROM %s"
+                       " AND total = %s AND received_at IS NULL AND total > 1 ORDER BY opened_at DESC LIMIT 1",
+                       (sim_id, sender, reference, total)).fetchone()
+    return row["id"] if row else None
+
+
+def replies_to_flush(conn: Any, opened_before: float, sim_ids: list[str]) -> list[str]:
+    return [r["id"] for r in conn.execute(
+        "SELECT id FROM replies WHERE received_at IS NULL AND opened_at <= %s AND sim_id = ANY(%s)",
+        (opened_before, sim_ids)).fetchall()]
+
+
+def listen(settings: Settings, wake: Callable[[str], None], stop: threading.Event) -> None:
+    """Call `wake(payload)` for every notification on the dispatch channel until `stop`; and
+    once after each (re)connection, since notifications sent while away are lost.  A database
+    that goes away is waited for with capped backoff, logged once when it goes and once when
+    it is back."""
+    delay, down = 0.5, False
+    while not stop.is_set():
+        try:
+            with psycopg.connect(settings.database_url, autocommit=True, connect_timeout=5) as conn:
+                conn.execute(f"LISTEN {CHANNEL}")
+                if down:
+                    log.info("dispatch channel: listening again")
+                delay, down = 0.5, False
+                wake(POOL)
+                while not stop.is_set():
+                    for notify in conn.notifies(timeout=1.0):
+                        wake(notify.payload)
+        except psycopg.Error as error:
+            if not down:
+                log.warning("dispatch channel: lost (%s); retrying with backoff", str(error).strip().splitlines()[0])
+                down = True
+            stop.wait(delay)
+            delay = min(delay * 2, 5.0)

@@ -1,0 +1,242 @@
+"""The SIM pool as live state: operator changes reach a running dispatcher within a second,
+quarantine is history in the log, routing prefers the recipient's operator, and the lease reads
+an index instead of ranking the queue.  Real PostgreSQL, emulated modems on pseudo-terminals,
+the real `sandesh` command."""
+import threading
+import time
+
+import orjson
+import pytest
+
+from domain.sending import parse_send
+from scripts.bench.common import funded_workspace
+from scripts.commands import register_emulated
+from scripts.emulator import Emulator
+from workers.dispatcher import Dispatcher
+
+NTC_NUMBER, NCELL_NUMBER = "977984", "977980"  # prefixes (domain/operators.py)
+
+
+@pytest.fixture(scope="module")
+def emulator(runtime):
+    """emu-1 is a Nepal Telecom SIM (MNC 01), emu-2 an Ncell one (MNC 02)."""
+    with Emulator(sims=2, report_delay=0.05) as running:
+        register_emulated(runtime, running.devices(), "test")
+        yield running
+
+
+@pytest.fixture(scope="module")
+def account(runtime):
+    ws = funded_workspace(runtime.app, "Pool", 10**7, "t")
+    return ws, runtime.app.create_client(ws, "P", None, 1000, "t")[0].id
+
+
+@pytest.fixture
+def dispatcher(runtime, emulator, sandesh):
+    sandesh("clock", "advance", "1801")  # every test starts with empty pacing windows
+    running = Dispatcher(runtime)
+    running.start()
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    yield running
+    running.close()
+    thread.join(timeout=5)
+
+
+_numbers = iter(range(1_000_000, 9_999_999))
+
+
+def send(runtime, account, text, message_type="transactional", prefix=NTC_NUMBER):
+    request, problems = parse_send({"to": f"{prefix}{next(_numbers):07d}", "text": text, "messageType": message_type})
+    assert not problems
+    return runtime.app.send(account[1], account[0], request, 100 * request.segments)
+
+
+def wait_for(runtime, message_ids, statuses, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        found = {m: runtime.app.message(m).status for m in message_ids}
+        if all(s in statuses for s in found.values()):
+            return found
+        assert time.monotonic() < deadline, found
+        time.sleep(0.02)
+
+
+def sims_by_name(sandesh):
+    return {s["name"]: s for s in sandesh("sim", "list")["sims"]}
+
+
+def sent_by(runtime, message_ids):
+    return {runtime.app.message(m).sim_id for m in message_ids}
+
+
+def test_sim_list_shows_state_operator_and_parts_used(runtime, emulator, dispatcher, sandesh):
+    listed = sims_by_name(sandesh)
+    assert (listed["emu-1"]["operator"], listed["emu-2"]["operator"]) == ("ntc", "ncell")
+    for sim in listed.values():
+        assert sim["state"] == "active" and sim["reason"] is None and sim["since"].endswith("Z")
+        assert sim["partsUsed"] == 0 and sim["partsPerWindow"] == 30
+
+
+def test_recipients_go_to_a_sim_on_their_own_operator(runtime, emulator, account, dispatcher, sandesh):
+    """Both SIMs idle with room each time: the recipient's operator decides."""
+    ids = sims_by_name(sandesh)
+    ntc, ncell = [], []
+    for i in range(4):
+        pair = [send(runtime, account, f"Ncell {i}", prefix=NCELL_NUMBER).id,
+                send(runtime, account, f"NTC {i}", prefix=NTC_NUMBER).id]
+        wait_for(runtime, pair, {"delivered"})
+        ncell.append(pair[0])
+        ntc.append(pair[1])
+    assert sent_by(runtime, ntc) == {ids["emu-1"]["id"]}
+    assert sent_by(runtime, ncell) == {ids["emu-2"]["id"]}
+
+
+def test_an_otp_takes_the_off_net_sim_when_the_on_net_one_has_no_room(runtime, emulator, account, dispatcher,
+                                                                       sandesh):
+    """Never waiting for an on-net SIM: affinity must not delay a code."""
+    ids = sims_by_name(sandesh)
+    sandesh("sim", "disable", "emu-2")
+    time.sleep(1.0)
+    fill = [send(runtime, account, f"fill {i}", prefix=NTC_NUMBER).id for i in range(29)]
+    wait_for(runtime, fill, {"delivered"}, timeout=30)
+    reserve = send(runtime, account, "000000 is your code", "otp", prefix=NTC_NUMBER).id  # the OTP reserve
+    wait_for(runtime, [reserve], {"delivered"})
+    assert sims_by_name(sandesh)["emu-1"]["partsUsed"] == 30
+    sandesh("sim", "enable", "emu-2")
+    deadline = time.monotonic() + 5
+    while sims_by_name(sandesh)["emu-2"]["state"] != "active":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    code = send(runtime, account, "135790 is your code", "otp", prefix=NTC_NUMBER)
+    started = time.monotonic()
+    wait_for(runtime, [code.id], {"sent", "delivered"})
+    assert sent_by(runtime, [code.id]) == {ids["emu-2"]["id"]}
+    assert time.monotonic() - started < 1.0
+
+
+def test_disable_and_enable_reach_a_running_dispatcher_within_a_second(runtime, emulator, account, dispatcher,
+                                                                      sandesh):
+    ids = sims_by_name(sandesh)
+    sandesh("sim", "disable", "emu-1")
+    time.sleep(1.0)
+    after = [send(runtime, account, f"while emu-1 is off {i}", prefix=NTC_NUMBER).id for i in range(5)]
+    wait_for(runtime, after, {"delivered"})
+    assert sent_by(runtime, after) == {ids["emu-2"]["id"]}, "a disabled SIM leases nothing"
+    assert sims_by_name(sandesh)["emu-1"]["state"] == "disabled"
+    sandesh("sim", "enable", "emu-1")
+    time.sleep(1.0)
+    back = [send(runtime, account, f"emu-1 is back {i}", prefix=NTC_NUMBER).id for i in range(4)]
+    wait_for(runtime, back, {"delivered"})
+    assert ids["emu-1"]["id"] in sent_by(runtime, back), "an enabled SIM is used again without a restart"
+
+
+def test_a_sim_added_while_running_is_used_and_a_changed_port_is_followed(runtime, emulator, account, dispatcher,
+                                                                          sandesh):
+    with Emulator(sims=2, report_delay=0.05, first=31) as extra:
+        [(_, first_device), (_, second_device)] = extra.devices()
+        sandesh("sim", "disable", "emu-1")
+        sandesh("sim", "disable", "emu-2")
+        added = sandesh("sim", "add", "--name", "late-1", "--port", first_device)
+        deadline = time.monotonic() + 5
+        while sims_by_name(sandesh)["late-1"]["state"] != "active":
+            assert time.monotonic() < deadline, sims_by_name(sandesh)["late-1"]
+            time.sleep(0.1)
+        message = send(runtime, account, "through the new SIM")
+        wait_for(runtime, [message.id], {"delivered"})
+        assert sent_by(runtime, [message.id]) == {added["id"]}
+        assert [m["text"] for m in extra.modems[0].network.received][-1] == "through the new SIM"
+
+        sandesh("sim", "update", "late-1", "--port", second_device)
+        time.sleep(1.0)
+        moved = send(runtime, account, "after the move")
+        wait_for(runtime, [moved.id], {"delivered"})
+        assert [m["text"] for m in extra.modems[1].sent] == ["after the move"]
+        assert sims_by_name(sandesh)["late-1"]["port"] == second_device
+        sandesh("sim", "disable", "late-1")
+        sandesh("sim", "enable", "emu-1")
+        sandesh("sim", "enable", "emu-2")
+
+
+def test_a_quarantine_is_kept_across_a_restart_shown_and_lifted_by_an_operator(runtime, emulator, account,
+                                                                               dispatcher, sandesh):
+    ids = sims_by_name(sandesh)
+    emulator.modem("emu-2").fail_next("AT+CMGS", "+CMS ERROR: 8")  # barred: the SIM's fault
+    message = send(runtime, account, "to Ncell", prefix=NCELL_NUMBER)
+    wait_for(runtime, [message.id], {"delivered"})
+    assert sent_by(runtime, [message.id]) == {ids["emu-1"]["id"]}, "failed over to the other SIM"
+    quarantined = sims_by_name(sandesh)["emu-2"]
+    assert quarantined["state"] == "quarantined" and "CMS 8" in quarantined["reason"]
+
+    dispatcher.close()
+    restarted = Dispatcher(runtime)
+    restarted.start()
+    thread = threading.Thread(target=restarted.run, daemon=True)
+    thread.start()
+    try:
+        later = [send(runtime, account, f"Ncell after restart {i}", prefix=NCELL_NUMBER).id for i in range(3)]
+        wait_for(runtime, later, {"delivered"})
+        assert sent_by(runtime, later) == {ids["emu-1"]["id"]}, "still quarantined after a restart"
+        assert sims_by_name(sandesh)["emu-2"]["state"] == "quarantined"
+
+        released = sandesh("sim", "release", "emu-2")
+        assert released["name"] == "emu-2"
+        assert sandesh.run("sim", "release", "emu-2").returncode == 2, "not quarantined any more"
+        time.sleep(1.0)
+        again = send(runtime, account, "Ncell after release", prefix=NCELL_NUMBER).id
+        wait_for(runtime, [again], {"delivered"})
+        assert sent_by(runtime, [again]) == {ids["emu-2"]["id"]}, "used again, on-net"
+    finally:
+        restarted.close()
+        thread.join(timeout=5)
+    actions = [(line["action"], line["simId"]) for line in
+               (orjson.loads(x) for x in sandesh.run("audit").stdout.splitlines())]
+    assert ("sim.quarantined", ids["emu-2"]["id"]) in actions and ("sim.released", ids["emu-2"]["id"]) in actions
+
+
+def test_a_sim_off_the_network_is_quarantined_and_recovers_by_itself(runtime, emulator, account, dispatcher,
+                                                                      sandesh):
+    dispatcher.heartbeat_seconds = 0.2
+    emulator.modem("emu-2").set_registration(0)
+    deadline = time.monotonic() + 15  # the SIM's thread may be in a 10 s wait for its next heartbeat
+    while sims_by_name(sandesh)["emu-2"]["state"] != "quarantined":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert sims_by_name(sandesh)["emu-2"]["reason"] == "not registered on the network"
+    emulator.modem("emu-2").set_registration(1)
+    while sims_by_name(sandesh)["emu-2"]["state"] != "active":
+        assert time.monotonic() < deadline + 15
+        time.sleep(0.1)
+    actions = [line for line in (orjson.loads(x) for x in sandesh.run("audit").stdout.splitlines())
+               if line["action"] == "sim.recovered"]
+    assert actions and actions[-1]["actor"].startswith("dispatcher-")
+
+
+def test_the_lease_reads_the_head_of_an_index_and_never_sorts_or_scans_the_queue(runtime, account):
+    """With 20,000 messages waiting, the plan of the lease's head query has no Sort and no
+    sequential scan of dispatch_queue, so its cost does not grow with the queue."""
+    from projections import dispatch
+
+    request, _ = parse_send({"to": "9779841000000", "text": "Tihar offer", "messageType": "promotional"})
+    for _ in range(200):
+        runtime.app.append_events([e for _ in range(100) for e in _accepted(runtime, account, request)])
+    with runtime.connection() as conn:
+        conn.execute("ANALYZE dispatch_queue")
+        waiting = conn.execute("SELECT count(*) AS n FROM dispatch_queue WHERE sim_id IS NULL").fetchone()["n"]
+        assert waiting >= 20_000
+        now = runtime.clock.now()
+        plan = "\n".join(r["QUERY PLAN"] for r in conn.execute(
+            "EXPLAIN " + dispatch._HEAD, {"now": now, "recent": now - 7 * 86400, "max_priority": 2, "limit": 16}))
+    assert "Sort" not in plan, plan
+    assert "Seq Scan on dispatch_queue" not in plan, plan
+    assert "dispatch_queue_head" in plan, plan
+
+
+def _accepted(runtime, account, request):
+    """The events of one accepted message, not yet appended (so 100 go in one append)."""
+    from domain.message import accept
+
+    message = accept(client_id=account[1], workspace_id=account[0], to=request.to, text=request.text,
+                     message_type=request.message_type, segments=request.segments, encoding=request.encoding,
+                     cost=0, idempotency_key=None, request_hash=None, at=runtime.clock.now())
+    return message.collect_events()

@@ -1,0 +1,313 @@
+"""One SIM of the live pool: its modem, its heartbeat, and a thread that sends one message at a
+time (docs/design.md, "The SIM pool").
+
+The thread opens the port itself and opens it again, with capped backoff, whenever it closes,
+so a modem that vanishes and returns is used again within seconds.  It never exits on a modem
+or database error: it logs once when trouble starts and once when it ends.  It ends only when
+the dispatcher retires it (the SIM was disabled, moved, or the dispatcher stops): then it
+finishes the message it is submitting and hands back the ones it had leased and not started.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import random
+import threading
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from eventsourcing.persistence import IntegrityError
+
+from domain.cms import REPEATS_BEFORE_QUARANTINE, Action, classify
+from domain.pacing import capacity
+from domain.pdu import encode_submit
+from domain.routing import FAIL, REJECT, RETRY_DELAY, after_refusal
+from domain.sim import FAILURES, NETWORK, SIM_FAULT
+from projections import dispatch, sim_health
+
+from .modem import CmsError, CommandTimeout, Modem, ModemError, NotSubmitted, PortGone, SimNotReady
+from .sims import attach
+
+if TYPE_CHECKING:
+    from .dispatcher import Dispatcher
+
+log = logging.getLogger("sandesh.dispatcher")
+
+REOPEN_BACKOFF = (0.5, 1.0, 2.0, 4.0, 5.0)
+NOT_REGISTERED = "not registered on the network"
+
+
+class SimWorker:
+    def __init__(self, dispatcher: "Dispatcher", sim: dict[str, Any]):
+        self.dispatcher = dispatcher
+        self.runtime = dispatcher.runtime
+        self.app = dispatcher.app
+        self.sim = sim
+        self.id: str = sim["id"]
+        self.name: str = sim["name"]
+        self.quarantine: str | None = sim["quarantine"]   # mirror of the log, refreshed by the pool
+        self.modem: Modem | None = None
+        self.jobs: queue.Queue = queue.Queue()
+        self.ready = False           # the port is open and the modem initialised
+        self.registered = True
+        self.busy = False
+        self.inflight = 0            # parts of the message it is sending now
+        self.sent = 0                # parts the network accepted from it since this thread started
+        self.part_times: deque[float] = deque()
+        self.refusals_in_row = 0
+        self.last_error: str | None = None
+        self.reported_at = 0.0
+        self.retiring = threading.Event()
+        self.first_try = threading.Event()  # set once the port was tried: open or not
+        self.thread = threading.Thread(target=self._run, name=f"sim {self.name}", daemon=True)
+
+    # What the dispatcher asks
+
+    @property
+    def operator(self) -> str | None:
+        return self.sim.get("operator")
+
+    @property
+    def usable(self) -> bool:
+        return self.ready and self.registered and self.quarantine is None and not self.retiring.is_set()
+
+    def left(self, now: float) -> int:
+        while self.part_times and self.part_times[0] <= now - 1800:
+            self.part_times.popleft()
+        return capacity(self.part_times, now) - self.inflight
+
+    def give(self, message_id: str, parts: int) -> None:
+        self.busy, self.inflight = True, parts
+        self.jobs.put(message_id)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def retire(self) -> None:
+        """Finish the message in hand, hand back the rest, close the port."""
+        self.retiring.set()
+        self.jobs.put(None)
+
+    # The thread
+
+    def _run(self) -> None:
+        backoff = 0
+        try:
+            while not self.retiring.is_set():
+                try:
+                    if not self.ready:
+                        opened = self._open()
+                        self.first_try.set()
+                        if not opened:
+                            self._report()
+                            self.retiring.wait(REOPEN_BACKOFF[min(backoff, len(REOPEN_BACKOFF) - 1)])
+                            backoff += 1
+                            continue
+                        backoff = 0
+                    self._serve_one()
+                except Exception as error:  # no error ends the SIM's thread: it is logged, and we go on
+                    log.exception("SIM %s: unexpected error (%s); going on", self.name, error)
+                    self.retiring.wait(1.0)
+        finally:
+            self.first_try.set()
+            self._hand_back()
+            if self.modem is not None:
+                self.modem.close()
+            self.ready = False
+            self.dispatcher.nudge()
+
+    def _open(self) -> bool:
+        self._hand_back()  # anything given before the port was lost is leased again by someone
+        if self.modem is not None:
+            self.modem.close()
+        self.modem = Modem(self.sim["port"], self.sim["baud"], on_unsolicited=self.dispatcher.unsolicited_for(self))
+        try:
+            self.modem.open()
+            identity = attach(self.runtime, self.sim, self.modem)
+        except SimNotReady as error:
+            self._trouble(str(error))
+            self.modem.close()
+            self.app.quarantine_sim(self.id, SIM_FAULT, f"SIM not ready: {error}", self.dispatcher.me)
+            self.quarantine = SIM_FAULT
+            return False
+        except ModemError as error:
+            self._trouble(str(error))
+            self.modem.close()
+            return False
+        self.sim = {**self.sim, "iccid": identity.iccid, "imsi": identity.imsi,
+                    "operator": self.dispatcher.operator_of(identity.imsi)}
+        self._recovered_from_trouble()
+        # The port is ours alone now: whatever was leased or left submitted on this SIM belongs
+        # to a dispatcher that is gone.
+        with self.runtime.connection() as conn:
+            dispatch.release_leases_of(conn, self.id)
+            self.part_times = deque(dispatch.part_times(conn, self.id, self.app.clock.now()))
+        self.dispatcher.reconcile(self.id)
+        self.ready = True
+        self._heartbeat()
+        try:
+            self.dispatcher.drain_store(self)
+        except ModemError as error:
+            log.warning("SIM %s: reading its store failed: %s", self.name, error)
+        self.dispatcher.nudge()
+        return True
+
+    def _serve_one(self) -> None:
+        due = self.reported_at + self.dispatcher.heartbeat_seconds - time.monotonic()
+        if due <= 0:
+            self._heartbeat()
+            return
+        try:
+            job = self.jobs.get(timeout=due)
+        except queue.Empty:
+            return
+        if job is None:
+            return
+        if isinstance(job, tuple):  # ("inbound", index) from a +CMTI
+            self.dispatcher.read_inbound(self, job[1])
+            return
+        try:
+            self._send(job)
+        finally:
+            self.busy, self.inflight = False, 0
+            self.dispatcher.nudge()
+
+    def _hand_back(self) -> None:
+        leased = []
+        while True:
+            try:
+                job = self.jobs.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(job, str):
+                leased.append(job)
+        if leased:
+            try:
+                with self.runtime.connection() as conn:
+                    dispatch.release(conn, leased)
+            except Exception:  # the lease runs out by itself
+                log.exception("SIM %s: handing back %d message(s) failed", self.name, len(leased))
+
+    # Health
+
+    def _heartbeat(self) -> None:
+        """Ask the modem how it is (AT+CREG?, AT+CSQ), act on it, and record it."""
+        registered = signal = None
+        if self.ready and self.modem is not None and not self.modem.gone:
+            try:
+                health = self.modem.health()
+                registered, signal = health.registered, health.signal_dbm
+                self._registration(health.registered)
+            except PortGone as error:
+                self._lost(error)
+            except ModemError as error:
+                self.last_error = str(error)
+        elif self.ready:
+            self._lost(PortGone(f"{self.sim['port']} vanished"))
+        self._report(registered, signal)
+
+    def _report(self, registered: bool | None = None, signal: int | None = None) -> None:
+        with self.runtime.connection() as conn:
+            sim_health.record(conn, self.id, healthy=self.usable, registered=registered, signal_dbm=signal,
+                              last_error=self.last_error, dispatcher=self.dispatcher.me,
+                              at=self.app.clock.now(), reachable=self.ready)
+        self.reported_at = time.monotonic()
+
+    def _registration(self, registered: bool) -> None:
+        was, self.registered = self.registered, registered
+        if not registered:
+            self.last_error = NOT_REGISTERED
+            if self.quarantine is None and self.app.quarantine_sim(self.id, NETWORK, NOT_REGISTERED,
+                                                                   self.dispatcher.me):
+                self.quarantine = NETWORK
+                log.warning("SIM %s quarantined: %s", self.name, NOT_REGISTERED)
+        elif not was or self.quarantine == NETWORK:
+            if self.last_error == NOT_REGISTERED:
+                self.last_error = None
+            if self.quarantine == NETWORK and self.app.recover_sim(self.id, "registered on the network again",
+                                                                   self.dispatcher.me):
+                self.quarantine = None
+                log.info("SIM %s recovered: registered on the network again", self.name)
+
+    def _lost(self, error: Exception) -> None:
+        """The port closed under us: reopened by the thread's loop with backoff."""
+        self.ready = False
+        self._trouble(str(error))
+
+    def _trouble(self, reason: str) -> None:
+        if self.last_error != reason:
+            log.warning("SIM %s (%s): %s; retrying with backoff", self.name, self.sim["port"], reason)
+        self.last_error = reason
+
+    def _recovered_from_trouble(self) -> None:
+        if self.last_error is not None:
+            log.info("SIM %s (%s): the modem answers again", self.name, self.sim["port"])
+        self.last_error = None
+
+    # Sending
+
+    def _send(self, message_id: str) -> None:
+        message = self.app.message(message_id)
+        if not self.usable or message is None or message.status != "queued":
+            with self.runtime.connection() as conn:
+                dispatch.release(conn, [message_id])
+            return
+        message.submit(self.id, at=self.app.clock.now())
+        try:
+            self.app.save(message)  # recorded before the first AT+CMGS: never sent twice blindly
+        except IntegrityError:
+            return  # another SIM submitted it first (its lease had been handed back): not ours
+        parts = encode_submit(message.to, message.text, reference=random.randrange(256))
+        for number, part in enumerate(parts, start=1):
+            try:
+                mr = self.modem.send_part(part.pdu, part.length)
+            except CmsError as error:
+                return self._refused(message_id, f"CMS {error.code}", classify(error.code), error.code)
+            except NotSubmitted as error:
+                if isinstance(error, PortGone) or not self.modem.recover():
+                    self._lost(error)
+                return self._refused(message_id, str(error), Action.RETRY_ELSEWHERE, None)
+            except (CommandTimeout, PortGone) as error:
+                # The part may have left: the message stays `submitted` for reconciliation.
+                self.last_error = str(error)
+                if isinstance(error, PortGone) or not self.modem.recover():
+                    self._lost(error)
+                log.warning("%s: outcome of %s part %d unknown: %s", self.name, message_id, number, error)
+                return
+            now = self.app.clock.now()
+            self.part_times.append(now)
+            self.sent += 1
+            self.inflight -= 1
+            self.refusals_in_row = 0
+            self.dispatcher.record(message_id, lambda m, n=number, r=mr: m.part_accepted(n, r, at=now))
+
+    def _refused(self, message_id: str, cause: str, action: Action, code: int | None) -> None:
+        """The modem proved the part was not sent: quarantine the SIM when the cause is the
+        SIM's, then end the message or send it on to another SIM."""
+        self.last_error = cause
+        if action == Action.QUARANTINE:
+            self._quarantine(FAILURES, f"the network refuses this SIM ({cause})")
+        elif action == Action.RETRY:  # unknown (CMS 500): the SIM's fault once it repeats
+            self.refusals_in_row += 1
+            if self.refusals_in_row >= REPEATS_BEFORE_QUARANTINE:
+                self._quarantine(FAILURES, f"{self.refusals_in_row} refusals in a row (last: {cause})")
+        usable = self.dispatcher.usable_sims() - ({self.id} if not self.usable else set())
+
+        def decide(message: Any) -> None:
+            now = self.app.clock.now()
+            outcome, why = after_refusal(action.value, attempts=message.attempts, ever_accepted=message.ever_accepted,
+                                         tried=set(message.failed_on) | {self.id}, usable=usable)
+            if outcome == REJECT:
+                message.reject(f"{why} ({cause})", at=now)
+            elif outcome == FAIL:
+                message.fail(f"could not be sent: {why} (last: {cause} on SIM {self.name})", at=now)
+            else:
+                message.requeue(f"SIM {self.name}: {cause}", not_before=now + RETRY_DELAY, at=now)
+
+        self.dispatcher.record(message_id, decide)
+
+    def _quarantine(self, kind: str, reason: str) -> None:
+        if self.quarantine is None and self.app.quarantine_sim(self.id, kind, reason, self.dispatcher.me):
+            log.warning("SIM %s quarantined: %s", self.name, reason)
+        self.quarantine = self.quarantine or kind
