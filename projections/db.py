@@ -10,7 +10,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from domain.settings import Settings
 
 from . import otp_limits, registry
-from .dispatch import NOTIFY_WORK
+from .dispatch import NOTIFY_CLOCK
 
 OWN_DDL = """
 CREATE TABLE IF NOT EXISTS clock_offset (
@@ -89,5 +89,5 @@ def advance_clock(conn: Any, seconds: float) -> float:
     row = conn.execute(
         "UPDATE clock_offset SET offset_seconds = offset_seconds + %s RETURNING offset_seconds", (seconds,)
     ).fetchone()
-    conn.execute(NOTIFY_WORK)  # time moved: pacing windows and expiries may have opened or closed
+    conn.execute(NOTIFY_CLOCK)  # time moved: heartbeats aged, windows opened, messages expired
     return float(row["offset_seconds"] if isinstance(row, dict) else row[0])

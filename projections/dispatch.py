@@ -25,9 +25,10 @@ from domain.settings import Settings
 log = logging.getLogger("sandesh.dispatch")
 
 CHANNEL = "sandesh_dispatch"
-WORK, POOL = "work", "pool"   # payloads: something to send; the SIM pool changed
+WORK, POOL, CLOCK = "work", "pool", "clock"  # something to send; the SIM pool changed; the test clock moved
 NOTIFY_WORK = f"NOTIFY {CHANNEL}, '{WORK}'"
 NOTIFY_POOL = f"NOTIFY {CHANNEL}, '{POOL}'"
+NOTIFY_CLOCK = f"NOTIFY {CHANNEL}, '{CLOCK}'"
 
 ENQUEUE = """
 INSERT INTO dispatch_queue (message_id, client_id, message_type, priority, "to", operator, parts, enqueued_at,

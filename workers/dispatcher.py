@@ -89,6 +89,9 @@ class Dispatcher:
     def _notified(self, payload: str) -> None:
         if payload == dispatch.POOL:
             self._pool_changed.set()
+        elif payload == dispatch.CLOCK:  # the test clock jumped: heartbeats are stale in service time
+            for worker in list(self.sims.values()):
+                worker.report_soon()
         self._wake.set()
 
     def run(self) -> None:

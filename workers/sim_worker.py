@@ -84,6 +84,10 @@ class SimWorker:
     def start(self) -> None:
         self.thread.start()
 
+    def report_soon(self) -> None:
+        self.reported_at = 0.0
+        self.jobs.put(("heartbeat",))
+
     def retire(self) -> None:
         """Finish the message in hand, hand back the rest, close the port."""
         self.retiring.set()
@@ -164,8 +168,9 @@ class SimWorker:
             return
         if job is None:
             return
-        if isinstance(job, tuple):  # ("inbound", index) from a +CMTI
-            self.dispatcher.read_inbound(self, job[1])
+        if isinstance(job, tuple):  # ("inbound", index) from a +CMTI, or ("heartbeat",)
+            if job[0] == "inbound":
+                self.dispatcher.read_inbound(self, job[1])
             return
         try:
             self._send(job)
