@@ -86,4 +86,5 @@ class Send:
         except InsufficientBalance:
             raise ApiError("insufficient_balance", f"The workspace balance is lower than the message cost "
                            f"({cost} paisa).") from None
-        return accepted_reply(message.id, message.message_type, message.segments, message.encoding, message.cost)
+        return accepted_reply(message.id, message.message_type, message.segments, message.encoding, message.cost,
+                              message.expires_at)

@@ -9,13 +9,16 @@ from __future__ import annotations
 from eventsourcing.domain import event
 
 from .aggregate import Aggregate
+from .clock import iso
 from .credentials import new_id
 from .errors import InvalidTransition
+from .pdu import validity_minutes
 
 QUEUED, SUBMITTED, SENT = "queued", "submitted", "sent"
 DELIVERED, UNDELIVERED, FAILED, REJECTED = "delivered", "undelivered", "failed", "rejected"
 FINAL = (DELIVERED, UNDELIVERED, FAILED, REJECTED)
 ROUTE = "device"
+DEFAULT_VALIDITY_MINUTES = 24 * 60
 
 
 class Message(Aggregate):
@@ -123,6 +126,13 @@ class Message(Aggregate):
         if sim_id is not None and sim_id not in self.failed_on:
             self.failed_on.append(sim_id)
 
+    def validity_minutes(self, now: float) -> int:
+        """The TP-VP its SUBMIT asks for: what is left of its life (an OTP's: no more than its
+        code's), else 24 hours (docs/design.md, "Validity")."""
+        if self.expires_at is None:
+            return DEFAULT_VALIDITY_MINUTES
+        return validity_minutes(self.expires_at - now, at_most=self.message_type == "otp")
+
     def expired(self, now: float) -> bool:
         return self.expires_at is not None and now >= self.expires_at
 
@@ -162,7 +172,12 @@ def accept(**accepted: object) -> Message:
     return Message._create(Message.Accepted, **accepted)
 
 
-def accepted_reply(message_id: str, message_type: str, segments: int, encoding: str, cost: int) -> dict:
-    """The 202 body of POST /v1/sms/send (decisions §1), also what an idempotent replay returns."""
-    return {"messageId": message_id, "status": QUEUED, "messageType": message_type,
-            "segments": segments, "encoding": encoding, "cost": cost}
+def accepted_reply(message_id: str, message_type: str, segments: int, encoding: str, cost: int,
+                   expires_at: float | None = None) -> dict:
+    """The 202 body of POST /v1/sms/send (decisions §1), also what an idempotent replay returns;
+    `expiresAt` when the send asked for a validity (`validFor`)."""
+    reply = {"messageId": message_id, "status": QUEUED, "messageType": message_type,
+             "segments": segments, "encoding": encoding, "cost": cost}
+    if expires_at is not None:
+        reply["expiresAt"] = iso(expires_at)
+    return reply

@@ -309,6 +309,17 @@ def _relative_vp(minutes: int) -> int:
     raise ValueError(f"validity of {minutes} minutes exceeds the 63 weeks a relative VP can say")
 
 
+def validity_minutes(seconds_left: float, *, at_most: bool) -> int:
+    """A validity a relative TP-VP can say (its smallest step is 5 minutes): the longest one
+    not above `seconds_left` when `at_most` (an OTP's code must not outlive it; 5 minutes when
+    less is left), else the shortest one not below it."""
+    minutes = seconds_left / 60
+    steps = [_vp_minutes(vp) for vp in range(256)]
+    if at_most:
+        return max([m for m in steps if m <= minutes], default=steps[0])
+    return next((m for m in steps if m >= minutes), steps[-1])
+
+
 def _phone(number: str, what: str) -> str:
     digits = number.removeprefix("+")
     if not digits.isdigit() or not digits.isascii() or len(digits) > 20:

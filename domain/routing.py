@@ -10,9 +10,9 @@ module decides, message by message, in that order:
 3. Failover: a message that failed on a SIM goes to another one with room; back to a SIM it
    failed on only after the retry delay, and only when no other usable SIM has room.
 4. Operator: among the SIMs left, those on the recipient's operator first; never waiting for
-   one, so affinity never delays a message.  Ties go to the SIM with most window left, then
-   to the one that has sent least, which spreads the load evenly and moves the part the pool
-   holds for OTP from SIM to SIM as windows roll.
+   one, so affinity never delays a message.  Among equals, the SIM that has sent least takes
+   it (then the one with most window left): that spreads the load evenly, and makes the part
+   the pool holds for OTP stay on whichever SIM has sent most, so it moves from SIM to SIM.
 """
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def choose(message: Waiting, offers: list[Offer], pool: Pool, now: float) -> Off
         fresh = fitting
     if not fresh:
         return None
-    return min(fresh, key=lambda o: (o.operator is None or o.operator != message.operator, -o.left, o.sent))
+    return min(fresh, key=lambda o: (o.operator is None or o.operator != message.operator, o.sent, -o.left))
 
 
 MAX_ATTEMPTS = 5      # submissions of one message that ended back in the queue, at most

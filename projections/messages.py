@@ -15,6 +15,7 @@ CREATE TABLE IF NOT EXISTS messages (
     encoding text NOT NULL, cost bigint NOT NULL, error text,
     created_at double precision NOT NULL, updated_at double precision NOT NULL);
 CREATE INDEX IF NOT EXISTS messages_client ON messages (client_id, created_at);
+ALTER TABLE messages ADD COLUMN IF NOT EXISTS expires_at double precision;
 """
 
 HANDLERS: dict[type, Callable[[Any, Any], None]] = {}
@@ -23,9 +24,10 @@ HANDLERS: dict[type, Callable[[Any, Any], None]] = {}
 def _accepted(cur: Any, e: Any) -> None:
     cur.execute(
         'INSERT INTO messages (id, client_id, workspace_id, "to", status, route, message_type, segments, encoding,'
-        " cost, error, created_at, updated_at) VALUES (%s, %s, %s, %s, 'queued', %s, %s, %s, %s, %s, NULL, %s, %s)",
+        " cost, error, created_at, updated_at, expires_at)"
+        " VALUES (%s, %s, %s, %s, 'queued', %s, %s, %s, %s, %s, NULL, %s, %s, %s)",
         (e.originator_id, e.client_id, e.workspace_id, e.to, ROUTE, e.message_type, e.segments, e.encoding,
-         e.cost, e.at, e.at),
+         e.cost, e.at, e.at, getattr(e, "expires_at", None)),
     )
 
 
@@ -50,6 +52,7 @@ def view(record: dict[str, Any]) -> dict[str, Any]:
         "id": record["id"], "to": record["to"], "status": record["status"], "route": record["route"],
         "messageType": record["message_type"], "segments": record["segments"], "encoding": record["encoding"],
         "cost": record["cost"], "createdAt": iso(record["created_at"]), "updatedAt": iso(record["updated_at"]),
+        "expiresAt": iso(record["expires_at"]) if record["expires_at"] is not None else None,
         "error": record["error"],
     }
 
@@ -63,4 +66,4 @@ def from_aggregate(message: Message) -> dict[str, Any]:
     return view({"id": message.id, "to": message.to, "status": message.status, "route": ROUTE,
                  "message_type": message.message_type, "segments": message.segments, "encoding": message.encoding,
                  "cost": message.cost, "created_at": message.created_at, "updated_at": message.updated_at,
-                 "error": message.error})
+                 "expires_at": message.expires_at, "error": message.error})

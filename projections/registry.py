@@ -264,7 +264,8 @@ def _remember_key(cur: Any, e: Any) -> None:
         return
     cur.execute("DELETE FROM idempotency_keys WHERE client_id = %s AND key = %s AND created_at <= %s",
                 (e.client_id, e.idempotency_key, e.at - IDEMPOTENCY_RETENTION))
-    reply = accepted_reply(e.originator_id, e.message_type, e.segments, e.encoding, e.cost)
+    reply = accepted_reply(e.originator_id, e.message_type, e.segments, e.encoding, e.cost,
+                           getattr(e, "expires_at", None))
     cur.execute(
         "INSERT INTO idempotency_keys (client_id, key, request_hash, message_id, response, created_at)"
         " VALUES (%s, %s, %s, %s, %s, %s)",

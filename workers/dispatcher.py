@@ -100,6 +100,7 @@ class Dispatcher:
             try:
                 if self._pool_changed.is_set() or time.monotonic() - self._pool_read >= POOL_EVERY:
                     self.sync_pool()
+                    self.expire_waiting()
                 if time.monotonic() - last_housekeeping >= HOUSEKEEPING_EVERY:
                     last_housekeeping = time.monotonic()
                     self.housekeeping()
@@ -208,6 +209,20 @@ class Dispatcher:
         if left:
             log.warning("reconciled %d message(s) left submitted by a stopped dispatcher", len(left))
         return len(left)
+
+    def expire_waiting(self) -> int:
+        """Waiting messages whose validity ended (an OTP's code expired, a `validFor` ran out)
+        before any SIM took them: failed and refunded, never sent late (docs/design.md, "Validity")."""
+        with self.runtime.connection() as conn:
+            expired = dispatch.expired(conn, self.app.clock.now())
+
+        def expire(message: Any) -> None:
+            if message.status == "queued":  # a SIM may have taken it meanwhile: then it was in time
+                message.expire(at=self.app.clock.now())
+
+        for message_id in expired:
+            self.record(message_id, expire)
+        return len(expired)
 
     # Housekeeping
 

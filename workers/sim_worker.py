@@ -258,12 +258,17 @@ class SimWorker:
             with self.runtime.connection() as conn:
                 dispatch.release(conn, [message_id])
             return
-        message.submit(self.id, at=self.app.clock.now())
+        now = self.app.clock.now()
+        if message.expired(now):  # it ran out while leased: not sent either
+            self.dispatcher.record(message_id, lambda m: m.expire(at=now) if m.status == "queued" else None)
+            return
+        message.submit(self.id, at=now)
         try:
             self.app.save(message)  # recorded before the first AT+CMGS: never sent twice blindly
         except IntegrityError:
             return  # another SIM submitted it first (its lease had been handed back): not ours
-        parts = encode_submit(message.to, message.text, reference=random.randrange(256))
+        parts = encode_submit(message.to, message.text, reference=random.randrange(256),
+                              validity_minutes=message.validity_minutes(now))
         for number, part in enumerate(parts, start=1):
             try:
                 mr = self.modem.send_part(part.pdu, part.length)

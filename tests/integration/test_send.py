@@ -258,7 +258,8 @@ def test_a_message_is_visible_as_soon_as_its_send_answered(server, workspace):
     body = found.json()
     assert body == {"id": sent["messageId"], "to": TO, "status": "queued", "route": "device",
                     "messageType": "promotional", "segments": 1, "encoding": "GSM-7", "cost": 40,
-                    "createdAt": body["createdAt"], "updatedAt": body["createdAt"], "error": None}
+                    "createdAt": body["createdAt"], "updatedAt": body["createdAt"], "expiresAt": None,
+                    "error": None}
     assert body["createdAt"].endswith("Z")
 
 
@@ -284,3 +285,33 @@ def test_the_text_is_encrypted_at_rest_and_keys_stay_out_of_events_and_logs(serv
     assert b"8841-ZETA" not in states and "8841-ZETA" not in tables
     assert workspace["key"].encode() not in states
     assert workspace["key"] not in server.output() and "8841-ZETA" not in server.output()
+
+
+# Validity: `validFor` (docs/design.md, "Validity")
+
+@pytest.mark.parametrize("valid_for, code", [(59, "out_of_range"), (86_401, "out_of_range"), (0, "out_of_range"),
+                                             ("600", "invalid_type"), (600.5, "invalid_type"), (True, "invalid_type"),
+                                             (None, None)])
+def test_valid_for_must_be_whole_seconds_from_60_to_86400(server, workspace, valid_for, code):
+    answer = send(server, workspace["key"], {"to": TO, "text": "Sale ends at noon", "validFor": valid_for})
+    if code is None:  # null is the same as leaving it out
+        assert answer.status_code == 202 and "expiresAt" not in answer.json()
+        return
+    assert answer.status_code == 400, answer.text
+    body = answer.json()
+    assert body["code"] == "invalid_request"
+    assert [(d["path"], d["code"]) for d in body["details"]] == [(["validFor"], code)]
+
+
+def test_a_send_with_valid_for_says_when_it_expires_in_the_reply_and_the_lookup(server, workspace, sandesh):
+    from domain.clock import parse_iso
+
+    now = parse_iso(sandesh("clock", "show")["now"])
+    answer = send(server, workspace["key"], {"to": TO, "text": "Your table is ready", "validFor": 600})
+    assert answer.status_code == 202
+    expires = parse_iso(answer.json()["expiresAt"])
+    assert 600 <= expires - now <= 605
+    found = lookup(server, workspace["key"], answer.json()["messageId"]).json()
+    assert found["expiresAt"] == answer.json()["expiresAt"]
+    plain = send(server, workspace["key"], {"to": TO, "text": "No hurry"}).json()
+    assert lookup(server, workspace["key"], plain["messageId"]).json()["expiresAt"] is None
