@@ -46,6 +46,7 @@ class Pool:
     free: int                      # parts left in the windows of every usable SIM of the pool
     reserve: int                   # parts of that only OTP may use
     elsewhere: set[str] = field(default_factory=set)  # usable SIMs with room that are not offered now
+    holder: str | None = None      # the SIM that keeps the reserve: of the usable ones, the one that has sent most
 
 
 def assign(waiting: list[Waiting], offers: list[Offer], pool: Pool, now: float) -> list[tuple[Waiting, Offer]]:
@@ -69,7 +70,10 @@ def assign(waiting: list[Waiting], offers: list[Offer], pool: Pool, now: float) 
 def choose(message: Waiting, offers: list[Offer], pool: Pool, now: float) -> Offer | None:
     if message.message_type != "otp" and pool.free - message.parts < pool.reserve:
         return None
-    fitting = [o for o in offers if o.left >= message.parts]
+    # The reserve stays on the SIM that has sent most, so under a backlog it moves from SIM to SIM
+    # and each SIM reaches its cap in turn.
+    keep = 0 if message.message_type == "otp" else pool.reserve
+    fitting = [o for o in offers if o.left >= message.parts + (keep if o.sim_id == pool.holder else 0)]
     if message.sticky_sim is not None and message.message_type != "otp" and message.sticky_sim not in message.failed_on:
         sticky = [o for o in fitting if o.sim_id == message.sticky_sim]
         if sticky:

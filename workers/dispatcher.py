@@ -162,7 +162,8 @@ class Dispatcher:
         if not offers:
             return 0
         pool = Pool(free=sum(max(0, r) for r in room.values()), reserve=otp_reserve(len(usable)),
-                    elsewhere=self._elsewhere | {w.id for w in usable if w.busy and room[w.id] > 0})
+                    elsewhere=self._elsewhere | {w.id for w in usable if w.busy and room[w.id] > 0},
+                    holder=max(usable, key=lambda w: (w.sent, w.id)).id)
         only_otp = pool.free <= pool.reserve
 
         sizes: dict[str, int] = {}
