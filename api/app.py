@@ -10,6 +10,7 @@ import falcon.media
 import orjson
 
 from domain.application import Sandesh
+from projections.health import DatabaseHealth, is_outage
 
 from .auth import Authentication
 from .errors import ApiError
@@ -58,11 +59,45 @@ def _unexpected(req: falcon.Request, resp: falcon.Response, error: Exception, pa
     _render(resp, ApiError("server_error", f"Unexpected error on the service side (request id {request_id})."))
 
 
+OUTAGE_RETRY_AFTER = "2"
+
+
+def outage_error() -> ApiError:
+    """A database outage: 503 in the error shape, with Retry-After (docs/reliability.md).  A send
+    whose answer was lost may have been accepted: retrying with the same Idempotency-Key
+    replays it instead of sending it twice."""
+    return ApiError("unavailable", "The service cannot reach its database right now. Retry with the same "
+                                   "Idempotency-Key.", headers={"Retry-After": OUTAGE_RETRY_AFTER})
+
+
+class DatabaseGate:
+    """While this process knows the database is away, answer 503 at once instead of waiting
+    for a pooled connection."""
+
+    def __init__(self, health: DatabaseHealth):
+        self.health = health
+
+    def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: Any, params: dict) -> None:
+        if self.health.down:
+            raise outage_error()
+
+
+def _errors(health: DatabaseHealth) -> Callable[[falcon.Request, falcon.Response, Exception, dict], None]:
+    def handle(req: falcon.Request, resp: falcon.Response, error: Exception, params: dict) -> None:
+        if is_outage(error):
+            health.failed(error)
+            _render(resp, outage_error())
+        else:
+            _unexpected(req, resp, error, params)
+    return handle
+
+
 def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], *, route_window: float,
-               rate_limit: bool = True, trusted_proxies: tuple[str, ...] = ()) -> falcon.App:
-    """`route_window`: Settings.route_window, how recent a SIM's healthy heartbeat must be for it to be a route."""
+               health: DatabaseHealth, rate_limit: bool = True, trusted_proxies: tuple[str, ...] = ()) -> falcon.App:
+    """`route_window`: Settings.route_window, how recent a SIM's healthy heartbeat must be for it to be a route;
+    `health`: this process's view of the database (an outage is a 503, never a 500 or a hang)."""
     authentication = Authentication(connection, sandesh.clock, route_window=route_window, rate_limit=rate_limit)
-    app = falcon.App(middleware=[RequestId(), authentication])
+    app = falcon.App(middleware=[RequestId(), DatabaseGate(health), authentication])
     json_handler = falcon.media.JSONHandler(dumps=lambda o: orjson.dumps(o).decode(), loads=orjson.loads)
     app.resp_options.media_handlers[falcon.MEDIA_JSON] = json_handler
     app.req_options.media_handlers[falcon.MEDIA_JSON] = json_handler
@@ -71,7 +106,7 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     app.add_route("/v1/sms/messages/{message_id}", MessageStatus(sandesh, connection))
     app.add_route("/v1/sms/otp/send", OtpSend(sandesh, connection, trusted_proxies))
     app.add_route("/v1/sms/otp/verify", OtpVerify(sandesh, connection, trusted_proxies))
-    app.add_error_handler(Exception, _unexpected)
+    app.add_error_handler(Exception, _errors(health))
     app.add_error_handler(falcon.HTTPError, _http_error)
     app.add_error_handler(ApiError, _api_error)
     return app

@@ -11,7 +11,17 @@ from domain.settings import Settings
 
 from . import db, registry
 from .group_commit import GroupCommit
+from .health import DatabaseHealth
 from .store import Sealer, derive_key, eventsourcing_env
+
+
+# An outage answers within 2 s (docs/reliability.md): a request waits at most this long for a
+# pooled connection (the library's default is 30 s), a connection attempt at most 2 s, and a
+# pool slot whose reconnection keeps failing is given up after 2 s so that the first request
+# after the database returns opens a fresh connection instead of waiting out a backoff.
+POOL_WAIT_SECONDS = 1.5
+CONNECT_TIMEOUT_SECONDS = 2
+RECONNECT_GIVE_UP_SECONDS = 2.0
 
 
 @dataclass
@@ -19,6 +29,7 @@ class Runtime:
     settings: Settings
     app: Sandesh
     clock: Clock
+    health: DatabaseHealth
 
     @contextmanager
     def connection(self) -> Iterator[Any]:
@@ -51,7 +62,12 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
         raise
     if group_commit:
         app.append = GroupCommit(app.append_events).save
-    runtime = Runtime(settings=settings, app=app, clock=clock)
+    pool = app.recorder.datastore.pool  # type: ignore[attr-defined]
+    pool.timeout = POOL_WAIT_SECONDS
+    pool.reconnect_timeout = RECONNECT_GIVE_UP_SECONDS
+    pool.kwargs["connect_timeout"] = CONNECT_TIMEOUT_SECONDS
+    runtime = Runtime(settings=settings, app=app, clock=clock,
+                      health=DatabaseHealth(settings.database_url, pool))
     holder["runtime"] = runtime
     return runtime
 

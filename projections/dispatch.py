@@ -156,4 +156,4 @@ def listen(settings: Settings, wake: Callable[[str], None], stop: threading.Even
                 log.warning("dispatch channel: lost (%s); retrying with backoff", str(error).strip().splitlines()[0])
                 down = True
             stop.wait(delay)
-            delay = min(delay * 2, 5.0)
+            delay = min(delay * 2, 2.0)

@@ -17,6 +17,7 @@ from eventsourcing.utils import get_topic
 
 from . import counters, messages, otps
 from .bootstrap import Runtime
+from .health import is_outage
 
 log = logging.getLogger("sandesh.projections")
 
@@ -65,18 +66,36 @@ def catch_up(runtime: Runtime, names: list[str] | None = None) -> int:
 
 def run(runtime: Runtime, stop: threading.Event, names: list[str] | None = None,
         on_idle: Callable[[], None] | None = None) -> None:
-    """Follow the log until `stop` is set: LISTEN for appends, poll every second as a fallback."""
+    """Follow the log until `stop` is set."""
+    def step() -> None:
+        catch_up(runtime, names)
+        if on_idle:
+            on_idle()
+
+    follow(runtime, stop, step, idle_wait=1.0)
+
+
+def follow(runtime: Runtime, stop: threading.Event, step: Callable[[], None], *, idle_wait: float) -> None:
+    """The loop of every log follower (projections, webhooks): run `step` after every append
+    (LISTEN on the events table's channel) and at least every `idle_wait` seconds, until `stop`.
+
+    It never exits on an error.  A database outage is told once (runtime.health) and waited out
+    with capped backoff, the listener reconnecting; any other error is logged and retried."""
     channel = runtime.app.recorder.channel_name  # type: ignore[attr-defined]
-    with psycopg.connect(runtime.settings.database_url, autocommit=True) as listener:
-        listener.execute(f'LISTEN "{channel}"')
-        while not stop.is_set():
-            try:
-                catch_up(runtime, names)
-            except Exception:
-                log.exception("projection step failed; retrying in 1 s")
-                stop.wait(1.0)
-                continue
-            if on_idle:
-                on_idle()
-            for _ in listener.notifies(timeout=1.0, stop_after=1):
-                pass
+    delay = 0.5
+    while not stop.is_set():
+        try:
+            with psycopg.connect(runtime.settings.database_url, autocommit=True, connect_timeout=2) as listener:
+                listener.execute(f'LISTEN "{channel}"')
+                while not stop.is_set():
+                    step()
+                    delay = 0.5
+                    for _ in listener.notifies(timeout=idle_wait, stop_after=1):
+                        pass
+        except Exception as error:
+            if is_outage(error):
+                runtime.health.failed(error)
+            else:
+                log.exception("follower step failed; retrying in %.1f s", delay)
+            stop.wait(delay)
+            delay = min(delay * 2, 2.0)

@@ -6,6 +6,7 @@ committer takes whatever has queued while the previous transaction ran (no added
 process is idle), saves it in one append with one inline write, and wakes the requests.  When a
 batch is refused (a balance guard, an idempotency key, a version conflict), each of its items is
 saved on its own, so every request gets its own outcome and nothing is charged for a refused one.
+Any other failure (the database is away) fails the whole batch at once.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import queue
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from eventsourcing.persistence import IntegrityError
 
 MAX_BATCH = 200
 
@@ -62,8 +65,9 @@ class GroupCommit:
         try:
             self._save([e for p in batch for e in p.events])
         except BaseException as error:
-            if len(batch) == 1:
-                batch[0].error = error
+            if len(batch) == 1 or not isinstance(error, IntegrityError):
+                for pending in batch:  # the database is away (or worse): no use trying each alone
+                    pending.error = error
             else:
                 for pending in batch:
                     self._commit([pending])

@@ -29,7 +29,7 @@ class SandeshServer(BaseApplication):
         logging.basicConfig(level=self.settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
         runtime = bootstrap(self.settings, group_commit=True)
         return create_app(runtime.app, runtime.connection, route_window=self.settings.route_window,
-                          trusted_proxies=self.settings.trusted_proxies)
+                          health=runtime.health, trusted_proxies=self.settings.trusted_proxies)
 
 
 def serve(settings: Settings, bind: str, workers: int, threads: int, connections: int = 1000) -> None:

@@ -10,12 +10,11 @@ until Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import secrets
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from domain.settings import Settings
@@ -89,17 +88,23 @@ def up(args: argparse.Namespace, actor: str) -> int:
           "make a key with `sandesh client create --workspace WS --brand NAME`"})
     if demo:
         sys.stderr.write(f"\nTry it:\n  curl -H 'x-api-key: {demo['key']}' {base_url}/sms/balance\n\n")
+    from workers.supervisor import Child, stop_on_signals, supervise
+
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     children = []
+    cli = [sys.executable, "-m", "scripts.cli"]
     if _only_emulated_sims(settings):
-        emulator = subprocess.Popen([sys.executable, "-m", "scripts.cli", "emulator", "--sims", "2", "--register",
-                                     "--phones-log", str(VAR / "phones.jsonl")], env=env, stdout=subprocess.PIPE)
-        children.append(emulator)
+        emulator = Child("emulator", [*cli, "emulator", "--sims", "2", "--register", "--phones-log",
+                                      str(VAR / "phones.jsonl")], env=env, stdout=subprocess.PIPE)
+        emulator.start()
         for _ in range(2):
-            sys.stderr.write(f"emulated modem: {emulator.stdout.readline().decode().strip()}\n")
+            sys.stderr.write(f"emulated modem: {emulator.process.stdout.readline().decode().strip()}\n")
+        emulator.stdout = subprocess.DEVNULL  # when it is restarted nobody reads its lines
         sys.stderr.write(f"what the phones receive is written to {VAR / 'phones.jsonl'}\n")
-    children.append(subprocess.Popen([sys.executable, "-m", "scripts.cli", "serve", "--bind", args.bind], env=env))
-    children.append(subprocess.Popen([sys.executable, "-m", "scripts.cli", "worker", "all"], env=env))
-    return _supervise(children)
+        children.append(emulator)
+    children.append(Child("sandesh serve", [*cli, "serve", "--bind", args.bind], env=env))
+    children.append(Child("sandesh worker all", [*cli, "worker", "all"], env=env))
+    return supervise(children, stop_on_signals())
 
 
 def _only_emulated_sims(settings: Settings) -> bool:
@@ -108,24 +113,3 @@ def _only_emulated_sims(settings: Settings) -> bool:
 
     with psycopg.connect(settings.database_url) as conn:
         return conn.execute("SELECT 1 FROM sims WHERE name NOT LIKE 'emu-%' LIMIT 1").fetchone() is None
-
-
-def _supervise(children: list[subprocess.Popen]) -> int:
-    stop = {"now": False}
-
-    def on_signal(signum: int, frame: object) -> None:
-        stop["now"] = True
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    while not stop["now"] and all(child.poll() is None for child in children):
-        time.sleep(0.2)
-    for child in children:
-        if child.poll() is None:
-            child.send_signal(signal.SIGTERM)
-    for child in children:
-        try:
-            child.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            child.kill()
-    return 0

@@ -216,3 +216,30 @@ def route(sandesh: Sandesh, runtime: Any) -> Iterator[Route]:
     yield reported
     sandesh.after_clock_advance.remove(reported.report)
     reported.close()
+
+
+@contextmanager
+def running_dispatcher(runtime: Any, host: str | None = None) -> Iterator[Any]:
+    """A real Dispatcher in this process, its loop on a thread, stopped afterwards."""
+    from workers.dispatcher import Dispatcher
+
+    dispatcher = Dispatcher(runtime, host)
+    dispatcher.start()
+    thread = threading.Thread(target=dispatcher.run, daemon=True)
+    thread.start()
+    try:
+        yield dispatcher
+    finally:
+        dispatcher.close()
+        thread.join(timeout=5)
+
+
+def wait_for_status(runtime: Any, message_ids: list[str], statuses: set[str], timeout: float = 20.0) -> dict:
+    """Wait until every message is in one of `statuses` (read from the log); returns them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = {m: runtime.app.message(m).status for m in message_ids}
+        if all(s in statuses for s in found.values()):
+            return found
+        assert time.monotonic() < deadline, found
+        time.sleep(0.02)

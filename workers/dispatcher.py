@@ -29,6 +29,7 @@ from domain.pdu import PduError, decode_deliver, decode_status_report
 from domain.routing import Offer, Pool, Waiting, assign
 from projections import dispatch, sim_health
 from projections.bootstrap import Runtime
+from projections.health import is_outage
 
 from .modem import ModemError, Unsolicited
 from .sim_worker import SimWorker
@@ -82,6 +83,13 @@ class Dispatcher:
         for worker in [*self.sims.values(), *self.retired]:
             worker.thread.join(timeout=5)
 
+    def trouble(self, error: BaseException) -> None:
+        """An error in a loop: an outage is told once (runtime.health); anything else is logged."""
+        if is_outage(error):
+            self.runtime.health.failed(error)
+        else:
+            log.exception("dispatcher: unexpected error (%s); going on", error)
+
     def nudge(self) -> None:
         """A SIM became free, or anything else worth a look."""
         self._wake.set()
@@ -106,7 +114,7 @@ class Dispatcher:
                     self.housekeeping()
                 self.tick()
             except Exception as error:  # the loop never dies: a database outage is waited out
-                log.warning("dispatcher: %s; retrying", str(error).strip().splitlines()[0] if str(error) else error)
+                self.trouble(error)
                 self.stop.wait(1.0)
             self._wake.wait(POOL_EVERY)
             self._wake.clear()
@@ -251,24 +259,25 @@ class Dispatcher:
 
     def unsolicited_for(self, worker: SimWorker) -> Callable[[Unsolicited], None]:
         def handle(event: Unsolicited) -> None:
-            if event.line.startswith("+CDS:") and event.pdu:
-                self._status_report(worker.id, event.pdu)
+            if event.line.startswith("+CDS:") and event.pdu:  # recorded by the SIM's thread, kept until it is
+                worker.jobs.put(("report", event.pdu))
             elif event.line.startswith("+CMTI:"):  # read by the SIM's own thread, not the reader
                 index = event.line.rsplit(",", 1)[-1].strip()
                 if index.isdigit():
                     worker.jobs.put(("inbound", int(index)))
         return handle
 
-    def _status_report(self, sim_id: str, pdu: str) -> None:
-        report = decode_status_report(pdu)
+    def status_report(self, sim_id: str, pdu: str) -> None:
+        """On the SIM's own thread, after the +CMGS of the part it reports was recorded."""
+        try:
+            report = decode_status_report(pdu)
+        except PduError as error:
+            log.warning("unreadable status report on %s (%s); dropped", sim_id, error)
+            return
         now = self.app.clock.now()
-        row = None
-        for _ in range(20):  # a fast network may report a part before its +CMGS is recorded
-            with self.runtime.connection() as conn:
-                row = dispatch.match_report(conn, sim_id, report.message_reference, report.recipient,
-                                            now - REPORT_MATCH_WINDOW)
-            if row is not None or self.stop.wait(0.05):
-                break
+        with self.runtime.connection() as conn:
+            row = dispatch.match_report(conn, sim_id, report.message_reference, report.recipient,
+                                        now - REPORT_MATCH_WINDOW)
         if row is None:
             log.info("status report for MR %d to %s on %s matches no part", report.message_reference,
                      report.recipient, sim_id)

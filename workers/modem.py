@@ -97,11 +97,13 @@ class Health:
 
 class Modem:
     def __init__(self, port: str, baud: int = 115200, *, timeouts: Timeouts = Timeouts(),
-                 on_unsolicited: Callable[[Unsolicited], None] | None = None):
+                 on_unsolicited: Callable[[Unsolicited], None] | None = None,
+                 on_gone: Callable[[], None] | None = None):
         self.port_url = port
         self.baud = baud
         self.timeouts = timeouts
         self.on_unsolicited = on_unsolicited or (lambda u: None)
+        self.on_gone = on_gone or (lambda: None)  # told by the reader when the device vanishes
         self._port: serial.SerialBase | None = None
         self._lines: queue.Queue[str] = queue.Queue()
         self._prompt = threading.Event()
@@ -150,6 +152,8 @@ class Modem:
             except (serial.SerialException, OSError, TypeError, AttributeError):
                 self.gone = True
                 self._lines.put("\x00GONE")
+                if not self._stop.is_set():
+                    self.on_gone()
                 return
             if not chunk:
                 continue

@@ -25,6 +25,7 @@ from domain.pdu import encode_submit
 from domain.routing import FAIL, REJECT, RETRY_DELAY, after_refusal
 from domain.sim import FAILURES, NETWORK, SIM_FAULT
 from projections import dispatch, sim_health
+from projections.health import is_outage
 
 from .modem import CmsError, CommandTimeout, Modem, ModemError, NotSubmitted, PortGone, SimNotReady
 from .sims import attach
@@ -108,11 +109,12 @@ class SimWorker:
                             self.retiring.wait(REOPEN_BACKOFF[min(backoff, len(REOPEN_BACKOFF) - 1)])
                             backoff += 1
                             continue
-                        backoff = 0
                     self._serve_one()
-                except Exception as error:  # no error ends the SIM's thread: it is logged, and we go on
-                    log.exception("SIM %s: unexpected error (%s); going on", self.name, error)
-                    self.retiring.wait(1.0)
+                    backoff = 0
+                except Exception as error:  # no error ends the SIM's thread; a database outage is
+                    self.dispatcher.trouble(error)  # told once and tried again every second at most
+                    self.retiring.wait(min(1.0, REOPEN_BACKOFF[min(backoff, len(REOPEN_BACKOFF) - 1)]))
+                    backoff += 1
         finally:
             self.first_try.set()
             self._hand_back()
@@ -125,7 +127,8 @@ class SimWorker:
         self._hand_back()  # anything given before the port was lost is leased again by someone
         if self.modem is not None:
             self.modem.close()
-        self.modem = Modem(self.sim["port"], self.sim["baud"], on_unsolicited=self.dispatcher.unsolicited_for(self))
+        self.modem = Modem(self.sim["port"], self.sim["baud"], on_unsolicited=self.dispatcher.unsolicited_for(self),
+                           on_gone=self.report_soon)
         try:
             self.modem.open()
             identity = attach(self.runtime, self.sim, self.modem)
@@ -168,9 +171,16 @@ class SimWorker:
             return
         if job is None:
             return
-        if isinstance(job, tuple):  # ("inbound", index) from a +CMTI, or ("heartbeat",)
-            if job[0] == "inbound":
-                self.dispatcher.read_inbound(self, job[1])
+        if isinstance(job, tuple):  # ("report", pdu) from a +CDS, ("inbound", index) from a +CMTI, ("heartbeat",)
+            try:
+                if job[0] == "report":
+                    self.dispatcher.status_report(self.id, job[1])
+                elif job[0] == "inbound":
+                    self.dispatcher.read_inbound(self, job[1])
+            except Exception as error:
+                if is_outage(error):  # not recorded yet: kept for when the database is back
+                    self.jobs.put(job)
+                raise
             return
         try:
             self._send(job)

@@ -1,7 +1,8 @@
 """Runs workers until SIGTERM or Ctrl-C, then stops them cleanly.
 
 `sandesh worker NAME` runs one worker in this process; `sandesh worker all` runs each worker
-that exists in its own process and forwards the stop to all of them.
+that exists in its own process, starts again one that dies (with capped backoff, logged), and
+forwards the stop to all of them.
 """
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from domain.settings import Settings
 
 from . import dispatcher, projections, webhooks
+
+log = logging.getLogger("sandesh.supervisor")
 
 def _dispatch(settings: Settings, stop: threading.Event, host: str | None = None) -> None:
     from projections.bootstrap import bootstrap
@@ -47,21 +51,64 @@ def run_one(name: str, settings: Settings, **options: object) -> int:
 
 def run_all(settings: Settings, extra_args: list[str]) -> int:
     settings.require_secret_key()
-    children = [subprocess.Popen([sys.executable, "-m", "scripts.cli", *extra_args, "worker", name])
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    children = [Child(f"worker {name}", [sys.executable, "-m", "scripts.cli", *extra_args, "worker", name])
                 for name in WORKERS]
-    stopping = threading.Event()
+    return supervise(children, stop_on_signals())
+
+
+RESTART_DELAYS = (1, 2, 4, 8, 16, 30)  # seconds; reset once a child has run for a minute
+STEADY_SECONDS = 60.0
+
+
+@dataclass
+class Child:
+    """A process that is started again whenever it dies (docs/reliability.md)."""
+    name: str
+    argv: list[str]
+    env: dict[str, str] | None = None
+    stdout: Any = None
+    process: subprocess.Popen | None = None
+    started: float = 0.0
+    restart_at: float = 0.0
+    crashes: int = 0
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(self.argv, env=self.env, stdout=self.stdout)
+        self.started = time.monotonic()
+
+
+def stop_on_signals() -> threading.Event:
+    stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stopping.set())
-    while not stopping.is_set() and all(child.poll() is None for child in children):
-        time.sleep(0.2)
+        signal.signal(signum, lambda *_: stop.set())
+    return stop
+
+
+def supervise(children: list[Child], stop: threading.Event) -> int:
+    """Run the children until `stop`; restart one that exits, with capped backoff, logged."""
     for child in children:
-        if child.poll() is None:
-            child.send_signal(signal.SIGTERM)
-    codes = []
-    for child in children:
+        if child.process is None:
+            child.start()
+    while not stop.is_set():
+        now = time.monotonic()
+        for child in children:
+            if child.process is not None and (code := child.process.poll()) is not None:
+                ran = now - child.started
+                child.crashes = 0 if ran >= STEADY_SECONDS else child.crashes + 1
+                delay = RESTART_DELAYS[min(child.crashes, len(RESTART_DELAYS) - 1)]
+                log.warning("%s exited with status %s after %.0f s; restarting it in %d s", child.name, code, ran, delay)
+                child.process, child.restart_at = None, now + delay
+            elif child.process is None and now >= child.restart_at:
+                child.start()
+                log.warning("%s restarted (pid %d)", child.name, child.process.pid)
+        stop.wait(0.2)
+    running = [c.process for c in children if c.process is not None and c.process.poll() is None]
+    for process in running:
+        process.send_signal(signal.SIGTERM)
+    for process in running:
         try:
-            codes.append(child.wait(timeout=20))
+            process.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            child.kill()
-            codes.append(1)
-    return 0 if stopping.is_set() or all(code == 0 for code in codes) else 1
+            process.kill()
+    return 0

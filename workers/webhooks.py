@@ -17,7 +17,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import psycopg
 import requests
 from eventsourcing.persistence import IntegrityError
 from eventsourcing.utils import get_topic
@@ -28,7 +27,7 @@ from domain.message import Message
 from domain.signature import sign
 from domain.webhook import (DEAD, DELIVERED, HISTORY, INBOUND, SOURCES, STATUS, TIMEOUT, USER_AGENT,
                             WEBHOOK_STATUS, WebhookDelivery, inbound_event, new_delivery, status_event)
-from projections import webhooks
+from projections import follower, webhooks
 from projections.bootstrap import Runtime
 
 from . import webhook_guard
@@ -193,19 +192,8 @@ class WebhookSender:
 
     def run(self, stop: threading.Event) -> None:
         """Until `stop`: wake on every append (new events, recorded attempts) and at least
-        twice a second for retries that the clock made due."""
-        channel = self.app.recorder.channel_name  # type: ignore[attr-defined]
-        with psycopg.connect(self.runtime.settings.database_url, autocommit=True) as listener:
-            listener.execute(f'LISTEN "{channel}"')
-            while not stop.is_set():
-                try:
-                    self.step()
-                except Exception:
-                    log.exception("webhook step failed; retrying in 1 s")
-                    stop.wait(1.0)
-                    continue
-                for _ in listener.notifies(timeout=0.5, stop_after=1):
-                    pass
+        twice a second for retries that the clock made due; an outage is waited out."""
+        follower.follow(self.runtime, stop, self.step, idle_wait=0.5)
 
     def close(self, wait: bool = True) -> None:
         self.pool.shutdown(wait=wait, cancel_futures=True)

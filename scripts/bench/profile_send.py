@@ -37,7 +37,8 @@ def main(n: int = 3000) -> None:
         with reported_route(runtime):
             ws = funded_workspace(app, "Profile", 10**12)
             _, key, _ = app.create_client(ws, "P", None, 10**6, "bench")
-            wsgi = create_app(app, runtime.connection, route_window=runtime.settings.route_window)
+            wsgi = create_app(app, runtime.connection, route_window=runtime.settings.route_window,
+                              health=runtime.health)
 
             def send(start_response=lambda status, headers: None) -> None:
                 environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/sms/send", "QUERY_STRING": "",

@@ -59,9 +59,10 @@ def main(n: int = 3000) -> None:
                     plain += _timed(lambda: auth(False), 100)
 
             headers = {"x-api-key": key}
-            with_limit = falcon.testing.TestClient(create_app(runtime.app, runtime.connection, route_window=window))
+            with_limit = falcon.testing.TestClient(create_app(runtime.app, runtime.connection, route_window=window,
+                                                              health=runtime.health))
             without = falcon.testing.TestClient(create_app(runtime.app, runtime.connection, route_window=window,
-                                                           rate_limit=False))
+                                                           health=runtime.health, rate_limit=False))
             on: list[float] = []
             off: list[float] = []
             for _ in range(n // 100):

@@ -26,7 +26,8 @@ class Echo:
 
 @pytest.fixture(scope="module")
 def app(runtime):
-    application = create_app(runtime.app, runtime.connection, route_window=runtime.settings.route_window)
+    application = create_app(runtime.app, runtime.connection, route_window=runtime.settings.route_window,
+                             health=runtime.health)
     application.add_route("/v1/test/echo", Echo())
     return falcon.testing.TestClient(application)
 

@@ -9,6 +9,7 @@ from projections import follower
 from scripts.bench.common import funded_workspace
 from scripts.commands import register_emulated
 from scripts.emulator import Emulator
+from tests.conftest import running_dispatcher, wait_for_status
 from workers.dispatcher import Dispatcher
 
 TO = "9779812345678"
@@ -30,13 +31,8 @@ def account(runtime):
 
 @pytest.fixture
 def dispatcher(runtime, emulator):
-    running = Dispatcher(runtime)
-    running.start()
-    thread = threading.Thread(target=running.run, daemon=True)
-    thread.start()
-    yield running
-    running.close()
-    thread.join(timeout=5)
+    with running_dispatcher(runtime) as running:
+        yield running
 
 
 _numbers = iter(range(10_000_000, 99_999_999))
@@ -51,13 +47,7 @@ def send(runtime, account, text, message_type="transactional", to=None):
 
 
 def wait_for(runtime, message_ids, statuses, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        found = {m: runtime.app.message(m).status for m in message_ids}
-        if all(s in statuses for s in found.values()):
-            return found
-        assert time.monotonic() < deadline, found
-        time.sleep(0.05)
+    return wait_for_status(runtime, message_ids, statuses, timeout)
 
 
 def test_messages_leave_through_the_pool_and_reports_make_them_delivered(runtime, emulator, account, dispatcher):

@@ -2,7 +2,6 @@
 quarantine is history in the log, routing prefers the recipient's operator, and the lease reads
 an index instead of ranking the queue.  Real PostgreSQL, emulated modems on pseudo-terminals,
 the real `sandesh` command."""
-import threading
 import time
 
 import orjson
@@ -12,7 +11,7 @@ from domain.sending import parse_send
 from scripts.bench.common import funded_workspace
 from scripts.commands import register_emulated
 from scripts.emulator import Emulator
-from workers.dispatcher import Dispatcher
+from tests.conftest import running_dispatcher, wait_for_status
 
 NTC_NUMBER, NCELL_NUMBER = "977984", "977980"  # prefixes (domain/operators.py)
 
@@ -34,13 +33,8 @@ def account(runtime):
 @pytest.fixture
 def dispatcher(runtime, emulator, sandesh):
     sandesh("clock", "advance", "1801")  # every test starts with empty pacing windows
-    running = Dispatcher(runtime)
-    running.start()
-    thread = threading.Thread(target=running.run, daemon=True)
-    thread.start()
-    yield running
-    running.close()
-    thread.join(timeout=5)
+    with running_dispatcher(runtime) as running:
+        yield running
 
 
 _numbers = iter(range(1_000_000, 9_999_999))
@@ -53,13 +47,7 @@ def send(runtime, account, text, message_type="transactional", prefix=NTC_NUMBER
 
 
 def wait_for(runtime, message_ids, statuses, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        found = {m: runtime.app.message(m).status for m in message_ids}
-        if all(s in statuses for s in found.values()):
-            return found
-        assert time.monotonic() < deadline, found
-        time.sleep(0.02)
+    return wait_for_status(runtime, message_ids, statuses, timeout)
 
 
 def sims_by_name(sandesh):
@@ -169,11 +157,7 @@ def test_a_quarantine_is_kept_across_a_restart_shown_and_lifted_by_an_operator(r
     assert quarantined["state"] == "quarantined" and "CMS 8" in quarantined["reason"]
 
     dispatcher.close()
-    restarted = Dispatcher(runtime)
-    restarted.start()
-    thread = threading.Thread(target=restarted.run, daemon=True)
-    thread.start()
-    try:
+    with running_dispatcher(runtime):
         later = [send(runtime, account, f"Ncell after restart {i}", prefix=NCELL_NUMBER).id for i in range(3)]
         wait_for(runtime, later, {"delivered"})
         assert sent_by(runtime, later) == {ids["emu-1"]["id"]}, "still quarantined after a restart"
@@ -186,9 +170,6 @@ def test_a_quarantine_is_kept_across_a_restart_shown_and_lifted_by_an_operator(r
         again = send(runtime, account, "Ncell after release", prefix=NCELL_NUMBER).id
         wait_for(runtime, [again], {"delivered"})
         assert sent_by(runtime, [again]) == {ids["emu-2"]["id"]}, "used again, on-net"
-    finally:
-        restarted.close()
-        thread.join(timeout=5)
     actions = [(line["action"], line["simId"]) for line in
                (orjson.loads(x) for x in sandesh.run("audit").stdout.splitlines())]
     assert ("sim.quarantined", ids["emu-2"]["id"]) in actions and ("sim.released", ids["emu-2"]["id"]) in actions
@@ -210,6 +191,50 @@ def test_a_sim_off_the_network_is_quarantined_and_recovers_by_itself(runtime, em
     actions = [line for line in (orjson.loads(x) for x in sandesh.run("audit").stdout.splitlines())
                if line["action"] == "sim.recovered"]
     assert actions and actions[-1]["actor"].startswith("dispatcher-")
+
+
+def test_a_modem_that_vanishes_is_unreachable_and_used_again_within_10_s_of_its_return(runtime, emulator, account, sandesh,
+                                                                                        tmp_path):
+    """The port is a symlink, as /dev/serial/by-id is: the device behind it vanishes (the pty
+    closes), its SIM shows `unreachable` and its messages go to another SIM; the same SIM
+    (same ICCID) comes back behind the same name and is used again."""
+    link = tmp_path / "usb-modem-41"
+    sandesh("sim", "disable", "emu-1")
+    sandesh("sim", "disable", "emu-2")
+    try:
+        with Emulator(sims=1, report_delay=0.05, first=41) as first_life, \
+                Emulator(sims=1, report_delay=0.05, first=42) as other:
+            link.symlink_to(first_life.modems[0].device)
+            vanishing = sandesh("sim", "add", "--name", "usb-41", "--port", str(link))["id"]
+            sandesh("sim", "add", "--name", "usb-42", "--port", other.modems[0].device)
+            with running_dispatcher(runtime):
+                first_life.modems[0].vanish()
+                deadline = time.monotonic() + 5
+                while sims_by_name(sandesh)["usb-41"]["state"] != "unreachable":
+                    assert time.monotonic() < deadline, sims_by_name(sandesh)["usb-41"]
+                    time.sleep(0.1)
+                meanwhile = [send(runtime, account, f"while usb-41 is gone {i}").id for i in range(3)]
+                wait_for(runtime, meanwhile, {"delivered"})
+                assert sent_by(runtime, meanwhile) == {sims_by_name(sandesh)["usb-42"]["id"]}
+
+                with Emulator(sims=1, report_delay=0.05, first=41) as second_life:  # the same SIM, a new device
+                    link.unlink()
+                    link.symlink_to(second_life.modems[0].device)
+                    back_at = time.monotonic()
+                    while sims_by_name(sandesh)["usb-41"]["state"] != "active":
+                        assert time.monotonic() < back_at + 10, sims_by_name(sandesh)["usb-41"]
+                        time.sleep(0.1)
+                    print(f"usb-41 active again {time.monotonic() - back_at:.1f} s after its port returned")
+                    sandesh("sim", "disable", "usb-42")
+                    time.sleep(1.0)
+                    after = send(runtime, account, "usb-41 is back").id
+                    wait_for(runtime, [after], {"delivered"})
+                    assert sent_by(runtime, [after]) == {vanishing}
+                    assert [m["text"] for m in second_life.modems[0].sent] == ["usb-41 is back"]
+            sandesh("sim", "disable", "usb-41")
+    finally:
+        sandesh("sim", "enable", "emu-1")
+        sandesh("sim", "enable", "emu-2")
 
 
 def test_the_lease_reads_the_head_of_an_index_and_never_sorts_or_scans_the_queue(runtime, account):

@@ -11,7 +11,7 @@ from domain.sending import parse_send
 from scripts.bench.common import funded_workspace
 from scripts.commands import register_emulated
 from scripts.emulator import Emulator
-from workers.dispatcher import Dispatcher
+from tests.conftest import running_dispatcher, wait_for_status
 
 
 @pytest.fixture(scope="module")
@@ -28,28 +28,13 @@ def account(runtime):
     return ws, client.id
 
 
-class Running:
-    def __init__(self, runtime):
-        self.dispatcher = Dispatcher(runtime)
-        self.dispatcher.start()
-        self.thread = threading.Thread(target=self.dispatcher.run, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.dispatcher.close()
-        self.thread.join(timeout=5)
-
-
 def balance(runtime, workspace_id):
     with runtime.connection() as conn:
         return conn.execute("SELECT balance FROM workspaces WHERE id = %s", (workspace_id,)).fetchone()["balance"]
 
 
 def wait_for(runtime, message_id, statuses, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while (status := runtime.app.message(message_id).status) not in statuses:
-        assert time.monotonic() < deadline, status
-        time.sleep(0.05)
+    wait_for_status(runtime, [message_id], statuses, timeout)
 
 
 def submits_to(emulator, number):
@@ -69,11 +54,8 @@ def test_an_otp_whose_code_expired_while_no_dispatcher_ran_is_never_sent_and_is_
     message, _ = runtime.app.send_otp(account[1], account[0], "Valid", "9779841000001", "login", None, 100)
     assert balance(runtime, account[0]) < before
     sandesh("clock", "advance", "301")  # past the code's 5 minutes
-    running = Running(runtime)
-    try:
+    with running_dispatcher(runtime):
         wait_for(runtime, message.id, {"failed"})
-    finally:
-        running.close()
     found = runtime.app.message(message.id)
     assert found.error == "expired before it could be sent: its code expired"
     assert submits_to(emulator, "9779841000001") == [], "nothing reached the phone"
@@ -84,19 +66,15 @@ def test_a_message_whose_valid_for_ran_out_is_never_sent_and_is_refunded(runtime
     before = balance(runtime, account[0])
     message = send(runtime, account, "9779841000002", "Flash sale until 11:00", valid_for=60)
     sandesh("clock", "advance", "61")
-    running = Running(runtime)
-    try:
+    with running_dispatcher(runtime):
         wait_for(runtime, message.id, {"failed"})
-    finally:
-        running.close()
     assert runtime.app.message(message.id).error == "expired before it could be sent: its validity period ended"
     assert submits_to(emulator, "9779841000002") == []
     assert balance(runtime, account[0]) == before
 
 
 def test_an_otps_submit_asks_for_no_more_than_its_codes_life(runtime, emulator, account, sandesh):
-    running = Running(runtime)
-    try:
+    with running_dispatcher(runtime):
         message, _ = runtime.app.send_otp(account[1], account[0], "Valid", "9779841000003", "login", None, 100)
         wait_for(runtime, message.id, {"sent", "delivered"})
         [submit] = submits_to(emulator, "9779841000003")
@@ -106,8 +84,6 @@ def test_an_otps_submit_asks_for_no_more_than_its_codes_life(runtime, emulator, 
         plain = send(runtime, account, "9779841000005", "Thank you for your order")
         wait_for(runtime, timed.id, {"sent", "delivered"})
         wait_for(runtime, plain.id, {"sent", "delivered"})
-    finally:
-        running.close()
     [timed_submit] = submits_to(emulator, "9779841000004")
     [plain_submit] = submits_to(emulator, "9779841000005")
     assert timed_submit.validity_minutes == 15, "what is left (just over 10 min), rounded up to a step"
@@ -116,9 +92,8 @@ def test_an_otps_submit_asks_for_no_more_than_its_codes_life(runtime, emulator, 
 
 def test_a_message_that_expires_while_leased_is_not_sent(runtime, emulator, account, sandesh):
     """Expiry is checked again just before AT+CMGS."""
-    running = Running(runtime)
-    try:
-        worker = next(iter(running.dispatcher.sims.values()))
+    with running_dispatcher(runtime) as dispatcher:
+        worker = next(iter(dispatcher.sims.values()))
         gate = threading.Event()
         original = worker._send
 
@@ -135,7 +110,5 @@ def test_a_message_that_expires_while_leased_is_not_sent(runtime, emulator, acco
         sandesh("clock", "advance", "61")
         gate.set()
         wait_for(runtime, message.id, {"failed"})
-    finally:
-        running.close()
     assert "expired before it could be sent" in runtime.app.message(message.id).error
     assert submits_to(emulator, "9779841000006") == []
