@@ -22,8 +22,9 @@ class Received:
 
 
 class Receiver:
-    def __init__(self, directory: Path):
-        self.ca = trustme.CA()
+    def __init__(self, directory: Path, *, port: int = 0, ca: trustme.CA | None = None):
+        """`port` and `ca` bring a receiver back where a closed one was, with the same certificate."""
+        self.ca = ca or trustme.CA()
         self.ca_file = directory / "webhook-ca.pem"
         self.ca.cert_pem.write_to_path(str(self.ca_file))
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -59,7 +60,7 @@ class Receiver:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]

@@ -237,6 +237,27 @@ def test_a_modem_that_vanishes_is_unreachable_and_used_again_within_10_s_of_its_
         sandesh("sim", "enable", "emu-2")
 
 
+def test_what_a_dead_dispatcher_leased_is_sent_within_5_s_of_a_new_one_starting(runtime, emulator, account, sandesh):
+    """A lease outlives its dispatcher by up to 30 s; the thread that opens the SIM's port (which
+    it holds alone) hands back the leases left on that SIM at once."""
+    from projections import dispatch
+
+    sandesh("clock", "advance", "1801")
+    message = send(runtime, account, "leased by a dispatcher that died")
+    sim = sims_by_name(sandesh)["emu-1"]["id"]
+    now = runtime.clock.now()
+    with runtime.connection() as conn:
+        leased = dispatch.lease(conn, me="dispatcher-dead", now=now, until=now + 30, recent=now - 7 * 86400,
+                                max_priority=2, limit=16,
+                                choose=lambda head: [(r["message_id"], sim) for r in head
+                                                     if r["message_id"] == message.id])
+    assert leased == [(message.id, sim)]
+    started = time.monotonic()
+    with running_dispatcher(runtime):
+        wait_for(runtime, [message.id], {"sent", "delivered"}, timeout=5)
+    print(f"a dead dispatcher's lease: sent {time.monotonic() - started:.1f} s after a new dispatcher started")
+
+
 def test_the_lease_reads_the_head_of_an_index_and_never_sorts_or_scans_the_queue(runtime, account):
     """With 20,000 messages waiting, the plan of the lease's head query has no Sort and no
     sequential scan of dispatch_queue, so its cost does not grow with the queue."""

@@ -329,6 +329,33 @@ def test_failures_retry_on_schedule_re_signed_with_the_same_body_then_dead_after
     assert len(hooked.receiver.at(hooked.path)) == 8
 
 
+def test_a_receiver_down_for_10_minutes_gets_the_delivery_on_the_next_retry_after_it_returns(
+        runtime, workspace, receiver, sender, tmp_path):
+    """Its port really closed for 10 minutes of the service clock: the attempts fail on the
+    schedule, the delivery stays waiting (never dead early), and the first retry after the
+    receiver returns delivers it, once."""
+    down = Receiver(tmp_path, ca=receiver.ca)
+    port = down.port
+    hooked = Hooked(runtime, workspace, down)
+    down.close()
+    lifecycle(runtime, hooked.send(), ("fail", "x"))
+    started = runtime.clock.now()
+    row = attempts_until(runtime, sender, hooked, 5)  # at 0 s, 10 s, 40 s, 2 min 40 s, 12 min 40 s
+    assert (row["state"], row["attempts"]) == ("waiting", 5)
+    assert runtime.clock.now() - started >= 600, "down for 10 minutes"
+    assert all(a["statusCode"] is None and a["error"] for a in row["history"])
+    back = Receiver(tmp_path, port=port, ca=receiver.ca)
+    try:
+        row = attempts_until(runtime, sender, hooked, 2)  # the next one, on schedule (30 min later)
+        assert (row["state"], row["attempts"]) == ("delivered", 6)
+        assert len(back.wait(hooked.path, 1)) == 1
+        advance(runtime, 6 * 3600)
+        deliver(sender)
+        assert len(back.at(hooked.path)) == 1, "delivered once"
+    finally:
+        back.close()
+
+
 def test_a_permanent_4xx_ends_after_3_attempts_but_408_and_429_keep_trying(runtime, workspace, receiver, sender):
     permanent, busy = Hooked(runtime, workspace, receiver), Hooked(runtime, workspace, receiver)
     receiver.answer(permanent.path, 500, 404)
