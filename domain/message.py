@@ -52,6 +52,7 @@ class Message(Aggregate):
         self.ever_accepted = False           # any part accepted by the network, ever: no refund
         self.report_known = True
         self.failed_on: list[str] = []       # SIMs that proved they could not send it
+        self.unknown_since: float | None = None  # outcome of a submission unknown since
         self.attempts = 0                    # submissions that ended back in the queue
 
     def submit(self, sim_id: str, at: float) -> None:
@@ -78,6 +79,32 @@ class Message(Aggregate):
     @event("Sent")
     def _sent(self, at: float) -> None:
         self.status, self.updated_at = SENT, at
+
+    def outcome_unknown(self, at: float) -> None:
+        """Its SIM's dispatcher stopped between writing a part and recording the modem's answer:
+        the network may have it.  It is never resent; it waits for a status report (matched on
+        SIM and recipient) until its validity period ends (docs/reliability.md)."""
+        if self.status == SUBMITTED and not self.unknown_since:
+            self._outcome_unknown(sim_id=self.sim_id, at=at)
+
+    @event("OutcomeUnknown")
+    def _outcome_unknown(self, sim_id: str, at: float) -> None:
+        self.unknown_since = at
+
+    def report_after_unknown(self, mr: int, status: int, at: float) -> None:
+        """A status report for a message whose +CMGS was never recorded: the network had its part."""
+        part = next(p for p in range(1, self.parts + 1) if p not in self.accepted)
+        self._part_accepted(sim_id=self.sim_id, part=part, mr=mr, to=self.to, at=at)
+        if len(self.accepted) == self.parts:
+            self._sent(at=at)
+        self.report(part, status, at=at)
+
+    def never_reported(self, at: float) -> None:
+        """No status report came for it within its validity period: failed, and not refunded,
+        since the network may have delivered it."""
+        self._failed(error="outcome unknown: its dispatcher stopped while the modem was sending it and no status "
+                           "report came within its validity period; not resent, so the recipient never gets it twice",
+                     refund=0, workspace_id=self.workspace_id, at=at)
 
     def report(self, part: int, status: int, at: float) -> None:
         """A status report (TP-ST, TS 23.040 §9.2.3.15) for one part: any permanent failure makes

@@ -82,9 +82,21 @@ def release_leases_of(conn: Any, sim_id: str) -> int:
 
 
 def left_submitted(conn: Any, sim_id: str) -> list[str]:
-    """Messages a SIM was sending when its dispatcher stopped (their outcome is unknown)."""
-    return [r["message_id"] for r in
-            conn.execute("SELECT message_id FROM dispatch_queue WHERE sim_id = %s", (sim_id,)).fetchall()]
+    """Messages a SIM was sending when its dispatcher stopped, not yet known to be so."""
+    return [r["message_id"] for r in conn.execute(
+        "SELECT message_id FROM dispatch_queue WHERE sim_id = %s AND unknown_since IS NULL", (sim_id,)).fetchall()]
+
+
+def unknown_to(conn: Any, sim_id: str, recipient: str) -> str | None:
+    """The message of unknown outcome that a status report from this SIM for `recipient` is about."""
+    row = conn.execute('SELECT message_id FROM dispatch_queue WHERE sim_id = %s AND "to" = %s'
+                       " AND unknown_since IS NOT NULL ORDER BY unknown_since LIMIT 1", (sim_id, recipient)).fetchone()
+    return row["message_id"] if row else None
+
+
+def unknown_since_before(conn: Any, before: float) -> list[str]:
+    return [r["message_id"] for r in conn.execute(
+        "SELECT message_id FROM dispatch_queue WHERE unknown_since <= %s", (before,)).fetchall()]
 
 
 def expired(conn: Any, now: float, limit: int = 500) -> list[str]:

@@ -64,6 +64,7 @@ ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS operator text;
 ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS failed_sims text[] NOT NULL DEFAULT '{}';
 ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS expires_at double precision;
 ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS leased_sim text;
+ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS unknown_since double precision;
 DROP INDEX IF EXISTS dispatch_queue_waiting;
 CREATE INDEX IF NOT EXISTS dispatch_queue_head ON dispatch_queue (priority, turn, enqueued_at) WHERE sim_id IS NULL;
 CREATE INDEX IF NOT EXISTS dispatch_queue_client_turn ON dispatch_queue (client_id, priority, turn);
@@ -290,6 +291,11 @@ def _message_accepted(cur: Any, e: Any) -> None:
 @handles(Message.Submitted)
 def _message_submitted(cur: Any, e: Any) -> None:
     cur.execute("UPDATE dispatch_queue SET sim_id = %s WHERE message_id = %s", (e.sim_id, e.originator_id))
+
+
+@handles(Message.OutcomeUnknown)
+def _outcome_unknown(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE dispatch_queue SET unknown_since = %s WHERE message_id = %s", (e.at, e.originator_id))
 
 
 @handles(Message.PartAccepted)

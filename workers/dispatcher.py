@@ -207,16 +207,15 @@ class Dispatcher:
 
     def reconcile(self, sim_id: str) -> int:
         """Messages left `submitted` on this SIM by a dispatcher that stopped mid-send: the
-        network may have them, so they are never resent.  They end `failed` with the reason
-        (decisions §3)."""
+        network may have them, so they are never resent (decisions §3).  They wait for a status
+        report, matched on SIM and recipient, until the validity period ends."""
         with self.runtime.connection() as conn:
             left = dispatch.left_submitted(conn, sim_id)
         for message_id in left:
-            self.record(message_id, lambda m: m.fail(
-                "outcome unknown: the dispatcher stopped while the modem was sending it; not resent, so that "
-                "the recipient never gets it twice", at=self.app.clock.now()))
+            self.record(message_id, lambda m: m.outcome_unknown(at=self.app.clock.now()))
         if left:
-            log.warning("reconciled %d message(s) left submitted by a stopped dispatcher", len(left))
+            log.warning("%d message(s) left submitted by a stopped dispatcher: not resent; waiting for their "
+                        "status reports", len(left))
         return len(left)
 
     def expire_waiting(self) -> int:
@@ -245,7 +244,16 @@ class Dispatcher:
             overdue = dispatch.reports_overdue(conn, self.app.clock.now() - VALIDITY_SECONDS)
         for message_id in overdue:
             self.record(message_id, lambda m: m.report_unknown(at=self.app.clock.now()))
-        return len(overdue)
+        with self.runtime.connection() as conn:
+            unknown = dispatch.unknown_since_before(conn, self.app.clock.now() - VALIDITY_SECONDS)
+
+        def give_up(message: Any) -> None:
+            if message.status == "submitted":
+                message.never_reported(at=self.app.clock.now())
+
+        for message_id in unknown:
+            self.record(message_id, give_up)
+        return len(overdue) + len(unknown)
 
     def flush_replies(self) -> int:
         """Complete multi-part replies whose missing parts never came within 10 minutes."""
@@ -279,6 +287,11 @@ class Dispatcher:
             row = dispatch.match_report(conn, sim_id, report.message_reference, report.recipient,
                                         now - REPORT_MATCH_WINDOW)
         if row is None:
+            with self.runtime.connection() as conn:
+                unknown = dispatch.unknown_to(conn, sim_id, report.recipient)
+            if unknown is not None:  # the network had the part whose +CMGS was never recorded
+                self.record(unknown, lambda m: m.report_after_unknown(report.message_reference, report.status, at=now))
+                return
             log.info("status report for MR %d to %s on %s matches no part", report.message_reference,
                      report.recipient, sim_id)
             return
