@@ -133,6 +133,10 @@ class Dispatcher:
         wanted = {r["id"]: r for r in rows if r["enabled"] and (self.host is None or r["host"] == self.host)}
         for sim_id, worker in list(self.sims.items()):
             row = wanted.get(sim_id)
+            if not worker.thread.is_alive():  # it catches every error; should it die anyway, start it again
+                log.warning("SIM %s: its thread died; starting it again", worker.name)
+                self.sims.pop(sim_id)
+                continue
             if row is None or (row["port"], row["baud"]) != (worker.sim["port"], worker.sim["baud"]):
                 log.info("SIM %s: %s; retiring its thread", worker.name,
                          "moved" if row is not None else "disabled or given to another host")

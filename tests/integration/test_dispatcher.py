@@ -221,74 +221,6 @@ def test_pacing_holds_each_sim_to_30_parts_per_rolling_30_minutes(runtime, emula
     wait_for(runtime, ids, {"delivered"})
 
 
-def _killed_during_at_cmgs(runtime, env, account, host_c, text, reports):
-    """A dispatcher process sends `text` through host_c's modem, which takes the PDU and never
-    answers +CMGS; it is killed with SIGKILL there.  Returns the message."""
-    import os
-    import signal
-    import subprocess
-    import sys
-
-    from tests.conftest import ROOT
-
-    modem = host_c.modems[0]
-    modem.script_reports(*reports)
-    modem.hang_after_pdu(deliver=True)  # the part leaves, +CMGS never comes
-    message = send(runtime, account, text)
-    worker = subprocess.Popen([sys.executable, "-m", "scripts.cli", "worker", "dispatch", "--host", "host-c"],
-                              cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for(runtime, [message.id], {"submitted"})
-        deadline = time.monotonic() + 10
-        while not any(m["text"] == text for m in host_c.received):
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-    finally:
-        os.kill(worker.pid, signal.SIGKILL)
-        worker.wait()
-    assert runtime.app.message(message.id).status == "submitted"
-    return message
-
-
-def test_a_dispatcher_killed_during_at_cmgs_never_resends_and_its_status_report_still_counts(runtime, env, account):
-    """kill -9 between AT+CMGS and the recording of its answer: after a restart the message is
-    not submitted again (decisions §3); the status report that comes for it, matched on SIM
-    and recipient, makes it delivered."""
-    with Emulator(sims=1, report_delay=0.5, first=9) as host_c:
-        [(name, device)] = host_c.devices()
-        sim = runtime.app.add_sim(name, device, 115200, "host-c", "test").id
-        message = _killed_during_at_cmgs(runtime, env, account, host_c, "exactly once, please", [None])
-        with running_dispatcher(runtime, host="host-c"):
-            deadline = time.monotonic() + 10
-            while runtime.app.message(message.id).unknown_since is None:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
-            assert runtime.app.message(message.id).status == "submitted", "not called failed while a report may come"
-            with host_c.modems[0]._lock:
-                host_c.modems[0]._send_report(0, message.to, 0x00)  # the network's report, late
-            wait_for(runtime, [message.id], {"delivered"})
-        assert [m["text"] for m in host_c.received].count("exactly once, please") == 1
-
-        # No report at all: after the validity period it ends failed, not refunded, never resent.
-        before = _balance(runtime, account[0])
-        silent = _killed_during_at_cmgs(runtime, env, account, host_c, "and nobody reports", [None])
-        with running_dispatcher(runtime, host="host-c") as restarted:
-            deadline = time.monotonic() + 10
-            while runtime.app.message(silent.id).unknown_since is None:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
-            with runtime.connection() as conn:
-                from projections.db import advance_clock
-                advance_clock(conn, 24 * 3600 + 1)
-            restarted.give_up_on_reports()
-        found = runtime.app.message(silent.id)
-        assert found.status == "failed" and "outcome unknown" in found.error and "not resent" in found.error
-        assert _balance(runtime, account[0]) == before - 100, "not refunded: the network may have delivered it"
-        assert [m["text"] for m in host_c.received].count("and nobody reports") == 1
-        runtime.app.change_sim(sim, "disable", "test")
-
-
 def test_sends_answer_503_when_no_enabled_sim_is_healthy_and_sim_list_shows_why(runtime, emulator, account,
                                                                                   dispatcher, server, sandesh):
     import requests
@@ -431,6 +363,76 @@ def _still_leaving(runtime, ids) -> bool:
     with runtime.connection() as conn:
         after = conn.execute("SELECT count(*) AS n FROM sent_parts WHERE message_id = ANY(%s)", (list(ids),)).fetchone()["n"]
     return after > before
+
+
+def _killed_during_at_cmgs(runtime, env, account, host_c, text, reports):
+    """A dispatcher process sends `text` through host_c's modem, which takes the PDU and never
+    answers +CMGS; it is killed with SIGKILL there.  Returns the message."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    modem = host_c.modems[0]
+    modem.script_reports(*reports)
+    modem.hang_after_pdu(deliver=True)  # the part leaves, +CMGS never comes
+    message = send(runtime, account, text)
+    worker = subprocess.Popen([sys.executable, "-m", "scripts.cli", "worker", "dispatch", "--host", "host-c"],
+                              cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(runtime, [message.id], {"submitted"})
+        deadline = time.monotonic() + 10
+        while not any(m["text"] == text for m in host_c.received):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait()
+    assert runtime.app.message(message.id).status == "submitted"
+    return message
+
+
+def test_a_dispatcher_killed_during_at_cmgs_never_resends_and_its_status_report_still_counts(runtime, env, account):
+    """Near the end of this module: it moves the test clock on by a day.
+
+    kill -9 between AT+CMGS and the recording of its answer: after a restart the message is
+    not submitted again (decisions §3); the status report that comes for it, matched on SIM
+    and recipient, makes it delivered."""
+    with Emulator(sims=1, report_delay=0.5, first=9) as host_c:
+        [(name, device)] = host_c.devices()
+        sim = runtime.app.add_sim(name, device, 115200, "host-c", "test").id
+        message = _killed_during_at_cmgs(runtime, env, account, host_c, "exactly once, please", [None])
+        with running_dispatcher(runtime, host="host-c"):
+            deadline = time.monotonic() + 10
+            while runtime.app.message(message.id).unknown_since is None:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            assert runtime.app.message(message.id).status == "submitted", "not called failed while a report may come"
+            with host_c.modems[0]._lock:
+                host_c.modems[0]._send_report(0, message.to, 0x00)  # the network's report, late
+            wait_for(runtime, [message.id], {"delivered"})
+        assert [m["text"] for m in host_c.received].count("exactly once, please") == 1
+
+        # No report at all: after the validity period it ends failed, not refunded, never resent.
+        before = _balance(runtime, account[0])
+        silent = _killed_during_at_cmgs(runtime, env, account, host_c, "and nobody reports", [None])
+        with running_dispatcher(runtime, host="host-c") as restarted:
+            deadline = time.monotonic() + 10
+            while runtime.app.message(silent.id).unknown_since is None:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            with runtime.connection() as conn:
+                from projections.db import advance_clock
+                advance_clock(conn, 24 * 3600 + 1)
+            restarted.give_up_on_reports()
+        found = runtime.app.message(silent.id)
+        assert found.status == "failed" and "outcome unknown" in found.error and "not resent" in found.error
+        assert _balance(runtime, account[0]) == before - 100, "not refunded: the network may have delivered it"
+        assert [m["text"] for m in host_c.received].count("and nobody reports") == 1
+        runtime.app.change_sim(sim, "disable", "test")
 
 
 def test_an_otp_behind_5000_queued_promotional_messages_is_submitted_within_a_second(runtime, emulator, account,

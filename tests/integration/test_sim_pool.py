@@ -258,6 +258,19 @@ def test_what_a_dead_dispatcher_leased_is_sent_within_5_s_of_a_new_one_starting(
     print(f"a dead dispatcher's lease: sent {time.monotonic() - started:.1f} s after a new dispatcher started")
 
 
+def test_a_sim_thread_that_dies_is_started_again(runtime, emulator, account, dispatcher, sandesh):
+    worker = dispatcher.sims[sims_by_name(sandesh)["emu-1"]["id"]]
+    worker.retiring.set()  # the thread ends as if it had died (it catches every error itself)
+    worker.jobs.put(None)
+    worker.thread.join(timeout=5)
+    deadline = time.monotonic() + 5
+    while dispatcher.sims.get(worker.id) in (None, worker) or not dispatcher.sims[worker.id].usable:
+        assert time.monotonic() < deadline, "not started again"
+        time.sleep(0.05)
+    message = send(runtime, account, "after a restart of its thread", prefix=NTC_NUMBER)
+    wait_for(runtime, [message.id], {"delivered"})
+
+
 def test_the_lease_reads_the_head_of_an_index_and_never_sorts_or_scans_the_queue(runtime, account):
     """With 20,000 messages waiting, the plan of the lease's head query has no Sort and no
     sequential scan of dispatch_queue, so its cost does not grow with the queue."""
