@@ -95,8 +95,8 @@ def supervise(children: list[Child], stop: threading.Event) -> int:
         for child in children:
             if child.process is not None and (code := child.process.poll()) is not None:
                 ran = now - child.started
-                child.crashes = 0 if ran >= STEADY_SECONDS else child.crashes + 1
-                delay = RESTART_DELAYS[min(child.crashes, len(RESTART_DELAYS) - 1)]
+                child.crashes = 1 if ran >= STEADY_SECONDS else child.crashes + 1
+                delay = RESTART_DELAYS[min(child.crashes - 1, len(RESTART_DELAYS) - 1)]
                 log.warning("%s exited with status %s after %.0f s; restarting it in %d s", child.name, code, ran, delay)
                 child.process, child.restart_at = None, now + delay
             elif child.process is None and now >= child.restart_at:

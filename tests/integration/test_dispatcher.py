@@ -232,18 +232,20 @@ def test_sends_answer_503_when_no_enabled_sim_is_healthy_and_sim_list_shows_why(
     dispatcher.heartbeat_seconds = 0.1
     for modem in emulator.modems:
         modem.set_registration(0)  # off the network
-    deadline = time.monotonic() + 10
-    while requests.post(server.url + "/v1/sms/send", json=body, headers=headers, timeout=5).status_code != 503:
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
-    answer = requests.post(server.url + "/v1/sms/send", json=body, headers=headers, timeout=5)
-    assert answer.json()["code"] == "unavailable"
-    listed = {s["name"]: s for s in sandesh("sim", "list")["sims"]}
-    emu = listed[emulator.modems[0].name]
-    assert emu["healthy"] is False and emu["lastError"] == "not registered on the network"
-    assert emu["signalDbm"] == -73 and emu["partsUsed"] >= 1 and emu["partsPerWindow"] == 30
-    for modem in emulator.modems:
-        modem.set_registration(1)
+    try:
+        deadline = time.monotonic() + 10
+        while requests.post(server.url + "/v1/sms/send", json=body, headers=headers, timeout=5).status_code != 503:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        answer = requests.post(server.url + "/v1/sms/send", json=body, headers=headers, timeout=5)
+        assert answer.json()["code"] == "unavailable"
+        listed = {s["name"]: s for s in sandesh("sim", "list")["sims"]}
+        emu = listed[emulator.modems[0].name]
+        assert emu["healthy"] is False and emu["lastError"] == "not registered on the network"
+        assert emu["signalDbm"] == -73 and emu["partsUsed"] >= 1 and emu["partsPerWindow"] == 30
+    finally:  # the later tests of this module need the modems back on the network
+        for modem in emulator.modems:
+            modem.set_registration(1)
     deadline = time.monotonic() + 10
     while requests.post(server.url + "/v1/sms/send", json=body, headers=headers, timeout=5).status_code != 202:
         assert time.monotonic() < deadline

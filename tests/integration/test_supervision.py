@@ -44,6 +44,7 @@ def test_a_worker_killed_with_sigkill_is_restarted_and_the_restart_is_logged(env
         log.seek(0)
         output = log.read()
         assert "worker projections exited with status -9" in output and "worker projections restarted" in output
+        assert "restarting it in 1 s" in output, "the first restart comes after 1 s"
     finally:
         supervisor.terminate()
         assert supervisor.wait(timeout=30) == 0
