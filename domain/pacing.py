@@ -26,9 +26,3 @@ def capacity(part_times: Iterable[float], now: float) -> int:
 def otp_reserve(usable_sims: int) -> int:
     """Parts of the pool's window that only OTP may use."""
     return math.ceil(usable_sims / SIMS_PER_RESERVED_PART)
-
-
-def next_room(part_times: Iterable[float], now: float) -> float | None:
-    """When the oldest part in the window leaves it (room for one more part), if any is in it."""
-    inside = [t for t in part_times if t > now - WINDOW_SECONDS]
-    return min(inside) + WINDOW_SECONDS if inside else None

@@ -23,7 +23,6 @@ from typing import Any, Callable
 from eventsourcing.persistence import IntegrityError
 
 from domain.inbound import ATTRIBUTION_WINDOW, FLUSH_AFTER, sender_number
-from domain.operators import of_imsi
 from domain.pacing import PARTS_PER_WINDOW, otp_reserve
 from domain.pdu import PduError, decode_deliver, decode_status_report
 from domain.routing import Offer, Pool, Waiting, assign
@@ -158,10 +157,6 @@ class Dispatcher:
     def usable_sims(self) -> set[str]:
         """The SIMs of the whole pool that could send now."""
         return {w.id for w in self.sims.values() if w.usable} | self._usable_elsewhere
-
-    @staticmethod
-    def operator_of(imsi: str | None) -> str | None:
-        return of_imsi(imsi)
 
     # Scheduling
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from eventsourcing.persistence import IntegrityError
 
 from domain.cms import REPEATS_BEFORE_QUARANTINE, Action, classify
+from domain.operators import of_imsi
 from domain.pacing import capacity
 from domain.pdu import encode_submit
 from domain.routing import FAIL, REJECT, RETRY_DELAY, after_refusal
@@ -143,7 +144,7 @@ class SimWorker:
             self.modem.close()
             return False
         self.sim = {**self.sim, "iccid": identity.iccid, "imsi": identity.imsi,
-                    "operator": self.dispatcher.operator_of(identity.imsi)}
+                    "operator": of_imsi(identity.imsi)}
         self._recovered_from_trouble()
         # The port is ours alone now: whatever was leased or left submitted on this SIM belongs
         # to a dispatcher that is gone.

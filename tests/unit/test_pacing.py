@@ -1,5 +1,5 @@
 """SIM pacing: 30 parts in any rolling 30 minutes; a part of the pool's window held for OTP."""
-from domain.pacing import capacity, next_room, otp_reserve
+from domain.pacing import capacity, otp_reserve
 
 
 def test_capacity_counts_parts_in_the_rolling_window_only():
@@ -10,12 +10,6 @@ def test_capacity_counts_parts_in_the_rolling_window_only():
 
 def test_the_pool_holds_one_part_per_four_sims_for_otp():
     assert [otp_reserve(n) for n in (0, 1, 4, 5, 8, 9)] == [0, 1, 1, 2, 2, 3]
-
-
-def test_room_comes_back_when_the_oldest_part_leaves_the_window():
-    now = 10_000.0
-    assert next_room([], now) is None
-    assert next_room([now - 1900, now - 100, now - 50], now) == now - 100 + 1800
 
 
 # What becomes of a refused message (domain/routing.py, after_refusal)
