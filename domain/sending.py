@@ -66,9 +66,22 @@ def _to_problems(to: Any) -> list[Problem]:
     return []
 
 
+SEND_FIELDS = ("to", "text", "messageType", "validFor")
+OTP_SEND_FIELDS = ("to", "purpose", "ip")
+OTP_VERIFY_FIELDS = ("to", "purpose", "code")
+
+
+def _unknown_fields(body: dict[str, Any], known: tuple[str, ...]) -> list[Problem]:
+    """decisions §1: a field the endpoint does not know is refused, so that a misspelt one
+    (`type` for `messageType`) never changes what is sent silently."""
+    return [Problem([name], f"unknown field {name!r}; this endpoint takes {', '.join(known)}", "unknown_field")
+            for name in body if name not in known]
+
+
 def parse_send(body: dict[str, Any]) -> tuple[SendRequest | None, list[Problem]]:
     """The request, or every problem found (a 400 lists them all)."""
-    problems = _to_problems(body.get("to")) + _text_problems(body.get("text"))
+    problems = _unknown_fields(body, SEND_FIELDS)
+    problems += _to_problems(body.get("to")) + _text_problems(body.get("text"))
     problems += _valid_for_problems(body.get("validFor"))
     message_type = body.get("messageType", "transactional")
     if message_type not in MESSAGE_TYPES:
@@ -152,7 +165,8 @@ def _code_problems(code: Any) -> list[Problem]:
 
 
 def parse_otp_send(body: dict[str, Any]) -> tuple[OtpSendRequest | None, list[Problem]]:
-    problems = _to_problems(body.get("to")) + _purpose_problems(body.get("purpose")) + _ip_problems(body.get("ip"))
+    problems = _unknown_fields(body, OTP_SEND_FIELDS)
+    problems += _to_problems(body.get("to")) + _purpose_problems(body.get("purpose")) + _ip_problems(body.get("ip"))
     if problems:
         return None, problems
     ip = str(ipaddress.ip_address(body["ip"])) if body.get("ip") is not None else None
@@ -160,7 +174,8 @@ def parse_otp_send(body: dict[str, Any]) -> tuple[OtpSendRequest | None, list[Pr
 
 
 def parse_otp_verify(body: dict[str, Any]) -> tuple[OtpVerifyRequest | None, list[Problem]]:
-    problems = _to_problems(body.get("to")) + _purpose_problems(body.get("purpose")) + _code_problems(body.get("code"))
+    problems = _unknown_fields(body, OTP_VERIFY_FIELDS)
+    problems += _to_problems(body.get("to")) + _purpose_problems(body.get("purpose")) + _code_problems(body.get("code"))
     if problems:
         return None, problems
     return OtpVerifyRequest(phone.normalise(body["to"]) or "", body["purpose"], body["code"]), []

@@ -315,3 +315,15 @@ def test_a_send_with_valid_for_says_when_it_expires_in_the_reply_and_the_lookup(
     assert found["expiresAt"] == answer.json()["expiresAt"]
     plain = send(server, workspace["key"], {"to": TO, "text": "No hurry"}).json()
     assert lookup(server, workspace["key"], plain["messageId"]).json()["expiresAt"] is None
+
+
+def test_an_unknown_field_is_refused_naming_it_and_nothing_is_charged(server, workspace):
+    """decisions §1 (revised 2026-11-23): a misspelt field never changes what is sent silently."""
+    before = balance(server, workspace["key"])
+    answer = send(server, workspace["key"], {"to": TO, "text": "Tihar offer", "type": "promotional"})
+    assert answer.status_code == 400
+    body = answer.json()
+    assert body["code"] == "invalid_request"
+    assert [(d["path"], d["code"]) for d in body["details"]] == [(["type"], "unknown_field")]
+    assert "type" in body["details"][0]["message"]
+    assert balance(server, workspace["key"]) == before

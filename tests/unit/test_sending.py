@@ -30,7 +30,7 @@ def test_inbound_senders_carry_the_plus():
 
 
 def test_a_valid_request_is_normalised_and_counted():
-    request, problems = parse_send({"to": "+9779812345678", "text": "Namaste", "extra": 1})
+    request, problems = parse_send({"to": "+9779812345678", "text": "Namaste"})
     assert problems == [] and request.to == "9779812345678"
     assert (request.message_type, request.segments, request.encoding) == ("transactional", 1, "GSM-7")
     request, _ = parse_send({"to": "9779812345678", "text": "नमस्ते", "messageType": "otp"})
@@ -78,3 +78,16 @@ def test_refusals_come_in_the_order_of_decisions_1(allowed, sms_on, route, expec
 
 def test_cost_is_the_rate_per_segment_times_segments():
     assert cost({"transactional": 100, "otp": 150, "promotional": 40}, "otp", 3) == 450
+
+
+def test_unknown_fields_are_refused_by_name_on_every_endpoint_body():
+    from domain.sending import parse_otp_send, parse_otp_verify
+
+    _, problems = parse_send({"to": "9779812345678", "text": "hi", "messageTyp": "otp", "extra": 1})
+    assert [(p.path, p.code) for p in problems] == [(["messageTyp"], "unknown_field"), (["extra"], "unknown_field")]
+    _, problems = parse_otp_send({"to": "9779812345678", "purpose": "login", "code": "123456"})
+    assert [(p.path, p.code) for p in problems] == [(["code"], "unknown_field")]
+    _, problems = parse_otp_verify({"to": "9779812345678", "purpose": "login", "code": "1", "ip": "1.2.3.4"})
+    assert [(p.path, p.code) for p in problems] == [(["ip"], "unknown_field")]
+    request, problems = parse_send({"to": "9779812345678", "text": "hi", "messageType": "otp", "validFor": 60})
+    assert not problems and request.valid_for == 60
