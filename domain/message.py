@@ -101,7 +101,9 @@ class Message(Aggregate):
 
     def never_reported(self, at: float) -> None:
         """No status report came for it within its validity period: failed, and not refunded,
-        since the network may have delivered it."""
+        since the network may have delivered it.  One whose report came meanwhile is left as it is."""
+        if self.status != SUBMITTED:
+            return
         self._failed(error="outcome unknown: its dispatcher stopped while the modem was sending it and no status "
                            "report came within its validity period; not resent, so the recipient never gets it twice",
                      refund=0, workspace_id=self.workspace_id, at=at)
@@ -165,7 +167,9 @@ class Message(Aggregate):
 
     def expire(self, at: float) -> None:
         """Its validity ended before a modem took it: failed, and refunded since nothing reached
-        the network (decisions §1)."""
+        the network (decisions §1).  One a SIM took meanwhile was in time: nothing changes."""
+        if self.status != QUEUED:
+            return
         what = "its code expired" if self.message_type == "otp" else "its validity period ended"
         self.fail(f"expired before it could be sent: {what}", at=at)
 

@@ -223,12 +223,8 @@ class Dispatcher:
         with self.runtime.connection() as conn:
             expired = dispatch.expired(conn, self.app.clock.now())
 
-        def expire(message: Any) -> None:
-            if message.status == "queued":  # a SIM may have taken it meanwhile: then it was in time
-                message.expire(at=self.app.clock.now())
-
         for message_id in expired:
-            self.record(message_id, expire)
+            self.record(message_id, lambda m: m.expire(at=self.app.clock.now()))
         return len(expired)
 
     # Housekeeping
@@ -246,12 +242,8 @@ class Dispatcher:
         with self.runtime.connection() as conn:
             unknown = dispatch.unknown_since_before(conn, self.app.clock.now() - VALIDITY_SECONDS)
 
-        def give_up(message: Any) -> None:
-            if message.status == "submitted":
-                message.never_reported(at=self.app.clock.now())
-
         for message_id in unknown:
-            self.record(message_id, give_up)
+            self.record(message_id, lambda m: m.never_reported(at=self.app.clock.now()))
         return len(overdue) + len(unknown)
 
     def flush_replies(self) -> int:

@@ -271,7 +271,7 @@ class SimWorker:
             return
         now = self.app.clock.now()
         if message.expired(now):  # it ran out while leased: not sent either
-            self.dispatcher.record(message_id, lambda m: m.expire(at=now) if m.status == "queued" else None)
+            self.dispatcher.record(message_id, lambda m: m.expire(at=now))
             return
         message.submit(self.id, at=now)
         try:

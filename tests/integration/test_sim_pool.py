@@ -54,6 +54,15 @@ def sims_by_name(sandesh):
     return {s["name"]: s for s in sandesh("sim", "list")["sims"]}
 
 
+def wait_for_state(sandesh, name, state, timeout=5.0):
+    """Until `sandesh sim list` shows the SIM in `state`; returns its listing."""
+    deadline = time.monotonic() + timeout
+    while (sim := sims_by_name(sandesh)[name])["state"] != state:
+        assert time.monotonic() < deadline, sim
+        time.sleep(0.1)
+    return sim
+
+
 def sent_by(runtime, message_ids):
     return {runtime.app.message(m).sim_id for m in message_ids}
 
@@ -92,10 +101,7 @@ def test_an_otp_takes_the_off_net_sim_when_the_on_net_one_has_no_room(runtime, e
     wait_for(runtime, [reserve], {"delivered"})
     assert sims_by_name(sandesh)["emu-1"]["partsUsed"] == 30
     sandesh("sim", "enable", "emu-2")
-    deadline = time.monotonic() + 5
-    while sims_by_name(sandesh)["emu-2"]["state"] != "active":
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    wait_for_state(sandesh, "emu-2", "active", timeout=5)
     code = send(runtime, account, "135790 is your code", "otp", prefix=NTC_NUMBER)
     started = time.monotonic()
     wait_for(runtime, [code.id], {"sent", "delivered"})
@@ -126,10 +132,7 @@ def test_a_sim_added_while_running_is_used_and_a_changed_port_is_followed(runtim
         sandesh("sim", "disable", "emu-1")
         sandesh("sim", "disable", "emu-2")
         added = sandesh("sim", "add", "--name", "late-1", "--port", first_device)
-        deadline = time.monotonic() + 5
-        while sims_by_name(sandesh)["late-1"]["state"] != "active":
-            assert time.monotonic() < deadline, sims_by_name(sandesh)["late-1"]
-            time.sleep(0.1)
+        wait_for_state(sandesh, "late-1", "active", timeout=5)
         message = send(runtime, account, "through the new SIM")
         wait_for(runtime, [message.id], {"delivered"})
         assert sent_by(runtime, [message.id]) == {added["id"]}
@@ -179,15 +182,10 @@ def test_a_sim_off_the_network_is_quarantined_and_recovers_by_itself(runtime, em
                                                                       sandesh):
     dispatcher.heartbeat_seconds = 0.2
     emulator.modem("emu-2").set_registration(0)
-    deadline = time.monotonic() + 15  # the SIM's thread may be in a 10 s wait for its next heartbeat
-    while sims_by_name(sandesh)["emu-2"]["state"] != "quarantined":
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    wait_for_state(sandesh, "emu-2", "quarantined", timeout=15)
     assert sims_by_name(sandesh)["emu-2"]["reason"] == "not registered on the network"
     emulator.modem("emu-2").set_registration(1)
-    while sims_by_name(sandesh)["emu-2"]["state"] != "active":
-        assert time.monotonic() < deadline + 15
-        time.sleep(0.1)
+    wait_for_state(sandesh, "emu-2", "active", timeout=15)  # at its next heartbeat
     actions = [line for line in (orjson.loads(x) for x in sandesh.run("audit").stdout.splitlines())
                if line["action"] == "sim.recovered"]
     assert actions and actions[-1]["actor"].startswith("dispatcher-")
@@ -209,10 +207,7 @@ def test_a_modem_that_vanishes_is_unreachable_and_used_again_within_10_s_of_its_
             sandesh("sim", "add", "--name", "usb-42", "--port", other.modems[0].device)
             with running_dispatcher(runtime):
                 first_life.modems[0].vanish()
-                deadline = time.monotonic() + 5
-                while sims_by_name(sandesh)["usb-41"]["state"] != "unreachable":
-                    assert time.monotonic() < deadline, sims_by_name(sandesh)["usb-41"]
-                    time.sleep(0.1)
+                wait_for_state(sandesh, "usb-41", "unreachable", timeout=5)
                 meanwhile = [send(runtime, account, f"while usb-41 is gone {i}").id for i in range(3)]
                 wait_for(runtime, meanwhile, {"delivered"})
                 assert sent_by(runtime, meanwhile) == {sims_by_name(sandesh)["usb-42"]["id"]}
@@ -221,9 +216,7 @@ def test_a_modem_that_vanishes_is_unreachable_and_used_again_within_10_s_of_its_
                     link.unlink()
                     link.symlink_to(second_life.modems[0].device)
                     back_at = time.monotonic()
-                    while sims_by_name(sandesh)["usb-41"]["state"] != "active":
-                        assert time.monotonic() < back_at + 10, sims_by_name(sandesh)["usb-41"]
-                        time.sleep(0.1)
+                    wait_for_state(sandesh, "usb-41", "active", timeout=10)
                     print(f"usb-41 active again {time.monotonic() - back_at:.1f} s after its port returned")
                     sandesh("sim", "disable", "usb-42")
                     time.sleep(1.0)
