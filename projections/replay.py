@@ -13,6 +13,7 @@ import sys
 import time
 from typing import Any
 
+import psycopg
 from eventsourcing.utils import get_topic
 
 from . import follower, registry
@@ -98,27 +99,51 @@ def rebuild(runtime: Runtime, name: str) -> dict[str, Any]:
             with conn.transaction():
                 position, count = _apply_batch(runtime, conn, schema, view, position)
             progress.advance(count)
-        with conn.transaction():
-            if name == registry.NAME:
-                tables = ", ".join(f"public.{t}" for t in view.TABLES)
-                conn.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")
-                conn.execute(f"LOCK TABLE public.{runtime.app.recorder.events_table_name} IN EXCLUSIVE MODE")
-            else:
-                conn.execute("INSERT INTO projection_positions (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING",
-                             (name,))
-                conn.execute("SELECT position FROM projection_positions WHERE name = %s FOR UPDATE", (name,))
-            count = 1
-            while count:  # the events appended since, under the lock
-                position, count = _apply_batch(runtime, conn, schema, view, position)
-                progress.advance(count)
-            for table in view.TABLES:
-                conn.execute(f"DROP TABLE IF EXISTS public.{table}")
-                conn.execute(f'ALTER TABLE "{schema}".{table} SET SCHEMA public')
-            if name != registry.NAME:
-                conn.execute("UPDATE projection_positions SET position = %s WHERE name = %s", (position, name))
-            conn.execute(f'DROP SCHEMA "{schema}"')
+        position = _swap(runtime, conn, name, schema, view, position, progress)
     progress.close()
     return {"events": progress.done, "seconds": round(time.monotonic() - started, 3), "position": position}
+
+
+SWAP_ATTEMPTS = 5
+
+
+def _swap(runtime: Runtime, conn: Any, name: str, schema: str, view: Any, position: int, progress: Progress) -> int:
+    """Catch up under the live writer's locks and move the tables in.  A live append takes the
+    registry tables in the order its events need them, so the swap can deadlock with one; the
+    server then aborts the swap, which rolled back entirely, and it is tried again."""
+    for attempt in range(1, SWAP_ATTEMPTS + 1):
+        try:
+            with conn.transaction():
+                caught_up, applied = _swap_once(runtime, conn, name, schema, view, position)
+            progress.advance(applied)  # counted once it committed
+            return caught_up
+        except (psycopg.errors.DeadlockDetected, psycopg.errors.LockNotAvailable):
+            if attempt == SWAP_ATTEMPTS:
+                raise
+            time.sleep(0.1 * attempt)
+    raise AssertionError("unreachable")
+
+
+def _swap_once(runtime: Runtime, conn: Any, name: str, schema: str, view: Any, position: int) -> tuple[int, int]:
+    if name == registry.NAME:
+        tables = ", ".join(f"public.{t}" for t in view.TABLES)
+        conn.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")
+        conn.execute(f"LOCK TABLE public.{runtime.app.recorder.events_table_name} IN EXCLUSIVE MODE")
+    else:
+        conn.execute("INSERT INTO projection_positions (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING",
+                     (name,))
+        conn.execute("SELECT position FROM projection_positions WHERE name = %s FOR UPDATE", (name,))
+    count, applied = 1, 0
+    while count:  # the events appended since, under the lock
+        position, count = _apply_batch(runtime, conn, schema, view, position)
+        applied += count
+    for table in view.TABLES:
+        conn.execute(f"DROP TABLE IF EXISTS public.{table}")
+        conn.execute(f'ALTER TABLE "{schema}".{table} SET SCHEMA public')
+    if name != registry.NAME:
+        conn.execute("UPDATE projection_positions SET position = %s WHERE name = %s", (position, name))
+    conn.execute(f'DROP SCHEMA "{schema}"')
+    return position, applied
 
 
 def replay(runtime: Runtime, names: list[str]) -> dict[str, Any]:
