@@ -9,8 +9,8 @@ import falcon
 import falcon.media
 import orjson
 
-from domain.application import Sandesh
-from projections.health import DatabaseHealth, is_outage
+from sandesh.domain.application import Sandesh
+from sandesh.projections.health import DatabaseHealth, is_outage
 
 from .auth import Authentication
 from .errors import ApiError

@@ -7,10 +7,10 @@ from typing import Any, Callable, ContextManager
 
 import falcon
 
-from domain.access import refusal
-from domain.credentials import KEY_PATTERN, sha256_hex
-from domain.clock import Clock
-from projections import request_rate
+from sandesh.domain.access import refusal
+from sandesh.domain.credentials import KEY_PATTERN, sha256_hex
+from sandesh.domain.clock import Clock
+from sandesh.projections import request_rate
 
 from .errors import INVALID_KEY, MISSING_KEY, ApiError
 

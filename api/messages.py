@@ -5,8 +5,8 @@ from typing import Any
 
 import falcon
 
-from domain.application import Sandesh
-from projections import messages
+from sandesh.domain.application import Sandesh
+from sandesh.projections import messages
 
 from .errors import ApiError
 

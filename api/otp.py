@@ -9,11 +9,11 @@ from typing import Any
 
 import falcon
 
-from domain import sending
-from domain.application import Sandesh
-from domain.clock import iso
-from domain.errors import InsufficientBalance, OtpLimited
-from projections import otp_limits
+from sandesh.domain import sending
+from sandesh.domain.application import Sandesh
+from sandesh.domain.clock import iso
+from sandesh.domain.errors import InsufficientBalance, OtpLimited
+from sandesh.projections import otp_limits
 
 from .body import json_object
 from .errors import ApiError, detail

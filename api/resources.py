@@ -5,7 +5,7 @@ from typing import Any, Callable, ContextManager
 
 import falcon
 
-from projections import counters
+from sandesh.projections import counters
 
 _WORKSPACE = "SELECT status, balance, rates, types FROM workspaces WHERE id = %s"
 

@@ -7,11 +7,11 @@ from typing import Any
 import falcon
 import orjson
 
-from domain import sending
-from domain.application import Sandesh
-from domain.errors import IdempotencyKeyTaken, InsufficientBalance
-from domain.message import accepted_reply
-from projections import idempotency
+from sandesh.domain import sending
+from sandesh.domain.application import Sandesh
+from sandesh.domain.errors import IdempotencyKeyTaken, InsufficientBalance
+from sandesh.domain.message import accepted_reply
+from sandesh.projections import idempotency
 
 from .body import json_object
 from .errors import ApiError, detail, invalid

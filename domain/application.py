@@ -21,6 +21,7 @@ from .message import Message, accept
 from .otp import LIFETIME as OTP_LIFETIME, RESEND_COOLDOWN, Otp, Outcome, NO_ACTIVE_OTP, code_text, hash_code, new_code, otp_id
 from .segments import segment
 from .sending import SendRequest
+from .topics import topics_of
 from .sim import SMS_SWITCH_ID, Sim, SmsSwitch, check_sim_name
 from .types import MESSAGE_TYPES, default_rates
 from .webhook import WebhookDelivery, new_delivery
@@ -327,9 +328,7 @@ class Sandesh(Application[str]):
 
     # The audit trail
     def operator_events(self) -> Iterator[Any]:
-        from eventsourcing.utils import get_topic
-
-        topics = [get_topic(cls) for cls in ACTIONS]
+        topics = topics_of(ACTIONS)
         start = 1
         while True:
             page = self.recorder.select_notifications(start=start, limit=500, topics=topics)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from domain.segments import (GSM7, GSM7_BASIC, GSM7_EXTENSION, PART_CAPACITY,
+from sandesh.domain.segments import (GSM7, GSM7_BASIC, GSM7_EXTENSION, PART_CAPACITY,
                              PART_CAPACITY_16BIT, UCS2, encoding_of, split)
 
 DATA8 = "8-bit"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from domain.message import Message
-from domain.otp import Otp
+from sandesh.domain.message import Message
+from sandesh.domain.otp import Otp
 
 NAME = "counters"
 TABLES = ("client_counters", "counted_messages")

@@ -1,13 +1,14 @@
 """The PostgreSQL side of Sandesh: database creation, migrations, the test clock's offset."""
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from domain.settings import Settings
+from sandesh.domain.settings import Settings
 
 from . import otp_limits, registry
 from .dispatch import NOTIFY_CLOCK
@@ -46,6 +47,17 @@ def describe_unreachable(settings: Settings, error: Exception) -> str:
         f"cannot reach PostgreSQL at {where} ({str(error).strip().splitlines()[0]}).\n"
         "Set DATABASE_URL to a running server, or run `sandesh up`, which starts an embedded one under ./var."
     )
+
+
+@contextmanager
+def migration_lock(settings: Settings) -> Iterator[psycopg.Connection]:
+    """A connection holding the migration lock: concurrent `db migrate` runs take turns."""
+    with connect(settings) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+        try:
+            yield conn
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
 
 
 def ensure_database(settings: Settings) -> None:

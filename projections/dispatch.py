@@ -19,8 +19,8 @@ from typing import Any, Callable
 
 import psycopg
 
-from domain.pacing import WINDOW_SECONDS
-from domain.settings import Settings
+from sandesh.domain.pacing import WINDOW_SECONDS
+from sandesh.domain.settings import Settings
 
 log = logging.getLogger("sandesh.dispatch")
 

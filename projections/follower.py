@@ -13,10 +13,11 @@ from types import ModuleType
 from typing import Any, Callable
 
 import psycopg
-from eventsourcing.utils import get_topic
+
+from sandesh.domain.topics import topics_of
 
 from . import counters, messages, otps
-from .bootstrap import Runtime
+from .runtime import Runtime
 from .health import is_outage
 
 log = logging.getLogger("sandesh.projections")
@@ -27,7 +28,7 @@ BATCH = 1000
 
 
 def topics(projection: ModuleType) -> list[str]:
-    return [get_topic(cls) for cls in projection.HANDLERS]
+    return topics_of(projection.HANDLERS)
 
 
 def read_batch(runtime: Runtime, projection: ModuleType, after: int, limit: int = BATCH) -> list[Any]:

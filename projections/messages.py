@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from domain.clock import iso
-from domain.message import ROUTE, Message
+from sandesh.domain.clock import iso
+from sandesh.domain.message import ROUTE, Message
 
 NAME = "messages"
 TABLES = ("messages",)

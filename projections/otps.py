@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from domain.otp import ACTIVE, EXPIRED, LOCKED, USED, Otp
+from sandesh.domain.otp import ACTIVE, EXPIRED, LOCKED, USED, Otp
 
 NAME = "otps"
 TABLES = ("otps",)

@@ -12,15 +12,15 @@ from psycopg.types.json import Jsonb
 
 from . import dispatch, otp_limits, webhooks
 
-from domain.client import Client
-from domain.message import Message, accepted_reply
-from domain.inbound import Reply
-from domain.otp import Otp
-from domain.operators import of_imsi, of_number
-from domain.pacing import PRIORITY
-from domain.clock import iso
-from domain.sim import Sim, SmsSwitch
-from domain.workspace import Workspace
+from sandesh.domain.client import Client
+from sandesh.domain.message import Message, accepted_reply
+from sandesh.domain.inbound import Reply
+from sandesh.domain.otp import Otp
+from sandesh.domain.operators import of_imsi, of_number
+from sandesh.domain.pacing import PRIORITY
+from sandesh.domain.clock import iso
+from sandesh.domain.sim import Sim, SmsSwitch
+from sandesh.domain.workspace import Workspace
 
 NAME = "registry"
 TABLES = ("workspaces", "clients", "sims", "sms_switch", "idempotency_keys", "otp_issues", "dispatch_queue",

@@ -14,10 +14,10 @@ import time
 from typing import Any
 
 import psycopg
-from eventsourcing.utils import get_topic
+from sandesh.domain.topics import topics_of
 
 from . import follower, registry
-from .bootstrap import Runtime
+from .runtime import Runtime
 
 NAMES = ("registry", *follower.FOLLOWED)
 
@@ -69,7 +69,7 @@ class Progress:
 
 def _apply_batch(runtime: Runtime, conn: Any, schema: str, view: Any, after: int) -> tuple[int, int]:
     """Apply the next batch of events after `after` into `schema`; returns (new position, count)."""
-    topics = [get_topic(cls) for cls in view.HANDLERS]
+    topics = topics_of(view.HANDLERS)
     batch = runtime.app.recorder.select_notifications(start=after, limit=follower.BATCH, topics=topics,
                                                       inclusive_of_start=False)
     if not batch:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.pacing import WINDOW_SECONDS
+from sandesh.domain.pacing import WINDOW_SECONDS
 
 # On `sim_health h`, with the parameters %(now)s and %(route_window)s.
 HEALTHY = "(h.healthy AND h.heartbeat_at > %(now)s - %(route_window)s)"

@@ -27,7 +27,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg.types.json import set_json_dumps, set_json_loads
 
-from domain.settings import Settings
+from sandesh.domain.settings import Settings
 
 EVENTS_TABLE = "sandesh_events"
 
@@ -178,8 +178,8 @@ def eventsourcing_env(settings: Settings, *, create_table: bool = False, pool_si
         "POSTGRES_PRE_PING": "n",  # a round trip per checkout; the pool replaces broken connections itself
         "CREATE_TABLE": "y" if create_table else "n",
         "ORIGINATOR_ID_TYPE": "text",
-        "TRANSCODER_TOPIC": "projections.store:OrjsonTranscoder",
-        "APPLICATION_RECORDER_TOPIC": "projections.store:SandeshRecorder",
+        "TRANSCODER_TOPIC": "sandesh.projections.store:OrjsonTranscoder",
+        "APPLICATION_RECORDER_TOPIC": "sandesh.projections.store:SandeshRecorder",
         "CIPHER_TOPIC": "eventsourcing.cryptography:AESCipher",
         "CIPHER_KEY": cipher_key,
     }

@@ -10,8 +10,8 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from domain.clock import iso
-from domain.webhook import HISTORY, WebhookDelivery
+from sandesh.domain.clock import iso
+from sandesh.domain.webhook import HISTORY, WebhookDelivery
 
 TABLES = ("webhook_deliveries",)
 DDL = """

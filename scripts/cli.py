@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from domain.errors import DomainError
-from domain.settings import ConfigurationError, Settings
+from sandesh.domain.errors import DomainError
+from sandesh.domain.settings import ConfigurationError, Settings
 
 from .output import fail
 
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as error:
-        from projections.db import DatabaseUnavailable
+        from sandesh.projections.db import DatabaseUnavailable
 
         if isinstance(error, DatabaseUnavailable):
             return fail(str(error), 1)

@@ -5,12 +5,14 @@ import argparse
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from domain.clock import iso, parse_iso
-from domain.errors import InvalidInput, NotFound
-from domain.settings import Settings
-from domain.types import parse_rates, parse_types
-from projections import registry
-from projections.bootstrap import Runtime, bootstrap, migrate
+from sandesh.domain.clock import iso, parse_iso
+from sandesh.domain.errors import InvalidInput, NotFound
+from sandesh.domain.settings import Settings
+from sandesh.domain.types import parse_rates, parse_types
+from sandesh.projections import registry
+from sandesh.projections.runtime import Runtime
+
+from .bootstrap import bootstrap, migrate
 
 from .output import emit, emit_line, fail
 
@@ -175,8 +177,8 @@ def sim_add(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 def sim_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     """The SIMs with their state and what their dispatcher last reported: health, signal, parts
     used in the current pacing window, last error."""
-    from domain.pacing import PARTS_PER_WINDOW
-    from projections import sim_health
+    from sandesh.domain.pacing import PARTS_PER_WINDOW
+    from sandesh.projections import sim_health
 
     with opened(settings) as runtime, runtime.connection() as conn:
         rows = sim_health.pool(conn, runtime.clock.now(), settings.route_window)
@@ -252,7 +254,7 @@ def inbound_list(args: argparse.Namespace, settings: Settings, actor: str) -> in
 
 
 def webhooks_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from projections import webhooks
+    from sandesh.projections import webhooks
 
     with opened(settings) as runtime, runtime.connection() as conn:
         emit({"deliveries": webhooks.listing(conn, runtime.clock.now(), args.client, args.state, args.limit)})
@@ -261,7 +263,7 @@ def webhooks_list(args: argparse.Namespace, settings: Settings, actor: str) -> i
 
 def _recent_delivery(runtime: Runtime, delivery_id: str) -> dict[str, Any]:
     """The read-model row of a delivery of the last 7 days (the history the operator sees)."""
-    from projections import webhooks
+    from sandesh.projections import webhooks
 
     with runtime.connection() as conn:
         row = webhooks.find(conn, delivery_id, runtime.clock.now())
@@ -274,7 +276,7 @@ def webhooks_show(args: argparse.Namespace, settings: Settings, actor: str) -> i
     """A delivery of the last 7 days, its attempts, and the body it sends (kept only in the log)."""
     import orjson
 
-    from projections import webhooks
+    from sandesh.projections import webhooks
 
     with opened(settings) as runtime:
         row = _recent_delivery(runtime, args.delivery)
@@ -283,7 +285,7 @@ def webhooks_show(args: argparse.Namespace, settings: Settings, actor: str) -> i
 
 
 def webhooks_redeliver(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from projections import webhooks
+    from sandesh.projections import webhooks
 
     with opened(settings) as runtime:
         _recent_delivery(runtime, args.delivery)
@@ -306,7 +308,7 @@ def audit(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 
 
 def clock_show(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from projections.db import read_clock_offset
+    from sandesh.projections.db import read_clock_offset
 
     with opened(settings) as runtime, runtime.connection() as conn:
         offset = read_clock_offset(conn) if settings.test_clock else 0.0
@@ -315,7 +317,7 @@ def clock_show(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 
 
 def clock_advance(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from projections.db import advance_clock
+    from sandesh.projections.db import advance_clock
 
     if not settings.test_clock:
         return fail("the clock can only be moved in test mode (SANDESH_CLOCK=test)")
@@ -328,33 +330,37 @@ def clock_advance(args: argparse.Namespace, settings: Settings, actor: str) -> i
     return 0
 
 
-def worker_projections(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from workers.supervisor import run_one
+def _open_worker_runtime(settings: Settings, pool_size: int) -> Runtime:
+    return bootstrap(settings, pool_size=pool_size)
 
-    return run_one("projections", settings)
+
+def worker_projections(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from sandesh.workers.supervisor import run_one
+
+    return run_one("projections", settings, _open_worker_runtime)
 
 
 def worker_dispatch(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from workers.supervisor import run_one
+    from sandesh.workers.supervisor import run_one
 
-    return run_one("dispatch", settings, host=args.host)
+    return run_one("dispatch", settings, _open_worker_runtime, host=args.host)
 
 
 def worker_webhooks(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from workers.supervisor import run_one
+    from sandesh.workers.supervisor import run_one
 
-    return run_one("webhooks", settings)
+    return run_one("webhooks", settings, _open_worker_runtime)
 
 
 def worker_all(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from workers.supervisor import run_all
+    from sandesh.workers.supervisor import run_all
 
     passed = ["--database-url", args.database_url] if args.database_url else []
     return run_all(settings, passed)
 
 
 def replay(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from projections import replay as rebuild
+    from sandesh.projections import replay as rebuild
 
     unknown = [name for name in args.names if name not in rebuild.NAMES]
     if unknown:
@@ -381,7 +387,7 @@ def emulator(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 def register_emulated(runtime: Runtime, devices: list[tuple[str, str]], actor: str) -> None:
     """Register each virtual modem as a SIM, through the driver as a real modem would be: its
     ICCID finds it again when a restarted emulator gives it a new /dev/pts path."""
-    from workers.sims import place
+    from sandesh.workers.sims import place
 
     for name, device in devices:
         place(runtime, name, device, actor)

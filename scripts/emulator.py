@@ -280,7 +280,7 @@ class VirtualModem:
 
     def fill_store(self) -> None:
         """Fill the SIM store with inbound messages; the next inbound finds memory full."""
-        from domain.pdu import encode_deliver
+        from sandesh.domain.pdu import encode_deliver
 
         with self._lock:
             free = self._free_indexes()
@@ -316,8 +316,8 @@ class VirtualModem:
         """An SMS from a phone. `parts_order` and `duplicate` hold 1-based part numbers; a
         duplicated part is stored again right after itself. A reference above 255 uses the
         16-bit concatenation header. Returns the store indexes used (none for a refused part)."""
-        from domain.pdu import encode_deliver
-        from domain.segments import PART_CAPACITY_16BIT, encoding_of, split
+        from sandesh.domain.pdu import encode_deliver
+        from sandesh.domain.segments import PART_CAPACITY_16BIT, encoding_of, split
 
         sixteen = reference is not None and reference > 255
         texts = split(text, part_capacity=PART_CAPACITY_16BIT[encoding_of(text)]) if sixteen else split(text)
@@ -586,7 +586,7 @@ class VirtualModem:
         self._write("\r\n> ")
 
     def _submit(self, pdu: str) -> None:
-        from domain.pdu import decode_submit
+        from sandesh.domain.pdu import decode_submit
 
         failure = self._take_failure(self._cmgs_line)
         if failure is not None:
@@ -636,7 +636,7 @@ class VirtualModem:
         return [0x00]
 
     def _send_report(self, mr: int, recipient: str, status: int) -> None:
-        from domain.pdu import encode_status_report
+        from sandesh.domain.pdu import encode_status_report
 
         now = _now()
         pdu = encode_status_report(mr, recipient, status, now - timedelta(seconds=self.report_delay), now,

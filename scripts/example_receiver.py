@@ -22,10 +22,9 @@ import ssl
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from domain.signature import SignatureError, verify_signature  # noqa: E402  (or copy that file)
+
+from sandesh.domain.signature import SignatureError, verify_signature  # (or copy that file)
 
 
 def make_handler(secrets: list[str], tolerance: int) -> type[BaseHTTPRequestHandler]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
-from domain.settings import Settings
+from sandesh.domain.settings import Settings
 
 
 class SandeshServer(BaseApplication):
@@ -23,8 +23,8 @@ class SandeshServer(BaseApplication):
             self.cfg.set("control_socket_disable", True)
 
     def load(self) -> Any:
-        from api.app import create_app
-        from projections.bootstrap import bootstrap
+        from sandesh.api.app import create_app
+        from sandesh.scripts.bootstrap import bootstrap
 
         logging.basicConfig(level=self.settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
         runtime = bootstrap(self.settings, group_commit=True)

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from domain.settings import Settings
+from sandesh.domain.settings import Settings
 
 from .output import emit
 
@@ -53,7 +53,7 @@ def _write_local_env(values: dict[str, str]) -> None:
 
 
 def _demo_client(settings: Settings, actor: str) -> dict[str, str] | None:
-    from projections.bootstrap import bootstrap
+    from sandesh.scripts.bootstrap import bootstrap
 
     runtime = bootstrap(settings, pool_size=2)
     try:
@@ -71,7 +71,7 @@ def _demo_client(settings: Settings, actor: str) -> dict[str, str] | None:
 
 
 def up(args: argparse.Namespace, actor: str) -> int:
-    from projections.bootstrap import migrate
+    from sandesh.scripts.bootstrap import migrate
 
     VAR.mkdir(exist_ok=True)
     env = dict(os.environ)
@@ -88,11 +88,11 @@ def up(args: argparse.Namespace, actor: str) -> int:
           "make a key with `sandesh client create --workspace WS --brand NAME`"})
     if demo:
         sys.stderr.write(f"\nTry it:\n  curl -H 'x-api-key: {demo['key']}' {base_url}/sms/balance\n\n")
-    from workers.supervisor import Child, stop_on_signals, supervise
+    from sandesh.workers.supervisor import Child, stop_on_signals, supervise
 
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     children = []
-    cli = [sys.executable, "-m", "scripts.cli"]
+    cli = [sys.executable, "-m", "sandesh.scripts.cli"]
     if _only_emulated_sims(settings):
         emulator = Child("emulator", [*cli, "emulator", "--sims", "2", "--register", "--phones-log",
                                       str(VAR / "phones.jsonl")], env=env, stdout=subprocess.PIPE)

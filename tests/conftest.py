@@ -40,7 +40,7 @@ def database_url() -> Iterator[str]:
         conn.execute(f'CREATE DATABASE "{name}"')
     url = psycopg.conninfo.make_conninfo(SERVER_URL, dbname=name)
     env = {**os.environ, "DATABASE_URL": url, "SANDESH_SECRET_KEY": SECRET_KEY}
-    subprocess.run([sys.executable, "-m", "scripts.cli", "db", "migrate"], env=env, cwd=ROOT,
+    subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "db", "migrate"], env=env, cwd=ROOT,
                    check=True, capture_output=True)
     yield url
     with _admin() as conn:
@@ -59,8 +59,8 @@ def env(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str
 @pytest.fixture(scope="module")
 def runtime(env: dict[str, str]) -> Iterator[Any]:
     """The application and its database, in the test process (the dispatcher's tests need 6 connections)."""
-    from domain.settings import Settings
-    from projections.bootstrap import bootstrap
+    from sandesh.domain.settings import Settings
+    from sandesh.scripts.bootstrap import bootstrap
 
     rt = bootstrap(Settings.from_env(env), pool_size=6)
     yield rt
@@ -75,7 +75,7 @@ class Sandesh:
         self.after_clock_advance: list[Callable[[], None]] = []
 
     def run(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        done = subprocess.run([sys.executable, "-m", "scripts.cli", *args], env={**self.env, **(env or {}),
+        done = subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", *args], env={**self.env, **(env or {}),
                               "PYTHONPATH": str(ROOT)}, cwd=self.cwd, capture_output=True, text=True, timeout=60)
         if args[:2] == ("clock", "advance") and done.returncode == 0:
             for hook in self.after_clock_advance:
@@ -105,7 +105,7 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(Path(env.get("SANDESH_TEST_LOGDIR", "/tmp")) / f"sandesh-serve-{self.port}.log", "w+")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "scripts.cli", "serve", "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers)],
+            [sys.executable, "-m", "sandesh.scripts.cli", "serve", "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers)],
             env={**env, "PYTHONPATH": str(ROOT)}, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -155,7 +155,7 @@ class Route:
     stays queued."""
 
     def __init__(self, runtime: Any, sim_id: str):
-        from workers.dispatcher import heartbeat_seconds
+        from sandesh.workers.dispatcher import heartbeat_seconds
 
         self.runtime, self.sim_id = runtime, sim_id
         self.healthy, self.reporting = True, True
@@ -166,7 +166,7 @@ class Route:
         self._thread.start()
 
     def report(self) -> None:
-        from projections import sim_health
+        from sandesh.projections import sim_health
 
         with self._lock:
             if not self.reporting:
@@ -221,7 +221,7 @@ def route(sandesh: Sandesh, runtime: Any) -> Iterator[Route]:
 @contextmanager
 def running_dispatcher(runtime: Any, host: str | None = None) -> Iterator[Any]:
     """A real Dispatcher in this process, its loop on a thread, stopped afterwards."""
-    from workers.dispatcher import Dispatcher
+    from sandesh.workers.dispatcher import Dispatcher
 
     dispatcher = Dispatcher(runtime, host)
     dispatcher.start()

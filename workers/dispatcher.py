@@ -22,13 +22,13 @@ from typing import Any, Callable
 
 from eventsourcing.persistence import IntegrityError
 
-from domain.inbound import ATTRIBUTION_WINDOW, FLUSH_AFTER, sender_number
-from domain.pacing import PARTS_PER_WINDOW, otp_reserve
-from domain.pdu import PduError, decode_deliver, decode_status_report
-from domain.routing import Offer, Pool, Waiting, assign
-from projections import dispatch, sim_health
-from projections.bootstrap import Runtime
-from projections.health import is_outage
+from sandesh.domain.inbound import ATTRIBUTION_WINDOW, FLUSH_AFTER, sender_number
+from sandesh.domain.pacing import PARTS_PER_WINDOW, otp_reserve
+from sandesh.domain.pdu import PduError, decode_deliver, decode_status_report
+from sandesh.domain.routing import Offer, Pool, Waiting, assign
+from sandesh.projections import dispatch, sim_health
+from sandesh.projections.runtime import Runtime
+from sandesh.projections.health import is_outage
 
 from .modem import ModemError, Unsolicited
 from .sim_worker import SimWorker

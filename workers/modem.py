@@ -17,7 +17,7 @@ from typing import Callable
 
 import serial
 
-from domain.cms import registered, signal_dbm
+from sandesh.domain.cms import registered, signal_dbm
 
 log = logging.getLogger("sandesh.modem")
 

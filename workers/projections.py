@@ -4,17 +4,15 @@ from __future__ import annotations
 import logging
 import threading
 
-from domain.settings import Settings
-from projections import follower
-from projections.bootstrap import bootstrap
+from sandesh.projections import follower
+from sandesh.projections.runtime import Runtime
 
 log = logging.getLogger("sandesh.worker.projections")
 
 
-def run(settings: Settings, stop: threading.Event) -> None:
-    runtime = bootstrap(settings, pool_size=3)
+POOL_SIZE = 3
+
+
+def run(runtime: Runtime, stop: threading.Event) -> None:
     log.info("following the log for %s", ", ".join(follower.FOLLOWED))
-    try:
-        follower.run(runtime, stop)
-    finally:
-        runtime.close()
+    follower.run(runtime, stop)

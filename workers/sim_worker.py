@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from eventsourcing.persistence import IntegrityError
 
-from domain.cms import REPEATS_BEFORE_QUARANTINE, Action, classify
-from domain.operators import of_imsi
-from domain.pacing import capacity
-from domain.pdu import encode_submit
-from domain.routing import FAIL, REJECT, RETRY_DELAY, after_refusal
-from domain.sim import FAILURES, NETWORK, SIM_FAULT
-from projections import dispatch, sim_health
-from projections.health import is_outage
+from sandesh.domain.cms import REPEATS_BEFORE_QUARANTINE, Action, classify
+from sandesh.domain.operators import of_imsi
+from sandesh.domain.pacing import capacity
+from sandesh.domain.pdu import encode_submit
+from sandesh.domain.routing import FAIL, REJECT, RETRY_DELAY, after_refusal
+from sandesh.domain.sim import FAILURES, NETWORK, SIM_FAULT
+from sandesh.projections import dispatch, sim_health
+from sandesh.projections.health import is_outage
 
 from .modem import CmsError, CommandTimeout, Modem, ModemError, NotSubmitted, PortGone, SimNotReady
 from .sims import attach

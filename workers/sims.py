@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from projections.bootstrap import Runtime
+from sandesh.projections.runtime import Runtime
 
 from .modem import Identity, Modem
 

@@ -15,16 +15,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from domain.settings import Settings
+from sandesh.domain.settings import Settings
+from sandesh.projections.runtime import Runtime
 
 from . import dispatcher, projections, webhooks
 
 log = logging.getLogger("sandesh.supervisor")
 
-def _dispatch(settings: Settings, stop: threading.Event, host: str | None = None) -> None:
-    from projections.bootstrap import bootstrap
 
-    runtime = bootstrap(settings, pool_size=4)
+def _dispatch(runtime: Runtime, stop: threading.Event, host: str | None = None) -> None:
     running = dispatcher.Dispatcher(runtime, host)
     running.start()
     threading.Thread(target=lambda: (stop.wait(), running.stop.set()), daemon=True).start()
@@ -32,27 +31,39 @@ def _dispatch(settings: Settings, stop: threading.Event, host: str | None = None
         running.run()
     finally:
         running.close()
-        runtime.close()
 
 
-WORKERS: dict[str, Callable[..., None]] = {"projections": projections.run, "dispatch": _dispatch,
-                                           "webhooks": webhooks.run}
+@dataclass(frozen=True)
+class Worker:
+    run: Callable[..., None]  # (runtime, stop, **options): returns once `stop` is set
+    pool_size: int            # database connections it needs
 
 
-def run_one(name: str, settings: Settings, **options: object) -> int:
+WORKERS: dict[str, Worker] = {"projections": Worker(projections.run, projections.POOL_SIZE),
+                              "dispatch": Worker(_dispatch, 4),
+                              "webhooks": Worker(webhooks.run, webhooks.POOL_SIZE)}
+
+
+def run_one(name: str, settings: Settings, open_runtime: Callable[[Settings, int], Runtime],
+            **options: object) -> int:
+    """Run one worker in this process until SIGTERM or Ctrl-C; `open_runtime` is the wiring
+    (scripts/bootstrap.py), given by the caller so that workers do not import the entry points."""
     settings.require_secret_key()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    WORKERS[name](settings, stop, **options)
+    stop = stop_on_signals()
+    worker = WORKERS[name]
+    runtime = open_runtime(settings, worker.pool_size)
+    try:
+        worker.run(runtime, stop, **options)
+    finally:
+        runtime.close()
     return 0
 
 
 def run_all(settings: Settings, extra_args: list[str]) -> int:
     settings.require_secret_key()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    children = [Child(f"worker {name}", [sys.executable, "-m", "scripts.cli", *extra_args, "worker", name])
+    children = [Child(f"worker {name}", [sys.executable, "-m", "sandesh.scripts.cli", *extra_args, "worker", name])
                 for name in WORKERS]
     return supervise(children, stop_on_signals())
 

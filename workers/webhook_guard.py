@@ -21,7 +21,7 @@ from urllib3.connectionpool import HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 from urllib3.util import connection
 
-from domain.errors import InvalidInput
+from sandesh.domain.errors import InvalidInput
 
 
 class AddressRefused(NewConnectionError):

@@ -19,23 +19,23 @@ from typing import Any
 
 import requests
 from eventsourcing.persistence import IntegrityError
-from eventsourcing.utils import get_topic
 
-from domain.errors import InvalidTransition
-from domain.inbound import Reply
-from domain.message import Message
-from domain.signature import sign
-from domain.webhook import (DEAD, DELIVERED, HISTORY, INBOUND, SOURCES, STATUS, TIMEOUT, USER_AGENT,
+from sandesh.domain.errors import InvalidTransition
+from sandesh.domain.inbound import Reply
+from sandesh.domain.message import Message
+from sandesh.domain.signature import sign
+from sandesh.domain.topics import topics_of
+from sandesh.domain.webhook import (DEAD, DELIVERED, HISTORY, INBOUND, SOURCES, STATUS, TIMEOUT, USER_AGENT,
                             WEBHOOK_STATUS, WebhookDelivery, inbound_event, new_delivery, status_event)
-from projections import follower, webhooks
-from projections.bootstrap import Runtime
+from sandesh.projections import follower, webhooks
+from sandesh.projections.runtime import Runtime
 
 from . import webhook_guard
 
 log = logging.getLogger("sandesh.worker.webhooks")
 
 POSITION = "webhooks"
-TOPICS = [get_topic(cls) for cls in SOURCES]
+TOPICS = topics_of(SOURCES)
 CONCURRENCY = 16
 LEASE = 60.0      # longer than an attempt (10 s) and its recording
 PURGE_EVERY = 60.0
@@ -230,14 +230,13 @@ def _describe(error: requests.RequestException) -> str:
     return f"{type(error).__name__}: {reason}"[:300]
 
 
-def run(settings: Any, stop: threading.Event) -> None:
-    from projections.bootstrap import bootstrap
+POOL_SIZE = 6
 
-    runtime = bootstrap(settings, pool_size=6)
+
+def run(runtime: Runtime, stop: threading.Event) -> None:
     sender = WebhookSender(runtime)
     log.info("delivering webhooks with %d threads", sender.concurrency)
     try:
         sender.run(stop)
     finally:
         sender.close(wait=False)
-        runtime.close()

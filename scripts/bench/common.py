@@ -27,7 +27,7 @@ def scratch_database() -> Iterator[dict[str, str]]:
     env = {**os.environ, "DATABASE_URL": make_conninfo(SERVER, dbname=name), "SANDESH_SECRET_KEY": SECRET_KEY,
            "PYTHONPATH": str(ROOT)}
     try:
-        subprocess.run([sys.executable, "-m", "scripts.cli", "db", "migrate"], env=env, check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "db", "migrate"], env=env, check=True, capture_output=True)
         yield env
     finally:
         with psycopg.connect(SERVER, autocommit=True) as conn:
@@ -48,8 +48,8 @@ def reported_route(runtime: Any) -> Iterator[str]:
     """A SIM that stays a route for the whole run: registered, and reported healthy every few
     seconds with the dispatcher's heartbeat function, as a running dispatcher would.  Nothing
     drives its modem, so what is sent stays queued."""
-    from projections import sim_health
-    from workers.dispatcher import heartbeat_seconds
+    from sandesh.projections import sim_health
+    from sandesh.workers.dispatcher import heartbeat_seconds
 
     sim = runtime.app.add_sim(f"bench-{uuid.uuid4().hex[:6]}", "loop://", 115200, None, "bench")
     stop = threading.Event()

@@ -12,9 +12,9 @@ import json
 import statistics
 import sys
 
-from domain.settings import Settings
-from projections import dispatch
-from projections.bootstrap import bootstrap
+from sandesh.domain.settings import Settings
+from sandesh.projections import dispatch
+from sandesh.scripts.bootstrap import bootstrap
 
 from .backlog import fill
 from .common import funded_workspace, scratch_database

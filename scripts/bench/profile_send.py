@@ -12,8 +12,8 @@ import time
 
 import orjson
 
-from domain.settings import Settings
-from projections.bootstrap import bootstrap
+from sandesh.domain.settings import Settings
+from sandesh.scripts.bootstrap import bootstrap
 
 from .common import funded_workspace, reported_route, scratch_database
 
@@ -28,7 +28,7 @@ STAGES = [
 
 
 def main(n: int = 3000) -> None:
-    from api.app import create_app
+    from sandesh.api.app import create_app
 
     body = orjson.dumps({"to": "9779812345678", "text": "Your Sandesh order 1234 has shipped. Track it at sandesh.example/t/1234"})
     with scratch_database() as env:

@@ -14,10 +14,10 @@ import time
 
 import falcon.testing
 
-from domain.credentials import sha256_hex
-from domain.settings import Settings
-from projections import request_rate
-from projections.bootstrap import bootstrap
+from sandesh.domain.credentials import sha256_hex
+from sandesh.domain.settings import Settings
+from sandesh.projections import request_rate
+from sandesh.scripts.bootstrap import bootstrap
 
 from .common import funded_workspace, percentile, reported_route, scratch_database
 
@@ -37,7 +37,7 @@ def _summary(label: str, ms: list[float]) -> str:
 
 
 def main(n: int = 3000) -> None:
-    from api.app import create_app
+    from sandesh.api.app import create_app
 
     with scratch_database() as env:
         runtime = bootstrap(Settings.from_env(env), pool_size=3)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import requests
 
-from domain.settings import Settings
-from projections.bootstrap import bootstrap
+from sandesh.domain.settings import Settings
+from sandesh.scripts.bootstrap import bootstrap
 
 from .common import ROOT, funded_workspace, reported_route, scratch_database
 
@@ -104,7 +104,7 @@ def main() -> None:
             scenarios = {"(a) 1 workspace, 1 client": _clients(env, 1, 1),
                          "(b) 1 workspace, 8 clients": _clients(env, 1, 8),
                          "(c) 8 workspaces": _clients(env, 8, 1)}
-            sandesh = subprocess.Popen([sys.executable, "-m", "scripts.cli", "serve", "--bind", "127.0.0.1:18701",
+            sandesh = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "serve", "--bind", "127.0.0.1:18701",
                                         "--workers", "2", "--threads", str(args.threads),
                                         "--worker-connections", str(per_worker)],
                                        env={**env, "SANDESH_LOG_LEVEL": "WARNING"},

@@ -39,10 +39,10 @@ def main() -> None:
 
 
 def run(env: dict[str, str], tmp: str, events: int, concurrency: int) -> str:
-    from domain.sending import parse_send
-    from domain.settings import Settings
-    from projections.bootstrap import bootstrap
-    from workers.webhooks import WebhookSender
+    from sandesh.domain.sending import parse_send
+    from sandesh.domain.settings import Settings
+    from sandesh.scripts.bootstrap import bootstrap
+    from sandesh.workers.webhooks import WebhookSender
 
     from tests.conftest import free_port
 

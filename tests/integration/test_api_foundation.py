@@ -8,15 +8,15 @@ import orjson
 import pytest
 import requests
 
-from api.app import create_app
-from api.errors import ApiError
+from sandesh.api.app import create_app
+from sandesh.api.errors import ApiError
 
 
 class Echo:
     """A POST route for the middleware tests, until the product's own POST endpoints exist."""
 
     def on_post(self, req, resp):
-        from api.body import json_object
+        from sandesh.api.body import json_object
 
         resp.media = {"client": req.context.caller.client_id, "body": json_object(req)}
 

@@ -38,7 +38,7 @@ def env(postgres):
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SANDESH_")},
            "DATABASE_URL": url, "SANDESH_SECRET_KEY": SECRET_KEY, "SANDESH_CLOCK": "test",
            "SANDESH_WEBHOOK_ALLOW_PRIVATE": "1", "USER": "tester", "PYTHONPATH": str(ROOT)}
-    subprocess.run([sys.executable, "-m", "scripts.cli", "db", "migrate"], env=env, cwd=ROOT, check=True,
+    subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "db", "migrate"], env=env, cwd=ROOT, check=True,
                    capture_output=True)
     return env
 
@@ -47,8 +47,8 @@ class Heartbeat:
     """A SIM reported healthy every second, as a dispatcher would; it waits out the outage."""
 
     def __init__(self, env):
-        from domain.settings import Settings
-        from projections.bootstrap import bootstrap
+        from sandesh.domain.settings import Settings
+        from sandesh.scripts.bootstrap import bootstrap
 
         self.runtime = bootstrap(Settings.from_env(env), pool_size=1)
         self.sim = self.runtime.app.add_sim("outage-1", "loop://", 115200, None, "test").id
@@ -57,7 +57,7 @@ class Heartbeat:
         threading.Thread(target=self._run, daemon=True).start()
 
     def beat(self):
-        from projections import sim_health
+        from sandesh.projections import sim_health
 
         with self.runtime.connection() as conn:
             sim_health.record(conn, self.sim, healthy=True, registered=True, signal_dbm=-70, last_error=None,
@@ -157,7 +157,7 @@ def test_an_outage_is_503_with_retry_after_then_every_worker_recovers_and_nothin
 def test_workers_ride_out_an_outage_and_an_otp_after_it_reaches_the_phone(postgres, env, tmp_path):
     """Every worker loop survives the database going away (no process exits): afterwards a code
     is sent through the emulated modem and the counters catch up."""
-    from scripts.emulator import Emulator
+    from sandesh.scripts.emulator import Emulator
 
     sandesh = Sandesh(env, tmp_path)
     ws = sandesh("workspace", "create", "--name", "Ride out")["id"]
@@ -170,7 +170,7 @@ def test_workers_ride_out_an_outage_and_an_otp_after_it_reaches_the_phone(postgr
         [(name, device)] = emulator.devices()
         sandesh("sim", "add", "--name", name, "--port", device)
         log = open(tmp_path / "workers.log", "w+")
-        workers = subprocess.Popen([sys.executable, "-m", "scripts.cli", "worker", "all"], env=env, cwd=ROOT,
+        workers = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", "all"], env=env, cwd=ROOT,
                                    stdout=log, stderr=subprocess.STDOUT)
         server = Server(env, workers=1)
         try:

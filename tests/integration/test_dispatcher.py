@@ -4,13 +4,13 @@ import time
 
 import pytest
 
-from domain.sending import parse_send
-from projections import follower
-from scripts.bench.common import funded_workspace
-from scripts.commands import register_emulated
-from scripts.emulator import Emulator
+from sandesh.domain.sending import parse_send
+from sandesh.projections import follower
+from sandesh.scripts.bench.common import funded_workspace
+from sandesh.scripts.commands import register_emulated
+from sandesh.scripts.emulator import Emulator
 from tests.conftest import running_dispatcher, wait_for_status
-from workers.dispatcher import Dispatcher
+from sandesh.workers.dispatcher import Dispatcher
 
 TO = "9779812345678"
 
@@ -135,7 +135,7 @@ def test_a_refusal_that_proves_nothing_was_sent_fails_over_to_another_sim_at_onc
 
 def _requeues(runtime):
     """Every Requeued event in the log: (message id, SIM that refused, reason)."""
-    from domain.message import Message
+    from sandesh.domain.message import Message
     from eventsourcing.utils import get_topic
 
     found = []
@@ -190,7 +190,7 @@ def test_two_dispatchers_at_once_never_take_the_same_message(runtime, emulator, 
 
 
 def test_a_port_is_driven_by_one_process_only(runtime, emulator, dispatcher):
-    from workers.modem import Modem, PortGone
+    from sandesh.workers.modem import Modem, PortGone
 
     with pytest.raises(PortGone):
         Modem(emulator.modems[0].device).open()  # the fixture's dispatcher holds it
@@ -381,7 +381,7 @@ def _killed_during_at_cmgs(runtime, env, account, host_c, text, reports):
     modem.script_reports(*reports)
     modem.hang_after_pdu(deliver=True)  # the part leaves, +CMGS never comes
     message = send(runtime, account, text)
-    worker = subprocess.Popen([sys.executable, "-m", "scripts.cli", "worker", "dispatch", "--host", "host-c"],
+    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", "dispatch", "--host", "host-c"],
                               cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -427,7 +427,7 @@ def test_a_dispatcher_killed_during_at_cmgs_never_resends_and_its_status_report_
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
             with runtime.connection() as conn:
-                from projections.db import advance_clock
+                from sandesh.projections.db import advance_clock
                 advance_clock(conn, 24 * 3600 + 1)
             restarted.give_up_on_reports()
         found = runtime.app.message(silent.id)

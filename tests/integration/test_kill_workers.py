@@ -9,15 +9,15 @@ import time
 
 import psycopg
 
-from domain.sending import parse_send
-from projections.db import advance_clock
-from scripts.bench.common import funded_workspace
+from sandesh.domain.sending import parse_send
+from sandesh.projections.db import advance_clock
+from sandesh.scripts.bench.common import funded_workspace
 from tests.conftest import ROOT
 from tests.receiver import Receiver
 
 
 def _worker(env, name):
-    return subprocess.Popen([sys.executable, "-m", "scripts.cli", "worker", name], cwd=ROOT,
+    return subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", name], cwd=ROOT,
                             env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

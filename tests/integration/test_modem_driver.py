@@ -5,10 +5,10 @@ import time
 
 import pytest
 
-from domain.cms import Action, classify
-from domain.pdu import decode_deliver, decode_status_report, encode_submit
-from scripts.emulator import Emulator
-from workers.modem import (CmsError, CommandTimeout, Modem, ModemError, PortGone, SimNotReady, Timeouts,
+from sandesh.domain.cms import Action, classify
+from sandesh.domain.pdu import decode_deliver, decode_status_report, encode_submit
+from sandesh.scripts.emulator import Emulator
+from sandesh.workers.modem import (CmsError, CommandTimeout, Modem, ModemError, PortGone, SimNotReady, Timeouts,
                            Unsolicited)
 
 TO = "9779812345678"

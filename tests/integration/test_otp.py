@@ -10,7 +10,7 @@ import psycopg
 import pytest
 import requests
 
-from projections import follower
+from sandesh.projections import follower
 from tests.conftest import Server
 
 _numbers = itertools.count(10_000_000)

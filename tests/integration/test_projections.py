@@ -9,9 +9,9 @@ import time
 import orjson
 import pytest
 
-from domain.sending import parse_send
-from projections import follower
-from scripts.bench.common import funded_workspace
+from sandesh.domain.sending import parse_send
+from sandesh.projections import follower
+from sandesh.scripts.bench.common import funded_workspace
 from tests.conftest import ROOT
 
 TABLES = {"workspaces": "id", "clients": "id", "sims": "id", "sms_switch": "id",
@@ -119,7 +119,7 @@ def test_replay_refuses_unknown_names(sandesh):
 
 def test_worker_all_follows_the_log_and_stops_cleanly_on_sigterm(runtime, clients, env):
     ws, cl = clients[0]
-    worker = subprocess.Popen([sys.executable, "-m", "scripts.cli", "worker", "all"], cwd=ROOT,
+    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", "all"], cwd=ROOT,
                               env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         request, _ = parse_send({"to": "9779812345678", "text": "followed"})
@@ -141,7 +141,7 @@ def test_a_charge_and_its_message_commit_together_or_not_at_all(runtime, clients
     """If the event append fails after the debit ran, the debit is rolled back with it."""
     from eventsourcing.persistence import IntegrityError
 
-    from domain.message import Message
+    from sandesh.domain.message import Message
 
     ws, cl = clients[0]
     request, _ = parse_send({"to": "9779812345678", "text": "atomic"})

@@ -304,7 +304,7 @@ def test_valid_for_must_be_whole_seconds_from_60_to_86400(server, workspace, val
 
 
 def test_a_send_with_valid_for_says_when_it_expires_in_the_reply_and_the_lookup(server, workspace, sandesh):
-    from domain.clock import parse_iso
+    from sandesh.domain.clock import parse_iso
 
     now = parse_iso(sandesh("clock", "show")["now"])
     answer = send(server, workspace["key"], {"to": TO, "text": "Your table is ready", "validFor": 600})

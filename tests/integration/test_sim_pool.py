@@ -7,10 +7,10 @@ import time
 import orjson
 import pytest
 
-from domain.sending import parse_send
-from scripts.bench.common import funded_workspace
-from scripts.commands import register_emulated
-from scripts.emulator import Emulator
+from sandesh.domain.sending import parse_send
+from sandesh.scripts.bench.common import funded_workspace
+from sandesh.scripts.commands import register_emulated
+from sandesh.scripts.emulator import Emulator
 from tests.conftest import running_dispatcher, wait_for_status
 
 NTC_NUMBER, NCELL_NUMBER = "977984", "977980"  # prefixes (domain/operators.py)
@@ -233,7 +233,7 @@ def test_a_modem_that_vanishes_is_unreachable_and_used_again_within_10_s_of_its_
 def test_what_a_dead_dispatcher_leased_is_sent_within_5_s_of_a_new_one_starting(runtime, emulator, account, sandesh):
     """A lease outlives its dispatcher by up to 30 s; the thread that opens the SIM's port (which
     it holds alone) hands back the leases left on that SIM at once."""
-    from projections import dispatch
+    from sandesh.projections import dispatch
 
     sandesh("clock", "advance", "1801")
     message = send(runtime, account, "leased by a dispatcher that died")
@@ -267,7 +267,7 @@ def test_a_sim_thread_that_dies_is_started_again(runtime, emulator, account, dis
 def test_the_lease_reads_the_head_of_an_index_and_never_sorts_or_scans_the_queue(runtime, account):
     """With 20,000 messages waiting, the plan of the lease's head query has no Sort and no
     sequential scan of dispatch_queue, so its cost does not grow with the queue."""
-    from projections import dispatch
+    from sandesh.projections import dispatch
 
     request, _ = parse_send({"to": "9779841000000", "text": "Tihar offer", "messageType": "promotional"})
     for _ in range(200):
@@ -286,7 +286,7 @@ def test_the_lease_reads_the_head_of_an_index_and_never_sorts_or_scans_the_queue
 
 def _accepted(runtime, account, request):
     """The events of one accepted message, not yet appended (so 100 go in one append)."""
-    from domain.message import accept
+    from sandesh.domain.message import accept
 
     message = accept(client_id=account[1], workspace_id=account[0], to=request.to, text=request.text,
                      message_type=request.message_type, segments=request.segments, encoding=request.encoding,

@@ -15,7 +15,7 @@ def test_up_starts_an_embedded_database_and_an_api_that_answers_a_new_key(tmp_pa
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "SANDESH_SECRET_KEY"}}
     env["PYTHONPATH"] = str(ROOT)
     port = free_port()
-    up = subprocess.Popen([sys.executable, "-m", "scripts.cli", "up", "--bind", f"127.0.0.1:{port}"],
+    up = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "up", "--bind", f"127.0.0.1:{port}"],
                           cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         started = orjson.loads(up.stdout.readline())
@@ -32,7 +32,7 @@ def test_up_starts_an_embedded_database_and_an_api_that_answers_a_new_key(tmp_pa
                 time.sleep(0.2)
         assert answer.status_code == 200 and answer.json()["balance"]["amount"] == 100000
         # Another terminal in the same folder finds the same database and key through ./var/sandesh.env.
-        made = subprocess.run([sys.executable, "-m", "scripts.cli", "client", "create", "--workspace",
+        made = subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "client", "create", "--workspace",
                                started["demo"]["workspaceId"], "--brand", "Mine"], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=60)
         assert made.returncode == 0, made.stderr

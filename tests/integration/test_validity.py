@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from domain.pdu import decode_submit
-from domain.sending import parse_send
-from scripts.bench.common import funded_workspace
-from scripts.commands import register_emulated
-from scripts.emulator import Emulator
+from sandesh.domain.pdu import decode_submit
+from sandesh.domain.sending import parse_send
+from sandesh.scripts.bench.common import funded_workspace
+from sandesh.scripts.commands import register_emulated
+from sandesh.scripts.emulator import Emulator
 from tests.conftest import running_dispatcher, wait_for_status
 
 

@@ -12,16 +12,16 @@ import orjson
 import pytest
 import stripe
 
-from domain.clock import iso
-from domain.sending import parse_send
-from domain.signature import SignatureError, verify_signature
-from domain.webhook import DELAYS
-from projections.db import advance_clock
-from scripts.bench.common import funded_workspace
+from sandesh.domain.clock import iso
+from sandesh.domain.sending import parse_send
+from sandesh.domain.signature import SignatureError, verify_signature
+from sandesh.domain.webhook import DELAYS
+from sandesh.projections.db import advance_clock
+from sandesh.scripts.bench.common import funded_workspace
 from tests.conftest import ROOT
 from tests.receiver import Receiver
-from workers import webhook_guard
-from workers.webhooks import WebhookSender
+from sandesh.workers import webhook_guard
+from sandesh.workers.webhooks import WebhookSender
 
 HEADERS = {"x-service-signature", "x-service-event", "x-service-delivery", "user-agent", "content-type"}
 _paths = itertools.count(1)
@@ -469,7 +469,7 @@ def test_sandesh_worker_webhooks_delivers_to_the_example_receiver(runtime, works
         [sys.executable, "scripts/example_receiver.py", "--port", str(port), "--cert", str(tmp_path / "receiver.pem"),
          "--tolerance", "1000000000"],
         env={**env, "WEBHOOK_SECRET": secret}, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    worker = subprocess.Popen([sys.executable, "-m", "scripts.cli", "worker", "webhooks"],
+    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", "webhooks"],
                               env={**env, "REQUESTS_CA_BUNDLE": str(receiver.ca_file), "PYTHONPATH": str(ROOT)},
                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -490,9 +490,9 @@ def test_sandesh_worker_webhooks_delivers_to_the_example_receiver(runtime, works
 def test_through_emulated_modems_a_send_ends_delivered_and_a_reply_arrives_as_message_inbound(runtime, hooked,
                                                                                                  sender):
     """The whole path: the dispatcher drives emulated SIMs, the sender follows the log."""
-    from scripts.commands import register_emulated
-    from scripts.emulator import Emulator
-    from workers.dispatcher import Dispatcher
+    from sandesh.scripts.commands import register_emulated
+    from sandesh.scripts.emulator import Emulator
+    from sandesh.workers.dispatcher import Dispatcher
 
     with Emulator(sims=2, report_delay=0.05) as emulator:
         register_emulated(runtime, emulator.devices(), "test")

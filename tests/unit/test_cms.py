@@ -1,7 +1,7 @@
 """+CMS ERROR classes of decisions §3, signal and registration readings."""
 import pytest
 
-from domain.cms import Action, classify, registered, signal_dbm
+from sandesh.domain.cms import Action, classify, registered, signal_dbm
 
 
 @pytest.mark.parametrize("code, action", [

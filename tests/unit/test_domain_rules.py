@@ -3,14 +3,14 @@ import re
 
 import pytest
 
-from domain.access import refusal
-from domain.client import Client, check_webhook_url
-from domain.clock import FixedClock, iso, parse_iso
-from domain.credentials import new_api_key, new_webhook_secret, sha256_hex, shown_prefix
-from domain.errors import InvalidInput, InvalidTransition
-from domain.settings import ConfigurationError, Settings
-from domain.types import parse_rates, parse_types
-from domain.workspace import Workspace
+from sandesh.domain.access import refusal
+from sandesh.domain.client import Client, check_webhook_url
+from sandesh.domain.clock import FixedClock, iso, parse_iso
+from sandesh.domain.credentials import new_api_key, new_webhook_secret, sha256_hex, shown_prefix
+from sandesh.domain.errors import InvalidInput, InvalidTransition
+from sandesh.domain.settings import ConfigurationError, Settings
+from sandesh.domain.types import parse_rates, parse_types
+from sandesh.domain.workspace import Workspace
 
 
 def test_settings_come_from_the_environment_with_safe_defaults():

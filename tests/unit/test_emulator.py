@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import serial
 
-from scripts.emulator import Emulator, VirtualModem, tpdu_length
+from sandesh.domain import pdu
+from sandesh.scripts.emulator import Emulator, VirtualModem, tpdu_length
 
 ROOT = Path(__file__).resolve().parents[2]
 FINAL = ("OK", "ERROR", "+CMS ERROR", "+CME ERROR")
@@ -158,7 +159,6 @@ def test_unsolicited_lines_between_an_answer_and_its_ok(emu, port):
 # --- sending -----------------------------------------------------------------------
 
 def test_cmgs_prompt_pdu_and_reference(emu, port):
-    pdu = pytest.importorskip("domain.pdu")
     [part] = pdu.encode_submit("9779812345678", "hello")
     assert send_pdu(port, part.pdu, part.length) == ["+CMGS: 0", "OK"]
     [part] = pdu.encode_submit("9779812345678", "again")
@@ -170,7 +170,6 @@ def test_cmgs_prompt_pdu_and_reference(emu, port):
 
 
 def test_message_reference_wraps_at_255(emu, port):
-    pdu = pytest.importorskip("domain.pdu")
     emu.modems[0].next_mr = 254
     [part] = pdu.encode_submit("9779812345678", "x", status_report=False)
     refs = [send_pdu(port, part.pdu, part.length)[0] for _ in range(3)]
@@ -178,7 +177,6 @@ def test_message_reference_wraps_at_255(emu, port):
 
 
 def test_wrong_length_is_an_invalid_pdu(emu, port):
-    pdu = pytest.importorskip("domain.pdu")
     [part] = pdu.encode_submit("9779812345678", "hello")
     assert part.length == tpdu_length(part.pdu)
     assert send_pdu(port, part.pdu, part.length + 1) == ["+CMS ERROR: 304"]
@@ -187,7 +185,6 @@ def test_wrong_length_is_an_invalid_pdu(emu, port):
 
 
 def test_status_report_arrives_after_the_delay(emu, port):
-    pdu = pytest.importorskip("domain.pdu")
     [part] = pdu.encode_submit("9779812345678", "hello")
     started = time.monotonic()
     assert send_pdu(port, part.pdu, part.length) == ["+CMGS: 0", "OK"]
@@ -200,7 +197,6 @@ def test_status_report_arrives_after_the_delay(emu, port):
 
 
 def test_scripted_reports_temporary_then_final_and_failures(emu, port):
-    pdu = pytest.importorskip("domain.pdu")
     emu.modems[0].script_reports((0x20, 0x00), 0x46, None)
     [part] = pdu.encode_submit("9779812345678", "hello")
     for mr in range(3):
@@ -216,7 +212,6 @@ def test_scripted_reports_temporary_then_final_and_failures(emu, port):
 
 
 def test_no_report_without_cnmi_or_when_not_requested(emu):
-    pdu = pytest.importorskip("domain.pdu")
     with open_port(emu.modems[0], timeout=0.3) as client:
         at(client, "ATE0")
         [part] = pdu.encode_submit("9779812345678", "hello")
@@ -226,7 +221,6 @@ def test_no_report_without_cnmi_or_when_not_requested(emu):
 
 
 def test_multipart_message_is_reassembled_for_the_phone(emu, port):
-    pdu = pytest.importorskip("domain.pdu")
     text = "नमस्ते " * 20
     parts = pdu.encode_submit("9779812345678", text, reference=7)
     assert len(parts) > 1
@@ -239,7 +233,6 @@ def test_multipart_message_is_reassembled_for_the_phone(emu, port):
 
 
 def test_escape_aborts_the_prompt(emu, port):
-    pytest.importorskip("domain.pdu")
     port.write(b"AT+CMGS=20\r")
     read_prompt(port)
     port.write(b"0031\x1b")
@@ -251,7 +244,6 @@ def test_escape_aborts_the_prompt(emu, port):
 # --- inbound and the store ---------------------------------------------------------
 
 def test_inbound_is_stored_announced_listed_read_and_deleted(emu, port):
-    pdu = pytest.importorskip("domain.pdu")
     text = "a" * 200
     indexes = emu.modems[0].inject_inbound(PHONE, text, parts_order=[2, 1], duplicate=[1], reference=9)
     assert indexes == [0, 1, 2]
@@ -276,7 +268,6 @@ def test_inbound_is_stored_announced_listed_read_and_deleted(emu, port):
 
 
 def test_full_store_refuses_inbound_until_cleared(tmp_path):
-    pdu = pytest.importorskip("domain.pdu")
     with Emulator(1, store_capacity=3, report_delay=0.1) as emu, open_port(emu.modems[0]) as client:
         modem = emu.modems[0]
         at(client, "ATE0")
@@ -300,7 +291,6 @@ def test_fail_next(emu, port):
     modem.fail_next("AT+CSQ", "ERROR")
     assert at(port, "AT+CSQ") == ["ERROR"]
     assert at(port, "AT+CSQ") == ["+CSQ: 20,99", "OK"]
-    pdu = pytest.importorskip("domain.pdu")
     modem.fail_next("AT+CMGS", "+CMS ERROR: 42")
     [part] = pdu.encode_submit("9779812345678", "hello")
     assert send_pdu(port, part.pdu, part.length) == ["+CMS ERROR: 42"]
@@ -324,7 +314,6 @@ def test_silence(emu, port):
 
 
 def test_hung_prompt_recovers_with_escape(emu, port):
-    pdu = pytest.importorskip("domain.pdu")
     emu.modems[0].hang_prompt()
     [part] = pdu.encode_submit("9779812345678", "hello")
     port.timeout = 0.3
@@ -339,7 +328,6 @@ def test_hung_prompt_recovers_with_escape(emu, port):
 
 
 def test_hang_after_pdu_sends_but_never_answers(emu, port):
-    pdu = pytest.importorskip("domain.pdu")
     emu.modems[0].hang_after_pdu()
     [part] = pdu.encode_submit("9779812345678", "hello", status_report=False)
     port.timeout = 0.3
@@ -380,9 +368,8 @@ def lines_until_final_of(client: serial.Serial, wanted: str) -> bool:
 # --- the command -------------------------------------------------------------------
 
 def test_command_prints_modems_takes_commands_and_stops_on_sigterm(tmp_path):
-    pytest.importorskip("domain.pdu")
     process = subprocess.Popen(
-        [sys.executable, "-m", "scripts.emulator", "--sims", "2", "--phones-log", str(tmp_path / "p.jsonl")],
+        [sys.executable, "-m", "sandesh.scripts.emulator", "--sims", "2", "--phones-log", str(tmp_path / "p.jsonl")],
         cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
@@ -403,7 +390,6 @@ def test_command_prints_modems_takes_commands_and_stops_on_sigterm(tmp_path):
 
 
 def test_sixteen_bit_inbound_reference_and_standalone_modem():
-    pdu = pytest.importorskip("domain.pdu")
     with VirtualModem("solo", 42) as modem, open_port(modem) as client:
         at(client, "ATE0")
         at(client, "AT+CNMI=2,1,0,1,0")
@@ -416,7 +402,6 @@ def test_sixteen_bit_inbound_reference_and_standalone_modem():
 
 
 def test_report_probabilities_and_fail_next_with_full_prefix(emu, port):
-    pdu = pytest.importorskip("domain.pdu")
     modem = emu.modems[0]
     modem.set_report_probabilities({0x45: 1.0})
     modem.fail_next("AT+CMGS=", "+CMS ERROR: 38")

@@ -3,7 +3,7 @@ import phonenumbers
 import pytest
 from phonenumbers import carrier
 
-from domain.operators import NCELL, NTC, PREFIX, SMART, UTL, of_imsi, of_number
+from sandesh.domain.operators import NCELL, NTC, PREFIX, SMART, UTL, of_imsi, of_number
 
 # phonenumbers' carrier names for Nepal, as our operators
 _CARRIERS = {"Nepal Telecom": NTC, "NDCL": NTC, "NCell": NCELL, "Smart Telecom": SMART, "UTL": UTL,

@@ -1,5 +1,5 @@
 """SIM pacing: 30 parts in any rolling 30 minutes; a part of the pool's window held for OTP."""
-from domain.pacing import capacity, otp_reserve
+from sandesh.domain.pacing import capacity, otp_reserve
 
 
 def test_capacity_counts_parts_in_the_rolling_window_only():
@@ -14,7 +14,7 @@ def test_the_pool_holds_one_part_per_four_sims_for_otp():
 
 # What becomes of a refused message (domain/routing.py, after_refusal)
 
-from domain.routing import FAIL, MAX_ATTEMPTS, REJECT, REQUEUE, after_refusal  # noqa: E402
+from sandesh.domain.routing import FAIL, MAX_ATTEMPTS, REJECT, REQUEUE, after_refusal  # noqa: E402
 
 
 def test_a_refusal_that_proves_nothing_was_sent_goes_on_to_another_sim():

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from domain.pdu import (Deliver, PduError, StatusReport, Submit, decode, decode_deliver,
+from sandesh.domain.pdu import (Deliver, PduError, StatusReport, Submit, decode, decode_deliver,
                         decode_status_report, decode_submit, encode_deliver, encode_status_report,
                         encode_submit, outcome_of)
-from domain.segments import GSM7, GSM7_BASIC, GSM7_EXTENSION, UCS2, segment
+from sandesh.domain.segments import GSM7, GSM7_BASIC, GSM7_EXTENSION, UCS2, segment
 
 NPT = timezone(timedelta(hours=5, minutes=45))
 TO = "9779812345678"

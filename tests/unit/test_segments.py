@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.segments import (
+from sandesh.domain.segments import (
     GSM7, GSM7_BASIC, GSM7_EXTENSION, MAX_SEGMENTS, UCS2, Segmentation,
     encoding_of, segment, septet_length, split,
 )

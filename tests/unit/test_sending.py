@@ -1,8 +1,8 @@
 """Validation and refusals of POST /v1/sms/send that need no storage (decisions §1)."""
 import pytest
 
-from domain import phone
-from domain.sending import cost, parse_send, refusal
+from sandesh.domain import phone
+from sandesh.domain.sending import cost, parse_send, refusal
 
 
 @pytest.mark.parametrize("given, stored", [
@@ -81,7 +81,7 @@ def test_cost_is_the_rate_per_segment_times_segments():
 
 
 def test_unknown_fields_are_refused_by_name_on_every_endpoint_body():
-    from domain.sending import parse_otp_send, parse_otp_verify
+    from sandesh.domain.sending import parse_otp_send, parse_otp_verify
 
     _, problems = parse_send({"to": "9779812345678", "text": "hi", "messageTyp": "otp", "extra": 1})
     assert [(p.path, p.code) for p in problems] == [(["messageTyp"], "unknown_field"), (["extra"], "unknown_field")]

@@ -2,9 +2,9 @@
 import pytest
 import stripe
 
-from domain.signature import SignatureError, sign, verify_signature
-from domain.webhook import DEAD, DELAYS, DELIVERED, WAITING, after_attempt, delivery_id
-from workers.webhook_guard import refused_reason
+from sandesh.domain.signature import SignatureError, sign, verify_signature
+from sandesh.domain.webhook import DEAD, DELAYS, DELIVERED, WAITING, after_attempt, delivery_id
+from sandesh.workers.webhook_guard import refused_reason
 
 SECRET = "whsec_" + "A" * 43
 BODY = b'{"type":"message.status","id":"msg_1","status":"sent"}'

@@ -1,18 +1,22 @@
-"""bootstrap(): wires the real adapters (PostgreSQL store, clock, sealer) from settings."""
+"""The wiring: settings in, a running Runtime out (the PostgreSQL store and its pool, the
+clock, the sealer, the application with its inline read models and webhook guard).
+
+Every entry point (`sandesh serve`, the workers, the operator commands) starts here; nothing
+below `scripts/` builds these parts itself (docs/design.md, "Layers")."""
 from __future__ import annotations
 
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
-from domain.application import Sandesh
-from domain.clock import Clock, OffsetClock, SystemClock
-from domain.settings import Settings
+from sandesh.domain.application import Sandesh
+from sandesh.domain.clock import Clock, OffsetClock, SystemClock
+from sandesh.domain.settings import Settings
 
-from . import db, registry
-from .group_commit import GroupCommit
-from .health import DatabaseHealth
-from .store import Sealer, derive_key, eventsourcing_env
+from sandesh.projections import db, registry
+from sandesh.projections.group_commit import GroupCommit
+from sandesh.projections.health import DatabaseHealth
+from sandesh.projections.runtime import Runtime
+from sandesh.projections.store import Sealer, derive_key, eventsourcing_env
+from sandesh.workers.webhook_guard import check_url
 
 
 # An outage answers within 2 s (docs/reliability.md): a request waits at most this long for a
@@ -22,23 +26,6 @@ from .store import Sealer, derive_key, eventsourcing_env
 POOL_WAIT_SECONDS = 1.5
 CONNECT_TIMEOUT_SECONDS = 2
 RECONNECT_GIVE_UP_SECONDS = 2.0
-
-
-@dataclass
-class Runtime:
-    settings: Settings
-    app: Sandesh
-    clock: Clock
-    health: DatabaseHealth
-
-    @contextmanager
-    def connection(self) -> Iterator[Any]:
-        """A pooled autocommit connection (dict rows) shared with the event store."""
-        with self.app.recorder.datastore.get_connection() as conn:  # type: ignore[attr-defined]
-            yield conn
-
-    def close(self) -> None:
-        self.app.close()
 
 
 def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table: bool = False,
@@ -73,19 +60,12 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
 
 
 def _webhook_guard(settings: Settings) -> Any:
-    from workers.webhook_guard import check_url
-
     return lambda url: check_url(url, settings.webhook_allow_private)
 
 
 def migrate(settings: Settings) -> None:
     """`sandesh db migrate`: the database, the event table, every read model. Idempotent."""
     db.ensure_database(settings)
-    with db.connect(settings) as conn:
-        conn.execute("SELECT pg_advisory_lock(%s)", (db.MIGRATION_LOCK,))
-        try:
-            runtime = bootstrap(settings, pool_size=1, create_table=True)
-            runtime.close()
-            db.create_tables(conn)
-        finally:
-            conn.execute("SELECT pg_advisory_unlock(%s)", (db.MIGRATION_LOCK,))
+    with db.migration_lock(settings) as conn:
+        bootstrap(settings, pool_size=1, create_table=True).close()  # the library creates the events table
+        db.create_tables(conn)
