@@ -10,10 +10,11 @@ import falcon.media
 import orjson
 
 from sandesh.domain.application import Sandesh
+from sandesh.domain.errors import DomainError
 from sandesh.projections.health import DatabaseHealth, is_outage
 
 from .auth import Authentication
-from .errors import ApiError
+from .errors import ApiError, from_domain
 from .messages import MessageStatus
 from .otp import OtpSend, OtpVerify
 from .resources import Balance
@@ -84,7 +85,10 @@ class DatabaseGate:
 
 def _errors(health: DatabaseHealth) -> Callable[[falcon.Request, falcon.Response, Exception, dict], None]:
     def handle(req: falcon.Request, resp: falcon.Response, error: Exception, params: dict) -> None:
-        if is_outage(error):
+        answer = from_domain(error) if isinstance(error, DomainError) else None
+        if answer is not None:
+            _render(resp, answer)
+        elif is_outage(error):
             health.failed(error)
             _render(resp, outage_error())
         else:
@@ -102,10 +106,10 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     app.resp_options.media_handlers[falcon.MEDIA_JSON] = json_handler
     app.req_options.media_handlers[falcon.MEDIA_JSON] = json_handler
     app.add_route("/v1/sms/balance", Balance(connection))
-    app.add_route("/v1/sms/send", Send(sandesh, connection))
+    app.add_route("/v1/sms/send", Send(sandesh))
     app.add_route("/v1/sms/messages/{message_id}", MessageStatus(sandesh, connection))
-    app.add_route("/v1/sms/otp/send", OtpSend(sandesh, connection, trusted_proxies))
-    app.add_route("/v1/sms/otp/verify", OtpVerify(sandesh, connection, trusted_proxies))
+    app.add_route("/v1/sms/otp/send", OtpSend(sandesh, trusted_proxies))
+    app.add_route("/v1/sms/otp/verify", OtpVerify(sandesh, trusted_proxies))
     app.add_error_handler(Exception, _errors(health))
     app.add_error_handler(falcon.HTTPError, _http_error)
     app.add_error_handler(ApiError, _api_error)

@@ -2,7 +2,6 @@
 401 -> client disabled -> workspace status -> 429."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, ContextManager
 
 import falcon
@@ -10,21 +9,10 @@ import falcon
 from sandesh.domain.access import refusal
 from sandesh.domain.credentials import KEY_PATTERN, sha256_hex
 from sandesh.domain.clock import Clock
+from sandesh.domain.ports import Caller
 from sandesh.projections import request_rate
 
 from .errors import INVALID_KEY, MISSING_KEY, ApiError
-
-@dataclass(frozen=True)
-class Caller:
-    """Who is calling, and the workspace state a send is decided on (read in the same query)."""
-    client_id: str
-    workspace_id: str
-    brand: str
-    workspace_status: str
-    rates: dict[str, int]
-    allowed_types: list[str]
-    sms_enabled: bool
-    has_route: bool
 
 
 class Authentication:

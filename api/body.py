@@ -1,7 +1,7 @@
 """Reading a POST body: JSON, `content-type: application/json`, an object (decisions §1)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import falcon
 import orjson
@@ -29,3 +29,12 @@ def json_object(req: falcon.Request) -> dict[str, Any]:
         raise ApiError("invalid_request", "The body must be a JSON object.",
                        details=[detail([], "expected a JSON object", "invalid_type")])
     return value
+
+
+def parsed(parse: Callable[[dict[str, Any]], tuple[Any, list[Any]]], body: dict[str, Any]) -> Any:
+    """The typed request a domain parser makes of the body, or 400 listing every problem."""
+    request, problems = parse(body)
+    if problems:
+        raise ApiError("invalid_request", problems[0].message,
+                       details=[detail(p.path, p.message, p.code) for p in problems])
+    return request

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from sandesh.domain.errors import (DomainError, IdempotencyConflict, InsufficientBalance, NotFound, OtpLimited,
+                                   Refused)
+
 ERRORS: dict[str, tuple[int, str]] = {
     "invalid_request": (400, "The request is invalid."),
     "unauthorized": (401, "Invalid API key."),
@@ -48,3 +51,34 @@ def detail(path: list[str | int], message: str, code: str) -> dict[str, Any]:
 
 def invalid(path: list[str | int], message: str, code: str) -> ApiError:
     return ApiError("invalid_request", message, details=[detail(path, message, code)])
+
+
+_CONFLICT_TEXT = {
+    IdempotencyConflict.RUNNING: "A request with this Idempotency-Key is still running; retry in a second.",
+    IdempotencyConflict.DIFFERENT_BODY: "This Idempotency-Key was used with a different body; use a new key for "
+                                        "a new message.",
+}
+_LIMIT_TEXT = {
+    "cooldown": "A code was sent to this number for this purpose less than 60 seconds ago.",
+    "otp_number_limit": "This number has received 3 codes in the last 10 minutes.",
+    "otp_ip_limit": "This end-user IP has requested 10 codes in the last 10 minutes.",
+    "caller_ip": "More than 60 OTP requests per minute from this calling IP.",
+}
+
+
+def from_domain(error: DomainError) -> ApiError | None:
+    """The answer to a domain error a use case raised, or None for one that is not the
+    caller's to see (a server error)."""
+    if isinstance(error, Refused):
+        return ApiError(error.code)
+    if isinstance(error, InsufficientBalance):
+        return ApiError("insufficient_balance", str(error) if error.cost is not None else None)
+    if isinstance(error, IdempotencyConflict):
+        return ApiError("idempotency_conflict", _CONFLICT_TEXT[error.reason])
+    if isinstance(error, OtpLimited):
+        wait = error.retry_after
+        headers = {"Retry-After": str(max(1, int(-(-wait // 1))))} if wait is not None else None
+        return ApiError("rate_limited", _LIMIT_TEXT[error.limit], headers=headers)
+    if isinstance(error, NotFound):
+        return ApiError("not_found")
+    return None

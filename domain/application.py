@@ -1,11 +1,17 @@
-"""The operator use cases, as one eventsourcing Application over one log.
+"""The use cases of Sandesh, as one eventsourcing Application over one log: each is one
+method with typed inputs that raises typed domain errors (domain/errors.py), called alike by
+the API, the `sandesh` command and the workers (docs/design.md, "Layers").
 
 Storage is chosen by the environment given to the constructor; the clock, the sealer for
-webhook secrets and the inline read-model writer are passed in (no globals, no psycopg here).
+webhook secrets, the inline read-model writer and the ports of domain/ports.py are passed in
+by the wiring (scripts/bootstrap.py): no globals, no psycopg here.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Protocol
+
+import orjson
 
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.persistence import IntegrityError
@@ -15,14 +21,16 @@ from .clock import Clock, iso
 from .client import (DEFAULT_GRACE_HOURS, DEFAULT_RATE_LIMIT, Client, check_brand,
                      check_rate_limit, check_webhook_url)
 from .credentials import new_api_key, new_webhook_secret, sha256_hex, shown_prefix
-from .errors import IdempotencyKeyTaken, InsufficientBalance, InvalidInput, NotFound, OtpLimited
+from .errors import (IdempotencyConflict, IdempotencyKeyTaken, InsufficientBalance, InvalidInput, NameTaken,
+                     NotFound, OtpLimited, Refused)
 from .inbound import Reply
-from .message import Message, accept
+from .message import Message, accept, accepted_reply
 from .otp import LIFETIME as OTP_LIFETIME, RESEND_COOLDOWN, Otp, Outcome, NO_ACTIVE_OTP, code_text, hash_code, new_code, otp_id
 from .segments import segment
-from .sending import SendRequest
-from .topics import topics_of
+from .ports import Caller, IdempotencyKeys, OtpWindows, Prior
+from .sending import OtpSendRequest, OtpVerifyRequest, SendRequest, cost as send_cost, refusal as send_refusal
 from .sim import SMS_SWITCH_ID, Sim, SmsSwitch, check_sim_name
+from .topics import topics_of
 from .types import MESSAGE_TYPES, default_rates
 from .webhook import WebhookDelivery, new_delivery
 from .workspace import Workspace
@@ -34,6 +42,19 @@ class Sealer(Protocol):
 
 
 InlineWriter = Callable[[list[Any]], Callable[[Any], None]]
+
+
+@dataclass(frozen=True)
+class Sent:
+    """The 202 body of a send (JSON), and whether it replays an earlier request's."""
+    body: bytes
+    replayed: bool = False
+
+
+@dataclass(frozen=True)
+class OtpSent:
+    message: Message
+    otp: Otp
 
 
 class Sandesh(Application[str]):
@@ -49,6 +70,8 @@ class Sandesh(Application[str]):
         self.inline = inline
         self.append = append or self.save  # how sends are appended: group commit in the API (projections/)
         self.webhook_guard = webhook_guard or (lambda url: None)  # the SSRF guard at configuration
+        self.idempotency: IdempotencyKeys | None = None  # ports (domain/ports.py), set by the wiring
+        self.otp_windows: OtpWindows | None = None
 
     def append_events(self, events: list[Any]) -> Any:
         """Record events already collected from their aggregates (the group commit's batches),
@@ -144,8 +167,8 @@ class Sandesh(Application[str]):
         sim = Sim(name=check_sim_name(name), port=port.strip(), baud=baud, host=host, actor=actor, at=self.clock.now())
         try:
             self.save(sim)
-        except IntegrityError:
-            raise InvalidInput(f"a SIM named {name!r} exists already") from None
+        except NameTaken:
+            raise NameTaken(f"a SIM named {name!r} exists already") from None
         return sim
 
     def place_sim(self, sim_id: str | None, name: str, port: str, baud: int, host: str | None, actor: str) -> Sim:
@@ -159,8 +182,8 @@ class Sandesh(Application[str]):
         sim.identify(iccid, imsi, at=self.clock.now())
         try:
             self.save(sim)
-        except IntegrityError:
-            raise InvalidInput(f"another SIM is registered with ICCID {iccid}") from None
+        except NameTaken:
+            raise NameTaken(f"another SIM is registered with ICCID {iccid}") from None
         return sim
 
     def change_sim(self, sim_id: str, command: str, actor: str) -> Sim:
@@ -212,9 +235,46 @@ class Sandesh(Application[str]):
         return switch
 
     # Messages
+    def send_sms(self, caller: Caller, request: SendRequest, idempotency_key: str | None = None,
+                 request_hash: str | None = None) -> Sent:
+        """POST /v1/sms/send after validation (interface §POST /sms/send, decisions §1 order):
+        the Idempotency-Key (a replay, or 409 while a twin runs or for another body), then the
+        refusals (Refused), then the charge (InsufficientBalance).  `request_hash` is
+        sending.request_hash of the body."""
+        if idempotency_key is None:
+            return Sent(self._accept(caller, request))
+        assert self.idempotency is not None, "the wiring gives the application its idempotency keys"
+        with self.idempotency.claim(caller.client_id, idempotency_key, self.clock.now()) as claim:
+            if claim.running_elsewhere:
+                raise IdempotencyConflict(IdempotencyConflict.RUNNING)
+            if claim.prior is not None:
+                return _replayed(claim.prior, request_hash)
+            try:
+                return Sent(self._accept(caller, request, idempotency_key, request_hash))
+            except IdempotencyKeyTaken:  # a twin committed between our claim and our append
+                taken = self.idempotency.prior(caller.client_id, idempotency_key, self.clock.now())
+                if taken is None:
+                    raise
+                return _replayed(taken, request_hash)
+
+    def _accept(self, caller: Caller, request: SendRequest, key: str | None = None,
+                request_hash: str | None = None) -> bytes:
+        code = send_refusal(request.message_type, caller.allowed_types, caller.sms_enabled, caller.has_route)
+        if code:
+            raise Refused(code)
+        cost = send_cost(caller.rates, request.message_type, request.segments)
+        try:
+            message = self.send(caller.client_id, caller.workspace_id, request, cost, key, request_hash)
+        except InsufficientBalance:
+            raise InsufficientBalance(f"The workspace balance is lower than the message cost ({cost} paisa).",
+                                      cost=cost) from None
+        return orjson.dumps(accepted_reply(message.id, message.message_type, message.segments, message.encoding,
+                                           message.cost, message.expires_at))
+
     def send(self, client_id: str, workspace_id: str, request: SendRequest, cost: int,
              idempotency_key: str | None = None, request_hash: str | None = None) -> Message:
-        """Accept a message: its Accepted event, the debit and the idempotency record commit together."""
+        """Accept a message at a known cost: its Accepted event, the debit and the idempotency
+        record commit together (InsufficientBalance, IdempotencyKeyTaken from the store's guards)."""
         now = self.clock.now()
         message = accept(
             client_id=client_id, workspace_id=workspace_id, to=request.to, text=request.text,
@@ -222,19 +282,39 @@ class Sandesh(Application[str]):
             cost=cost, idempotency_key=idempotency_key, request_hash=request_hash, at=now,
             expires_at=now + request.valid_for if request.valid_for is not None else None,
         )
-        try:
-            self.append(message)
-        except IntegrityError as error:
-            if "balance_never_negative" in str(error):
-                raise InsufficientBalance("the workspace balance is lower than the message cost") from None
-            if "idempotency_keys_pkey" in str(error):
-                raise IdempotencyKeyTaken(idempotency_key) from None
-            raise
+        self.append(message)
         return message
 
     # One-time passwords
-    def send_otp(self, client_id: str, workspace_id: str, brand: str, to: str, purpose: str, ip: str | None,
-                 rate: int) -> tuple[Message, Otp]:
+    def send_otp(self, caller: Caller, request: OtpSendRequest, calling_ip: str) -> OtpSent:
+        """POST /v1/sms/otp/send after validation, in the order of decisions §1 OTP: the calling
+        IP's limit, the refusals (Refused), the cooldown and the per-number and per-end-user-IP
+        windows (OtpLimited, always with its retry_after), the charge (InsufficientBalance)."""
+        self._count_calling_ip(caller, calling_ip)
+        code = send_refusal("otp", caller.allowed_types, caller.sms_enabled, caller.has_route)
+        if code:
+            raise Refused(code)
+        try:
+            message, otp = self._issue_otp(caller.client_id, caller.workspace_id, caller.brand, request.to,
+                                           request.purpose, request.ip, caller.rates["otp"])
+        except OtpLimited as limit:
+            if limit.retry_after is not None:
+                raise
+            assert self.otp_windows is not None
+            now = self.clock.now()
+            wait = (self.otp_windows.retry_after_number(request.to, now) if limit.limit == "otp_number_limit"
+                    else self.otp_windows.retry_after_ip(caller.client_id, request.ip or "", now))
+            raise OtpLimited(limit.limit, wait) from None
+        return OtpSent(message, otp)
+
+    def _count_calling_ip(self, caller: Caller, calling_ip: str) -> None:
+        assert self.otp_windows is not None, "the wiring gives the application its OTP windows"
+        wait = self.otp_windows.hit_caller_ip(caller.client_id, calling_ip, self.clock.now())
+        if wait is not None:
+            raise OtpLimited("caller_ip", wait)
+
+    def _issue_otp(self, client_id: str, workspace_id: str, brand: str, to: str, purpose: str, ip: str | None,
+                   rate: int) -> tuple[Message, Otp]:
         """A new code for client + number + purpose, sent as an `otp` message and charged at `rate`
         per segment; the message, the code's hash and the charge commit together."""
         for _ in range(3):
@@ -253,19 +333,16 @@ class Sandesh(Application[str]):
             try:
                 self.append(message, otp)
                 return message, otp
-            except IntegrityError as error:
-                reason = str(error)
-                if "balance_never_negative" in reason:
-                    raise InsufficientBalance("the workspace balance is lower than the message cost") from None
-                for limit in ("otp_number_limit", "otp_ip_limit"):
-                    if limit in reason:
-                        raise OtpLimited(limit) from None
-                # Another send for this code won the race on its version: look again.
+            except IntegrityError:
+                continue  # another send for this code won the race on its version: look again
         raise OtpLimited("cooldown", RESEND_COOLDOWN)
 
-    def verify_otp(self, client_id: str, to: str, purpose: str, code: str) -> Outcome:
-        """The check of interface §OTP code states; concurrent checks race on the code's version,
-        so one code is verified once."""
+    def verify_otp(self, caller: Caller, request: OtpVerifyRequest, calling_ip: str) -> Outcome:
+        """POST /v1/sms/otp/verify after validation: the calling IP's limit, then the check of
+        interface §OTP code states; concurrent checks race on the code's version, so one code
+        is verified once."""
+        self._count_calling_ip(caller, calling_ip)
+        client_id, to, purpose, code = caller.client_id, request.to, request.purpose, request.code
         for _ in range(10):
             otp = self._find(otp_id(client_id, to, purpose), Otp)
             if otp is None or otp.state is None:
@@ -354,3 +431,9 @@ class Sandesh(Application[str]):
                 continue
             lines.append({**line, "at": iso(line["at"])})
         return lines[-limit:] if limit else lines
+
+
+def _replayed(prior: Prior, request_hash: str | None) -> Sent:
+    if prior.request_hash != request_hash:
+        raise IdempotencyConflict(IdempotencyConflict.DIFFERENT_BODY)
+    return Sent(prior.response.encode(), replayed=True)

@@ -17,15 +17,50 @@ class InvalidTransition(DomainError):
     pass
 
 
-class InsufficientBalance(DomainError):
+class GuardRefused(DomainError):
+    """A guard of the store (a CHECK, a unique key, a window limit) refused the whole append.
+    The store raises these subclasses itself (projections/store.py, GUARDS); nothing matches
+    error text."""
+
+
+class InsufficientBalance(GuardRefused):
     """The guarded debit would take the workspace balance below zero."""
 
+    def __init__(self, message: str = "the workspace balance is lower than the message cost", cost: int | None = None):
+        super().__init__(message)
+        self.cost = cost
 
-class IdempotencyKeyTaken(DomainError):
+
+class IdempotencyKeyTaken(GuardRefused):
     """Another request committed a message under the same Idempotency-Key first."""
 
 
-class OtpLimited(DomainError):
+class NameTaken(GuardRefused, InvalidInput):
+    """A name or identity that must be unique (a SIM's name, its ICCID) is registered already."""
+
+
+class Refused(DomainError):
+    """A send the caller's state refuses (decisions §1 order): `code` is the API error code,
+    e.g. type_not_allowed, sms_disabled, no_route."""
+
+    def __init__(self, code: str):
+        super().__init__(code)
+        self.code = code
+
+
+class IdempotencyConflict(DomainError):
+    """The Idempotency-Key cannot be used for this request: `reason` is RUNNING (a twin holds
+    it now) or DIFFERENT_BODY (it was used with another body)."""
+
+    RUNNING = "running"
+    DIFFERENT_BODY = "different_body"
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class OtpLimited(GuardRefused):
     """An OTP limit of interface §Limits is full: `limit` names which; `retry_after` in seconds
     when the domain knows it (the resend cooldown)."""
 

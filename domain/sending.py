@@ -2,9 +2,12 @@
 decisions §1): validation of the body and the refusals after idempotency, in order."""
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from . import phone
 from .segments import MAX_SEGMENTS, segment
@@ -108,6 +111,12 @@ def refusal(message_type: str, allowed_types: list[str], sms_enabled: bool, has_
     if not has_route:
         return "unavailable"
     return None
+
+
+def request_hash(body: dict[str, Any]) -> str:
+    """Identifies a send's body for its Idempotency-Key: "the same body" is the same JSON
+    value, whatever the key order and white space."""
+    return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def cost(rates: dict[str, int], message_type: str, segments: int) -> int:

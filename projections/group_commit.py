@@ -17,6 +17,8 @@ from typing import Any, Callable
 
 from eventsourcing.persistence import IntegrityError
 
+from sandesh.domain.errors import GuardRefused
+
 MAX_BATCH = 200
 
 
@@ -65,7 +67,7 @@ class GroupCommit:
         try:
             self._save([e for p in batch for e in p.events])
         except BaseException as error:
-            if len(batch) == 1 or not isinstance(error, IntegrityError):
+            if len(batch) == 1 or not isinstance(error, (IntegrityError, GuardRefused)):
                 for pending in batch:  # the database is away (or worse): no use trying each alone
                     pending.error = error
             else:

@@ -8,23 +8,11 @@ its primary key is the backstop when two requests race past the lock check.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Callable, ContextManager, Iterator
 
+from sandesh.domain.ports import Claim, Prior
+
 from .registry import IDEMPOTENCY_RETENTION
-
-
-
-@dataclass(frozen=True)
-class Prior:
-    request_hash: str
-    response: str  # the original 202 body, byte for byte
-
-
-@dataclass
-class Claim:
-    running_elsewhere: bool
-    prior: Prior | None
 
 
 def prior(conn: Any, client_id: str, key: str, now: float) -> Prior | None:
@@ -46,3 +34,17 @@ def claim(connection: Callable[[], ContextManager[Any]], client_id: str, key: st
             yield Claim(running_elsewhere=False, prior=prior(conn, client_id, key, now))
         finally:
             conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (lock,))
+
+
+class Keys:
+    """The application's IdempotencyKeys port (domain/ports.py) on pooled connections."""
+
+    def __init__(self, connection: Callable[[], ContextManager[Any]]):
+        self.connection = connection
+
+    def claim(self, client_id: str, key: str, now: float) -> ContextManager[Claim]:
+        return claim(self.connection, client_id, key, now)
+
+    def prior(self, client_id: str, key: str, now: float) -> Prior | None:
+        with self.connection() as conn:
+            return prior(conn, client_id, key, now)

@@ -10,7 +10,7 @@ verifies together) is a hit log like the request rate: not events, one guarded s
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable, ContextManager
 
 NUMBER_LIMIT, NUMBER_WINDOW = 3, 600
 END_USER_IP_LIMIT, END_USER_IP_WINDOW = 10, 600
@@ -28,7 +28,7 @@ DDL = """
 CREATE OR REPLACE FUNCTION sandesh_guard(ok boolean, code text) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     IF NOT ok THEN
-        RAISE EXCEPTION USING ERRCODE = 'check_violation', MESSAGE = 'sandesh_guard: ' || code;
+        RAISE EXCEPTION USING ERRCODE = 'check_violation', CONSTRAINT = code, MESSAGE = 'sandesh_guard: ' || code;
     END IF;
 END $$;
 CREATE UNLOGGED TABLE IF NOT EXISTS otp_caller_hits (client_id text NOT NULL, ip text NOT NULL, at double precision NOT NULL);
@@ -90,3 +90,22 @@ def retry_after_ip(conn: Any, client_id: str, ip: str, now: float) -> int:
     row = conn.execute("SELECT min(at) AS oldest FROM otp_issues WHERE client_id = %s AND ip = %s AND at > %s",
                        (client_id, ip, now - END_USER_IP_WINDOW)).fetchone()
     return wait_seconds(row["oldest"], END_USER_IP_WINDOW, now)
+
+
+class Windows:
+    """The application's OtpWindows port (domain/ports.py) on pooled connections."""
+
+    def __init__(self, connection: Callable[[], ContextManager[Any]]):
+        self.connection = connection
+
+    def hit_caller_ip(self, client_id: str, ip: str, now: float) -> int | None:
+        with self.connection() as conn:
+            return hit_caller_ip(conn, client_id, ip, now)
+
+    def retry_after_number(self, number: str, now: float) -> int:
+        with self.connection() as conn:
+            return retry_after_number(conn, number, now)
+
+    def retry_after_ip(self, client_id: str, ip: str, now: float) -> int:
+        with self.connection() as conn:
+            return retry_after_ip(conn, client_id, ip, now)

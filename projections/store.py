@@ -21,15 +21,35 @@ import orjson
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent, Transcoder
 from eventsourcing.postgres import PostgresApplicationRecorder
+import psycopg
 import psycopg_pool
 from psycopg import ClientCursor
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg.types.json import set_json_dumps, set_json_loads
 
+from sandesh.domain.errors import GuardRefused, IdempotencyKeyTaken, InsufficientBalance, NameTaken, OtpLimited
 from sandesh.domain.settings import Settings
 
-EVENTS_TABLE = "sandesh_events"
+# What each guard of an append means, by the name PostgreSQL reports in the error's
+# constraint field (the CHECKs and unique keys of the inline read models, and the
+# `sandesh_guard` function's window limits, which name themselves the same way).
+GUARDS: dict[str, Callable[[], GuardRefused]] = {
+    "balance_never_negative": InsufficientBalance,                  # registry: workspaces.balance
+    "idempotency_keys_pkey": IdempotencyKeyTaken,                    # idempotency_keys (client_id, key)
+    "otp_number_limit": lambda: OtpLimited("otp_number_limit"),     # otp_limits: codes per number
+    "otp_ip_limit": lambda: OtpLimited("otp_ip_limit"),             # otp_limits: codes per end-user IP
+    "sims_name_key": lambda: NameTaken("a SIM with this name exists already"),
+    "sims_iccid_key": lambda: NameTaken("another SIM is registered with this ICCID"),
+}
+
+
+def refusal(error: BaseException) -> GuardRefused | None:
+    """The domain error for a guard's refusal, or None when `error` is something else."""
+    if isinstance(error, psycopg.errors.IntegrityError):
+        make = GUARDS.get(error.diag.constraint_name or "")
+        return make() if make is not None else None
+    return None
 
 # jsonb columns (rates, types) are read on every request: parse them with orjson, not json.
 set_json_loads(orjson.loads)
@@ -114,7 +134,7 @@ class SandeshRecorder(PostgresApplicationRecorder):
         PostgresApplicationRecorder.max_notification_id.__wrapped__)  # type: ignore[attr-defined]
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
-        """Not retried: after a dropped connection the commit may or may not have happened.  The
+        """A refused guard raises its domain error (GUARDS).  Not retried: after a dropped connection the commit may or may not have happened.  The
         caller reports the failure (a 503, whose retry with the same Idempotency-Key replays a
         committed send) or reads the aggregate again (the workers)."""
         inline: Callable[[Any], None] | None = kwargs.get("inline")
@@ -132,9 +152,12 @@ class SandeshRecorder(PostgresApplicationRecorder):
                 with conn.cursor() as curs:
                     curs.execute(";\n".join(script))
                     return self._inserted_ids(curs)
-            except BaseException:
+            except BaseException as error:
                 if conn.info.transaction_status != TransactionStatus.IDLE:
                     conn.execute("ROLLBACK")
+                refused = refusal(error)
+                if refused is not None:
+                    raise refused from error
                 raise
 
     @staticmethod

@@ -11,7 +11,7 @@ from sandesh.domain.application import Sandesh
 from sandesh.domain.clock import Clock, OffsetClock, SystemClock
 from sandesh.domain.settings import Settings
 
-from sandesh.projections import db, registry
+from sandesh.projections import db, idempotency, otp_limits, registry
 from sandesh.projections.group_commit import GroupCommit
 from sandesh.projections.health import DatabaseHealth
 from sandesh.projections.runtime import Runtime
@@ -55,6 +55,8 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
     pool.kwargs["connect_timeout"] = CONNECT_TIMEOUT_SECONDS
     runtime = Runtime(settings=settings, app=app, clock=clock,
                       health=DatabaseHealth(settings.database_url, pool))
+    app.idempotency = idempotency.Keys(runtime.connection)
+    app.otp_windows = otp_limits.Windows(runtime.connection)
     holder["runtime"] = runtime
     return runtime
 

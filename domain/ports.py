@@ -1,0 +1,54 @@
+"""What the use cases (domain/application.py) need from storage besides the log, as
+protocols; their PostgreSQL side lives in projections/ (idempotency.Keys, otp_limits.Windows)
+and is plugged in by the wiring (scripts/bootstrap.py)."""
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling, and the workspace state a send is decided on (read in one query at
+    authentication, api/auth.py)."""
+    client_id: str
+    workspace_id: str
+    brand: str
+    workspace_status: str
+    rates: dict[str, int]
+    allowed_types: list[str]
+    sms_enabled: bool
+    has_route: bool
+
+
+@dataclass(frozen=True)
+class Prior:
+    """What an earlier request with the same Idempotency-Key left."""
+    request_hash: str
+    response: str  # the original 202 body, byte for byte
+
+
+@dataclass
+class Claim:
+    running_elsewhere: bool  # a twin request holds the key right now
+    prior: Prior | None
+
+
+class IdempotencyKeys(Protocol):
+    def claim(self, client_id: str, key: str, now: float) -> AbstractContextManager[Claim]:
+        """Hold (client, key) while the request runs; says whether a twin holds it, and what a
+        committed earlier request left."""
+
+    def prior(self, client_id: str, key: str, now: float) -> Prior | None: ...
+
+
+class OtpWindows(Protocol):
+    """The rolling windows of interface §Limits that are counted outside the log."""
+
+    def hit_caller_ip(self, client_id: str, ip: str, now: float) -> int | None:
+        """Count one OTP request from a calling IP: None when allowed, else seconds to wait."""
+
+    def retry_after_number(self, number: str, now: float) -> int: ...
+
+    def retry_after_ip(self, client_id: str, ip: str, now: float) -> int: ...
