@@ -6,7 +6,6 @@ import getpass
 import os
 import sys
 from pathlib import Path
-from typing import Callable
 
 from sandesh.domain.errors import DomainError
 from sandesh.domain.settings import ConfigurationError, Settings
@@ -191,11 +190,16 @@ def main(argv: list[str] | None = None) -> int:
         raise
 
 
-def run(args: argparse.Namespace, settings: Settings) -> int:
-    from . import commands
+def words(args: argparse.Namespace) -> tuple[str, ...]:
+    """The subcommand as typed: ("workspace", "create"), ("audit",), ("worker", "all")."""
+    command = getattr(args, "command", None)
+    return (args.group, command) if command else (args.group,)
 
-    handler: Callable[..., int] = getattr(commands, f"{args.group}_{getattr(args, 'command', '') or ''}".rstrip("_").replace("-", "_"))
-    return handler(args, settings, actor_of(args))
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    from .commands import COMMANDS
+
+    return COMMANDS[words(args)](args, settings, actor_of(args))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from sandesh.domain.clock import iso, parse_iso
 from sandesh.domain.errors import InvalidInput, NotFound
@@ -404,3 +404,52 @@ def up(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     from .up import up as run_up
 
     return run_up(args, actor)
+
+
+Command = Callable[[argparse.Namespace, Settings, str], int]
+
+# Every `sandesh` subcommand and the function that runs it, by its words on the command line
+# (scripts/cli.py builds the parser; tests/unit/test_cli_commands.py checks the two agree).
+COMMANDS: dict[tuple[str, ...], Command] = {
+    ("db", "migrate"): db_migrate,
+    ("workspace", "create"): workspace_create,
+    ("workspace", "activate"): workspace_activate,
+    ("workspace", "suspend"): workspace_suspend,
+    ("workspace", "reinstate"): workspace_reinstate,
+    ("workspace", "credit"): workspace_credit,
+    ("workspace", "set-rates"): workspace_set_rates,
+    ("workspace", "set-types"): workspace_set_types,
+    ("workspace", "show"): workspace_show,
+    ("workspace", "list"): workspace_list,
+    ("client", "create"): client_create,
+    ("client", "rotate-key"): client_rotate_key,
+    ("client", "rotate-secret"): client_rotate_secret,
+    ("client", "disable"): client_disable,
+    ("client", "enable"): client_enable,
+    ("client", "update"): client_update,
+    ("client", "show"): client_show,
+    ("client", "list"): client_list,
+    ("sim", "add"): sim_add,
+    ("sim", "list"): sim_list,
+    ("sim", "disable"): sim_disable,
+    ("sim", "enable"): sim_enable,
+    ("sim", "release"): sim_release,
+    ("sim", "update"): sim_update,
+    ("sms", "disable"): sms_disable,
+    ("sms", "enable"): sms_enable,
+    ("inbound", "list"): inbound_list,
+    ("webhooks", "list"): webhooks_list,
+    ("webhooks", "show"): webhooks_show,
+    ("webhooks", "redeliver"): webhooks_redeliver,
+    ("audit",): audit,
+    ("clock", "show"): clock_show,
+    ("clock", "advance"): clock_advance,
+    ("worker", "projections"): worker_projections,
+    ("worker", "dispatch"): worker_dispatch,
+    ("worker", "webhooks"): worker_webhooks,
+    ("worker", "all"): worker_all,
+    ("replay",): replay,
+    ("emulator",): emulator,
+    ("serve",): serve,
+    ("up",): up,
+}
