@@ -15,6 +15,7 @@ import argparse
 import collections
 import errno
 import fcntl
+import functools
 import json
 import os
 import random
@@ -47,6 +48,15 @@ def _luhn_digit(digits: str) -> str:
 def tpdu_length(pdu_hex: str) -> int:
     """The <length> of +CMGS/+CMGL/+CMGR/+CDS: octets after the SMSC part."""
     return len(pdu_hex) // 2 - (int(pdu_hex[:2], 16) + 1)
+
+
+def _command_key(cmd: str) -> str:
+    """The key in VirtualModem.COMMANDS of a command in capitals without "AT":
+    "+CMEE=1" -> "+CMEE=…", "+CMEE?" -> "+CMEE?", "+CFUN=" -> "+CFUN=", "+CNMA=0" -> "+CNMA…"."""
+    if cmd.startswith("+CNMA"):
+        return "+CNMA…"
+    name, _, args = cmd.partition("=")
+    return f"{name}=…" if args else cmd
 
 
 def _now() -> datetime:
@@ -425,102 +435,123 @@ class VirtualModem:
                 self._respond((), "+CMS ERROR: 311")
                 return
         try:
-            self._dispatch(cmd, line[2:])
+            self._dispatch(cmd)
         except (ValueError, IndexError):
             self._respond((), "ERROR")
 
-    def _dispatch(self, cmd: str, raw: str) -> None:
-        respond = self._respond
-        name, _, args = cmd.partition("=")
-        if cmd in ("", "Z"):
-            respond()
-        elif cmd in ("E0", "E1", "E"):
-            self.echo = cmd == "E1"
-            respond()
-        elif cmd == "I":
-            respond(["Sandesh", "EMU25", "Revision: EMU25-1.0"])
-        elif cmd == "+CGMI":
-            respond(["Sandesh"])
-        elif cmd == "+CGMM":
-            respond(["EMU25"])
-        elif cmd in ("+CGSN", "+GSN"):
-            respond([self.imei])
-        elif name == "+CMEE" and args:
-            self.cmee = int(args)
-            respond()
-        elif cmd == "+CMEE?":
-            respond([f"+CMEE: {self.cmee}"])
-        elif cmd == "+CPIN?":
-            if self.pin_state == "NOT INSERTED":
-                respond((), self._cme(10))
-            else:
-                respond([f"+CPIN: {self.pin_state}"])
-        elif cmd == "+CCID":
-            respond([f"+CCID: {self.iccid}"])
-        elif cmd == "+CIMI":
-            if self.pin_state != "READY":
-                respond((), self._cme(11))
-            else:
-                respond([self.imsi])
-        elif cmd == "+CSQ":
-            respond([f"+CSQ: {self.rssi},99"])
-        elif cmd in ("+CREG?", "+CGREG?", "+CEREG?"):
-            respond([f"{cmd[:-1]}: 0,{self.registration}"])
-        elif name in ("+CREG", "+CGREG", "+CEREG", "^CURC") and args:
-            respond()
-        elif cmd == "+CFUN?":
-            respond(["+CFUN: 1"])
-        elif name == "+CFUN":
-            respond()
-            if args.replace(" ", "") == "1,1":
-                self._reboot()
-        elif name == "+CMGF" and args:
-            if args.strip() != "0":
-                respond((), "+CMS ERROR: 303")  # text mode is not emulated
-            else:
-                self.cmgf = 0
-                respond()
-        elif cmd == "+CMGF?":
-            respond([f"+CMGF: {self.cmgf}"])
-        elif name == "+CPMS" and args:
-            names = [a.strip().strip('"') for a in args.split(",")]
-            if not all(n in ("SM", "ME", "MT") for n in names):
-                respond((), "+CMS ERROR: 302")
-                return
-            self.storages[:len(names)] = names[:3]
-            used, cap = len(self.store), self.store_capacity
-            respond([f"+CPMS: {used},{cap},{used},{cap},{used},{cap}"])
-        elif cmd == "+CPMS?":
-            used, cap = len(self.store), self.store_capacity
-            respond(["+CPMS: " + ",".join(f'"{s}",{used},{cap}' for s in self.storages)])
-        elif cmd == "+CSCA?":
-            respond([f'+CSCA: "+{self.smsc}",145'])
-        elif name == "+CSCA" and args:
-            self.smsc = args.split(",")[0].strip().strip('"').lstrip("+")
-            respond()
-        elif name == "+CNMI" and args:
-            values = [int(v) if v.strip() else 0 for v in args.split(",")]
-            self.cnmi = tuple((values + [0] * 5)[:5])
-            respond()
-        elif cmd == "+CNMI?":
-            respond(["+CNMI: " + ",".join(map(str, self.cnmi))])
-        elif name == "+CSMS" and args:
-            self.csms = int(args)
-            respond(["+CSMS: 1,1,1"])
-        elif cmd == "+CSMS?":
-            respond([f"+CSMS: {self.csms},1,1,1"])
-        elif cmd.startswith("+CNMA"):
-            respond()
-        elif name == "+CMGL":
-            self._list(int(args or 4))
-        elif name == "+CMGR" and args:
-            self._read(int(args))
-        elif name == "+CMGD" and args:
-            self._delete(args)
-        elif name == "+CMGS" and args:
-            self._start_submit(int(args), cmd)
+    def _dispatch(self, cmd: str) -> None:
+        """One command (in capitals, without "AT") to its handler in COMMANDS; ERROR if none."""
+        handler = self.COMMANDS.get(_command_key(cmd))
+        if handler is None:
+            self._respond((), "ERROR")
         else:
-            respond((), "ERROR")
+            handler(self, cmd.partition("=")[2])
+
+    # --- AT command handlers (see COMMANDS): each gets the text after "=", or "" -------
+
+    def _ok(self, args: str) -> None:
+        self._respond()
+
+    def _echo_off(self, args: str) -> None:
+        self.echo = False
+        self._respond()
+
+    def _echo_on(self, args: str) -> None:
+        self.echo = True
+        self._respond()
+
+    def _identify(self, args: str) -> None:
+        self._respond(["Sandesh", "EMU25", "Revision: EMU25-1.0"])
+
+    def _manufacturer(self, args: str) -> None:
+        self._respond(["Sandesh"])
+
+    def _model(self, args: str) -> None:
+        self._respond(["EMU25"])
+
+    def _serial_number(self, args: str) -> None:
+        self._respond([self.imei])
+
+    def _set_cmee(self, args: str) -> None:
+        self.cmee = int(args)
+        self._respond()
+
+    def _read_cmee(self, args: str) -> None:
+        self._respond([f"+CMEE: {self.cmee}"])
+
+    def _read_pin(self, args: str) -> None:
+        if self.pin_state == "NOT INSERTED":
+            self._respond((), self._cme(10))
+        else:
+            self._respond([f"+CPIN: {self.pin_state}"])
+
+    def _read_iccid(self, args: str) -> None:
+        self._respond([f"+CCID: {self.iccid}"])
+
+    def _read_imsi(self, args: str) -> None:
+        if self.pin_state != "READY":
+            self._respond((), self._cme(11))
+        else:
+            self._respond([self.imsi])
+
+    def _signal_quality(self, args: str) -> None:
+        self._respond([f"+CSQ: {self.rssi},99"])
+
+    def _read_registration(self, args: str, name: str) -> None:
+        self._respond([f"{name}: 0,{self.registration}"])
+
+    def _read_cfun(self, args: str) -> None:
+        self._respond(["+CFUN: 1"])
+
+    def _cfun(self, args: str) -> None:
+        self._respond()
+        if args.replace(" ", "") == "1,1":
+            self._reboot()
+
+    def _set_cmgf(self, args: str) -> None:
+        if args.strip() != "0":
+            self._respond((), "+CMS ERROR: 303")  # text mode is not emulated
+        else:
+            self.cmgf = 0
+            self._respond()
+
+    def _read_cmgf(self, args: str) -> None:
+        self._respond([f"+CMGF: {self.cmgf}"])
+
+    def _set_cpms(self, args: str) -> None:
+        names = [a.strip().strip('"') for a in args.split(",")]
+        if not all(n in ("SM", "ME", "MT") for n in names):
+            self._respond((), "+CMS ERROR: 302")
+            return
+        self.storages[:len(names)] = names[:3]
+        used, cap = len(self.store), self.store_capacity
+        self._respond([f"+CPMS: {used},{cap},{used},{cap},{used},{cap}"])
+
+    def _read_cpms(self, args: str) -> None:
+        used, cap = len(self.store), self.store_capacity
+        self._respond(["+CPMS: " + ",".join(f'"{s}",{used},{cap}' for s in self.storages)])
+
+    def _set_csca(self, args: str) -> None:
+        self.smsc = args.split(",")[0].strip().strip('"').lstrip("+")
+        self._respond()
+
+    def _read_csca(self, args: str) -> None:
+        self._respond([f'+CSCA: "+{self.smsc}",145'])
+
+    def _set_cnmi(self, args: str) -> None:
+        values = [int(v) if v.strip() else 0 for v in args.split(",")]
+        self.cnmi = tuple((values + [0] * 5)[:5])
+        self._respond()
+
+    def _read_cnmi(self, args: str) -> None:
+        self._respond(["+CNMI: " + ",".join(map(str, self.cnmi))])
+
+    def _set_csms(self, args: str) -> None:
+        self.csms = int(args)
+        self._respond(["+CSMS: 1,1,1"])
+
+    def _read_csms(self, args: str) -> None:
+        self._respond([f"+CSMS: {self.csms},1,1,1"])
 
     def _reboot(self) -> None:
         self._reset()
@@ -530,7 +561,8 @@ class VirtualModem:
 
     # --- the message store ----------------------------------------------------------
 
-    def _list(self, stat: int) -> None:
+    def _list(self, args: str) -> None:
+        stat = int(args or 4)
         if stat not in (0, 1, 2, 3, 4):
             self._respond((), "+CMS ERROR: 302")
             return
@@ -543,7 +575,8 @@ class VirtualModem:
                     self.store[index] = (1, pdu)  # listing marks unread messages read, as modems do
         self._respond(lines)
 
-    def _read(self, index: int) -> None:
+    def _read(self, args: str) -> None:
+        index = int(args)
         if index not in self.store:
             self._respond((), "+CMS ERROR: 321")
             return
@@ -573,10 +606,11 @@ class VirtualModem:
 
     # --- sending --------------------------------------------------------------------
 
-    def _start_submit(self, length: int, command: str) -> None:
+    def _start_submit(self, args: str) -> None:
+        length = int(args)
         self._cmgs_at = time.monotonic()  # when AT+CMGS arrived (benchmarks time OTPs to it)
         self._pdu_length = length
-        self._cmgs_line = "AT" + command
+        self._cmgs_line = "AT+CMGS=" + args
         self._buffer.clear()
         if self._hang_prompt:
             self._hang_prompt = False
@@ -645,6 +679,50 @@ class VirtualModem:
                              "emitted": self.cnmi[3] == 1})
         if self.cnmi[3] == 1:  # +CDS only when AT+CNMI asked for direct reports
             self._write(f"\r\n+CDS: {tpdu_length(pdu)}\r\n{pdu}\r\n")
+
+    # --- the table of AT commands ---------------------------------------------------
+
+    COMMANDS: dict[str, Callable[[VirtualModem, str], None]] = {
+        # ITU-T V.250 (basic syntax, which TS 27.007 takes over)
+        "": _ok, "Z": _ok, "E": _echo_off, "E0": _echo_off, "E1": _echo_on, "I": _identify,
+        "+GSN": _serial_number,
+        # 3GPP TS 27.007: identification, errors, SIM, signal, registration, functionality
+        "+CGMI": _manufacturer, "+CGMM": _model, "+CGSN": _serial_number,
+        "+CMEE=…": _set_cmee, "+CMEE?": _read_cmee,
+        "+CPIN?": _read_pin,
+        "+CIMI": _read_imsi,
+        "+CSQ": _signal_quality,
+        "+CREG?": functools.partial(_read_registration, name="+CREG"), "+CREG=…": _ok,
+        "+CGREG?": functools.partial(_read_registration, name="+CGREG"), "+CGREG=…": _ok,
+        "+CEREG?": functools.partial(_read_registration, name="+CEREG"), "+CEREG=…": _ok,
+        "+CFUN?": _read_cfun, "+CFUN": _cfun, "+CFUN=": _cfun, "+CFUN=…": _cfun,
+        # vendor commands
+        "+CCID": _read_iccid,
+        "^CURC=…": _ok,
+        # 3GPP TS 27.005, PDU mode
+        "+CSMS=…": _set_csms, "+CSMS?": _read_csms,
+        "+CPMS=…": _set_cpms, "+CPMS?": _read_cpms,
+        "+CMGF=…": _set_cmgf, "+CMGF?": _read_cmgf,
+        "+CSCA=…": _set_csca, "+CSCA?": _read_csca,
+        "+CNMI=…": _set_cnmi, "+CNMI?": _read_cnmi,
+        "+CNMA…": _ok,
+        "+CMGL": _list, "+CMGL=": _list, "+CMGL=…": _list,
+        "+CMGR=…": _read,
+        "+CMGD=…": _delete,
+        "+CMGS=…": _start_submit,
+    }
+    """The AT commands the modem answers, keyed by what follows "AT", in capitals (_command_key):
+    "+CSQ" or "+CMEE?" is exactly that line; "+CMEE=…" is the command with something after
+    "=" (so "AT+CMEE=?" reaches the handler, and a bare "AT+CMEE=" is an ERROR unless "+CMEE="
+    is a key too); "+CNMA…" is any line that starts with +CNMA. Any other line answers ERROR.
+
+    Where they are specified:
+      ITU-T V.250, which 3GPP TS 27.007 refers to: ATZ, ATE, ATI, AT+GSN;
+      3GPP TS 27.007: +CGMI, +CGMM, +CGSN, +CMEE, +CPIN, +CIMI, +CSQ, +CREG, +CGREG, +CEREG, +CFUN;
+      3GPP TS 27.005 (SMS in PDU mode): +CSMS, +CPMS, +CMGF, +CSCA, +CNMI, +CNMA, +CMGL, +CMGR,
+        +CMGD, +CMGS;
+      vendor commands, no 3GPP definition: +CCID (the SIM's ICCID), ^CURC (Huawei's switch for
+        unsolicited reports)."""
 
 
 class Emulator:
