@@ -167,8 +167,8 @@ class Sandesh(Application[str]):
         sim = Sim(name=check_sim_name(name), port=port.strip(), baud=baud, host=host, actor=actor, at=self.clock.now())
         try:
             self.save(sim)
-        except NameTaken:
-            raise NameTaken(f"a SIM named {name!r} exists already") from None
+        except NameTaken as taken:
+            raise NameTaken(f"a SIM named {name!r} exists already") from taken
         return sim
 
     def place_sim(self, sim_id: str | None, name: str, port: str, baud: int, host: str | None, actor: str) -> Sim:
@@ -182,8 +182,8 @@ class Sandesh(Application[str]):
         sim.identify(iccid, imsi, at=self.clock.now())
         try:
             self.save(sim)
-        except NameTaken:
-            raise NameTaken(f"another SIM is registered with ICCID {iccid}") from None
+        except NameTaken as taken:
+            raise NameTaken(f"another SIM is registered with ICCID {iccid}") from taken
         return sim
 
     def change_sim(self, sim_id: str, command: str, actor: str) -> Sim:
@@ -265,9 +265,9 @@ class Sandesh(Application[str]):
         cost = send_cost(caller.rates, request.message_type, request.segments)
         try:
             message = self.send(caller.client_id, caller.workspace_id, request, cost, key, request_hash)
-        except InsufficientBalance:
+        except InsufficientBalance as short:
             raise InsufficientBalance(f"The workspace balance is lower than the message cost ({cost} paisa).",
-                                      cost=cost) from None
+                                      cost=cost) from short
         return orjson.dumps(accepted_reply(message.id, message.message_type, message.segments, message.encoding,
                                            message.cost, message.expires_at))
 
@@ -304,7 +304,7 @@ class Sandesh(Application[str]):
             now = self.clock.now()
             wait = (self.otp_windows.retry_after_number(request.to, now) if limit.limit == "otp_number_limit"
                     else self.otp_windows.retry_after_ip(caller.client_id, request.ip or "", now))
-            raise OtpLimited(limit.limit, wait) from None
+            raise OtpLimited(limit.limit, wait) from limit
         return OtpSent(message, otp)
 
     def _count_calling_ip(self, caller: Caller, calling_ip: str) -> None:

@@ -11,6 +11,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from sandesh.domain.settings import Settings
 
 from . import otp_limits, registry
+from .health import DatabaseUnavailable
 from .dispatch import NOTIFY_CLOCK
 
 OWN_DDL = """
@@ -27,10 +28,6 @@ ALTER TABLE sim_health ADD COLUMN IF NOT EXISTS unreachable_since double precisi
 """
 
 MIGRATION_LOCK = 0x5A4E_DE50  # advisory lock: concurrent `db migrate` runs wait for each other
-
-
-class DatabaseUnavailable(Exception):
-    pass
 
 
 def connect(settings: Settings, **kwargs: Any) -> psycopg.Connection:

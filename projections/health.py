@@ -25,9 +25,13 @@ OUTAGE_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.
                  OperationalError, InterfaceError)
 
 
+class DatabaseUnavailable(Exception):
+    """PostgreSQL cannot be reached; the message says where and what to do."""
+
+
 def is_outage(error: BaseException | None) -> bool:
     while error is not None:
-        if isinstance(error, OUTAGE_ERRORS) or type(error).__name__ == "DatabaseUnavailable":
+        if isinstance(error, (*OUTAGE_ERRORS, DatabaseUnavailable)):
             return True
         error = error.__cause__ or error.__context__
     return False

@@ -196,6 +196,7 @@ def eventsourcing_env(settings: Settings, *, create_table: bool = False, pool_si
         "POSTGRES_USER": str(params.get("user") or os.environ.get("USER") or "postgres"),
         "POSTGRES_PASSWORD": str(params.get("password") or ""),
         "POSTGRES_LOCK_TIMEOUT": "5",
+        "POSTGRES_CONNECT_TIMEOUT": "5",  # a command against an absent server gives up after 5 s, not 30
         "POSTGRES_POOL_SIZE": str(pool_size or settings.pool_size),
         "POSTGRES_MAX_OVERFLOW": "8",
         "POSTGRES_PRE_PING": "n",  # a round trip per checkout; the pool replaces broken connections itself

@@ -13,7 +13,7 @@ from sandesh.domain.settings import Settings
 
 from sandesh.projections import db, idempotency, otp_limits, registry
 from sandesh.projections.group_commit import GroupCommit
-from sandesh.projections.health import DatabaseHealth
+from sandesh.projections.health import DatabaseHealth, DatabaseUnavailable, is_outage
 from sandesh.projections.runtime import Runtime
 from sandesh.projections.store import Sealer, derive_key, eventsourcing_env
 from sandesh.workers.webhook_guard import check_url
@@ -44,8 +44,8 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
         app = Sandesh(env, clock=clock, sealer=sealer, otp_key=derive_key(settings.require_secret_key(), "otp-codes"),
                      inline=registry.inline_writer, webhook_guard=_webhook_guard(settings))
     except Exception as error:  # the library wraps psycopg's connection errors in its own
-        if "connect" in str(error).lower() or "connection" in str(error).lower():
-            raise db.DatabaseUnavailable(db.describe_unreachable(settings, error)) from error
+        if is_outage(error):
+            raise DatabaseUnavailable(db.describe_unreachable(settings, error)) from error
         raise
     if group_commit:
         app.append = GroupCommit(app.append_events).save

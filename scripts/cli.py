@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as error:
-        from sandesh.projections.db import DatabaseUnavailable
+        from sandesh.projections.health import DatabaseUnavailable
 
         if isinstance(error, DatabaseUnavailable):
             return fail(str(error), 1)
