@@ -15,10 +15,11 @@ import random
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable, Protocol
 
 from eventsourcing.persistence import IntegrityError
 
+from sandesh.domain.application import Sandesh
 from sandesh.domain.cms import REPEATS_BEFORE_QUARANTINE, Action, classify
 from sandesh.domain.operators import of_imsi
 from sandesh.domain.pacing import capacity
@@ -27,12 +28,10 @@ from sandesh.domain.routing import FAIL, REJECT, RETRY_DELAY, after_refusal
 from sandesh.domain.sim import FAILURES, NETWORK, SIM_FAULT
 from sandesh.projections import dispatch, sim_health
 from sandesh.projections.health import is_outage
+from sandesh.projections.runtime import Runtime
 
-from .modem import CmsError, CommandTimeout, Modem, ModemError, NotSubmitted, PortGone, SimNotReady
+from .modem import CmsError, CommandTimeout, Modem, ModemError, NotSubmitted, PortGone, SimNotReady, Unsolicited
 from .sims import attach
-
-if TYPE_CHECKING:
-    from .dispatcher import Dispatcher
 
 log = logging.getLogger("sandesh.dispatcher")
 
@@ -40,8 +39,27 @@ REOPEN_BACKOFF = (0.5, 1.0, 2.0, 4.0, 5.0)
 NOT_REGISTERED = "not registered on the network"
 
 
+class Driver(Protocol):
+    """What a SIM's thread needs from the dispatcher that drives it (workers/dispatcher.py's
+    Dispatcher), so that this module does not import that one."""
+    runtime: Runtime
+    app: Sandesh
+    me: str
+    heartbeat_seconds: float
+
+    def trouble(self, error: BaseException) -> None: ...
+    def nudge(self) -> None: ...
+    def usable_sims(self) -> set[str]: ...
+    def unsolicited_for(self, worker: SimWorker) -> Callable[[Unsolicited], None]: ...
+    def reconcile(self, sim_id: str) -> int: ...
+    def drain_store(self, worker: SimWorker) -> None: ...
+    def status_report(self, sim_id: str, pdu: str) -> None: ...
+    def read_inbound(self, worker: SimWorker, index: int) -> None: ...
+    def record(self, message_id: str, change: Callable[[Any], None]) -> Any: ...
+
+
 class SimWorker:
-    def __init__(self, dispatcher: "Dispatcher", sim: dict[str, Any]):
+    def __init__(self, dispatcher: Driver, sim: dict[str, Any]):
         self.dispatcher = dispatcher
         self.runtime = dispatcher.runtime
         self.app = dispatcher.app
