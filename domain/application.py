@@ -9,7 +9,7 @@ by the wiring (scripts/bootstrap.py): no globals, no psycopg here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator, Literal, Protocol
 
 import orjson
 
@@ -42,6 +42,21 @@ class Sealer(Protocol):
 
 
 InlineWriter = Callable[[list[Any]], Callable[[Any], None]]
+
+
+# The operator's changes of state, by the name the `sandesh` command gives them.
+WorkspaceCommand = Literal["activate", "suspend", "reinstate", "credit", "set_rates", "set_types"]
+WORKSPACE_COMMANDS: dict[str, Callable[..., None]] = {
+    "activate": lambda w, **kw: w.activate(**kw), "suspend": lambda w, **kw: w.suspend(**kw),
+    "reinstate": lambda w, **kw: w.reinstate(**kw), "credit": lambda w, **kw: w.credit(**kw),
+    "set_rates": lambda w, **kw: w.set_rates(**kw), "set_types": lambda w, **kw: w.set_types(**kw)}
+ClientCommand = Literal["enable", "disable"]
+CLIENT_COMMANDS: dict[str, Callable[..., None]] = {"enable": lambda c, **kw: c.enable(**kw),
+                                                   "disable": lambda c, **kw: c.disable(**kw)}
+SimCommand = Literal["enable", "disable", "release"]
+SIM_COMMANDS: dict[str, Callable[..., None]] = {"enable": lambda m, **kw: m.enable(**kw),
+                                                "disable": lambda m, **kw: m.disable(**kw),
+                                                "release": lambda m, **kw: m.release(**kw)}
 
 
 @dataclass(frozen=True)
@@ -91,9 +106,10 @@ class Sandesh(Application[str]):
             raise NotFound(f"no {label} {aggregate_id!r}")
         return aggregate
 
-    def _change(self, aggregate_id: str, kind: type, label: str, command: str, **kwargs: Any) -> Any:
+    def _change(self, aggregate_id: str, kind: type, label: str, command: Callable[..., None], **kwargs: Any) -> Any:
+        """Run `command(aggregate, at=now, **kwargs)`, one of the aggregate's commands, and append its events."""
         aggregate = self._get(aggregate_id, kind, label)
-        getattr(aggregate, command)(at=self.clock.now(), **kwargs)
+        command(aggregate, at=self.clock.now(), **kwargs)
         self.save(aggregate)
         return aggregate
 
@@ -108,8 +124,9 @@ class Sandesh(Application[str]):
         self.save(workspace)
         return workspace
 
-    def change_workspace(self, workspace_id: str, command: str, actor: str, **kwargs: Any) -> Workspace:
-        return self._change(workspace_id, Workspace, "workspace", command, actor=actor, **kwargs)
+    def change_workspace(self, workspace_id: str, command: WorkspaceCommand, actor: str, **kwargs: Any) -> Workspace:
+        """activate, suspend, reinstate, credit (amount, note), set_rates (rates) or set_types (types)."""
+        return self._change(workspace_id, Workspace, "workspace", WORKSPACE_COMMANDS[command], actor=actor, **kwargs)
 
     # API clients
     def create_client(
@@ -135,19 +152,21 @@ class Sandesh(Application[str]):
 
     def rotate_key(self, client_id: str, actor: str) -> tuple[Client, str]:
         key = new_api_key()
-        client = self._change(client_id, Client, "client", "rotate_key",
+        client = self._change(client_id, Client, "client", lambda c, **kw: c.rotate_key(**kw),
                               key_hash=sha256_hex(key), key_prefix=shown_prefix(key), actor=actor)
         return client, key
 
     def rotate_secret(self, client_id: str, grace_hours: float | None, actor: str) -> tuple[Client, str]:
         secret = new_webhook_secret()
         grace = DEFAULT_GRACE_HOURS if grace_hours is None else grace_hours
-        client = self._change(client_id, Client, "client", "rotate_secret", sealed=self.sealer.seal(secret),
-                              secret_hash=sha256_hex(secret), grace_hours=grace, actor=actor)
+        client = self._change(client_id, Client, "client", lambda c, **kw: c.rotate_secret(**kw),
+                              sealed=self.sealer.seal(secret), secret_hash=sha256_hex(secret), grace_hours=grace,
+                              actor=actor)
         return client, secret
 
-    def change_client(self, client_id: str, command: str, actor: str) -> Client:
-        return self._change(client_id, Client, "client", command, actor=actor)
+    def change_client(self, client_id: str, command: ClientCommand, actor: str) -> Client:
+        """enable or disable."""
+        return self._change(client_id, Client, "client", CLIENT_COMMANDS[command], actor=actor)
 
     def update_client(self, client_id: str, brand: str | None, webhook_url: str | None,
                       rate_limit: int | None, actor: str) -> Client:
@@ -158,7 +177,7 @@ class Sandesh(Application[str]):
             changes["webhook_url"] = self._webhook_url(webhook_url)
         if rate_limit is not None:
             changes["rate_limit"] = check_rate_limit(rate_limit)
-        return self._change(client_id, Client, "client", "update", changes=changes, actor=actor)
+        return self._change(client_id, Client, "client", lambda c, **kw: c.update(**kw), changes=changes, actor=actor)
 
     # SIMs and the SMS switch
     def add_sim(self, name: str, port: str, baud: int, host: str | None, actor: str) -> Sim:
@@ -175,7 +194,7 @@ class Sandesh(Application[str]):
         """Register a SIM, or record that a registered one (`sim_id`) is now on `port`."""
         if sim_id is None:
             return self.add_sim(name, port, baud, host, actor)
-        return self._change(sim_id, Sim, "SIM", "move", port=port, actor=actor)
+        return self._change(sim_id, Sim, "SIM", lambda m, **kw: m.move(**kw), port=port, actor=actor)
 
     def identify_sim(self, sim_id: str, iccid: str | None, imsi: str | None) -> Sim:
         sim = self._get(sim_id, Sim, "SIM")
@@ -186,9 +205,9 @@ class Sandesh(Application[str]):
             raise NameTaken(f"another SIM is registered with ICCID {iccid}") from taken
         return sim
 
-    def change_sim(self, sim_id: str, command: str, actor: str) -> Sim:
+    def change_sim(self, sim_id: str, command: SimCommand, actor: str) -> Sim:
         """enable, disable, or release (an operator lifts a quarantine)."""
-        return self._change(sim_id, Sim, "SIM", command, actor=actor)
+        return self._change(sim_id, Sim, "SIM", SIM_COMMANDS[command], actor=actor)
 
     def update_sim(self, sim_id: str, port: str | None, baud: int | None, host: str | None, actor: str) -> Sim:
         """A new port, baud rate or host for a registered SIM (`sandesh sim update`)."""
