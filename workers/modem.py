@@ -350,10 +350,6 @@ class Modem:
     def delete_stored(self, index: int) -> None:
         self.command(f"AT+CMGD={index}")
 
-    def acknowledge(self) -> None:
-        """AT+CNMA, for modems in AT+CSMS=1 mode that want direct +CDS/+CMT acknowledged."""
-        self.command("AT+CNMA")
-
     def recover(self) -> bool:
         """After a timeout: drain with ESC + AT; if that fails, reopen the port; then reset
         the modem (AT+CFUN=1,1).  True when the modem answers again."""
