@@ -1,9 +1,11 @@
 """Followed read models: each applies the log's events exactly once, in log order.
 
-A projection's position lives in `projection_positions` and is updated in the same
-transaction as its read-model rows; the position row is locked first, so two runners (or a
-runner and a replay) never apply the same event twice.  Live runs and replays use the same
-handlers (`apply_batch`).
+A follower's position lives in `projection_positions` (owned here) and is updated in the
+same transaction as what it did with a batch; the position row is locked first, so two
+runners (or a runner and a replay) never handle the same event twice.  `positioned_step` is
+that step for any follower: the followed projections below, and the webhook sender
+(workers/webhooks.py), which turns its batches into deliveries.  Live runs and replays use the
+same handlers (`apply_batch`).
 """
 from __future__ import annotations
 
@@ -31,8 +33,9 @@ def topics(projection: ModuleType) -> list[str]:
     return topics_of(projection.HANDLERS)
 
 
-def read_batch(runtime: Runtime, projection: ModuleType, after: int, limit: int = BATCH) -> list[Any]:
-    return runtime.app.recorder.select_notifications(start=after, limit=limit, topics=topics(projection),
+def read_batch(runtime: Runtime, topics: list[str], after: int, limit: int = BATCH) -> list[Any]:
+    """The next `limit` notifications of these topics after position `after`."""
+    return runtime.app.recorder.select_notifications(start=after, limit=limit, topics=topics,
                                                       inclusive_of_start=False)
 
 
@@ -42,19 +45,35 @@ def apply_batch(runtime: Runtime, cur: Any, projection: ModuleType, notification
         projection.HANDLERS[type(event)](cur, event)
 
 
-def step(runtime: Runtime, projection: ModuleType, limit: int = BATCH) -> int:
-    """Apply the next batch of events; returns how many were applied."""
+def lock_position(cur: Any, name: str) -> int:
+    """The follower's position, its row locked until the transaction ends (created at 0)."""
+    cur.execute("INSERT INTO projection_positions (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING", (name,))
+    return cur.execute("SELECT position FROM projection_positions WHERE name = %s FOR UPDATE",
+                       (name,)).fetchone()["position"]
+
+
+def set_position(cur: Any, name: str, position: int) -> None:
+    cur.execute("UPDATE projection_positions SET position = %s WHERE name = %s", (position, name))
+
+
+def positioned_step(runtime: Runtime, name: str, topics: list[str], handle: Callable[[Any, list[Any]], None],
+                    limit: int = BATCH) -> int:
+    """One step of follower `name`: in one transaction, lock its position, read the next batch
+    of notifications of `topics`, `handle(cursor, batch)`, and move the position past the batch.
+    Returns how many notifications were handled."""
     with runtime.connection() as conn, conn.transaction(), conn.cursor() as cur:
-        cur.execute("INSERT INTO projection_positions (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING",
-                    (projection.NAME,))
-        cur.execute("SELECT position FROM projection_positions WHERE name = %s FOR UPDATE", (projection.NAME,))
-        position = cur.fetchone()["position"]
-        batch = read_batch(runtime, projection, position, limit)
+        batch = read_batch(runtime, topics, lock_position(cur, name), limit)
         if not batch:
             return 0
-        apply_batch(runtime, cur, projection, batch)
-        cur.execute("UPDATE projection_positions SET position = %s WHERE name = %s", (batch[-1].id, projection.NAME))
+        handle(cur, batch)
+        set_position(cur, name, batch[-1].id)
         return len(batch)
+
+
+def step(runtime: Runtime, projection: ModuleType, limit: int = BATCH) -> int:
+    """Apply the next batch of events; returns how many were applied."""
+    return positioned_step(runtime, projection.NAME, topics(projection),
+                           lambda cur, batch: apply_batch(runtime, cur, projection, batch), limit)
 
 
 def catch_up(runtime: Runtime, names: list[str] | None = None) -> int:

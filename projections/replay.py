@@ -69,9 +69,7 @@ class Progress:
 
 def _apply_batch(runtime: Runtime, conn: Any, schema: str, view: Any, after: int) -> tuple[int, int]:
     """Apply the next batch of events after `after` into `schema`; returns (new position, count)."""
-    topics = topics_of(view.HANDLERS)
-    batch = runtime.app.recorder.select_notifications(start=after, limit=follower.BATCH, topics=topics,
-                                                      inclusive_of_start=False)
+    batch = follower.read_batch(runtime, topics_of(view.HANDLERS), after)
     if not batch:
         return after, 0
     with conn.cursor() as cur:
@@ -130,9 +128,7 @@ def _swap_once(runtime: Runtime, conn: Any, name: str, schema: str, view: Any, p
         conn.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")
         conn.execute(f"LOCK TABLE public.{runtime.app.recorder.events_table_name} IN EXCLUSIVE MODE")
     else:
-        conn.execute("INSERT INTO projection_positions (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING",
-                     (name,))
-        conn.execute("SELECT position FROM projection_positions WHERE name = %s FOR UPDATE", (name,))
+        follower.lock_position(conn, name)
     count, applied = 1, 0
     while count:  # the events appended since, under the lock
         position, count = _apply_batch(runtime, conn, schema, view, position)
@@ -141,7 +137,7 @@ def _swap_once(runtime: Runtime, conn: Any, name: str, schema: str, view: Any, p
         conn.execute(f"DROP TABLE IF EXISTS public.{table}")
         conn.execute(f'ALTER TABLE "{schema}".{table} SET SCHEMA public')
     if name != registry.NAME:
-        conn.execute("UPDATE projection_positions SET position = %s WHERE name = %s", (position, name))
+        follower.set_position(conn, name, position)
     conn.execute(f'DROP SCHEMA "{schema}"')
     return position, applied
 

@@ -1,6 +1,7 @@
 """`sandesh worker webhooks`: turns message events into signed deliveries and makes the attempts.
 
-Following: the log's message and reply events become WebhookDelivery aggregates.  The
+Following: the log's message and reply events become WebhookDelivery aggregates, one batch at
+a time by the projections' own step (projections/follower.py `positioned_step`): the
 follower's position row is locked while a batch is turned into deliveries; a delivery's id is
 derived from (message, webhook status), so a batch replayed after a crash creates nothing twice.
 
@@ -56,20 +57,12 @@ class WebhookSender:
     # Following the log
     def follow(self, limit: int = 500) -> int:
         """Turn the next batch of source events into deliveries; returns how many events were read."""
-        with self.runtime.connection() as conn, conn.transaction(), conn.cursor() as cur:
-            cur.execute("INSERT INTO projection_positions (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING",
-                        (POSITION,))
-            cur.execute("SELECT position FROM projection_positions WHERE name = %s FOR UPDATE", (POSITION,))
-            position = cur.fetchone()["position"]
-            batch = self.app.recorder.select_notifications(start=position, limit=limit, topics=TOPICS,
-                                                           inclusive_of_start=False)
-            if not batch:
-                return 0
-            now, known = self.clock.now(), _Batch(self.app, cur)
-            deliveries = [d for n in batch if (d := self._delivery(known, self.app.mapper.to_domain_event(n), now))]
-            self._create(deliveries)
-            cur.execute("UPDATE projection_positions SET position = %s WHERE name = %s", (batch[-1].id, POSITION))
-            return len(batch)
+        return follower.positioned_step(self.runtime, POSITION, TOPICS, self._deliveries_of, limit)
+
+    def _deliveries_of(self, cur: Any, batch: list[Any]) -> None:
+        now, known = self.clock.now(), _Batch(self.app, cur)
+        deliveries = [d for n in batch if (d := self._delivery(known, self.app.mapper.to_domain_event(n), now))]
+        self._create(deliveries)
 
     @staticmethod
     def _delivery(known: "_Batch", event: Any, now: float) -> WebhookDelivery | None:
