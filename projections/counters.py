@@ -3,6 +3,8 @@
 `sent` counts accepted messages, `segments` their segments, `spent` the paisa charged net of
 refunds; `delivered`, `undelivered` and `failed` count messages that reached those statuses
 (`failed` includes `rejected`); `otpSent` and `otpVerified` count codes.
+
+Owns `client_counters` and `counted_messages`, a followed projection (follower.py).
 """
 from __future__ import annotations
 

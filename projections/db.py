@@ -1,4 +1,7 @@
-"""The PostgreSQL side of Sandesh: database creation, migrations, the test clock's offset."""
+"""The PostgreSQL side of Sandesh: database creation, migrations, the test clock's offset.
+
+Owns `clock_offset`.  `create_tables` creates every table, each from the DDL of the module
+that owns it."""
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -10,7 +13,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from sandesh.domain.settings import Settings
 
-from . import otp_limits, registry
+from . import otp_limits, registry, request_rate, sim_health
 from .health import DatabaseUnavailable
 from .dispatch import NOTIFY_CLOCK
 
@@ -18,13 +21,6 @@ OWN_DDL = """
 CREATE TABLE IF NOT EXISTS clock_offset (
     id boolean PRIMARY KEY DEFAULT true CHECK (id), offset_seconds double precision NOT NULL);
 INSERT INTO clock_offset (id, offset_seconds) VALUES (true, 0) ON CONFLICT DO NOTHING;
-CREATE UNLOGGED TABLE IF NOT EXISTS request_rates (
-    client_id text PRIMARY KEY, tat double precision NOT NULL);
-CREATE UNLOGGED TABLE IF NOT EXISTS sim_health (
-    sim_id text PRIMARY KEY, healthy boolean NOT NULL, registered boolean, signal_dbm integer,
-    iccid text, last_error text, dispatcher text, heartbeat_at double precision NOT NULL);
-ALTER TABLE sim_health ADD COLUMN IF NOT EXISTS reachable boolean NOT NULL DEFAULT true;
-ALTER TABLE sim_health ADD COLUMN IF NOT EXISTS unreachable_since double precision;
 """
 
 MIGRATION_LOCK = 0x5A4E_DE50  # advisory lock: concurrent `db migrate` runs wait for each other
@@ -79,7 +75,7 @@ def create_tables(conn: psycopg.Connection) -> None:
 
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-        conn.execute(OWN_DDL)
+        conn.execute(OWN_DDL + request_rate.DDL + sim_health.DDL)
         conn.execute(otp_limits.DDL)
         conn.execute(registry.DDL)
         conn.execute(follower.POSITIONS_DDL)

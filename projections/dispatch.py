@@ -1,10 +1,12 @@
 """What the dispatcher asks of PostgreSQL: the head of the queue, leases, pacing history,
-status-report matching, replies; and the channel that wakes it (docs/design.md, "The queue").
+status-report matching; and the channel that wakes it (docs/design.md, "The queue").
 
-The tables (`dispatch_queue`, `sent_parts`, `awaiting_reports`, `replies`) are inline read
-models written by registry.py's handlers in the transaction that appends their events.  A
-lease is not history: it lives only on the queue row, for the moment between choosing a
-message and appending its `Submitted` event.
+Owns `dispatch_queue`, `sent_parts` and `awaiting_reports`: inline read models written by the
+handlers below in the transaction that appends their events (composed into registry.py's
+inline writer, which also debits and refunds the balance with `enqueue` and `dequeue`, and
+rebuilt by `sandesh replay registry`).  A lease is not history: it lives only on the queue
+row, for the moment between choosing a message and appending its `Submitted` event.
+sim_health.py's pool counts `sent_parts` (a read).
 
 The head of the queue is read from one index, in (priority, turn, age) order.  A message's
 turn is fixed when it is queued: one more than its client's last waiting turn of that type,
@@ -19,7 +21,9 @@ from typing import Any, Callable
 
 import psycopg
 
-from sandesh.domain.pacing import WINDOW_SECONDS
+from sandesh.domain.message import Message
+from sandesh.domain.operators import of_number
+from sandesh.domain.pacing import PRIORITY, WINDOW_SECONDS
 from sandesh.domain.settings import Settings
 
 log = logging.getLogger("sandesh.dispatch")
@@ -30,13 +34,98 @@ NOTIFY_WORK = f"NOTIFY {CHANNEL}, '{WORK}'"
 NOTIFY_POOL = f"NOTIFY {CHANNEL}, '{POOL}'"
 NOTIFY_CLOCK = f"NOTIFY {CHANNEL}, '{CLOCK}'"
 
-ENQUEUE = """
+TABLES = ("dispatch_queue", "sent_parts", "awaiting_reports")
+DDL = """
+CREATE TABLE IF NOT EXISTS dispatch_queue (
+    message_id text PRIMARY KEY, client_id text NOT NULL, message_type text NOT NULL, priority integer NOT NULL,
+    "to" text NOT NULL, parts integer NOT NULL, enqueued_at double precision NOT NULL,
+    not_before double precision NOT NULL, attempts integer NOT NULL DEFAULT 0, sim_id text,
+    leased_by text, leased_until double precision);
+ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS turn bigint NOT NULL DEFAULT 0;
+ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS operator text;
+ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS failed_sims text[] NOT NULL DEFAULT '{}';
+ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS expires_at double precision;
+ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS leased_sim text;
+ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS unknown_since double precision;
+DROP INDEX IF EXISTS dispatch_queue_waiting;
+CREATE INDEX IF NOT EXISTS dispatch_queue_head ON dispatch_queue (priority, turn, enqueued_at) WHERE sim_id IS NULL;
+CREATE INDEX IF NOT EXISTS dispatch_queue_client_turn ON dispatch_queue (client_id, priority, turn);
+CREATE INDEX IF NOT EXISTS dispatch_queue_on_sim ON dispatch_queue (sim_id) WHERE sim_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS dispatch_queue_leased_sim ON dispatch_queue (leased_sim) WHERE leased_sim IS NOT NULL;
+CREATE INDEX IF NOT EXISTS dispatch_queue_expiring ON dispatch_queue (expires_at) WHERE sim_id IS NULL;
+CREATE TABLE IF NOT EXISTS sent_parts (
+    message_id text NOT NULL, part integer NOT NULL, sim_id text NOT NULL, mr integer NOT NULL, "to" text NOT NULL,
+    at double precision NOT NULL, PRIMARY KEY (message_id, part, at));
+CREATE INDEX IF NOT EXISTS sent_parts_sim ON sent_parts (sim_id, at);
+CREATE INDEX IF NOT EXISTS sent_parts_match ON sent_parts (sim_id, mr, "to", at);
+CREATE INDEX IF NOT EXISTS sent_parts_recipient ON sent_parts ("to", at);
+CREATE TABLE IF NOT EXISTS awaiting_reports (message_id text PRIMARY KEY, sent_at double precision NOT NULL);
+"""
+
+_ENQUEUE = """
 INSERT INTO dispatch_queue (message_id, client_id, message_type, priority, "to", operator, parts, enqueued_at,
                             not_before, expires_at, turn)
 VALUES (%(id)s, %(client)s, %(type)s, %(priority)s, %(to)s, %(operator)s, %(parts)s, %(at)s, %(at)s, %(expires)s,
         greatest((SELECT max(turn) + 1 FROM dispatch_queue WHERE client_id = %(client)s AND priority = %(priority)s),
                  (SELECT min(turn) FROM dispatch_queue WHERE priority = %(priority)s AND sim_id IS NULL), 0))
 """
+
+
+# The inline writers, run in the append's transaction (projections/store.py StatementBuffer).
+
+def enqueue(cur: Any, e: Any) -> None:
+    """An accepted message joins the queue (registry.py writes it with the debit)."""
+    cur.execute(_ENQUEUE, {
+        "id": e.originator_id, "client": e.client_id, "type": e.message_type, "priority": PRIORITY[e.message_type],
+        "to": e.to, "operator": of_number(e.to), "parts": e.segments, "at": e.at,
+        "expires": getattr(e, "expires_at", None)})
+
+
+def dequeue(cur: Any, e: Any) -> None:
+    """A failed or rejected message leaves the queue (registry.py writes it with the refund)."""
+    cur.execute("DELETE FROM dispatch_queue WHERE message_id = %s", (e.originator_id,))
+
+
+def _submitted(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE dispatch_queue SET sim_id = %s WHERE message_id = %s", (e.sim_id, e.originator_id))
+
+
+def _outcome_unknown(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE dispatch_queue SET unknown_since = %s WHERE message_id = %s", (e.at, e.originator_id))
+
+
+def _part_accepted(cur: Any, e: Any) -> None:
+    cur.execute('INSERT INTO sent_parts (message_id, part, sim_id, mr, "to", at) VALUES (%s, %s, %s, %s, %s, %s)',
+                (e.originator_id, e.part, e.sim_id, e.mr, e.to, e.at))
+
+
+def _requeued(cur: Any, e: Any) -> None:
+    failed_on = getattr(e, "sim_id", None)
+    cur.execute("UPDATE dispatch_queue SET sim_id = NULL, leased_by = NULL, leased_sim = NULL, leased_until = NULL,"
+                " attempts = attempts + 1, not_before = %s,"
+                " failed_sims = CASE WHEN %s::text IS NULL OR %s = ANY(failed_sims) THEN failed_sims"
+                " ELSE array_append(failed_sims, %s) END WHERE message_id = %s",
+                (e.not_before, failed_on, failed_on, failed_on, e.originator_id))
+
+
+def _sent(cur: Any, e: Any) -> None:
+    cur.execute("DELETE FROM dispatch_queue WHERE message_id = %s", (e.originator_id,))
+    cur.execute("INSERT INTO awaiting_reports (message_id, sent_at) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (e.originator_id, e.at))
+
+
+def _report_settled(cur: Any, e: Any) -> None:
+    cur.execute("DELETE FROM awaiting_reports WHERE message_id = %s", (e.originator_id,))
+
+
+# The events only these tables record; `Accepted`, `Failed` and `Rejected` are registry.py's.
+HANDLERS: dict[type, Callable[[Any, Any], None]] = {
+    Message.Submitted: _submitted, Message.OutcomeUnknown: _outcome_unknown, Message.PartAccepted: _part_accepted,
+    Message.Requeued: _requeued, Message.Sent: _sent, Message.Delivered: _report_settled,
+    Message.Undelivered: _report_settled, Message.ReportUnknown: _report_settled}
+
+
+# What the dispatcher asks
 
 _HEAD = """
 SELECT q.message_id, q.message_type, q.parts, q.operator, q.failed_sims, q.not_before, q.expires_at,
@@ -130,20 +219,6 @@ def last_sent_to(conn: Any, sim_id: str, number: str, since: float) -> str | Non
 def reports_overdue(conn: Any, sent_before: float) -> list[str]:
     return [r["message_id"] for r in conn.execute(
         "SELECT message_id FROM awaiting_reports WHERE sent_at <= %s", (sent_before,)).fetchall()]
-
-
-def open_reply(conn: Any, sim_id: str, sender: str, reference: int | None, total: int) -> str | None:
-    """A multi-part reply still gathering parts with this reference."""
-    row = conn.execute("SELECT id FROM replies WHERE sim_id = %s AND sender = %s AND reference IS NOT DISTINCT FROM %s"
-                       " AND total = %s AND received_at IS NULL AND total > 1 ORDER BY opened_at DESC LIMIT 1",
-                       (sim_id, sender, reference, total)).fetchone()
-    return row["id"] if row else None
-
-
-def replies_to_flush(conn: Any, opened_before: float, sim_ids: list[str]) -> list[str]:
-    return [r["id"] for r in conn.execute(
-        "SELECT id FROM replies WHERE received_at IS NULL AND opened_at <= %s AND sim_id = ANY(%s)",
-        (opened_before, sim_ids)).fetchall()]
 
 
 def listen(settings: Settings, wake: Callable[[str], None], stop: threading.Event) -> None:

@@ -1,6 +1,6 @@
 """Followed read models: each applies the log's events exactly once, in log order.
 
-A follower's position lives in `projection_positions` (owned here) and is updated in the
+Owns `projection_positions`.  A follower's position lives there and is updated in the
 same transaction as what it did with a batch; the position row is locked first, so two
 runners (or a runner and a replay) never handle the same event twice.  `positioned_step` is
 that step for any follower: the followed projections below, and the webhook sender

@@ -1,4 +1,6 @@
-"""Read model of message status: what GET /v1/sms/messages/:id returns (decisions §1)."""
+"""Read model of message status: what GET /v1/sms/messages/:id returns (decisions §1).
+
+Owns `messages`, a followed projection (follower.py)."""
 from __future__ import annotations
 
 from typing import Any, Callable

@@ -1,4 +1,6 @@
-"""Read model of OTP codes for operators and counters: state and attempts, never the code."""
+"""Read model of OTP codes for operators and counters: state and attempts, never the code.
+
+Owns `otps`, a followed projection (follower.py)."""
 from __future__ import annotations
 
 from typing import Any, Callable

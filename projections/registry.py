@@ -1,7 +1,21 @@
 """Inline read models of operator state: workspaces (with the balance ledger), clients, SIMs,
-the SMS switch.  Written in the transaction that appends their events (projections/store.py),
-so a key rotation or a disable takes effect at once in every API process, and rebuilt from
-the log by `sandesh replay registry` with the very same handlers.
+the SMS switch, and the inline writer that composes every inline read model.  Written in the
+transaction that appends their events (projections/store.py), so a key rotation or a disable
+takes effect at once in every API process, and rebuilt from the log by `sandesh replay
+registry` with the very same handlers.
+
+Owns `workspaces`, `clients`, `sims`, `sms_switch` and, for now, `idempotency_keys` (its
+queries are idempotency.py's; its DDL and writer move there once that module no longer imports
+IDEMPOTENCY_RETENTION from here, which would make a cycle).  Other modules read these tables:
+request_rate.py (the caller: clients, workspaces, sms_switch) and sim_health.py (the pool and
+the route rule: sims).
+
+The inline registry (`HANDLERS`, `DDL`, `TABLES`, `inline_writer`) is these tables and those
+of the other inline read models, each written by its owner's handlers: dispatch.py
+(`dispatch_queue`, `sent_parts`, `awaiting_reports`), inbound.py (`replies`), otp_limits.py
+(`otp_issues`), webhooks.py (`webhook_deliveries`).  An event several of them record is
+written here in a fixed order: an acceptance debits, keeps its key, then queues; a failure
+leaves the queue, then refunds.
 """
 from __future__ import annotations
 
@@ -10,24 +24,25 @@ from typing import Any, Callable
 import orjson
 from psycopg.types.json import Jsonb
 
-from . import dispatch, otp_limits, webhooks
+from . import dispatch, inbound, otp_limits, webhooks
 
 from sandesh.domain.client import Client
 from sandesh.domain.message import Message, accepted_reply
-from sandesh.domain.inbound import Reply
 from sandesh.domain.otp import Otp
-from sandesh.domain.operators import of_imsi, of_number
-from sandesh.domain.pacing import PRIORITY
+from sandesh.domain.operators import of_imsi
 from sandesh.domain.clock import iso
 from sandesh.domain.sim import Sim, SmsSwitch
 from sandesh.domain.workspace import Workspace
 
 NAME = "registry"
+OWN_TABLES = ("workspaces", "clients", "sims", "sms_switch", "idempotency_keys")
+# Every inline table, in the order `sandesh replay registry` locks them (projections/replay.py).
 TABLES = ("workspaces", "clients", "sims", "sms_switch", "idempotency_keys", "otp_issues", "dispatch_queue",
           "sent_parts", "replies", "awaiting_reports", *webhooks.TABLES)
+assert sorted(TABLES) == sorted((*OWN_TABLES, "otp_issues", *dispatch.TABLES, *inbound.TABLES, *webhooks.TABLES))
 IDEMPOTENCY_RETENTION = 24 * 3600  # interface §Limits
 
-DDL = """
+OWN_DDL = """
 CREATE TABLE IF NOT EXISTS workspaces (
     id text PRIMARY KEY, name text NOT NULL, status text NOT NULL,
     rates jsonb NOT NULL, types jsonb NOT NULL,
@@ -54,36 +69,8 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
     CONSTRAINT idempotency_keys_pkey PRIMARY KEY (client_id, key));
 CREATE TABLE IF NOT EXISTS sms_switch (
     id text PRIMARY KEY, enabled boolean NOT NULL, reason text, updated_at double precision);
-CREATE TABLE IF NOT EXISTS dispatch_queue (
-    message_id text PRIMARY KEY, client_id text NOT NULL, message_type text NOT NULL, priority integer NOT NULL,
-    "to" text NOT NULL, parts integer NOT NULL, enqueued_at double precision NOT NULL,
-    not_before double precision NOT NULL, attempts integer NOT NULL DEFAULT 0, sim_id text,
-    leased_by text, leased_until double precision);
-ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS turn bigint NOT NULL DEFAULT 0;
-ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS operator text;
-ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS failed_sims text[] NOT NULL DEFAULT '{}';
-ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS expires_at double precision;
-ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS leased_sim text;
-ALTER TABLE dispatch_queue ADD COLUMN IF NOT EXISTS unknown_since double precision;
-DROP INDEX IF EXISTS dispatch_queue_waiting;
-CREATE INDEX IF NOT EXISTS dispatch_queue_head ON dispatch_queue (priority, turn, enqueued_at) WHERE sim_id IS NULL;
-CREATE INDEX IF NOT EXISTS dispatch_queue_client_turn ON dispatch_queue (client_id, priority, turn);
-CREATE INDEX IF NOT EXISTS dispatch_queue_on_sim ON dispatch_queue (sim_id) WHERE sim_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS dispatch_queue_leased_sim ON dispatch_queue (leased_sim) WHERE leased_sim IS NOT NULL;
-CREATE INDEX IF NOT EXISTS dispatch_queue_expiring ON dispatch_queue (expires_at) WHERE sim_id IS NULL;
-CREATE TABLE IF NOT EXISTS sent_parts (
-    message_id text NOT NULL, part integer NOT NULL, sim_id text NOT NULL, mr integer NOT NULL, "to" text NOT NULL,
-    at double precision NOT NULL, PRIMARY KEY (message_id, part, at));
-CREATE INDEX IF NOT EXISTS sent_parts_sim ON sent_parts (sim_id, at);
-CREATE INDEX IF NOT EXISTS sent_parts_match ON sent_parts (sim_id, mr, "to", at);
-CREATE INDEX IF NOT EXISTS sent_parts_recipient ON sent_parts ("to", at);
-CREATE TABLE IF NOT EXISTS awaiting_reports (message_id text PRIMARY KEY, sent_at double precision NOT NULL);
-CREATE TABLE IF NOT EXISTS replies (
-    id text PRIMARY KEY, sim_id text NOT NULL, sender text NOT NULL, reference integer, total integer NOT NULL,
-    parts integer NOT NULL DEFAULT 0, opened_at double precision NOT NULL, received_at double precision,
-    client_id text, in_reply_to text, missing jsonb);
-CREATE INDEX IF NOT EXISTS replies_open ON replies (opened_at) WHERE received_at IS NULL;
-""" + otp_limits.ISSUES_DDL + webhooks.DDL
+"""
+DDL = OWN_DDL + dispatch.DDL + inbound.DDL + otp_limits.ISSUES_DDL + webhooks.DDL
 
 Handler = Callable[[Any, Any], None]
 HANDLERS: dict[type, Handler] = {}
@@ -274,81 +261,19 @@ def _remember_key(cur: Any, e: Any) -> None:
     )
 
 
-def _enqueue(cur: Any, e: Any) -> None:
-    cur.execute(dispatch.ENQUEUE, {
-        "id": e.originator_id, "client": e.client_id, "type": e.message_type, "priority": PRIORITY[e.message_type],
-        "to": e.to, "operator": of_number(e.to), "parts": e.segments, "at": e.at,
-        "expires": getattr(e, "expires_at", None)})
-
-
 @handles(Message.Accepted)
 def _message_accepted(cur: Any, e: Any) -> None:
     _debit(cur, e.workspace_id, e.cost)
     _remember_key(cur, e)
-    _enqueue(cur, e)
-
-
-@handles(Message.Submitted)
-def _message_submitted(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE dispatch_queue SET sim_id = %s WHERE message_id = %s", (e.sim_id, e.originator_id))
-
-
-@handles(Message.OutcomeUnknown)
-def _outcome_unknown(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE dispatch_queue SET unknown_since = %s WHERE message_id = %s", (e.at, e.originator_id))
-
-
-@handles(Message.PartAccepted)
-def _part_accepted(cur: Any, e: Any) -> None:
-    cur.execute('INSERT INTO sent_parts (message_id, part, sim_id, mr, "to", at) VALUES (%s, %s, %s, %s, %s, %s)',
-                (e.originator_id, e.part, e.sim_id, e.mr, e.to, e.at))
-
-
-@handles(Message.Requeued)
-def _message_requeued(cur: Any, e: Any) -> None:
-    failed_on = getattr(e, "sim_id", None)
-    cur.execute("UPDATE dispatch_queue SET sim_id = NULL, leased_by = NULL, leased_sim = NULL, leased_until = NULL,"
-                " attempts = attempts + 1, not_before = %s,"
-                " failed_sims = CASE WHEN %s::text IS NULL OR %s = ANY(failed_sims) THEN failed_sims"
-                " ELSE array_append(failed_sims, %s) END WHERE message_id = %s",
-                (e.not_before, failed_on, failed_on, failed_on, e.originator_id))
-
-
-@handles(Message.Sent)
-def _message_sent(cur: Any, e: Any) -> None:
-    cur.execute("DELETE FROM dispatch_queue WHERE message_id = %s", (e.originator_id,))
-    cur.execute("INSERT INTO awaiting_reports (message_id, sent_at) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                (e.originator_id, e.at))
-
-
-@handles(Message.Delivered, Message.Undelivered, Message.ReportUnknown)
-def _report_settled(cur: Any, e: Any) -> None:
-    cur.execute("DELETE FROM awaiting_reports WHERE message_id = %s", (e.originator_id,))
+    dispatch.enqueue(cur, e)
 
 
 @handles(Message.Failed, Message.Rejected)
 def _message_ended(cur: Any, e: Any) -> None:
     """Out of the queue; refunded when no segment was accepted by the network (decisions §1)."""
-    cur.execute("DELETE FROM dispatch_queue WHERE message_id = %s", (e.originator_id,))
+    dispatch.dequeue(cur, e)
     if e.refund:
         cur.execute("UPDATE workspaces SET balance = balance + %s WHERE id = %s", (e.refund, e.workspace_id))
-
-
-@handles(Reply.Opened)
-def _reply_opened(cur: Any, e: Any) -> None:
-    cur.execute("INSERT INTO replies (id, sim_id, sender, reference, total, opened_at) VALUES (%s, %s, %s, %s, %s, %s)",
-                (e.originator_id, e.sim_id, e.sender, e.reference, e.total, e.at))
-
-
-@handles(Reply.PartStored)
-def _reply_part(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE replies SET parts = parts + 1 WHERE id = %s", (e.originator_id,))
-
-
-@handles(Reply.Received)
-def _reply_received(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE replies SET received_at = %s, client_id = %s, in_reply_to = %s, missing = %s WHERE id = %s",
-                (e.at, e.client_id, e.in_reply_to, Jsonb(e.missing), e.originator_id))
 
 
 @handles(Otp.Issued)
@@ -356,14 +281,10 @@ def _otp_issued(cur: Any, e: Any) -> None:
     otp_limits.guard_issue(cur, e)
 
 
-HANDLERS.update(webhooks.HANDLERS)
-
-
-def apply(cur: Any, events: list[Any]) -> None:
-    for event in events:
-        handler = HANDLERS.get(type(event))
-        if handler is not None:
-            handler(cur, event)
+# The other inline read models' events, each recorded by one of them alone.
+for _owner in (dispatch, inbound, webhooks):
+    assert not HANDLERS.keys() & _owner.HANDLERS.keys(), f"{_owner.__name__}: an event written here already"
+    HANDLERS.update(_owner.HANDLERS)
 
 
 def inline_writer(events: list[Any]) -> Callable[[Any], None]:
@@ -378,7 +299,7 @@ def inline_writer(events: list[Any]) -> Callable[[Any], None]:
             if isinstance(event, Message.Accepted):
                 debits[event.workspace_id] = debits.get(event.workspace_id, 0) + event.cost
                 _remember_key(cur, event)
-                _enqueue(cur, event)
+                dispatch.enqueue(cur, event)
             else:
                 HANDLERS[type(event)](cur, event)
         if debits:
@@ -419,7 +340,7 @@ def sim_view(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def fetch_one(conn: Any, table: str, key: str, value: str) -> dict[str, Any] | None:
-    assert table in TABLES and key in {"id", "name"}
+    assert table in OWN_TABLES and key in {"id", "name"}
     with conn.cursor() as cur:
         cur.execute(f"SELECT * FROM {table} WHERE {key} = %s", (value,))
         return cur.fetchone()

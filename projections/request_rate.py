@@ -8,6 +8,9 @@ its whole per-second rate at once and then sends at that rate.
 client and workspace, the state a send is decided on, and whether the request is within the
 rate.  Only requests of an enabled client are counted.  `has_route` applies the route
 rule of `sim_health` with the route window the caller passes.
+
+Owns `request_rates`.  Reads, joined in `CALLER`: registry.py's `clients`, `workspaces`,
+`sms_switch` and `sims`, and sim_health.py's `sim_health`.
 """
 from __future__ import annotations
 
@@ -17,6 +20,12 @@ from typing import Any
 from .sim_health import HAS_ROUTE
 
 BURST_SECONDS = 1.0
+
+TABLES = ("request_rates",)
+DDL = """
+CREATE UNLOGGED TABLE IF NOT EXISTS request_rates (
+    client_id text PRIMARY KEY, tat double precision NOT NULL);
+"""
 
 CALLER = f"""
 WITH caller AS (

@@ -2,6 +2,9 @@
 read from it, and the pool as a dispatcher or an operator sees it.  Not a projection of the
 log: a dispatcher writes it on every heartbeat.
 
+Owns `sim_health`.  Reads, joined to it: registry.py's `sims` (the route rule, the pool) and
+dispatch.py's `sent_parts` (the parts each SIM used in the pacing window).
+
 A route (interface §POST /sms/send rule 5) is an enabled SIM, not quarantined, that a
 dispatcher reported healthy within the route window (`Settings.route_window`,
 SANDESH_ROUTE_WINDOW) of the service clock.  A SIM no dispatcher has reported on is no route:
@@ -12,6 +15,15 @@ from __future__ import annotations
 from typing import Any
 
 from sandesh.domain.pacing import WINDOW_SECONDS
+
+TABLES = ("sim_health",)
+DDL = """
+CREATE UNLOGGED TABLE IF NOT EXISTS sim_health (
+    sim_id text PRIMARY KEY, healthy boolean NOT NULL, registered boolean, signal_dbm integer,
+    iccid text, last_error text, dispatcher text, heartbeat_at double precision NOT NULL);
+ALTER TABLE sim_health ADD COLUMN IF NOT EXISTS reachable boolean NOT NULL DEFAULT true;
+ALTER TABLE sim_health ADD COLUMN IF NOT EXISTS unreachable_since double precision;
+"""
 
 # On `sim_health h`, with the parameters %(now)s and %(route_window)s.
 HEALTHY = "(h.healthy AND h.heartbeat_at > %(now)s - %(route_window)s)"

@@ -3,6 +3,8 @@
 Written inline with the deliveries' events, so the sender finds due deliveries without lag
 and several senders lease them with SKIP LOCKED.  Rows older than 7 days are forgotten
 (`purge`); the log keeps their events.
+
+Owns `webhook_deliveries`: its handlers are composed into registry.py's inline writer.
 """
 from __future__ import annotations
 

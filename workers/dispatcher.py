@@ -26,7 +26,7 @@ from sandesh.domain.inbound import ATTRIBUTION_WINDOW, FLUSH_AFTER, sender_numbe
 from sandesh.domain.pacing import PARTS_PER_WINDOW, otp_reserve
 from sandesh.domain.pdu import PduError, decode_deliver, decode_status_report
 from sandesh.domain.routing import Offer, Pool, Waiting, assign
-from sandesh.projections import dispatch, sim_health
+from sandesh.projections import dispatch, inbound, sim_health
 from sandesh.projections.runtime import Runtime
 from sandesh.projections.health import is_outage
 
@@ -249,7 +249,7 @@ class Dispatcher:
     def flush_replies(self) -> int:
         """Complete multi-part replies whose missing parts never came within 10 minutes."""
         with self.runtime.connection() as conn:
-            stale = dispatch.replies_to_flush(conn, self.app.clock.now() - FLUSH_AFTER, list(self.sims))
+            stale = inbound.replies_to_flush(conn, self.app.clock.now() - FLUSH_AFTER, list(self.sims))
         for reply_id in stale:
             self._finish_reply(reply_id)
         return len(stale)
@@ -313,7 +313,7 @@ class Dispatcher:
             return
         sender = sender_number(part.sender)
         with self.runtime.connection() as conn:
-            open_reply = dispatch.open_reply(conn, worker.id, sender, part.reference, part.total)
+            open_reply = inbound.open_reply(conn, worker.id, sender, part.reference, part.total)
         reply = self.app.store_reply_part(open_reply, worker.id, sender, part.reference, part.total,
                                           part.sequence, part.text)
         worker.modem.delete_stored(index)

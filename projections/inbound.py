@@ -1,0 +1,63 @@
+"""Replies from phones (docs/design.md; decisions §3): the `replies` table.
+
+Owns `replies`: an inline read model written by the handlers below in the transaction that
+appends the reply's events (composed into registry.py's inline writer, rebuilt by `sandesh
+replay registry`), and the queries on it: a multi-part reply still gathering parts, those to
+complete by force, and the operator's list.  A reply's text is kept only in the encrypted log.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from psycopg.types.json import Jsonb
+
+from sandesh.domain.inbound import Reply
+
+TABLES = ("replies",)
+DDL = """
+CREATE TABLE IF NOT EXISTS replies (
+    id text PRIMARY KEY, sim_id text NOT NULL, sender text NOT NULL, reference integer, total integer NOT NULL,
+    parts integer NOT NULL DEFAULT 0, opened_at double precision NOT NULL, received_at double precision,
+    client_id text, in_reply_to text, missing jsonb);
+CREATE INDEX IF NOT EXISTS replies_open ON replies (opened_at) WHERE received_at IS NULL;
+"""
+
+
+def _opened(cur: Any, e: Any) -> None:
+    cur.execute("INSERT INTO replies (id, sim_id, sender, reference, total, opened_at) VALUES (%s, %s, %s, %s, %s, %s)",
+                (e.originator_id, e.sim_id, e.sender, e.reference, e.total, e.at))
+
+
+def _part_stored(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE replies SET parts = parts + 1 WHERE id = %s", (e.originator_id,))
+
+
+def _received(cur: Any, e: Any) -> None:
+    cur.execute("UPDATE replies SET received_at = %s, client_id = %s, in_reply_to = %s, missing = %s WHERE id = %s",
+                (e.at, e.client_id, e.in_reply_to, Jsonb(e.missing), e.originator_id))
+
+
+HANDLERS: dict[type, Callable[[Any, Any], None]] = {
+    Reply.Opened: _opened, Reply.PartStored: _part_stored, Reply.Received: _received}
+
+
+def open_reply(conn: Any, sim_id: str, sender: str, reference: int | None, total: int) -> str | None:
+    """A multi-part reply still gathering parts with this reference."""
+    row = conn.execute("SELECT id FROM replies WHERE sim_id = %s AND sender = %s AND reference IS NOT DISTINCT FROM %s"
+                       " AND total = %s AND received_at IS NULL AND total > 1 ORDER BY opened_at DESC LIMIT 1",
+                       (sim_id, sender, reference, total)).fetchone()
+    return row["id"] if row else None
+
+
+def replies_to_flush(conn: Any, opened_before: float, sim_ids: list[str]) -> list[str]:
+    """Replies of these SIMs opened before `opened_before` whose missing parts never came."""
+    return [r["id"] for r in conn.execute(
+        "SELECT id FROM replies WHERE received_at IS NULL AND opened_at <= %s AND sim_id = ANY(%s)",
+        (opened_before, sim_ids)).fetchall()]
+
+
+def received(conn: Any, unattributed: bool, limit: int) -> list[dict[str, Any]]:
+    """The latest complete replies, newest first; only those attributed to no client if `unattributed`."""
+    return conn.execute(
+        "SELECT * FROM replies WHERE received_at IS NOT NULL AND (NOT %s OR client_id IS NULL)"
+        " ORDER BY received_at DESC LIMIT %s", (unattributed, limit)).fetchall()
