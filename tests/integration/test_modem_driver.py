@@ -8,8 +8,8 @@ import pytest
 from sandesh.domain.cms import Action, classify
 from sandesh.domain.pdu import decode_deliver, decode_status_report, encode_submit
 from sandesh.scripts.emulator import Emulator
-from sandesh.workers.modem import (CmsError, CommandTimeout, Modem, ModemError, PortGone, SimNotReady, Timeouts,
-                           Unsolicited)
+from sandesh.workers.modem import (CmsError, CommandTimeout, Modem, ModemError, PortGone, PromptTimeout, SimNotReady,
+                                   Timeouts, Unsolicited)
 
 TO = "9779812345678"
 QUICK = Timeouts(command=1.0, prompt=1.0, submit=1.5)
@@ -100,8 +100,9 @@ def test_multipart_gsm7_with_escapes_and_ucs2_with_emoji(emulator, modem):
 
 def test_unsolicited_lines_between_a_command_and_its_ok_are_classified(emulator, modem, events):
     emulator.modems[0].interleave("RING", "^RSSI: 17", '+CMTI: "SM",3')
-    assert modem.command("AT+CSQ")[0].startswith("+CSQ:")
-    assert events.wait_for("RING") and events.wait_for("^RSSI") and events.wait_for("+CMTI:")
+    assert modem.command("AT+CSQ") == [f"+CSQ: {emulator.modems[0].rssi},99"]  # the answer alone, not the others
+    events.wait_for("+CMTI:")
+    assert [e.line for e in events.items] == ["RING", "^RSSI: 17", '+CMTI: "SM",3']
 
 
 def test_inbound_parts_out_of_order_and_duplicated_are_all_read_then_deleted(emulator, modem, events):
@@ -132,9 +133,10 @@ def test_cms_errors_are_raised_with_their_code_and_the_next_send_works(emulator,
 
 def test_a_plain_error_answer_raises(emulator, modem):
     emulator.modems[0].fail_next("AT+CSQ", "ERROR")
-    with pytest.raises(ModemError):
+    with pytest.raises(ModemError, match=r"^ERROR after AT\+CSQ$") as raised:
         modem.command("AT+CSQ")
-    assert modem.command("AT+CSQ")
+    assert type(raised.value) is ModemError  # not a CMS/CME error nor a timeout
+    assert modem.command("AT+CSQ") == [f"+CSQ: {emulator.modems[0].rssi},99"]  # the next command is answered
 
 
 def test_silence_times_out_and_recovery_brings_the_modem_back(emulator, modem):
@@ -218,6 +220,8 @@ def test_one_sims_trouble_never_blocks_another(emulator, events):
         send(healthy, f"healthy {i}")
     assert time.monotonic() - started < 1.0
     blocked.join()
+    # a silent modem never shows the prompt: the send times out before any part left (safe to send elsewhere)
+    assert [type(f.value) for f in failures] == [PromptTimeout]
     emulator.modems[0].silence(0)
     assert [m["text"] for m in emulator.received] == ["healthy 0", "healthy 1", "healthy 2"]
     for driver in (stuck, healthy):
