@@ -12,7 +12,7 @@ import orjson
 import pytest
 import stripe
 
-from sandesh.domain.clock import iso
+from sandesh.domain.clock import iso, parse_iso
 from sandesh.domain.sending import parse_send
 from sandesh.domain.signature import SignatureError, verify_signature
 from sandesh.domain.webhook import DELAYS
@@ -183,14 +183,20 @@ def test_an_attributed_reply_is_a_message_inbound_event(runtime, hooked, sender)
     message = hooked.send()
     part = app.store_reply_part(None, "sim_test", message.to[3:], 7, 2, 2, " thanks!")
     app.store_reply_part(part.id, "sim_test", message.to[3:], 7, 2, 1, "Got it,")
+    finished_from = runtime.clock.now()
     reply = app.finish_reply(part.id, app.message(message.id))
+    finished_by = runtime.clock.now()
     unattributed = app.store_reply_part(None, "sim_test", "NTC", None, 1, 1, "Balance low")
     app.finish_reply(unattributed.id, None)
     deliver(sender)
     [inbound] = hooked.received(1)
     assert inbound.headers["x-service-event"] == "message.inbound"
-    assert body(inbound) == {"type": "message.inbound", "id": reply.id, "from": "+" + message.to,
-                             "text": "Got it, thanks!", "at": body(inbound)["at"], "inReplyTo": message.id}
+    got = body(inbound)
+    assert got == {"type": "message.inbound", "id": reply.id, "from": "+" + message.to,
+                   "text": "Got it, thanks!", "at": got["at"], "inReplyTo": message.id}
+    # "at" is when the reply was complete, to the millisecond (ISO 8601 UTC)
+    assert got["at"].endswith("Z") and finished_from - 0.001 <= parse_iso(got["at"]) <= finished_by + 0.001, (
+        got["at"], finished_from, finished_by)
 
 
 def test_a_client_without_a_webhook_url_gets_no_deliveries(runtime, workspace, receiver, sender):
@@ -266,15 +272,18 @@ def test_rotation_with_grace_signs_new_first_then_old_until_the_grace_ends(runti
     t, first, second = header.split(",")
     assert first.startswith("v1=") and second.startswith("v1=")
     now = runtime.clock.now()
-    assert verify_signature(new, f"{t},{first}", during.body, now=now)
-    assert verify_signature(old, f"{t},{second}", during.body, now=now)
+    stamp = int(t.removeprefix("t="))
+    assert verify_signature(new, f"{t},{first}", during.body, now=now) == stamp
+    assert verify_signature(old, f"{t},{second}", during.body, now=now) == stamp
+    with pytest.raises(SignatureError):  # new first, then old: not the other way round
+        verify_signature(old, f"{t},{first}", during.body, now=now)
     assert stripe.WebhookSignature.verify_header(during.body.decode(), header, old, tolerance=None)
     advance(runtime, 3601)
     lifecycle(runtime, hooked.send(), ("fail", "x"))
     deliver(sender)
     after = hooked.received(2)[1].headers["x-service-signature"]
     assert after.count("v1=") == 1
-    assert verify_signature(new, after, hooked.received(2)[1].body, now=runtime.clock.now())
+    assert verify_signature(new, after, hooked.received(2)[1].body, now=runtime.clock.now()) == int(after[2:].split(",")[0])
     with pytest.raises(SignatureError):
         verify_signature(old, after, hooked.received(2)[1].body, now=runtime.clock.now())
 
@@ -286,7 +295,7 @@ def test_rotation_with_grace_0_stops_the_old_secret_at_once(runtime, hooked, sen
     [request] = hooked.received(1)
     header = request.headers["x-service-signature"]
     assert header.count("v1=") == 1
-    assert verify_signature(new, header, request.body, now=runtime.clock.now())
+    assert verify_signature(new, header, request.body, now=runtime.clock.now()) == int(header[2:].split(",")[0])
     with pytest.raises(SignatureError):
         verify_signature(hooked.secret, header, request.body, now=runtime.clock.now())
 
@@ -343,7 +352,8 @@ def test_a_receiver_down_for_10_minutes_gets_the_delivery_on_the_next_retry_afte
     row = attempts_until(runtime, sender, hooked, 5)  # at 0 s, 10 s, 40 s, 2 min 40 s, 12 min 40 s
     assert (row["state"], row["attempts"]) == ("waiting", 5)
     assert runtime.clock.now() - started >= 600, "down for 10 minutes"
-    assert all(a["statusCode"] is None and a["error"] for a in row["history"])
+    assert [(a["attempt"], a["statusCode"]) for a in row["history"]] == [(n, None) for n in range(1, 6)]
+    assert [("Connection refused" in a["error"]) for a in row["history"]] == [True] * 5, row["history"]
     back = Receiver(tmp_path, port=port, ca=receiver.ca)
     try:
         row = attempts_until(runtime, sender, hooked, 2)  # the next one, on schedule (30 min later)
@@ -419,13 +429,13 @@ def test_list_show_redeliver_and_7_days_of_history(runtime, hooked, sender, sand
     [line] = [line for line in map(orjson.loads, sandesh.run("audit", "--client", hooked.id).stdout.splitlines())
               if line["action"] == "webhook.redelivered"]
     assert line["details"]["redelivered_as"] == again["id"]
-    assert line["clientId"] == hooked.id and line["actor"]
+    assert line["clientId"] == hooked.id and line["actor"] == "tester"  # the operator who ran the command ($USER)
     advance(runtime, 7 * 24 * 3600 + 60)
     sender.purged_at = 0
     deliver(sender)
     assert sandesh("webhooks", "list", "--client", hooked.id)["deliveries"] == []
     gone = sandesh.run("webhooks", "show", dead["id"])
-    assert gone.returncode != 0 and "last 7 days" in gone.stderr
+    assert gone.returncode == 2 and f"no webhook delivery {dead['id']!r} in the last 7 days" in gone.stderr
     assert runtime.app.delivery(dead["id"]).attempts == 3, "the log keeps the events"
 
 
