@@ -5,9 +5,7 @@ from typing import Any, Callable, ContextManager
 
 import falcon
 
-from sandesh.projections import counters
-
-_WORKSPACE = "SELECT status, balance, rates, types FROM workspaces WHERE id = %s"
+from sandesh.projections import counters, registry
 
 
 class Balance:
@@ -19,7 +17,7 @@ class Balance:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         caller = req.context.caller
         with self.connection() as conn:
-            workspace = conn.execute(_WORKSPACE, (caller.workspace_id,), prepare=True).fetchone()
+            workspace = registry.workspace_balance(conn, caller.workspace_id)
             client_counters = counters.for_client(conn, caller.client_id)
         resp.media = {
             "workspaceStatus": workspace["status"],

@@ -346,3 +346,48 @@ def fetch_one(conn: Any, table: str, key: str, value: str) -> dict[str, Any] | N
         return cur.fetchone()
 
 
+
+# Queries of the API, the workers and the operator command.
+
+def find_sim(conn: Any, key: str, value: str) -> dict[str, Any] | None:
+    """The SIM with this id, name or ICCID."""
+    assert key in {"id", "name", "iccid"}
+    return conn.execute(f"SELECT * FROM sims WHERE {key} = %s", (value,)).fetchone()
+
+
+def workspace_balance(conn: Any, workspace_id: str) -> dict[str, Any] | None:
+    """What GET /v1/sms/balance shows of the caller's workspace (prepared: read on every call)."""
+    return conn.execute("SELECT status, balance, rates, types FROM workspaces WHERE id = %s", (workspace_id,),
+                        prepare=True).fetchone()
+
+
+def workspaces(conn: Any) -> list[dict[str, Any]]:
+    return conn.execute("SELECT * FROM workspaces ORDER BY created_at").fetchall()
+
+
+def clients(conn: Any, workspace_id: str | None) -> list[dict[str, Any]]:
+    """Every client, or a workspace's, oldest first."""
+    return conn.execute("SELECT * FROM clients WHERE %(ws)s::text IS NULL OR workspace_id = %(ws)s ORDER BY created_at",
+                        {"ws": workspace_id}).fetchall()
+
+
+def any_client(conn: Any) -> bool:
+    return conn.execute("SELECT 1 FROM clients LIMIT 1").fetchone() is not None
+
+
+def any_sim_not_named(conn: Any, prefix: str) -> bool:
+    """Whether a SIM is registered whose name does not start with `prefix` (no LIKE wildcards in it)."""
+    return conn.execute("SELECT 1 FROM sims WHERE name NOT LIKE %s LIMIT 1", (prefix + "%",)).fetchone() is not None
+
+
+def webhook_url(conn: Any, client_id: str) -> str | None:
+    """The client's webhook URL, if it has one (on a connection or a transaction's cursor)."""
+    row = conn.execute("SELECT webhook_url FROM clients WHERE id = %s", (client_id,)).fetchone()
+    return row["webhook_url"] if row else None
+
+
+def webhook_target(conn: Any, client_id: str) -> dict[str, Any] | None:
+    """The client's webhook URL and sealed secrets: the current one, and the previous one with
+    the end of its grace period."""
+    return conn.execute("SELECT webhook_url, secret_sealed, previous_secret_sealed, previous_secret_until"
+                        " FROM clients WHERE id = %s", (client_id,)).fetchone()

@@ -98,7 +98,7 @@ def workspace_show(args: argparse.Namespace, settings: Settings, actor: str) -> 
 
 def workspace_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime, runtime.connection() as conn:
-        rows = conn.execute("SELECT * FROM workspaces ORDER BY created_at").fetchall()
+        rows = registry.workspaces(conn)
     emit({"workspaces": [registry.workspace_view(r) for r in rows]})
     return 0
 
@@ -158,9 +158,7 @@ def client_show(args: argparse.Namespace, settings: Settings, actor: str) -> int
 
 def client_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime, runtime.connection() as conn:
-        rows = conn.execute(
-            "SELECT * FROM clients WHERE %(ws)s::text IS NULL OR workspace_id = %(ws)s ORDER BY created_at",
-            {"ws": args.workspace}).fetchall()
+        rows = registry.clients(conn, args.workspace)
     emit({"clients": [registry.client_view(r) for r in rows]})
     return 0
 
@@ -241,11 +239,11 @@ def sms_enable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 
 def inbound_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     """Replies, their attribution, and their text (kept only in the encrypted log)."""
+    from sandesh.projections import inbound
+
     with opened(settings) as runtime:
         with runtime.connection() as conn:
-            rows = conn.execute(
-                "SELECT * FROM replies WHERE received_at IS NOT NULL AND (NOT %s OR client_id IS NULL)"
-                " ORDER BY received_at DESC LIMIT %s", (args.unattributed, args.limit)).fetchall()
+            rows = inbound.received(conn, args.unattributed, args.limit)
         emit({"replies": [{"id": r["id"], "simId": r["sim_id"], "from": r["sender"],
                            "text": runtime.app.reply(r["id"]).text, "parts": r["parts"], "total": r["total"],
                            "missingParts": r["missing"], "clientId": r["client_id"], "inReplyTo": r["in_reply_to"],

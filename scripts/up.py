@@ -53,12 +53,13 @@ def _write_local_env(values: dict[str, str]) -> None:
 
 
 def _demo_client(settings: Settings, actor: str) -> dict[str, str] | None:
+    from sandesh.projections import registry
     from sandesh.scripts.bootstrap import bootstrap
 
     runtime = bootstrap(settings, pool_size=2)
     try:
         with runtime.connection() as conn:
-            if conn.execute("SELECT 1 FROM clients LIMIT 1").fetchone():
+            if registry.any_client(conn):
                 return None
         app = runtime.app
         workspace = app.create_workspace("Demo", None, {}, actor)
@@ -111,5 +112,7 @@ def _only_emulated_sims(settings: Settings) -> bool:
     """No SIM registered, or only the emulator's: `up` (re)starts the emulator (decisions §5)."""
     import psycopg
 
+    from sandesh.projections import registry
+
     with psycopg.connect(settings.database_url) as conn:
-        return conn.execute("SELECT 1 FROM sims WHERE name NOT LIKE 'emu-%' LIMIT 1").fetchone() is None
+        return not registry.any_sim_not_named(conn, "emu-")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sandesh.projections import registry
 from sandesh.projections.runtime import Runtime
 
 from .modem import Identity, Modem
@@ -29,10 +30,10 @@ def place(runtime: Runtime, name: str, port: str, actor: str, baud: int = 115200
     with runtime.connection() as conn:
         row = None
         if identity.iccid:
-            row = conn.execute("SELECT * FROM sims WHERE iccid = %s", (identity.iccid,)).fetchone()
+            row = registry.find_sim(conn, "iccid", identity.iccid)
         if row is None:
-            row = conn.execute("SELECT * FROM sims WHERE name = %s", (name,)).fetchone()
+            row = registry.find_sim(conn, "name", name)
     sim = runtime.app.place_sim(row["id"] if row else None, name, port, baud, None, actor)
     runtime.app.identify_sim(sim.id, identity.iccid, identity.imsi)
     with runtime.connection() as conn:
-        return conn.execute("SELECT * FROM sims WHERE id = %s", (sim.id,)).fetchone()
+        return registry.find_sim(conn, "id", sim.id)

@@ -28,7 +28,7 @@ from sandesh.domain.signature import sign
 from sandesh.domain.topics import topics_of
 from sandesh.domain.webhook import (DEAD, DELIVERED, HISTORY, INBOUND, SOURCES, STATUS, TIMEOUT, USER_AGENT,
                             WEBHOOK_STATUS, WebhookDelivery, inbound_event, new_delivery, status_event)
-from sandesh.projections import follower, webhooks
+from sandesh.projections import follower, registry, webhooks
 from sandesh.projections.runtime import Runtime
 
 from . import webhook_guard
@@ -163,8 +163,7 @@ class WebhookSender:
         """The client's URL and secrets as they are now: the new secret first, then the previous
         one while its rotation's grace period lasts (interface §Secret rotation)."""
         with self.runtime.connection() as conn:
-            row = conn.execute("SELECT webhook_url, secret_sealed, previous_secret_sealed, previous_secret_until"
-                               " FROM clients WHERE id = %s", (client_id,)).fetchone()
+            row = registry.webhook_target(conn, client_id)
         if row is None or not row["webhook_url"]:
             return None
         secrets = [self.app.sealer.open(row["secret_sealed"])]
@@ -204,9 +203,7 @@ class _Batch:
 
     def has_url(self, client_id: str) -> bool:
         if client_id not in self.urls:
-            self.cur.execute("SELECT webhook_url FROM clients WHERE id = %s", (client_id,))
-            row = self.cur.fetchone()
-            self.urls[client_id] = bool(row and row["webhook_url"])
+            self.urls[client_id] = bool(registry.webhook_url(self.cur, client_id))
         return self.urls[client_id]
 
     def message(self, message_id: str) -> Message:
