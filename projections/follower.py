@@ -76,23 +76,18 @@ def step(runtime: Runtime, projection: ModuleType, limit: int = BATCH) -> int:
                            lambda cur, batch: apply_batch(runtime, cur, projection, batch), limit)
 
 
-def catch_up(runtime: Runtime, names: list[str] | None = None) -> int:
+def catch_up(runtime: Runtime) -> int:
+    """Apply every followed projection's waiting events; returns how many were applied."""
     total = 0
-    for name in names or list(FOLLOWED):
-        while applied := step(runtime, FOLLOWED[name]):
+    for projection in FOLLOWED.values():
+        while applied := step(runtime, projection):
             total += applied
     return total
 
 
-def run(runtime: Runtime, stop: threading.Event, names: list[str] | None = None,
-        on_idle: Callable[[], None] | None = None) -> None:
+def run(runtime: Runtime, stop: threading.Event) -> None:
     """Follow the log until `stop` is set."""
-    def step() -> None:
-        catch_up(runtime, names)
-        if on_idle:
-            on_idle()
-
-    follow(runtime, stop, step, idle_wait=1.0)
+    follow(runtime, stop, lambda: catch_up(runtime), idle_wait=1.0)
 
 
 def follow(runtime: Runtime, stop: threading.Event, step: Callable[[], None], *, idle_wait: float) -> None:

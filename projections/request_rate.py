@@ -21,7 +21,6 @@ from .sim_health import HAS_ROUTE
 
 BURST_SECONDS = 1.0
 
-TABLES = ("request_rates",)
 DDL = """
 CREATE UNLOGGED TABLE IF NOT EXISTS request_rates (
     client_id text PRIMARY KEY, tat double precision NOT NULL);

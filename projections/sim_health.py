@@ -16,7 +16,6 @@ from typing import Any
 
 from sandesh.domain.pacing import WINDOW_SECONDS
 
-TABLES = ("sim_health",)
 DDL = """
 CREATE UNLOGGED TABLE IF NOT EXISTS sim_health (
     sim_id text PRIMARY KEY, healthy boolean NOT NULL, registered boolean, signal_dbm integer,

@@ -61,11 +61,6 @@ def lease_due(conn: Any, now: float, limit: int, lease: float) -> list[str]:
     return [row["id"] for row in rows]
 
 
-def next_due(conn: Any) -> float | None:
-    row = conn.execute("SELECT min(next_at) AS at FROM webhook_deliveries WHERE next_at IS NOT NULL").fetchone()
-    return row["at"] if row else None
-
-
 def purge(conn: Any, now: float) -> int:
     return conn.execute("DELETE FROM webhook_deliveries WHERE created_at < %s", (now - HISTORY,)).rowcount
 
