@@ -22,7 +22,7 @@ RESEND_COOLDOWN = 60
 PURPOSE_MAX = 64
 
 ACTIVE, LOCKED, USED, EXPIRED = "active", "locked", "used", "expired"
-VERIFIED, INVALID_CODE, TOO_MANY_ATTEMPTS, NO_ACTIVE_OTP = "verified", "invalid_code", "too_many_attempts", "no_active_otp"
+INVALID_CODE, TOO_MANY_ATTEMPTS, NO_ACTIVE_OTP = "invalid_code", "too_many_attempts", "no_active_otp"
 
 
 def otp_id(client_id: str, to: str, purpose: str) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from . import phone
+from .otp import PURPOSE_MAX
 from .segments import MAX_SEGMENTS, segment
 from .types import MESSAGE_TYPES
 
@@ -145,8 +146,8 @@ def _purpose_problems(purpose: Any) -> list[Problem]:
         return [Problem(["purpose"], "purpose is required", "required")]
     if not isinstance(purpose, str):
         return [Problem(["purpose"], "purpose must be a string", "invalid_type")]
-    if not 1 <= len(purpose) <= 64 or not purpose.strip():
-        return [Problem(["purpose"], "purpose must be 1 to 64 characters", "invalid_length")]
+    if not 1 <= len(purpose) <= PURPOSE_MAX or not purpose.strip():
+        return [Problem(["purpose"], f"purpose must be 1 to {PURPOSE_MAX} characters", "invalid_length")]
     return []
 
 

@@ -28,7 +28,6 @@ DELAYS = (10, 30, 120, 600, 1800, 3600, 10800)  # after attempts 1-7 (decisions 
 HISTORY = 7 * 24 * 3600        # the read model forgets older deliveries; the log keeps them
 
 ATTEMPTING, WAITING, DELIVERED, DEAD = "attempting", "waiting", "delivered", "dead"
-STATES = (ATTEMPTING, WAITING, DELIVERED, DEAD)
 
 # Which message events are sent, as which webhook status (interface §message.status).  Submitted
 # maps to `sent` but fires nothing: `sent` fires once every part is accepted (decisions §2).

@@ -110,7 +110,6 @@ class Modem:
         self._lock = threading.Lock()
         self._reader: threading.Thread | None = None
         self._stop = threading.Event()
-        self._echo: str | None = None
         self.gone = False
 
     # The port and its reader
