@@ -2,7 +2,8 @@
 
 A request with a key holds a session advisory lock on (client, key) while it runs, so a
 concurrent twin sees "still running" (409).  The record itself is written by the append that
-accepts the message (registry.idempotency_keys), so key, message and charge commit together;
+accepts the message (`remember`, called by the registry's inline writer), so key, message and
+charge commit together;
 its primary key is the backstop when two requests race past the lock check.
 """
 from __future__ import annotations
@@ -10,9 +11,35 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Callable, ContextManager, Iterator
 
+import orjson
+
+from sandesh.domain.message import accepted_reply
 from sandesh.domain.ports import Claim, Prior
 
-from .registry import IDEMPOTENCY_RETENTION
+IDEMPOTENCY_RETENTION = 24 * 3600  # interface §Limits
+TABLES = ("idempotency_keys",)
+DDL = """
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+    client_id text NOT NULL, key text NOT NULL, request_hash text NOT NULL, message_id text NOT NULL,
+    response text NOT NULL, created_at double precision NOT NULL,
+    CONSTRAINT idempotency_keys_pkey PRIMARY KEY (client_id, key));
+"""
+
+
+def remember(cur: Any, e: Any) -> None:
+    """Inside the append of a Message.Accepted (the registry's inline writer): keep its key with
+    the 202 body; the primary key refuses a second commit under the same key."""
+    if e.idempotency_key is None:
+        return
+    cur.execute("DELETE FROM idempotency_keys WHERE client_id = %s AND key = %s AND created_at <= %s",
+                (e.client_id, e.idempotency_key, e.at - IDEMPOTENCY_RETENTION))
+    reply = accepted_reply(e.originator_id, e.message_type, e.segments, e.encoding, e.cost,
+                           getattr(e, "expires_at", None))
+    cur.execute(
+        "INSERT INTO idempotency_keys (client_id, key, request_hash, message_id, response, created_at)"
+        " VALUES (%s, %s, %s, %s, %s, %s)",
+        (e.client_id, e.idempotency_key, e.request_hash, e.originator_id, orjson.dumps(reply).decode(), e.at),
+    )
 
 
 def prior(conn: Any, client_id: str, key: str, now: float) -> Prior | None:

@@ -4,15 +4,14 @@ transaction that appends their events (projections/store.py), so a key rotation 
 takes effect at once in every API process, and rebuilt from the log by `sandesh replay
 registry` with the very same handlers.
 
-Owns `workspaces`, `clients`, `sims`, `sms_switch` and, for now, `idempotency_keys` (its
-queries are idempotency.py's; its DDL and writer move there once that module no longer imports
-IDEMPOTENCY_RETENTION from here, which would make a cycle).  Other modules read these tables:
+Owns `workspaces`, `clients`, `sims`, `sms_switch`.  Other modules read these tables:
 request_rate.py (the caller: clients, workspaces, sms_switch) and sim_health.py (the pool and
 the route rule: sims).
 
 The inline registry (`HANDLERS`, `DDL`, `TABLES`, `inline_writer`) is these tables and those
 of the other inline read models, each written by its owner's handlers: dispatch.py
-(`dispatch_queue`, `sent_parts`, `awaiting_reports`), inbound.py (`replies`), otp_limits.py
+(`dispatch_queue`, `sent_parts`, `awaiting_reports`), idempotency.py (`idempotency_keys`),
+inbound.py (`replies`), otp_limits.py
 (`otp_issues`), webhooks.py (`webhook_deliveries`).  An event several of them record is
 written here in a fixed order: an acceptance debits, keeps its key, then queues; a failure
 leaves the queue, then refunds.
@@ -21,13 +20,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import orjson
 from psycopg.types.json import Jsonb
 
-from . import dispatch, inbound, otp_limits, webhooks
+from . import dispatch, idempotency, inbound, otp_limits, webhooks
 
 from sandesh.domain.client import Client
-from sandesh.domain.message import Message, accepted_reply
+from sandesh.domain.message import Message
 from sandesh.domain.otp import Otp
 from sandesh.domain.operators import of_imsi
 from sandesh.domain.clock import iso
@@ -35,12 +33,12 @@ from sandesh.domain.sim import Sim, SmsSwitch
 from sandesh.domain.workspace import Workspace
 
 NAME = "registry"
-OWN_TABLES = ("workspaces", "clients", "sims", "sms_switch", "idempotency_keys")
+OWN_TABLES = ("workspaces", "clients", "sims", "sms_switch")
 # Every inline table, in the order `sandesh replay registry` locks them (projections/replay.py).
 TABLES = ("workspaces", "clients", "sims", "sms_switch", "idempotency_keys", "otp_issues", "dispatch_queue",
           "sent_parts", "replies", "awaiting_reports", *webhooks.TABLES)
-assert sorted(TABLES) == sorted((*OWN_TABLES, "otp_issues", *dispatch.TABLES, *inbound.TABLES, *webhooks.TABLES))
-IDEMPOTENCY_RETENTION = 24 * 3600  # interface §Limits
+assert sorted(TABLES) == sorted((*OWN_TABLES, *idempotency.TABLES, "otp_issues", *dispatch.TABLES, *inbound.TABLES,
+                                 *webhooks.TABLES))
 
 OWN_DDL = """
 CREATE TABLE IF NOT EXISTS workspaces (
@@ -63,14 +61,10 @@ ALTER TABLE sims ADD COLUMN IF NOT EXISTS operator text;
 ALTER TABLE sims ADD COLUMN IF NOT EXISTS quarantine text;
 ALTER TABLE sims ADD COLUMN IF NOT EXISTS quarantine_reason text;
 ALTER TABLE sims ADD COLUMN IF NOT EXISTS state_since double precision;
-CREATE TABLE IF NOT EXISTS idempotency_keys (
-    client_id text NOT NULL, key text NOT NULL, request_hash text NOT NULL, message_id text NOT NULL,
-    response text NOT NULL, created_at double precision NOT NULL,
-    CONSTRAINT idempotency_keys_pkey PRIMARY KEY (client_id, key));
 CREATE TABLE IF NOT EXISTS sms_switch (
     id text PRIMARY KEY, enabled boolean NOT NULL, reason text, updated_at double precision);
 """
-DDL = OWN_DDL + dispatch.DDL + inbound.DDL + otp_limits.ISSUES_DDL + webhooks.DDL
+DDL = OWN_DDL + idempotency.DDL + dispatch.DDL + inbound.DDL + otp_limits.ISSUES_DDL + webhooks.DDL
 
 Handler = Callable[[Any, Any], None]
 HANDLERS: dict[type, Handler] = {}
@@ -247,24 +241,10 @@ def _debit_many(cur: Any, debits: dict[str, int]) -> None:
     cur.execute(_DEBIT_MANY, {"ids": ids, "amounts": [debits[i] for i in ids]})
 
 
-def _remember_key(cur: Any, e: Any) -> None:
-    if e.idempotency_key is None:
-        return
-    cur.execute("DELETE FROM idempotency_keys WHERE client_id = %s AND key = %s AND created_at <= %s",
-                (e.client_id, e.idempotency_key, e.at - IDEMPOTENCY_RETENTION))
-    reply = accepted_reply(e.originator_id, e.message_type, e.segments, e.encoding, e.cost,
-                           getattr(e, "expires_at", None))
-    cur.execute(
-        "INSERT INTO idempotency_keys (client_id, key, request_hash, message_id, response, created_at)"
-        " VALUES (%s, %s, %s, %s, %s, %s)",
-        (e.client_id, e.idempotency_key, e.request_hash, e.originator_id, orjson.dumps(reply).decode(), e.at),
-    )
-
-
 @handles(Message.Accepted)
 def _message_accepted(cur: Any, e: Any) -> None:
     _debit(cur, e.workspace_id, e.cost)
-    _remember_key(cur, e)
+    idempotency.remember(cur, e)
     dispatch.enqueue(cur, e)
 
 
@@ -298,7 +278,7 @@ def inline_writer(events: list[Any]) -> Callable[[Any], None]:
         for event in relevant:
             if isinstance(event, Message.Accepted):
                 debits[event.workspace_id] = debits.get(event.workspace_id, 0) + event.cost
-                _remember_key(cur, event)
+                idempotency.remember(cur, event)
                 dispatch.enqueue(cur, event)
             else:
                 HANDLERS[type(event)](cur, event)
