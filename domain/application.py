@@ -21,8 +21,8 @@ from .clock import Clock, iso
 from .client import (DEFAULT_GRACE_HOURS, DEFAULT_RATE_LIMIT, Client, check_brand,
                      check_rate_limit, check_webhook_url)
 from .credentials import new_api_key, new_webhook_secret, sha256_hex, shown_prefix
-from .errors import (IdempotencyConflict, IdempotencyKeyTaken, InsufficientBalance, InvalidInput, NameTaken,
-                     NotFound, OtpLimited, Refused)
+from .errors import (Contended, IdempotencyConflict, IdempotencyKeyTaken, InsufficientBalance, InvalidInput,
+                     InvalidTransition, NameTaken, NotFound, OtpLimited, Refused)
 from .inbound import Reply
 from .message import Message, accept, accepted_reply
 from .otp import LIFETIME as OTP_LIFETIME, RESEND_COOLDOWN, Otp, Outcome, NO_ACTIVE_OTP, code_text, hash_code, new_code, otp_id
@@ -64,6 +64,18 @@ class Sent:
     """The 202 body of a send (JSON), and whether it replays an earlier request's."""
     body: bytes
     replayed: bool = False
+
+
+SEND, RELEASE, SKIP = "send", "release", "skip"
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What a SIM does with a message it leased: SEND it (`message` is submitted to it),
+    RELEASE the lease (the message is no longer queued), or SKIP it (it expired, recorded,
+    or another SIM submitted it first)."""
+    action: str
+    message: Message | None = None
 
 
 @dataclass(frozen=True)
@@ -408,9 +420,69 @@ class Sandesh(Application[str]):
     def message(self, message_id: str) -> Message | None:
         return self._find(message_id, Message)
 
+    # Sending: the dispatcher's steps (workers/dispatcher.py, workers/sim_worker.py)
+    def change_message(self, message_id: str, change: Callable[[Message], None]) -> Message:
+        """Apply `change` to the message as the log has it now and append what it decided.
+        The sender and the status-report reader both write to a message: a version conflict
+        means the other one wrote first, so read it again."""
+        for _ in range(10):
+            message = self._get(message_id, Message, "message")
+            change(message)
+            try:
+                self.save(message)
+                return message
+            except IntegrityError:
+                continue
+        raise Contended(f"could not record a change to {message_id}")
+
+    def submit_message(self, message_id: str, sim_id: str) -> Submission:
+        """A SIM is about to send a message it leased.  Submitted is recorded before the first
+        AT+CMGS, so a message is never sent twice blindly (decisions §3)."""
+        message = self.message(message_id)
+        if message is None or message.status != "queued":
+            return Submission(RELEASE)
+        now = self.clock.now()
+        if message.expired(now):  # it ran out while leased: not sent either
+            self.change_message(message_id, lambda m: m.expire(at=now))
+            return Submission(SKIP)
+        message.submit(sim_id, at=now)
+        try:
+            self.save(message)
+        except IntegrityError:
+            return Submission(SKIP)  # another SIM submitted it first (its lease had been handed back)
+        return Submission(SEND, message)
+
     # Webhook deliveries
     def delivery(self, delivery_id: str) -> WebhookDelivery:
         return self._get(delivery_id, WebhookDelivery, "webhook delivery")
+
+    def add_deliveries(self, deliveries: list[WebhookDelivery]) -> None:
+        """Append new deliveries; an id that exists already (the same message and status again,
+        or a batch read again after a crash) is skipped."""
+        pending: dict[str, list[Any]] = {}
+        for delivery in deliveries:
+            pending.setdefault(delivery.id, delivery.collect_events())  # the first of each id in a batch
+        if not pending:
+            return
+        try:
+            self.append_events([e for events in pending.values() for e in events])
+        except IntegrityError:
+            for events in pending.values():
+                try:
+                    self.append_events(events)
+                except IntegrityError:
+                    pass
+
+    def record_attempt(self, delivery: WebhookDelivery, status_code: int | None, error: str | None,
+                       duration: float) -> WebhookDelivery:
+        """One POST of `delivery` (as loaded before it was made), recorded; InvalidTransition
+        when another sender attempted it at the same time."""
+        delivery.attempted(status_code, error, duration, at=self.clock.now())
+        try:
+            self.save(delivery)
+        except IntegrityError:
+            raise InvalidTransition(f"{delivery.id} was attempted by another sender at the same time") from None
+        return delivery
 
     def redeliver(self, delivery_id: str, actor: str) -> WebhookDelivery:
         """A new delivery of the same event body, with a new id (audited)."""

@@ -17,6 +17,10 @@ class InvalidTransition(DomainError):
     pass
 
 
+class Contended(DomainError):
+    """A change lost every race for the aggregate's version it was retried on."""
+
+
 class GuardRefused(DomainError):
     """A guard of the store (a CHECK, a unique key, a window limit) refused the whole append.
     The store raises these subclasses itself (projections/store.py, GUARDS); nothing matches

@@ -20,8 +20,7 @@ import time
 import uuid
 from typing import Any, Callable
 
-from eventsourcing.persistence import IntegrityError
-
+from sandesh.domain.errors import Contended
 from sandesh.domain.inbound import ATTRIBUTION_WINDOW, FLUSH_AFTER, sender_number
 from sandesh.domain.pacing import PARTS_PER_WINDOW, otp_reserve
 from sandesh.domain.pdu import PduError, decode_deliver, decode_status_report
@@ -191,18 +190,11 @@ class Dispatcher:
         return len(pairs)
 
     def record(self, message_id: str, change: Callable[[Any], None]) -> Any:
-        """Apply `change` to the message as the log has it now and append what it decided.
-        The sender and the status-report reader both write to a message: a version conflict
-        means the other one wrote first, so read it again."""
-        for _ in range(10):
-            message = self.app.message(message_id)
-            change(message)
-            try:
-                self.app.save(message)
-                return message
-            except IntegrityError:
-                continue
-        raise ModemError(f"could not record a change to {message_id}")
+        """Apply `change` to the message and append what it decided (Sandesh.change_message)."""
+        try:
+            return self.app.change_message(message_id, change)
+        except Contended as error:
+            raise ModemError(str(error)) from None
 
     def reconcile(self, sim_id: str) -> int:
         """Messages left `submitted` on this SIM by a dispatcher that stopped mid-send: the

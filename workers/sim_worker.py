@@ -17,9 +17,7 @@ import time
 from collections import deque
 from typing import Any, Callable, Protocol
 
-from eventsourcing.persistence import IntegrityError
-
-from sandesh.domain.application import Sandesh
+from sandesh.domain.application import RELEASE, SEND, Sandesh, Submission
 from sandesh.domain.cms import REPEATS_BEFORE_QUARANTINE, Action, classify
 from sandesh.domain.operators import of_imsi
 from sandesh.domain.pacing import capacity
@@ -282,20 +280,14 @@ class SimWorker:
     # Sending
 
     def _send(self, message_id: str) -> None:
-        message = self.app.message(message_id)
-        if not self.usable or message is None or message.status != "queued":
+        submission = self.app.submit_message(message_id, self.id) if self.usable else Submission(RELEASE)
+        if submission.action == RELEASE:
             with self.runtime.connection() as conn:
                 dispatch.release(conn, [message_id])
             return
-        now = self.app.clock.now()
-        if message.expired(now):  # it ran out while leased: not sent either
-            self.dispatcher.record(message_id, lambda m: m.expire(at=now))
+        if submission.action != SEND:
             return
-        message.submit(self.id, at=now)
-        try:
-            self.app.save(message)  # recorded before the first AT+CMGS: never sent twice blindly
-        except IntegrityError:
-            return  # another SIM submitted it first (its lease had been handed back): not ours
+        message, now = submission.message, self.app.clock.now()
         parts = encode_submit(message.to, message.text, reference=random.randrange(256),
                               validity_minutes=message.validity_minutes(now))
         for number, part in enumerate(parts, start=1):

@@ -19,9 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import requests
-from eventsourcing.persistence import IntegrityError
 
-from sandesh.domain.errors import InvalidTransition
 from sandesh.domain.inbound import Reply
 from sandesh.domain.message import Message
 from sandesh.domain.signature import sign
@@ -62,7 +60,7 @@ class WebhookSender:
     def _deliveries_of(self, cur: Any, batch: list[Any]) -> None:
         now, known = self.clock.now(), _Batch(self.app, cur)
         deliveries = [d for n in batch if (d := self._delivery(known, self.app.mapper.to_domain_event(n), now))]
-        self._create(deliveries)
+        self.app.add_deliveries(deliveries)
 
     @staticmethod
     def _delivery(known: "_Batch", event: Any, now: float) -> WebhookDelivery | None:
@@ -79,23 +77,6 @@ class WebhookSender:
         status = WEBHOOK_STATUS[type(event)]
         body = status_event(message, status, event.at, getattr(event, "error", None))
         return new_delivery(message.client_id, STATUS, message.id, status, body, at=now)
-
-    def _create(self, deliveries: list[WebhookDelivery]) -> None:
-        """Append the new deliveries; an id that exists already (the same message and status
-        again, or a batch replayed after a crash) is skipped."""
-        pending: dict[str, list[Any]] = {}
-        for delivery in deliveries:
-            pending.setdefault(delivery.id, delivery.collect_events())  # the first of each id in a batch
-        if not pending:
-            return
-        try:
-            self.app.append_events([e for events in pending.values() for e in events])
-        except IntegrityError:
-            for events in pending.values():
-                try:
-                    self.app.append_events(events)
-                except IntegrityError:
-                    pass
 
     # Attempts
     def dispatch(self) -> int:
@@ -127,11 +108,7 @@ class WebhookSender:
         if delivery.state in (DELIVERED, DEAD):
             return delivery.state
         status_code, error, duration = self.post(delivery)
-        delivery.attempted(status_code, error, duration, at=self.clock.now())
-        try:
-            self.app.save(delivery)
-        except IntegrityError:
-            raise InvalidTransition(f"{delivery_id} was attempted by another sender at the same time") from None
+        self.app.record_attempt(delivery, status_code, error, duration)
         log.info("%s %s attempt %d: %s", delivery.id, delivery.event_type, delivery.attempts,
                  status_code if status_code is not None else error)
         return delivery.state
