@@ -16,6 +16,7 @@ import orjson
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.persistence import IntegrityError
 
+from . import history
 from .audit import ACTIONS, audit_line
 from .clock import Clock, iso
 from .client import (DEFAULT_GRACE_HOURS, DEFAULT_RATE_LIMIT, Client, check_brand,
@@ -32,7 +33,7 @@ from .sending import OtpSendRequest, OtpVerifyRequest, SendRequest, cost as send
 from .sim import SMS_SWITCH_ID, Sim, SmsSwitch, check_sim_name
 from .topics import topics_of
 from .types import MESSAGE_TYPES, default_rates
-from .webhook import WebhookDelivery, new_delivery
+from .webhook import WEBHOOK_STATUS, WebhookDelivery, delivery_id, new_delivery
 from .workspace import Workspace
 
 
@@ -493,6 +494,33 @@ class Sandesh(Application[str]):
         original.redelivered(client_id=original.client_id, redelivered_as=again.id, actor=actor, at=now)
         self.save(original, again)
         return again
+
+    # What happened to a message
+    def message_history(self, message_id: str, reply_ids: list[str],
+                        webhook_url_of: Callable[[str], str | None]) -> dict[str, Any]:
+        """The message's whole life from the log, oldest first (domain/history.py): its own
+        events, every webhook delivery of it and its attempts, and the replies attributed to it
+        (`reply_ids`, from the replies read model).  `webhook_url_of(client_id)`: the client's
+        webhook URL, for the host of each attempt."""
+        message = self.message(message_id)
+        if message is None:
+            raise NotFound(f"no message {message_id!r}")
+        webhook_url = webhook_url_of(message.client_id)
+        deliveries = []
+        to_read = [delivery_id(message_id, status) for status in sorted(set(WEBHOOK_STATUS.values()))]
+        while to_read:  # each status's delivery, then every redelivery an operator asked for
+            delivery = self._find(to_read.pop(0), WebhookDelivery)
+            if delivery is None:
+                continue
+            events = self._events(delivery.id)
+            deliveries.append((delivery, events))
+            to_read += [e.redelivered_as for e in events if isinstance(e, WebhookDelivery.Redelivered)]
+        replies = [self._events(reply_id) for reply_id in reply_ids]
+        return {"messageId": message.id, "workspaceId": message.workspace_id, "clientId": message.client_id,
+                "events": history.entries(self._events(message_id), deliveries, replies, webhook_url)}
+
+    def _events(self, originator_id: str) -> list[Any]:
+        return [self.mapper.to_domain_event(stored) for stored in self.recorder.select_events(originator_id)]
 
     # The audit trail
     def operator_events(self) -> Iterator[Any]:

@@ -20,6 +20,7 @@ CREATE TABLE IF NOT EXISTS replies (
     parts integer NOT NULL DEFAULT 0, opened_at double precision NOT NULL, received_at double precision,
     client_id text, in_reply_to text, missing jsonb);
 CREATE INDEX IF NOT EXISTS replies_open ON replies (opened_at) WHERE received_at IS NULL;
+CREATE INDEX IF NOT EXISTS replies_in_reply_to ON replies (in_reply_to) WHERE in_reply_to IS NOT NULL;
 """
 
 
@@ -61,3 +62,9 @@ def received(conn: Any, unattributed: bool, limit: int) -> list[dict[str, Any]]:
     return conn.execute(
         "SELECT * FROM replies WHERE received_at IS NOT NULL AND (NOT %s OR client_id IS NULL)"
         " ORDER BY received_at DESC LIMIT %s", (unattributed, limit)).fetchall()
+
+
+def replies_to(conn: Any, message_id: str) -> list[str]:
+    """The replies attributed to this message, oldest first (`sandesh message history`)."""
+    return [r["id"] for r in conn.execute(
+        "SELECT id FROM replies WHERE in_reply_to = %s ORDER BY received_at", (message_id,)).fetchall()]

@@ -112,6 +112,11 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--unattributed", action="store_true", help="only replies no client could be found for")
     c.add_argument("--limit", type=positive_int, default=50, metavar="N")
 
+    msg = sub.add_parser("message", help="what happened to a message").add_subparsers(dest="command", required=True)
+    msg.add_parser("history", help="the message's whole life from the log, oldest first: acceptance, submits "
+                               "(SIM, parts, TP-MR), requeues, status reports, refunds, replies, every webhook "
+                               "attempt").add_argument("message", metavar="MESSAGE_ID")
+
     wh = sub.add_parser("webhooks", help="webhook deliveries of the last 7 days").add_subparsers(dest="command",
                                                                                                 required=True)
     c = wh.add_parser("list", help="deliveries, newest first, with their last attempt")

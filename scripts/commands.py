@@ -251,6 +251,16 @@ def inbound_list(args: argparse.Namespace, settings: Settings, actor: str) -> in
     return 0
 
 
+def message_history(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    """`sandesh message history MESSAGE_ID`: one JSON object; exit 2 when no such message."""
+    from sandesh.projections import inbound
+
+    with opened(settings) as runtime, runtime.connection() as conn:
+        emit(runtime.app.message_history(args.message, inbound.replies_to(conn, args.message),
+                                         lambda client_id: registry.webhook_url(conn, client_id)))
+    return 0
+
+
 def webhooks_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     from sandesh.projections import webhooks
 
@@ -436,6 +446,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("sms", "disable"): sms_disable,
     ("sms", "enable"): sms_enable,
     ("inbound", "list"): inbound_list,
+    ("message", "history"): message_history,
     ("webhooks", "list"): webhooks_list,
     ("webhooks", "show"): webhooks_show,
     ("webhooks", "redeliver"): webhooks_redeliver,

@@ -15,7 +15,7 @@ import stripe
 from sandesh.domain.clock import iso, parse_iso
 from sandesh.domain.sending import parse_send
 from sandesh.domain.signature import SignatureError, verify_signature
-from sandesh.domain.webhook import DELAYS
+from sandesh.domain.webhook import DELAYS, delivery_id
 from sandesh.projections.db import advance_clock
 from sandesh.scripts.bench.common import funded_workspace
 from tests.conftest import ROOT
@@ -527,3 +527,70 @@ def test_through_emulated_modems_a_send_ends_delivered_and_a_reply_arrives_as_me
         finally:
             stop.set()
             dispatcher.close()
+
+
+def test_message_history_tells_the_whole_life_from_the_log(runtime, workspace, receiver, sender, sandesh):
+    """`sandesh message history`: acceptance with its key, submits, parts with their TP-MR, a
+    requeue with its reason, status reports, the attributed reply, and every webhook attempt
+    (host, HTTP status, delay), oldest first; no API key or webhook secret anywhere."""
+    app = runtime.app
+    path = f"/hooks/{next(_paths)}"
+    client, key, secret = app.create_client(workspace, "History", receiver.url(path), 1000, "t")
+    receiver.answer(path, 503, 200)  # the first attempt fails, the retry is delivered
+    request, _ = parse_send({"to": f"97798{next(_numbers):08d}", "text": "Your order 42 shipped"})
+    message = app.send(client.id, workspace, request, 100, "order-42", "hash-42")
+    lifecycle(runtime, message, ("submit",), ("requeue", "CMS 38: network out of order"), ("submit",), ("accept",),
+              ("report", 0))
+    reply = app.store_reply_part(None, "sim_test", message.to[3:], None, 1, 1, "Thanks")
+    app.finish_reply(reply.id, app.message(message.id))
+    deliver(sender)
+    advance(runtime, 11)  # past the first retry's delay
+    deliver(sender)
+    app.redeliver(delivery_id(message.id, "delivered"), "tester")
+    deliver(sender)
+
+    done = sandesh.run("message", "history", message.id)
+    assert done.returncode == 0, done.stderr
+    assert key not in done.stdout and secret not in done.stdout
+    history = orjson.loads(done.stdout)
+    assert (history["messageId"], history["workspaceId"], history["clientId"]) == (message.id, workspace, client.id)
+    events = history["events"]
+    assert [e["at"] for e in events] == sorted(e["at"] for e in events)
+    own = [e for e in events if not e["type"].startswith("webhook_") and e["type"] != "inbound"]
+    assert [e["type"] for e in own] == ["accepted", "submitted", "requeued", "submitted", "part_accepted", "sent",
+                                        "status_report", "delivered"]
+    accepted, _, requeued, submitted, part, *_ = own
+    assert {k: accepted[k] for k in ("messageType", "text", "segments", "cost", "idempotencyKey")} == {
+        "messageType": "transactional", "text": "Your order 42 shipped", "segments": 1, "cost": 100,
+        "idempotencyKey": "order-42"}
+    assert requeued["reason"] == "CMS 38: network out of order"
+    assert (submitted["simId"], part["simId"], part["part"], part["messageReference"]) == ("sim_test", "sim_test", 1, 18)
+    [inbound] = [e for e in events if e["type"] == "inbound"]
+    assert (inbound["replyId"], inbound["text"], inbound["from"]) == (reply.id, "Thanks", "+" + message.to)
+    attempts = [e for e in events if e["type"] == "webhook_attempt"]
+    by_status = {}
+    for attempt in attempts:
+        by_status.setdefault(attempt["status"], []).append(attempt["httpStatus"])
+    # queued (after the requeue), sent and delivered each: first try 503 for the first one
+    # attempted, then 200; the redelivery of `delivered` is one more 200
+    assert sorted(by_status) == ["delivered", "queued", "sent"]
+    assert sum(len(codes) for codes in by_status.values()) == 5
+    assert sorted(c for codes in by_status.values() for c in codes) == [200, 200, 200, 200, 503]
+    assert {a["host"] for a in attempts} == {"localhost"}
+    retried = [a for a in attempts if a["attempt"] == 2]
+    assert len(retried) == 1 and retried[0]["delay"] >= 10  # the retry waited out its 10 s delay
+    [redelivered] = [e for e in events if e["type"] == "webhook_redelivered"]
+    assert redelivered["actor"] == "tester" and redelivered["deliveryId"] == delivery_id(message.id, "delivered")
+
+
+def test_message_history_never_shows_an_otp_code_and_refuses_an_unknown_id(runtime, workspace, sandesh):
+    client, _, _ = runtime.app.create_client(workspace, "Codes", None, 1000, "t")
+    request, _ = parse_send({"to": f"97798{next(_numbers):08d}", "text": "Your code is 913274", "messageType": "otp"})
+    message = runtime.app.send(client.id, workspace, request, 100)
+    done = sandesh.run("message", "history", message.id)
+    assert done.returncode == 0, done.stderr
+    assert "913274" not in done.stdout
+    [accepted] = orjson.loads(done.stdout)["events"]
+    assert (accepted["type"], accepted["messageType"], accepted["text"]) == ("accepted", "otp", None)
+    unknown = sandesh.run("message", "history", "msg_nope")
+    assert (unknown.returncode, unknown.stdout, unknown.stderr) == (2, "", "sandesh: no message 'msg_nope'\n")
