@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -25,8 +26,10 @@ RATE = 100  # paisa per segment
 
 
 @pytest.fixture(scope="module")
-def postgres(tmp_path_factory):
-    server = PrivatePostgres(tmp_path_factory.mktemp("private-pg") / "pg")
+def postgres():
+    # Not under pytest's own temporary folder: any pytest that starts on this machine sets that
+    # folder back to mode 0700, which locks out the server's `pgserver` user mid-run.
+    server = PrivatePostgres(Path(tempfile.mkdtemp(prefix="sandesh-private-pg-")))
     server.start()
     yield server
     server.remove()
