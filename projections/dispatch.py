@@ -35,6 +35,8 @@ NOTIFY_POOL = f"NOTIFY {CHANNEL}, '{POOL}'"
 NOTIFY_CLOCK = f"NOTIFY {CHANNEL}, '{CLOCK}'"
 
 TABLES = ("dispatch_queue", "sent_parts", "awaiting_reports")
+# Written by the dispatcher's lease, not by events: `sandesh replay --check` leaves them out.
+WORKING_COLUMNS = {"dispatch_queue": ("leased_by", "leased_sim", "leased_until")}
 DDL = """
 CREATE TABLE IF NOT EXISTS dispatch_queue (
     message_id text PRIMARY KEY, client_id text NOT NULL, message_type text NOT NULL, priority integer NOT NULL,

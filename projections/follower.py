@@ -33,9 +33,11 @@ def topics(projection: ModuleType) -> list[str]:
     return topics_of(projection.HANDLERS)
 
 
-def read_batch(runtime: Runtime, topics: list[str], after: int, limit: int = BATCH) -> list[Any]:
-    """The next `limit` notifications of these topics after position `after`."""
-    return runtime.app.recorder.select_notifications(start=after, limit=limit, topics=topics,
+def read_batch(runtime: Runtime, topics: list[str], after: int, limit: int = BATCH,
+               upto: int | None = None) -> list[Any]:
+    """The next `limit` notifications of these topics after position `after` (and, given
+    `upto`, not past it)."""
+    return runtime.app.recorder.select_notifications(start=after, limit=limit, stop=upto, topics=topics,
                                                       inclusive_of_start=False)
 
 
@@ -50,6 +52,12 @@ def lock_position(cur: Any, name: str) -> int:
     cur.execute("INSERT INTO projection_positions (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING", (name,))
     return cur.execute("SELECT position FROM projection_positions WHERE name = %s FOR UPDATE",
                        (name,)).fetchone()["position"]
+
+
+def read_position(cur: Any, name: str) -> int:
+    """The follower's position, as the transaction's snapshot has it (0 before its first step)."""
+    row = cur.execute("SELECT position FROM projection_positions WHERE name = %s", (name,)).fetchone()
+    return row["position"] if row else 0
 
 
 def set_position(cur: Any, name: str, position: int) -> None:

@@ -64,6 +64,8 @@ ALTER TABLE sims ADD COLUMN IF NOT EXISTS state_since double precision;
 CREATE TABLE IF NOT EXISTS sms_switch (
     id text PRIMARY KEY, enabled boolean NOT NULL, reason text, updated_at double precision);
 """
+WORKING_COLUMNS = {**dispatch.WORKING_COLUMNS, **webhooks.WORKING_COLUMNS}
+RETAINED = webhooks.RETAINED
 DDL = OWN_DDL + idempotency.DDL + dispatch.DDL + inbound.DDL + otp_limits.ISSUES_DDL + webhooks.DDL
 
 Handler = Callable[[Any, Any], None]

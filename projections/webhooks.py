@@ -16,6 +16,16 @@ from sandesh.domain.clock import iso
 from sandesh.domain.webhook import HISTORY, WebhookDelivery
 
 TABLES = ("webhook_deliveries",)
+# Written by the sender's lease, not by events: `sandesh replay --check` leaves it out.
+WORKING_COLUMNS = {"webhook_deliveries": ("leased_until",)}
+
+
+def retained(now: float) -> str:
+    """The rows the live model keeps (`purge` drops older ones; a replay makes them again)."""
+    return f"created_at >= {float(now - HISTORY)!r}"
+
+
+RETAINED = {"webhook_deliveries": retained}
 DDL = """
 CREATE TABLE IF NOT EXISTS webhook_deliveries (
     id text PRIMARY KEY, client_id text NOT NULL, event_type text NOT NULL, subject text NOT NULL,

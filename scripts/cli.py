@@ -150,6 +150,9 @@ def parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("replay", help="rebuild read models from the log, beside the live ones, then swap")
     r.add_argument("names", nargs="*", metavar="PROJECTION", help="registry, messages, counters, otps (default: all)")
+    r.add_argument("--check", action="store_true",
+                   help="rebuild beside the live tables and compare them row for row without swapping; prints "
+                        "rows compared and rows that differ per table, exits 1 when any differ")
 
     em = sub.add_parser("emulator", help="virtual GSM modems on pseudo-terminals, for development and tests")
     em.add_argument("--sims", type=positive_int, default=2, metavar="N", help="how many modems (default 2)")

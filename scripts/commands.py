@@ -374,6 +374,10 @@ def replay(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     if unknown:
         raise InvalidInput(f"unknown projection {unknown[0]!r}; expected some of {', '.join(rebuild.NAMES)}")
     with opened(settings) as runtime:
+        if args.check:
+            result = rebuild.check(runtime, args.names or list(rebuild.NAMES))
+            emit(result)
+            return 0 if result["ok"] else 1
         emit(rebuild.replay(runtime, args.names or list(rebuild.NAMES)))
     return 0
 
