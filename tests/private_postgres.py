@@ -37,6 +37,9 @@ class PrivatePostgres:
 
             user = ensure_user_exists("pgserver")
             ensure_prefix_permissions(root)
+            # the binaries sit in the checkout's .venv, whose folders may be 0700 (a clone made in
+            # `mktemp -d`): the server's user must be able to reach them, as `sandesh up` makes sure
+            ensure_prefix_permissions(POSTGRES_BIN_PATH)
             ensure_folder_permissions(POSTGRES_BIN_PATH, 0o055)
             for path in (root, self.sockets):
                 os.chown(path, user.pw_uid, user.pw_gid)
