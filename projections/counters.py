@@ -13,6 +13,8 @@ from typing import Any, Callable
 from sandesh.domain.message import Message
 from sandesh.domain.otp import Otp
 
+from .rows import Add, Rows, Table
+
 NAME = "counters"
 TABLES = ("client_counters", "counted_messages")
 COLUMNS = {"sent": "sent", "delivered": "delivered", "undelivered": "undelivered", "failed": "failed",
@@ -25,34 +27,33 @@ CREATE TABLE IF NOT EXISTS client_counters (
 CREATE TABLE IF NOT EXISTS counted_messages (message_id text PRIMARY KEY, client_id text NOT NULL);
 """
 
-HANDLERS: dict[type, Callable[[Any, Any], None]] = {}
+ROWS = {"client_counters": Table("client_counters", ("client_id",)),
+        "counted_messages": Table("counted_messages", ("message_id",))}
+HANDLERS: dict[type, Callable[[Rows, Any], None]] = {}
 
 
-def _add(cur: Any, client_id: str, **amounts: int) -> None:
-    columns = ", ".join(amounts)
-    updates = ", ".join(f"{c} = client_counters.{c} + excluded.{c}" for c in amounts)
-    cur.execute(f"INSERT INTO client_counters (client_id, {columns}) VALUES (%s, {', '.join(['%s'] * len(amounts))})"
-                f" ON CONFLICT (client_id) DO UPDATE SET {updates}", (client_id, *amounts.values()))
+def _add(rows: Rows, client_id: str, **amounts: int) -> None:
+    rows.insert("client_counters", {"client_id": client_id, **{c: Add(n) for c, n in amounts.items()}},
+                on_conflict="update")
 
 
-def _accepted(cur: Any, e: Any) -> None:
-    _add(cur, e.client_id, sent=1, segments=e.segments, spent=e.cost)
-    cur.execute("INSERT INTO counted_messages (message_id, client_id) VALUES (%s, %s)", (e.originator_id, e.client_id))
+def _accepted(rows: Rows, e: Any) -> None:
+    _add(rows, e.client_id, sent=1, segments=e.segments, spent=e.cost)
+    rows.insert("counted_messages", {"message_id": e.originator_id, "client_id": e.client_id})
 
 
 HANDLERS[Message.Accepted] = _accepted
-HANDLERS[Message.Delivered] = lambda cur, e: _add(cur, _client_of(cur, e), delivered=1)
-HANDLERS[Message.Undelivered] = lambda cur, e: _add(cur, _client_of(cur, e), undelivered=1)
-HANDLERS[Message.Failed] = lambda cur, e: _add(cur, _client_of(cur, e), failed=1, spent=-e.refund)
+HANDLERS[Message.Delivered] = lambda rows, e: _add(rows, _client_of(rows, e), delivered=1)
+HANDLERS[Message.Undelivered] = lambda rows, e: _add(rows, _client_of(rows, e), undelivered=1)
+HANDLERS[Message.Failed] = lambda rows, e: _add(rows, _client_of(rows, e), failed=1, spent=-e.refund)
 HANDLERS[Message.Rejected] = HANDLERS[Message.Failed]
-HANDLERS[Otp.Issued] = lambda cur, e: _add(cur, e.client_id, otp_sent=1)
-HANDLERS[Otp.Verified] = lambda cur, e: _add(cur, e.client_id, otp_verified=1)
+HANDLERS[Otp.Issued] = lambda rows, e: _add(rows, e.client_id, otp_sent=1)
+HANDLERS[Otp.Verified] = lambda rows, e: _add(rows, e.client_id, otp_verified=1)
 
 
-def _client_of(cur: Any, e: Any) -> str:
+def _client_of(rows: Rows, e: Any) -> str:
     """Status events do not repeat the client: the counters keep who sent each message."""
-    cur.execute("SELECT client_id FROM counted_messages WHERE message_id = %s", (e.originator_id,))
-    return cur.fetchone()["client_id"]
+    return rows.get("counted_messages", (e.originator_id,), "client_id")
 
 
 def zero() -> dict[str, int]:

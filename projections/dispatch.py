@@ -26,6 +26,8 @@ from sandesh.domain.operators import of_number
 from sandesh.domain.pacing import PRIORITY, WINDOW_SECONDS
 from sandesh.domain.settings import Settings
 
+from .rows import Add, AppendNew, Computed, Ordered, Rows, Table
+
 log = logging.getLogger("sandesh.dispatch")
 
 CHANNEL = "sandesh_dispatch"
@@ -64,64 +66,74 @@ CREATE INDEX IF NOT EXISTS sent_parts_recipient ON sent_parts ("to", at);
 CREATE TABLE IF NOT EXISTS awaiting_reports (message_id text PRIMARY KEY, sent_at double precision NOT NULL);
 """
 
-_ENQUEUE = """
-INSERT INTO dispatch_queue (message_id, client_id, message_type, priority, "to", operator, parts, enqueued_at,
-                            not_before, expires_at, turn)
-VALUES (%(id)s, %(client)s, %(type)s, %(priority)s, %(to)s, %(operator)s, %(parts)s, %(at)s, %(at)s, %(expires)s,
-        greatest((SELECT max(turn) + 1 FROM dispatch_queue WHERE client_id = %(client)s AND priority = %(priority)s),
-                 (SELECT min(turn) FROM dispatch_queue WHERE priority = %(priority)s AND sim_id IS NULL), 0))
-"""
+ROWS = {
+    "dispatch_queue": Table("dispatch_queue", ("message_id",), (
+        Ordered("client_turns", ("client_id", "priority"), "turn"),
+        Ordered("waiting_turns", ("priority",), "turn", where=lambda row: row["sim_id"] is None))),
+    "sent_parts": Table("sent_parts", ("message_id", "part", "at")),
+    "awaiting_reports": Table("awaiting_reports", ("message_id",)),
+}
+
+
+def _turn(client_id: str, priority: int) -> Computed:
+    """One more than the client's last turn of this priority in the queue, and never below the
+    turn the queue is serving now (the lowest waiting one)."""
+    def compute(memory: Any) -> int:
+        last = memory.highest("dispatch_queue", "client_turns", (client_id, priority))
+        serving = memory.lowest("dispatch_queue", "waiting_turns", (priority,))
+        return max(last + 1 if last is not None else 0, serving if serving is not None else 0, 0)
+    return Computed(
+        "greatest((SELECT max(turn) + 1 FROM dispatch_queue WHERE client_id = %s AND priority = %s),"
+        " (SELECT min(turn) FROM dispatch_queue WHERE priority = %s AND sim_id IS NULL), 0)",
+        (client_id, priority, priority), compute)
 
 
 # The inline writers, run in the append's transaction (projections/store.py StatementBuffer).
 
-def enqueue(cur: Any, e: Any) -> None:
+def enqueue(rows: Rows, e: Any) -> None:
     """An accepted message joins the queue (registry.py writes it with the debit)."""
-    cur.execute(_ENQUEUE, {
-        "id": e.originator_id, "client": e.client_id, "type": e.message_type, "priority": PRIORITY[e.message_type],
-        "to": e.to, "operator": of_number(e.to), "parts": e.segments, "at": e.at,
-        "expires": getattr(e, "expires_at", None)})
+    priority = PRIORITY[e.message_type]
+    rows.insert("dispatch_queue", {
+        "message_id": e.originator_id, "client_id": e.client_id, "message_type": e.message_type,
+        "priority": priority, "to": e.to, "operator": of_number(e.to), "parts": e.segments, "enqueued_at": e.at,
+        "not_before": e.at, "expires_at": getattr(e, "expires_at", None), "turn": _turn(e.client_id, priority)})
 
 
-def dequeue(cur: Any, e: Any) -> None:
+def dequeue(rows: Rows, e: Any) -> None:
     """A failed or rejected message leaves the queue (registry.py writes it with the refund)."""
-    cur.execute("DELETE FROM dispatch_queue WHERE message_id = %s", (e.originator_id,))
+    rows.delete("dispatch_queue", (e.originator_id,))
 
 
-def _submitted(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE dispatch_queue SET sim_id = %s WHERE message_id = %s", (e.sim_id, e.originator_id))
+def _submitted(rows: Rows, e: Any) -> None:
+    rows.update("dispatch_queue", (e.originator_id,), {"sim_id": e.sim_id})
 
 
-def _outcome_unknown(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE dispatch_queue SET unknown_since = %s WHERE message_id = %s", (e.at, e.originator_id))
+def _outcome_unknown(rows: Rows, e: Any) -> None:
+    rows.update("dispatch_queue", (e.originator_id,), {"unknown_since": e.at})
 
 
-def _part_accepted(cur: Any, e: Any) -> None:
-    cur.execute('INSERT INTO sent_parts (message_id, part, sim_id, mr, "to", at) VALUES (%s, %s, %s, %s, %s, %s)',
-                (e.originator_id, e.part, e.sim_id, e.mr, e.to, e.at))
+def _part_accepted(rows: Rows, e: Any) -> None:
+    rows.insert("sent_parts", {"message_id": e.originator_id, "part": e.part, "sim_id": e.sim_id, "mr": e.mr,
+                               "to": e.to, "at": e.at})
 
 
-def _requeued(cur: Any, e: Any) -> None:
-    failed_on = getattr(e, "sim_id", None)
-    cur.execute("UPDATE dispatch_queue SET sim_id = NULL, leased_by = NULL, leased_sim = NULL, leased_until = NULL,"
-                " attempts = attempts + 1, not_before = %s,"
-                " failed_sims = CASE WHEN %s::text IS NULL OR %s = ANY(failed_sims) THEN failed_sims"
-                " ELSE array_append(failed_sims, %s) END WHERE message_id = %s",
-                (e.not_before, failed_on, failed_on, failed_on, e.originator_id))
+def _requeued(rows: Rows, e: Any) -> None:
+    rows.update("dispatch_queue", (e.originator_id,), {
+        "sim_id": None, "leased_by": None, "leased_sim": None, "leased_until": None, "attempts": Add(1),
+        "not_before": e.not_before, "failed_sims": AppendNew(getattr(e, "sim_id", None))})
 
 
-def _sent(cur: Any, e: Any) -> None:
-    cur.execute("DELETE FROM dispatch_queue WHERE message_id = %s", (e.originator_id,))
-    cur.execute("INSERT INTO awaiting_reports (message_id, sent_at) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                (e.originator_id, e.at))
+def _sent(rows: Rows, e: Any) -> None:
+    rows.delete("dispatch_queue", (e.originator_id,))
+    rows.insert("awaiting_reports", {"message_id": e.originator_id, "sent_at": e.at}, on_conflict="nothing")
 
 
-def _report_settled(cur: Any, e: Any) -> None:
-    cur.execute("DELETE FROM awaiting_reports WHERE message_id = %s", (e.originator_id,))
+def _report_settled(rows: Rows, e: Any) -> None:
+    rows.delete("awaiting_reports", (e.originator_id,))
 
 
 # The events only these tables record; `Accepted`, `Failed` and `Rejected` are registry.py's.
-HANDLERS: dict[type, Callable[[Any, Any], None]] = {
+HANDLERS: dict[type, Callable[[Rows, Any], None]] = {
     Message.Submitted: _submitted, Message.OutcomeUnknown: _outcome_unknown, Message.PartAccepted: _part_accepted,
     Message.Requeued: _requeued, Message.Sent: _sent, Message.Delivered: _report_settled,
     Message.Undelivered: _report_settled, Message.ReportUnknown: _report_settled}

@@ -21,6 +21,7 @@ from sandesh.domain.topics import topics_of
 from . import counters, messages, otps
 from .runtime import Runtime
 from .health import is_outage
+from .rows import SqlRows
 
 log = logging.getLogger("sandesh.projections")
 
@@ -42,9 +43,10 @@ def read_batch(runtime: Runtime, topics: list[str], after: int, limit: int = BAT
 
 
 def apply_batch(runtime: Runtime, cur: Any, projection: ModuleType, notifications: list[Any]) -> None:
+    rows = SqlRows(cur, projection.ROWS)
     for notification in notifications:
         event = runtime.app.mapper.to_domain_event(notification)
-        projection.HANDLERS[type(event)](cur, event)
+        projection.HANDLERS[type(event)](rows, event)
 
 
 def lock_position(cur: Any, name: str) -> int:

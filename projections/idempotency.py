@@ -16,6 +16,8 @@ import orjson
 from sandesh.domain.message import accepted_reply
 from sandesh.domain.ports import Claim, Prior
 
+from .rows import Rows, Table
+
 IDEMPOTENCY_RETENTION = 24 * 3600  # interface §Limits
 TABLES = ("idempotency_keys",)
 DDL = """
@@ -26,20 +28,21 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
 """
 
 
-def remember(cur: Any, e: Any) -> None:
+ROWS = {"idempotency_keys": Table("idempotency_keys", ("client_id", "key"))}
+
+
+def remember(rows: Rows, e: Any) -> None:
     """Inside the append of a Message.Accepted (the registry's inline writer): keep its key with
     the 202 body; the primary key refuses a second commit under the same key."""
     if e.idempotency_key is None:
         return
-    cur.execute("DELETE FROM idempotency_keys WHERE client_id = %s AND key = %s AND created_at <= %s",
-                (e.client_id, e.idempotency_key, e.at - IDEMPOTENCY_RETENTION))
+    rows.delete("idempotency_keys", (e.client_id, e.idempotency_key),
+                older=("created_at", e.at - IDEMPOTENCY_RETENTION))
     reply = accepted_reply(e.originator_id, e.message_type, e.segments, e.encoding, e.cost,
                            getattr(e, "expires_at", None))
-    cur.execute(
-        "INSERT INTO idempotency_keys (client_id, key, request_hash, message_id, response, created_at)"
-        " VALUES (%s, %s, %s, %s, %s, %s)",
-        (e.client_id, e.idempotency_key, e.request_hash, e.originator_id, orjson.dumps(reply).decode(), e.at),
-    )
+    rows.insert("idempotency_keys", {"client_id": e.client_id, "key": e.idempotency_key,
+                                     "request_hash": e.request_hash, "message_id": e.originator_id,
+                                     "response": orjson.dumps(reply).decode(), "created_at": e.at})
 
 
 def prior(conn: Any, client_id: str, key: str, now: float) -> Prior | None:

@@ -13,6 +13,8 @@ from psycopg.types.json import Jsonb
 
 from sandesh.domain.inbound import Reply
 
+from .rows import Add, Rows, Table
+
 TABLES = ("replies",)
 DDL = """
 CREATE TABLE IF NOT EXISTS replies (
@@ -24,21 +26,24 @@ CREATE INDEX IF NOT EXISTS replies_in_reply_to ON replies (in_reply_to) WHERE in
 """
 
 
-def _opened(cur: Any, e: Any) -> None:
-    cur.execute("INSERT INTO replies (id, sim_id, sender, reference, total, opened_at) VALUES (%s, %s, %s, %s, %s, %s)",
-                (e.originator_id, e.sim_id, e.sender, e.reference, e.total, e.at))
+ROWS = {"replies": Table("replies", ("id",))}
 
 
-def _part_stored(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE replies SET parts = parts + 1 WHERE id = %s", (e.originator_id,))
+def _opened(rows: Rows, e: Any) -> None:
+    rows.insert("replies", {"id": e.originator_id, "sim_id": e.sim_id, "sender": e.sender, "reference": e.reference,
+                            "total": e.total, "opened_at": e.at})
 
 
-def _received(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE replies SET received_at = %s, client_id = %s, in_reply_to = %s, missing = %s WHERE id = %s",
-                (e.at, e.client_id, e.in_reply_to, Jsonb(e.missing), e.originator_id))
+def _part_stored(rows: Rows, e: Any) -> None:
+    rows.update("replies", (e.originator_id,), {"parts": Add(1)})
 
 
-HANDLERS: dict[type, Callable[[Any, Any], None]] = {
+def _received(rows: Rows, e: Any) -> None:
+    rows.update("replies", (e.originator_id,), {"received_at": e.at, "client_id": e.client_id,
+                                                "in_reply_to": e.in_reply_to, "missing": Jsonb(e.missing)})
+
+
+HANDLERS: dict[type, Callable[[Rows, Any], None]] = {
     Reply.Opened: _opened, Reply.PartStored: _part_stored, Reply.Received: _received}
 
 

@@ -8,6 +8,8 @@ from typing import Any, Callable
 from sandesh.domain.clock import iso
 from sandesh.domain.message import ROUTE, Message
 
+from .rows import Rows, Table
+
 NAME = "messages"
 TABLES = ("messages",)
 DDL = """
@@ -20,17 +22,16 @@ CREATE INDEX IF NOT EXISTS messages_client ON messages (client_id, created_at);
 ALTER TABLE messages ADD COLUMN IF NOT EXISTS expires_at double precision;
 """
 
-HANDLERS: dict[type, Callable[[Any, Any], None]] = {}
+ROWS = {"messages": Table("messages", ("id",))}
+HANDLERS: dict[type, Callable[[Rows, Any], None]] = {}
 
 
-def _accepted(cur: Any, e: Any) -> None:
-    cur.execute(
-        'INSERT INTO messages (id, client_id, workspace_id, "to", status, route, message_type, segments, encoding,'
-        " cost, error, created_at, updated_at, expires_at)"
-        " VALUES (%s, %s, %s, %s, 'queued', %s, %s, %s, %s, %s, NULL, %s, %s, %s)",
-        (e.originator_id, e.client_id, e.workspace_id, e.to, ROUTE, e.message_type, e.segments, e.encoding,
-         e.cost, e.at, e.at, getattr(e, "expires_at", None)),
-    )
+def _accepted(rows: Rows, e: Any) -> None:
+    rows.insert("messages", {
+        "id": e.originator_id, "client_id": e.client_id, "workspace_id": e.workspace_id, "to": e.to,
+        "status": "queued", "route": ROUTE, "message_type": e.message_type, "segments": e.segments,
+        "encoding": e.encoding, "cost": e.cost, "error": None, "created_at": e.at, "updated_at": e.at,
+        "expires_at": getattr(e, "expires_at", None)})
 
 
 HANDLERS[Message.Accepted] = _accepted
@@ -40,9 +41,9 @@ _STATUS = {Message.Submitted: "submitted", Message.Sent: "sent", Message.Deliver
            Message.Requeued: "queued"}
 
 
-def _status(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE messages SET status = %s, error = %s, updated_at = %s WHERE id = %s",
-                (_STATUS[type(e)], getattr(e, "error", None), e.at, e.originator_id))
+def _status(rows: Rows, e: Any) -> None:
+    rows.update("messages", (e.originator_id,),
+                {"status": _STATUS[type(e)], "error": getattr(e, "error", None), "updated_at": e.at})
 
 
 HANDLERS.update({cls: _status for cls in _STATUS})

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, ContextManager
 
+from .rows import Ordered, Rows, Table
+
 NUMBER_LIMIT, NUMBER_WINDOW = 3, 600
 END_USER_IP_LIMIT, END_USER_IP_WINDOW = 10, 600
 CALLER_IP_LIMIT, CALLER_IP_WINDOW = 60, 60
@@ -64,20 +66,23 @@ def hit_caller_ip(conn: Any, client_id: str, ip: str, now: float) -> int | None:
     return wait_seconds(row["oldest"], CALLER_IP_WINDOW, now)
 
 
-def guard_issue(cur: Any, e: Any) -> None:
+ISSUES_ROWS = {"otp_issues": Table("otp_issues", (), (Ordered("by_number", ("number",), "at"),))}
+
+
+def guard_issue(rows: Rows, e: Any) -> None:
     """Inside the append of an `Issued` event: refuse it when a window is full, then count it."""
-    cur.execute("SELECT pg_advisory_xact_lock(hashtextextended('otp-number ' || %s, 0))", (e.to,))
-    cur.execute("DELETE FROM otp_issues WHERE number = %s AND at <= %s", (e.to, e.at - NUMBER_WINDOW))
-    cur.execute("SELECT public.sandesh_guard((SELECT count(*) FROM otp_issues WHERE number = %s AND at > %s) < %s,"
-                " 'otp_number_limit')", (e.to, e.at - NUMBER_WINDOW, NUMBER_LIMIT))
+    rows.guard("SELECT pg_advisory_xact_lock(hashtextextended('otp-number ' || %s, 0))", (e.to,))
+    rows.delete_upto("otp_issues", "by_number", (e.to,), e.at - NUMBER_WINDOW)
+    rows.guard("SELECT public.sandesh_guard((SELECT count(*) FROM otp_issues WHERE number = %s AND at > %s) < %s,"
+               " 'otp_number_limit')", (e.to, e.at - NUMBER_WINDOW, NUMBER_LIMIT))
     if e.ip is not None:
-        cur.execute("SELECT pg_advisory_xact_lock(hashtextextended('otp-ip ' || %s || ' ' || %s, 0))",
-                    (e.client_id, e.ip))
-        cur.execute("SELECT public.sandesh_guard((SELECT count(*) FROM otp_issues WHERE client_id = %s AND ip = %s"
-                    " AND at > %s) < %s, 'otp_ip_limit')", (e.client_id, e.ip, e.at - END_USER_IP_WINDOW,
-                                                            END_USER_IP_LIMIT))
-    cur.execute("INSERT INTO otp_issues (otp_id, number, client_id, ip, at) VALUES (%s, %s, %s, %s, %s)",
-                (e.originator_id, e.to, e.client_id, e.ip, e.at))
+        rows.guard("SELECT pg_advisory_xact_lock(hashtextextended('otp-ip ' || %s || ' ' || %s, 0))",
+                   (e.client_id, e.ip))
+        rows.guard("SELECT public.sandesh_guard((SELECT count(*) FROM otp_issues WHERE client_id = %s AND ip = %s"
+                   " AND at > %s) < %s, 'otp_ip_limit')", (e.client_id, e.ip, e.at - END_USER_IP_WINDOW,
+                                                           END_USER_IP_LIMIT))
+    rows.insert("otp_issues", {"otp_id": e.originator_id, "number": e.to, "client_id": e.client_id, "ip": e.ip,
+                               "at": e.at})
 
 
 def retry_after_number(conn: Any, number: str, now: float) -> int:

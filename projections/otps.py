@@ -7,6 +7,8 @@ from typing import Any, Callable
 
 from sandesh.domain.otp import ACTIVE, EXPIRED, LOCKED, USED, Otp
 
+from .rows import Add, Rows, Table
+
 NAME = "otps"
 TABLES = ("otps",)
 DDL = """
@@ -17,32 +19,30 @@ CREATE TABLE IF NOT EXISTS otps (
 CREATE INDEX IF NOT EXISTS otps_client ON otps (client_id, "to");
 """
 
-HANDLERS: dict[type, Callable[[Any, Any], None]] = {}
+ROWS = {"otps": Table("otps", ("id",))}
+HANDLERS: dict[type, Callable[[Rows, Any], None]] = {}
 
 
-def _opened(cur: Any, e: Any) -> None:
-    cur.execute('INSERT INTO otps (id, client_id, "to", purpose) VALUES (%s, %s, %s, %s)',
-                (e.originator_id, e.client_id, e.to, e.purpose))
+def _opened(rows: Rows, e: Any) -> None:
+    rows.insert("otps", {"id": e.originator_id, "client_id": e.client_id, "to": e.to, "purpose": e.purpose})
 
 
-def _issued(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE otps SET state = %s, wrong_attempts = 0, message_id = %s, issued_at = %s, expires_at = %s,"
-                " updated_at = %s WHERE id = %s", (ACTIVE, e.message_id, e.at, e.at + 300, e.at, e.originator_id))
+def _issued(rows: Rows, e: Any) -> None:
+    rows.update("otps", (e.originator_id,), {"state": ACTIVE, "wrong_attempts": 0, "message_id": e.message_id,
+                                             "issued_at": e.at, "expires_at": e.at + 300, "updated_at": e.at})
 
 
-def _attempt_failed(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE otps SET wrong_attempts = wrong_attempts + 1, updated_at = %s WHERE id = %s",
-                (e.at, e.originator_id))
+def _attempt_failed(rows: Rows, e: Any) -> None:
+    rows.update("otps", (e.originator_id,), {"wrong_attempts": Add(1), "updated_at": e.at})
 
 
-def _locked(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE otps SET wrong_attempts = wrong_attempts + 1, state = %s, updated_at = %s WHERE id = %s",
-                (LOCKED, e.at, e.originator_id))
+def _locked(rows: Rows, e: Any) -> None:
+    rows.update("otps", (e.originator_id,), {"wrong_attempts": Add(1), "state": LOCKED, "updated_at": e.at})
 
 
-def _state(state: str) -> Callable[[Any, Any], None]:
-    def handler(cur: Any, e: Any) -> None:
-        cur.execute("UPDATE otps SET state = %s, updated_at = %s WHERE id = %s", (state, e.at, e.originator_id))
+def _state(state: str) -> Callable[[Rows, Any], None]:
+    def handler(rows: Rows, e: Any) -> None:
+        rows.update("otps", (e.originator_id,), {"state": state, "updated_at": e.at})
     return handler
 
 

@@ -23,6 +23,7 @@ from typing import Any, Callable
 from psycopg.types.json import Jsonb
 
 from . import dispatch, idempotency, inbound, otp_limits, webhooks
+from .rows import Add, Old, Rows, SqlRows, Table
 
 from sandesh.domain.client import Client
 from sandesh.domain.message import Message
@@ -68,7 +69,13 @@ WORKING_COLUMNS = {**dispatch.WORKING_COLUMNS, **webhooks.WORKING_COLUMNS}
 RETAINED = webhooks.RETAINED
 DDL = OWN_DDL + idempotency.DDL + dispatch.DDL + inbound.DDL + otp_limits.ISSUES_DDL + webhooks.DDL
 
-Handler = Callable[[Any, Any], None]
+ROWS: dict[str, Table] = {
+    "workspaces": Table("workspaces", ("id",)), "clients": Table("clients", ("id",)),
+    "sims": Table("sims", ("id",)), "sms_switch": Table("sms_switch", ("id",)),
+    **idempotency.ROWS, **otp_limits.ISSUES_ROWS, **dispatch.ROWS, **inbound.ROWS, **webhooks.ROWS}
+assert sorted(ROWS) == sorted(TABLES)
+
+Handler = Callable[[Rows, Any], None]
 HANDLERS: dict[type, Handler] = {}
 
 
@@ -81,148 +88,121 @@ def handles(*event_classes: type) -> Callable[[Handler], Handler]:
 
 
 @handles(Workspace.Created)
-def _workspace_created(cur: Any, e: Any) -> None:
-    cur.execute(
-        "INSERT INTO workspaces (id, name, status, rates, types, created_at, updated_at)"
-        " VALUES (%s, %s, 'pending', %s, %s, %s, %s)",
-        (e.originator_id, e.name, Jsonb(e.rates), Jsonb(e.types), e.at, e.at),
-    )
+def _workspace_created(rows: Rows, e: Any) -> None:
+    rows.insert("workspaces", {"id": e.originator_id, "name": e.name, "status": "pending", "rates": Jsonb(e.rates),
+                               "types": Jsonb(e.types), "created_at": e.at, "updated_at": e.at})
 
 
 _WORKSPACE_STATUS = {Workspace.Activated: "active", Workspace.Suspended: "suspended", Workspace.Reinstated: "active"}
 
 
 @handles(*_WORKSPACE_STATUS)
-def _workspace_status(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE workspaces SET status = %s, updated_at = %s WHERE id = %s",
-                (_WORKSPACE_STATUS[type(e)], e.at, e.originator_id))
+def _workspace_status(rows: Rows, e: Any) -> None:
+    rows.update("workspaces", (e.originator_id,), {"status": _WORKSPACE_STATUS[type(e)], "updated_at": e.at})
 
 
 @handles(Workspace.Credited)
-def _workspace_credited(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE workspaces SET balance = balance + %s, updated_at = %s WHERE id = %s",
-                (e.amount, e.at, e.originator_id))
+def _workspace_credited(rows: Rows, e: Any) -> None:
+    rows.update("workspaces", (e.originator_id,), {"balance": Add(e.amount), "updated_at": e.at})
 
 
 @handles(Workspace.RatesSet)
-def _workspace_rates(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE workspaces SET rates = %s, updated_at = %s WHERE id = %s",
-                (Jsonb(e.rates), e.at, e.originator_id))
+def _workspace_rates(rows: Rows, e: Any) -> None:
+    rows.update("workspaces", (e.originator_id,), {"rates": Jsonb(e.rates), "updated_at": e.at})
 
 
 @handles(Workspace.TypesSet)
-def _workspace_types(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE workspaces SET types = %s, updated_at = %s WHERE id = %s",
-                (Jsonb(e.types), e.at, e.originator_id))
+def _workspace_types(rows: Rows, e: Any) -> None:
+    rows.update("workspaces", (e.originator_id,), {"types": Jsonb(e.types), "updated_at": e.at})
 
 
 @handles(Client.Created)
-def _client_created(cur: Any, e: Any) -> None:
-    cur.execute(
-        "INSERT INTO clients (id, workspace_id, brand, webhook_url, rate_limit, key_hash, key_prefix,"
-        " secret_sealed, secret_hash, enabled, created_at, updated_at)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, true, %s, %s)",
-        (e.originator_id, e.workspace_id, e.brand, e.webhook_url, e.rate_limit, e.key_hash, e.key_prefix,
-         e.secret_sealed, e.secret_hash, e.at, e.at),
-    )
+def _client_created(rows: Rows, e: Any) -> None:
+    rows.insert("clients", {
+        "id": e.originator_id, "workspace_id": e.workspace_id, "brand": e.brand, "webhook_url": e.webhook_url,
+        "rate_limit": e.rate_limit, "key_hash": e.key_hash, "key_prefix": e.key_prefix,
+        "secret_sealed": e.secret_sealed, "secret_hash": e.secret_hash, "enabled": True, "created_at": e.at,
+        "updated_at": e.at})
 
 
 @handles(Client.KeyRotated)
-def _client_key_rotated(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE clients SET key_hash = %s, key_prefix = %s, updated_at = %s WHERE id = %s",
-                (e.key_hash, e.key_prefix, e.at, e.originator_id))
+def _client_key_rotated(rows: Rows, e: Any) -> None:
+    rows.update("clients", (e.originator_id,), {"key_hash": e.key_hash, "key_prefix": e.key_prefix,
+                                                "updated_at": e.at})
 
 
 @handles(Client.SecretRotated)
-def _client_secret_rotated(cur: Any, e: Any) -> None:
+def _client_secret_rotated(rows: Rows, e: Any) -> None:
     keep_previous = e.grace_hours > 0
-    cur.execute(
-        "UPDATE clients SET previous_secret_sealed = CASE WHEN %s THEN secret_sealed END,"
-        " previous_secret_until = %s, secret_sealed = %s, secret_hash = %s, updated_at = %s WHERE id = %s",
-        (keep_previous, e.previous_until if keep_previous else None, e.secret_sealed, e.secret_hash,
-         e.at, e.originator_id),
-    )
+    rows.update("clients", (e.originator_id,), {
+        "previous_secret_sealed": Old("secret_sealed") if keep_previous else None,
+        "previous_secret_until": e.previous_until if keep_previous else None,
+        "secret_sealed": e.secret_sealed, "secret_hash": e.secret_hash, "updated_at": e.at})
 
 
 @handles(Client.Disabled, Client.Enabled)
-def _client_enabled(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE clients SET enabled = %s, updated_at = %s WHERE id = %s",
-                (isinstance(e, Client.Enabled), e.at, e.originator_id))
+def _client_enabled(rows: Rows, e: Any) -> None:
+    rows.update("clients", (e.originator_id,), {"enabled": isinstance(e, Client.Enabled), "updated_at": e.at})
 
 
 _CLIENT_COLUMNS = {"brand": "brand", "webhook_url": "webhook_url", "rate_limit": "rate_limit"}
 
 
 @handles(Client.Updated)
-def _client_updated(cur: Any, e: Any) -> None:
+def _client_updated(rows: Rows, e: Any) -> None:
     for field, value in e.changes.items():
-        column = _CLIENT_COLUMNS[field]
-        cur.execute(f"UPDATE clients SET {column} = %s, updated_at = %s WHERE id = %s",
-                    (value, e.at, e.originator_id))
+        rows.update("clients", (e.originator_id,), {_CLIENT_COLUMNS[field]: value, "updated_at": e.at})
 
 
 @handles(Sim.Added)
-def _sim_added(cur: Any, e: Any) -> None:
-    cur.execute(
-        "INSERT INTO sims (id, name, port, baud, host, enabled, created_at, updated_at, state_since)"
-        " VALUES (%s, %s, %s, %s, %s, true, %s, %s, %s)",
-        (e.originator_id, e.name, e.port, e.baud, e.host, e.at, e.at, e.at),
-    )
+def _sim_added(rows: Rows, e: Any) -> None:
+    rows.insert("sims", {"id": e.originator_id, "name": e.name, "port": e.port, "baud": e.baud, "host": e.host,
+                         "enabled": True, "created_at": e.at, "updated_at": e.at, "state_since": e.at})
 
 
 @handles(Sim.Disabled, Sim.Enabled)
-def _sim_enabled(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE sims SET enabled = %s, updated_at = %s, state_since = %s WHERE id = %s",
-                (isinstance(e, Sim.Enabled), e.at, e.at, e.originator_id))
+def _sim_enabled(rows: Rows, e: Any) -> None:
+    rows.update("sims", (e.originator_id,), {"enabled": isinstance(e, Sim.Enabled), "updated_at": e.at,
+                                             "state_since": e.at})
 
 
 @handles(Sim.PortChanged)
-def _sim_port_changed(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE sims SET port = %s, updated_at = %s WHERE id = %s", (e.port, e.at, e.originator_id))
+def _sim_port_changed(rows: Rows, e: Any) -> None:
+    rows.update("sims", (e.originator_id,), {"port": e.port, "updated_at": e.at})
 
 
 _SIM_COLUMNS = {"baud": "baud", "host": "host"}
 
 
 @handles(Sim.Updated)
-def _sim_updated(cur: Any, e: Any) -> None:
+def _sim_updated(rows: Rows, e: Any) -> None:
     for field, value in e.changes.items():
-        cur.execute(f"UPDATE sims SET {_SIM_COLUMNS[field]} = %s, updated_at = %s WHERE id = %s",
-                    (value, e.at, e.originator_id))
+        rows.update("sims", (e.originator_id,), {_SIM_COLUMNS[field]: value, "updated_at": e.at})
 
 
 @handles(Sim.Identified)
-def _sim_identified(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE sims SET iccid = %s, imsi = %s, operator = %s, updated_at = %s WHERE id = %s",
-                (e.iccid, e.imsi, of_imsi(e.imsi), e.at, e.originator_id))
+def _sim_identified(rows: Rows, e: Any) -> None:
+    rows.update("sims", (e.originator_id,), {"iccid": e.iccid, "imsi": e.imsi, "operator": of_imsi(e.imsi),
+                                             "updated_at": e.at})
 
 
 @handles(Sim.Quarantined)
-def _sim_quarantined(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE sims SET quarantine = %s, quarantine_reason = %s, state_since = %s, updated_at = %s"
-                " WHERE id = %s", (e.kind, e.reason, e.at, e.at, e.originator_id))
+def _sim_quarantined(rows: Rows, e: Any) -> None:
+    rows.update("sims", (e.originator_id,), {"quarantine": e.kind, "quarantine_reason": e.reason,
+                                             "state_since": e.at, "updated_at": e.at})
 
 
 @handles(Sim.Recovered, Sim.Released)
-def _sim_back(cur: Any, e: Any) -> None:
-    cur.execute("UPDATE sims SET quarantine = NULL, quarantine_reason = NULL, state_since = %s, updated_at = %s"
-                " WHERE id = %s", (e.at, e.at, e.originator_id))
+def _sim_back(rows: Rows, e: Any) -> None:
+    rows.update("sims", (e.originator_id,), {"quarantine": None, "quarantine_reason": None, "state_since": e.at,
+                                             "updated_at": e.at})
 
 
 @handles(SmsSwitch.Disabled, SmsSwitch.Enabled)
-def _sms_switch(cur: Any, e: Any) -> None:
+def _sms_switch(rows: Rows, e: Any) -> None:
     on = isinstance(e, SmsSwitch.Enabled)
-    cur.execute(
-        "INSERT INTO sms_switch (id, enabled, reason, updated_at) VALUES (%s, %s, %s, %s)"
-        " ON CONFLICT (id) DO UPDATE SET enabled = excluded.enabled, reason = excluded.reason,"
-        " updated_at = excluded.updated_at",
-        (e.originator_id, on, None if on else e.reason, e.at),
-    )
-
-
-def _debit(cur: Any, workspace_id: str, amount: int) -> None:
-    """The charge at acceptance; the CHECK on the balance refuses it, and the whole append, when short."""
-    cur.execute("UPDATE workspaces SET balance = balance - %s WHERE id = %s", (amount, workspace_id))
+    rows.insert("sms_switch", {"id": e.originator_id, "enabled": on, "reason": None if on else e.reason,
+                               "updated_at": e.at}, on_conflict="update")
 
 
 _DEBIT_MANY = """
@@ -233,34 +213,39 @@ WHERE w.id = d.id AND w.id IN (SELECT id FROM locked)
 """
 
 
-def _debit_many(cur: Any, debits: dict[str, int]) -> None:
-    """Several workspaces' debits in one statement; rows are locked in id order, so two
-    committers never wait on each other's rows in opposite orders."""
+def _debit_many(rows: SqlRows, debits: dict[str, int]) -> None:
+    """Several workspaces' debits in one statement (live only: a group commit's); rows are
+    locked in id order, so two committers never wait on each other's rows in opposite orders."""
     if len(debits) == 1:
         [(workspace_id, amount)] = debits.items()
-        return _debit(cur, workspace_id, amount)
+        return _debit(rows, workspace_id, amount)
     ids = sorted(debits)
-    cur.execute(_DEBIT_MANY, {"ids": ids, "amounts": [debits[i] for i in ids]})
+    rows.cur.execute(_DEBIT_MANY, {"ids": ids, "amounts": [debits[i] for i in ids]})
+
+
+def _debit(rows: Rows, workspace_id: str, amount: int) -> None:
+    """The charge at acceptance; the CHECK on the balance refuses it, and the whole append, when short."""
+    rows.update("workspaces", (workspace_id,), {"balance": Add(-amount)})
 
 
 @handles(Message.Accepted)
-def _message_accepted(cur: Any, e: Any) -> None:
-    _debit(cur, e.workspace_id, e.cost)
-    idempotency.remember(cur, e)
-    dispatch.enqueue(cur, e)
+def _message_accepted(rows: Rows, e: Any) -> None:
+    _debit(rows, e.workspace_id, e.cost)
+    idempotency.remember(rows, e)
+    dispatch.enqueue(rows, e)
 
 
 @handles(Message.Failed, Message.Rejected)
-def _message_ended(cur: Any, e: Any) -> None:
+def _message_ended(rows: Rows, e: Any) -> None:
     """Out of the queue; refunded when no segment was accepted by the network (decisions §1)."""
-    dispatch.dequeue(cur, e)
+    dispatch.dequeue(rows, e)
     if e.refund:
-        cur.execute("UPDATE workspaces SET balance = balance + %s WHERE id = %s", (e.refund, e.workspace_id))
+        rows.update("workspaces", (e.workspace_id,), {"balance": Add(e.refund)})
 
 
 @handles(Otp.Issued)
-def _otp_issued(cur: Any, e: Any) -> None:
-    otp_limits.guard_issue(cur, e)
+def _otp_issued(rows: Rows, e: Any) -> None:
+    otp_limits.guard_issue(rows, e)
 
 
 # The other inline read models' events, each recorded by one of them alone.
@@ -276,16 +261,17 @@ def inline_writer(events: list[Any]) -> Callable[[Any], None]:
     relevant = [e for e in events if type(e) in HANDLERS]
 
     def write(cur: Any) -> None:
+        rows = SqlRows(cur, ROWS)
         debits: dict[str, int] = {}
         for event in relevant:
             if isinstance(event, Message.Accepted):
                 debits[event.workspace_id] = debits.get(event.workspace_id, 0) + event.cost
-                idempotency.remember(cur, event)
-                dispatch.enqueue(cur, event)
+                idempotency.remember(rows, event)
+                dispatch.enqueue(rows, event)
             else:
-                HANDLERS[type(event)](cur, event)
+                HANDLERS[type(event)](rows, event)
         if debits:
-            _debit_many(cur, debits)
+            _debit_many(rows, debits)
         # Wake the dispatchers (projections/dispatch.py): new work, or a changed SIM pool.
         if any(isinstance(e, (Message.Accepted, Message.Requeued)) for e in relevant):
             cur.execute(dispatch.NOTIFY_WORK)

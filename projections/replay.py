@@ -1,22 +1,29 @@
 """`sandesh replay`: rebuild read models from the log beside the live ones, then swap.
 
-Each projection is rebuilt in a scratch schema with the same handlers the live path uses
-(search_path points the handlers' unqualified table names there), in batches of 1,000 events
-per transaction.  The swap catches up the last events and moves the tables in one transaction
-that holds what the live writer holds: for followed projections the position row; for the
-inline registry the registry tables and then the events table lock (the order live appends take
-them), so no event is missed or applied twice while the API runs.
+One pass reads the log: each event is decoded once and handed to every projection being
+rebuilt, whose handlers run on rows in memory (rows.py, `MemoryRows`); each projection's
+tables are then made in a scratch schema and filled with COPY.  The swap catches up the events
+appended since with the same handlers on SQL (`SqlRows`) and moves the tables in, in one
+transaction that holds what the live writer holds: for followed projections the position row;
+for the inline registry the registry tables and then the events table lock (the order live
+appends take them), so no event is missed or applied twice while the API runs.
 """
 from __future__ import annotations
 
+import queue
 import sys
+import threading
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import psycopg
+from eventsourcing.persistence import StoredEvent
+from psycopg.types.json import Jsonb
+
 from sandesh.domain.topics import topics_of
 
 from . import follower, registry
+from .rows import MemoryRows, SqlRows
 from .runtime import Runtime
 
 NAMES = ("registry", *follower.FOLLOWED)
@@ -30,6 +37,7 @@ class _Registry:
     WORKING_COLUMNS = registry.WORKING_COLUMNS
     RETAINED = registry.RETAINED
     HANDLERS = registry.HANDLERS
+    ROWS = registry.ROWS
 
 
 def projection(name: str) -> Any:
@@ -71,45 +79,174 @@ class Progress:
 
 def _apply_batch(runtime: Runtime, conn: Any, schema: str, view: Any, after: int,
                  upto: int | None = None) -> tuple[int, int]:
-    """Apply the next batch of events after `after` (not past `upto`) into `schema`; returns
-    (new position, count)."""
+    """Apply the next batch of events after `after` (not past `upto`) into `schema` with SQL;
+    returns (new position, count).  Used for the events appended after the one pass."""
     batch = follower.read_batch(runtime, topics_of(view.HANDLERS), after, upto=upto)
     if not batch:
         return after, 0
     with conn.cursor() as cur:
         cur.execute(f'SET LOCAL search_path = "{schema}"')
+        rows = SqlRows(cur, view.ROWS)
         for notification in batch:
             event = runtime.app.mapper.to_domain_event(notification)
-            view.HANDLERS[type(event)](cur, event)
+            view.HANDLERS[type(event)](rows, event)
         cur.execute("SET LOCAL search_path = public")
     return batch[-1].id, len(batch)
 
 
-def _build(runtime: Runtime, conn: Any, schema: str, view: Any, progress: Progress) -> int:
-    """The projection's tables rebuilt in `schema` from the whole log; returns the position."""
+READ_BATCH = 10_000
+
+
+def _read(runtime: Runtime, topics: list[str]) -> Iterator[list[Any]]:
+    """The log's stored events of these topics in batches of tuples (id, originator id,
+    version, topic, state), read ahead by a thread on a connection of its own while the last
+    batch is folded (the server's work and the network wait overlap the folding)."""
+    table = f'public."{runtime.app.recorder.events_table_name}"'
+    query = (f"SELECT notification_id, originator_id, originator_version, topic, state FROM {table}"
+             " WHERE notification_id > %s AND topic = ANY(%s) ORDER BY notification_id LIMIT %s")
+    ahead: queue.Queue[Any] = queue.Queue(maxsize=2)
+    stop = threading.Event()
+
+    def reader() -> None:
+        after = 0
+        try:
+            with psycopg.connect(runtime.settings.database_url, autocommit=True) as conn:
+                cur = conn.cursor(binary=True)
+                while not stop.is_set():
+                    batch = cur.execute(query, (after, topics, READ_BATCH), prepare=True).fetchall()
+                    ahead.put(batch)
+                    if not batch:
+                        return
+                    after = batch[-1][0]
+        except BaseException as error:  # handed to the folding thread, which raises it
+            ahead.put(error)
+
+    thread = threading.Thread(target=reader, name="replay-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            batch = ahead.get()
+            if isinstance(batch, BaseException):
+                raise batch
+            if not batch:
+                return
+            yield batch
+    finally:
+        stop.set()
+        while thread.is_alive():  # let a reader blocked on a full queue finish
+            try:
+                ahead.get_nowait()
+            except queue.Empty:
+                thread.join(0.05)
+
+
+def _fold(runtime: Runtime, views: dict[str, Any], defaults: dict[str, dict[str, Any]],
+          progress: Progress) -> tuple[int, MemoryRows, dict[str, int]]:
+    """Every event of the log, decoded once, through each view's handlers on rows in memory.
+    Returns the position reached, the rows, and how many events each view handled."""
+    tables = {name: spec for view in views.values() for name, spec in view.ROWS.items()}
+    memory = MemoryRows(tables, defaults)
+    handlers: dict[type, list[tuple[str, Any]]] = {}
+    for name, view in views.items():
+        for cls, handler in view.HANDLERS.items():
+            handlers.setdefault(cls, []).append((name, handler))
+    counts = dict.fromkeys(views, 0)
+    to_event = runtime.app.mapper.to_domain_event
+    position = 0
+    for batch in _read(runtime, topics_of(handlers)):
+        for notification_id, originator_id, version, topic, state in batch:
+            event = to_event(StoredEvent(originator_id, version, topic, state))
+            for name, handler in handlers[type(event)]:
+                handler(memory, event)
+                counts[name] += 1
+        position = batch[-1][0]
+        progress.advance(len(batch))
+    return position, memory, counts
+
+
+def _create(conn: Any, schema: str, view: Any) -> None:
     conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     conn.execute(f'CREATE SCHEMA "{schema}"')
     with conn.transaction():
         conn.execute(f'SET LOCAL search_path = "{schema}"')
         conn.execute(view.DDL)
-    position, count = 0, 1
-    while count:  # one transaction per batch, holding nothing the live path needs
-        with conn.transaction():
-            position, count = _apply_batch(runtime, conn, schema, view, position)
-        progress.advance(count)
-    return position
 
 
-def rebuild(runtime: Runtime, name: str) -> dict[str, Any]:
-    view = projection(name)
-    schema = f"rebuild_{name}"
+def _columns(conn: Any, schema: str, table: str) -> list[dict[str, Any]]:
+    return conn.execute("SELECT column_name, column_default, data_type FROM information_schema.columns"
+                        " WHERE table_schema = %s AND table_name = %s ORDER BY ordinal_position",
+                        (schema, table)).fetchall()
+
+
+def _defaults(conn: Any, schema: str, view: Any) -> dict[str, dict[str, Any]]:
+    """Each table's column DEFAULTs, evaluated by the server, as the rows in memory start."""
+    found = {}
+    for table in view.ROWS:
+        columns = _columns(conn, schema, table)
+        given = [c for c in columns if c["column_default"] is not None]
+        values = conn.execute("SELECT " + ", ".join(f'{c["column_default"]} AS "{c["column_name"]}"'
+                                                      for c in given)).fetchone() if given else {}
+        found[table] = {c["column_name"]: values.get(c["column_name"]) for c in columns}
+    return found
+
+
+def _load(conn: Any, schema: str, view: Any, memory: MemoryRows) -> int:
+    """COPY the view's rows from memory into its scratch tables; returns how many rows."""
+    total = 0
+    for table in view.ROWS:
+        columns = _columns(conn, schema, table)
+        names = [c["column_name"] for c in columns]
+        json = [i for i, c in enumerate(columns) if c["data_type"] in ("jsonb", "json")]
+        listed = ", ".join(f'"{n}"' for n in names)
+        with conn.cursor() as cur, cur.copy(f'COPY "{schema}"."{table}" ({listed}) FROM STDIN') as copy:
+            for row in memory.rows[table].values():
+                values = [row[n] for n in names]
+                for i in json:
+                    if values[i] is not None:
+                        values[i] = Jsonb(values[i])
+                copy.write_row(values)
+        total += len(memory.rows[table])
+    with conn.cursor() as cur:
+        for table in view.ROWS:
+            cur.execute(f'ANALYZE "{schema}"."{table}"')
+    return total
+
+
+def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str]) -> dict[str, Any]:
+    """Each named projection's tables made in schema `prefix + name` from the whole log, in one
+    pass.  Returns the position reached and per view its events, rows and seconds."""
+    views = {name: projection(name) for name in names}
+    defaults: dict[str, dict[str, Any]] = {}
+    for name, view in views.items():
+        _create(conn, f"{prefix}{name}", view)
+        defaults.update(_defaults(conn, f"{prefix}{name}", view))
+    progress = Progress("log" if len(names) > 1 else names[0], runtime.app.recorder.max_notification_id() or 0)
     started = time.monotonic()
-    progress = Progress(name, runtime.app.recorder.max_notification_id() or 0)
-    with runtime.connection() as conn:
-        position = _build(runtime, conn, schema, view, progress)
-        position = _swap(runtime, conn, name, schema, view, position, progress)
+    position, memory, counts = _fold(runtime, views, defaults, progress)
     progress.close()
-    return {"events": progress.done, "seconds": round(time.monotonic() - started, 3), "position": position}
+    read = time.monotonic() - started
+    built = {}
+    for name, view in views.items():
+        began = time.monotonic()
+        with conn.transaction():
+            rows = _load(conn, f"{prefix}{name}", view, memory)
+        built[name] = {"events": counts[name], "rows": rows, "seconds": time.monotonic() - began}
+    return {"position": position, "readSeconds": read, "projections": built}
+
+
+def rebuild_all(runtime: Runtime, names: list[str]) -> dict[str, Any]:
+    """Rebuild the named projections from one pass over the log, and swap each in."""
+    with runtime.connection() as conn:
+        built = _build(runtime, conn, "rebuild_", names)
+        results = {}
+        for name in names:
+            began = time.monotonic()
+            progress = Progress(f"{name} (swap)", 0)
+            position = _swap(runtime, conn, name, f"rebuild_{name}", projection(name), built["position"], progress)
+            done = built["projections"][name]
+            results[name] = {"events": done["events"] + progress.done, "rows": done["rows"],
+                             "seconds": round(done["seconds"] + time.monotonic() - began, 3), "position": position}
+    return {"readSeconds": round(built["readSeconds"], 3), "projections": results, "position": built["position"]}
 
 
 EXAMPLES = 3  # differing rows shown per table and side
@@ -119,40 +256,41 @@ def check(runtime: Runtime, names: list[str]) -> dict[str, Any]:
     """`sandesh replay --check`: rebuild beside the live tables and compare them row for row,
     without swapping anything.  `ok` is false when any table differs."""
     started = time.monotonic()
-    results = {name: _check_one(runtime, name) for name in names}
+    with runtime.connection() as conn:
+        try:
+            built = _build(runtime, conn, "check_", names)
+            results = {name: _check_one(runtime, conn, name, built["position"]) for name in names}
+        finally:
+            for name in names:
+                conn.execute(f'DROP SCHEMA IF EXISTS "check_{name}" CASCADE')
     ok = all(t["differ"] == 0 for r in results.values() for t in r["tables"].values())
     return {"ok": ok, "seconds": round(time.monotonic() - started, 3), "projections": results}
 
 
-def _check_one(runtime: Runtime, name: str) -> dict[str, Any]:
+def _check_one(runtime: Runtime, conn: Any, name: str, position: int) -> dict[str, Any]:
     """The live tables are read in one REPEATABLE READ snapshot, together with how far into the
     log they are (the log's head for the inline registry, whose rows commit with their events;
     the position row for a followed projection); the rebuilt tables are caught up to exactly
-    that point inside the same transaction, compared, and dropped.  The live path is never
-    blocked: nothing is locked but the rows the snapshot reads."""
+    that point inside the same transaction and compared.  The live path is never blocked:
+    nothing is locked but the rows the snapshot reads."""
     view = projection(name)
     schema = f"check_{name}"
-    progress = Progress(f"{name} (check)", runtime.app.recorder.max_notification_id() or 0)
-    with runtime.connection() as conn:
-        position = _build(runtime, conn, schema, view, progress)
-        try:
-            with conn.transaction(force_rollback=True):
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                upto = (_log_head(runtime, conn) if name == registry.NAME
-                        else follower.read_position(conn, name))
-                count = 1
-                while count and position < upto:
-                    position, count = _apply_batch(runtime, conn, schema, view, position, upto=upto)
-                    progress.advance(count)
-                now = runtime.clock.now()
-                working = getattr(view, "WORKING_COLUMNS", {})
-                retained = getattr(view, "RETAINED", {})
-                tables = {table: _compare(conn, schema, table, working.get(table, ()),
-                                          retained[table](now) if table in retained else "true")
-                          for table in view.TABLES}
-        finally:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-    progress.close()
+    if name != registry.NAME:  # a live follower behind the pass is moved on, by the step its worker takes
+        while follower.read_position(conn, name) < position and follower.step(runtime, view):
+            pass
+    with conn.transaction(force_rollback=True):
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        upto = (_log_head(runtime, conn) if name == registry.NAME
+                else follower.read_position(conn, name))
+        count = 1
+        while count and position < upto:
+            position, count = _apply_batch(runtime, conn, schema, view, position, upto=upto)
+        now = runtime.clock.now()
+        working = getattr(view, "WORKING_COLUMNS", {})
+        retained = getattr(view, "RETAINED", {})
+        tables = {table: _compare(conn, schema, table, working.get(table, ()),
+                                  retained[table](now) if table in retained else "true")
+                  for table in view.TABLES}
     return {"position": upto, "tables": tables}
 
 
@@ -184,23 +322,34 @@ def _compare(conn: Any, schema: str, table: str, working: tuple[str, ...], where
             "onlyReplayed": rebuilt_examples}
 
 
-SWAP_ATTEMPTS = 5
+SWAP_ATTEMPTS = 30
+SWAP_LOCK_TIMEOUT = "200ms"  # below the server's deadlock_timeout (1 s): the swap is the one that yields
 
 
 def _swap(runtime: Runtime, conn: Any, name: str, schema: str, view: Any, position: int, progress: Progress) -> int:
-    """Catch up under the live writer's locks and move the tables in.  A live append takes the
-    registry tables in the order its events need them, so the swap can deadlock with one; the
-    server then aborts the swap, which rolled back entirely, and it is tried again."""
+    """Catch up, then catch up the rest under the live writer's locks and move the tables in.
+
+    The events appended during the pass are applied first without any lock, so the locked
+    part is short.  A live append takes the registry tables in the order its events need them,
+    so the swap can meet one holding a table it wants while waiting for one the swap holds:
+    the swap waits at most SWAP_LOCK_TIMEOUT for a lock, gives up, rolls back entirely and
+    tries again, so it is never the live append that the server aborts as a deadlock."""
+    count = 1
+    while count:
+        with conn.transaction():
+            position, count = _apply_batch(runtime, conn, schema, view, position)
+        progress.advance(count)
     for attempt in range(1, SWAP_ATTEMPTS + 1):
         try:
             with conn.transaction():
+                conn.execute(f"SET LOCAL lock_timeout = '{SWAP_LOCK_TIMEOUT}'")
                 caught_up, applied = _swap_once(runtime, conn, name, schema, view, position)
             progress.advance(applied)  # counted once it committed
             return caught_up
         except (psycopg.errors.DeadlockDetected, psycopg.errors.LockNotAvailable):
             if attempt == SWAP_ATTEMPTS:
                 raise
-            time.sleep(0.1 * attempt)
+            time.sleep(min(0.05 * attempt, 0.5))
     raise AssertionError("unreachable")
 
 
@@ -226,7 +375,6 @@ def _swap_once(runtime: Runtime, conn: Any, name: str, schema: str, view: Any, p
 
 def replay(runtime: Runtime, names: list[str]) -> dict[str, Any]:
     started = time.monotonic()
-    results = {name: rebuild(runtime, name) for name in names}
-    return {"events": sum(r["events"] for r in results.values()), "seconds": round(time.monotonic() - started, 3),
-            "projections": results}
-
+    done = rebuild_all(runtime, names)
+    return {"events": done["position"], "seconds": round(time.monotonic() - started, 3),
+            "readSeconds": done["readSeconds"], "projections": done["projections"]}

@@ -1,7 +1,7 @@
 """How the event log is stored: orjson states, AES-GCM encryption, inline read models.
 
 Every event state is encrypted with a key derived from SANDESH_SECRET_KEY before it reaches
-PostgreSQL (decisions §4), using eventsourcing's own AESCipher.  Inline read models (the
+PostgreSQL (decisions §4), in eventsourcing's AESCipher format (`Cipher`).  Inline read models (the
 registry of workspaces, clients and SIMs, the balance ledger, idempotency keys) are written by
 the same transaction that appends their events: the recorder runs them before it takes the
 events table lock, so a failed guard (e.g. a balance that would go below zero) aborts the append
@@ -18,7 +18,9 @@ from datetime import datetime
 from typing import Any, Callable, Sequence
 
 import orjson
+from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from eventsourcing.cryptography import AESCipher
 from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent, Transcoder
 from eventsourcing.postgres import PostgresApplicationRecorder
 import psycopg
@@ -73,6 +75,29 @@ class OrjsonTranscoder(Transcoder):
         if isinstance(stamp, str):
             state["timestamp"] = datetime.fromisoformat(stamp)
         return state
+
+
+class Cipher(AESCipher):
+    """eventsourcing's AESCipher, same format (nonce, tag, ciphertext), with one AESGCM object
+    kept instead of one made per event: decrypting an event takes 1.4 µs instead of 3.2 µs,
+    which a replay of millions of events feels (docs/performance.md)."""
+
+    def __init__(self, environment: Any):
+        super().__init__(environment)
+        self._aead = AESGCM(self.key)
+
+    def encrypt(self, plaintext: bytes) -> bytes:
+        nonce = os.urandom(12)
+        sealed = self._aead.encrypt(nonce, plaintext, None)
+        return nonce + sealed[-16:] + sealed[:-16]
+
+    def decrypt(self, ciphertext: bytes) -> bytes:
+        if len(ciphertext) < 28:
+            raise ValueError("Damaged cipher text: too short")
+        try:
+            return self._aead.decrypt(ciphertext[:12], ciphertext[28:] + ciphertext[12:28], None)
+        except InvalidTag as error:
+            raise ValueError("Invalid cipher tag") from error
 
 
 class StatementBuffer:
@@ -170,10 +195,11 @@ class SandeshRecorder(PostgresApplicationRecorder):
 
 
 class Sealer:
-    """Encrypts small secrets (webhook secrets) at rest with a key derived from the server key."""
+    """Encrypts small secrets (webhook secrets; the keys of texts) at rest with a key derived from
+    the server key, one per purpose."""
 
-    def __init__(self, secret_key: str):
-        self._aead = AESGCM(derive_key(secret_key, "sealed-secrets"))
+    def __init__(self, secret_key: str, purpose: str = "sealed-secrets"):
+        self._aead = AESGCM(derive_key(secret_key, purpose))
 
     def seal(self, plaintext: str) -> str:
         nonce = os.urandom(12)
@@ -204,6 +230,6 @@ def eventsourcing_env(settings: Settings, *, create_table: bool = False, pool_si
         "ORIGINATOR_ID_TYPE": "text",
         "TRANSCODER_TOPIC": "sandesh.projections.store:OrjsonTranscoder",
         "APPLICATION_RECORDER_TOPIC": "sandesh.projections.store:SandeshRecorder",
-        "CIPHER_TOPIC": "eventsourcing.cryptography:AESCipher",
+        "CIPHER_TOPIC": "sandesh.projections.store:Cipher",
         "CIPHER_KEY": cipher_key,
     }

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from psycopg.types.json import Jsonb
 
 from sandesh.domain.clock import iso
 from sandesh.domain.webhook import HISTORY, WebhookDelivery
+
+from .rows import JsonAppend, Rows, Table
 
 TABLES = ("webhook_deliveries",)
 # Written by the sender's lease, not by events: `sandesh replay --check` leaves it out.
@@ -37,20 +38,22 @@ CREATE INDEX IF NOT EXISTS webhook_deliveries_client ON webhook_deliveries (clie
 """
 
 
-def _created(cur: Any, e: Any) -> None:
-    cur.execute(
-        "INSERT INTO webhook_deliveries (id, client_id, event_type, subject, status, redelivery_of, state, next_at,"
-        " created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, 'attempting', %s, %s, %s) ON CONFLICT DO NOTHING",
-        (e.originator_id, e.client_id, e.event_type, e.subject, e.status, e.redelivery_of, e.at, e.at, e.at))
+ROWS = {"webhook_deliveries": Table("webhook_deliveries", ("id",))}
 
 
-def _attempted(cur: Any, e: Any) -> None:
+def _created(rows: Rows, e: Any) -> None:
+    rows.insert("webhook_deliveries", {
+        "id": e.originator_id, "client_id": e.client_id, "event_type": e.event_type, "subject": e.subject,
+        "status": e.status, "redelivery_of": e.redelivery_of, "state": "attempting", "next_at": e.at,
+        "created_at": e.at, "updated_at": e.at}, on_conflict="nothing")
+
+
+def _attempted(rows: Rows, e: Any) -> None:
     attempt = {"attempt": e.attempt, "at": iso(e.at), "statusCode": e.status_code, "error": e.error,
                "durationMs": round(e.duration * 1000)}
-    cur.execute(
-        "UPDATE webhook_deliveries SET state = %s, attempts = %s, next_at = %s, leased_until = NULL,"
-        " history = history || %s, updated_at = %s WHERE id = %s",
-        (e.state, e.attempt, e.next_at, Jsonb([attempt]), e.at, e.originator_id))
+    rows.update("webhook_deliveries", (e.originator_id,), {
+        "state": e.state, "attempts": e.attempt, "next_at": e.next_at, "leased_until": None,
+        "history": JsonAppend([attempt]), "updated_at": e.at})
 
 
 HANDLERS = {WebhookDelivery.Created: _created, WebhookDelivery.Attempted: _attempted}

@@ -1,0 +1,328 @@
+"""What a projection's handler does to its tables, said once and run two ways.
+
+A handler does not write SQL: it states row operations (insert this row, add 1 to that
+column, delete that key) on a `Rows`.  Live, `SqlRows` turns each into one statement on the
+transaction's cursor, so the guards of an append (the balance CHECK, the idempotency key, the
+OTP windows) still act inside PostgreSQL.  `sandesh replay`, `MemoryRows` applies them to rows
+held in memory, one dict per table, and the result is copied into the scratch tables with COPY:
+no statement per event, which is what lets a replay run at the speed it reads the log
+(docs/design.md, "One handler, two executors").
+
+Both executors see the same operations, so a projection has one definition; `sandesh replay
+--check` compares what the two made.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, NamedTuple, Protocol
+
+from psycopg.types.json import Jsonb
+from sortedcontainers import SortedList
+
+
+class Add(NamedTuple):
+    """Add `amount` to the column (an inserted row starts at `amount`; its twin, with
+    on_conflict="update", adds it to the row already there)."""
+    amount: Any
+
+
+class Old(NamedTuple):
+    """The value another column of the row held before this update."""
+    column: str
+
+
+class AppendNew(NamedTuple):
+    """Append `value` to a text[] column unless it is None or there already."""
+    value: Any
+
+
+class JsonAppend(NamedTuple):
+    """Append these items to a jsonb array column."""
+    items: list[Any]
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A value computed from other rows: `sql` (a scalar expression with %s parameters) live,
+    `compute(memory)` in a replay.  The two must agree; the owner keeps them side by side."""
+    sql: str
+    params: tuple[Any, ...]
+    compute: Callable[["MemoryRows"], Any]
+
+
+@dataclass(frozen=True)
+class Ordered:
+    """A memory index: for each value of the `group` columns, the rows' keys sorted by
+    `order` (only rows for which `where` holds).  Serves `delete_upto` and `Computed` values."""
+    name: str
+    group: tuple[str, ...]
+    order: str
+    where: Callable[[dict[str, Any]], bool] | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table as the executors need it: its primary key (none: rows are only inserted and
+    deleted by range) and the memory indexes its operations use."""
+    name: str
+    key: tuple[str, ...]
+    ordered: tuple[Ordered, ...] = ()
+
+
+Key = tuple[Any, ...]
+
+
+class Rows(Protocol):
+    """What a handler may do to its tables (SqlRows live, MemoryRows in a replay)."""
+
+    def insert(self, table: str, row: dict[str, Any], *, on_conflict: str | None = None) -> None: ...
+    def update(self, table: str, key: Key, changes: dict[str, Any]) -> None: ...
+    def delete(self, table: str, key: Key, *, older: tuple[str, Any] | None = None) -> None: ...
+    def delete_upto(self, table: str, index: str, group: Key, bound: Any) -> None: ...
+    def get(self, table: str, key: Key, column: str) -> Any: ...
+    def guard(self, sql: str, params: Iterable[Any] = ()) -> None: ...
+
+
+class SqlRows:
+    """Each operation as one statement on `cur` (a cursor, or the append's StatementBuffer)."""
+
+    def __init__(self, cur: Any, tables: dict[str, Table]):
+        self.cur, self.tables = cur, tables
+
+    def insert(self, table: str, row: dict[str, Any], *, on_conflict: str | None = None) -> None:
+        """`on_conflict`: None (the key refuses a twin), "nothing", or "update" (set plain
+        columns, add `Add` ones)."""
+        columns, values, params = [], [], []
+        for column, value in row.items():
+            columns.append(f'"{column}"')
+            if isinstance(value, Computed):
+                values.append(f"({value.sql})")
+                params.extend(value.params)
+            else:
+                values.append("%s")
+                params.append(value.amount if isinstance(value, Add) else value)
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(values)})"
+        if on_conflict == "nothing":
+            sql += " ON CONFLICT DO NOTHING"
+        elif on_conflict == "update":
+            key = self.tables[table].key
+            sets = [f'"{c}" = {table}."{c}" + excluded."{c}"' if isinstance(v, Add) else f'"{c}" = excluded."{c}"'
+                    for c, v in row.items() if c not in key]
+            sql += f" ON CONFLICT ({', '.join(key)}) DO UPDATE SET {', '.join(sets)}"
+        self.cur.execute(sql, params)
+
+    def update(self, table: str, key: Key, changes: dict[str, Any]) -> None:
+        sets, params = [], []
+        for column, value in changes.items():
+            if isinstance(value, Add):
+                sets.append(f'"{column}" = "{column}" + %s')
+                params.append(value.amount)
+            elif isinstance(value, Old):
+                sets.append(f'"{column}" = "{value.column}"')
+            elif isinstance(value, AppendNew):
+                sets.append(f'"{column}" = CASE WHEN %s::text IS NULL OR %s = ANY("{column}") THEN "{column}"'
+                            f' ELSE array_append("{column}", %s) END')
+                params += [value.value, value.value, value.value]
+            elif isinstance(value, JsonAppend):
+                sets.append(f'"{column}" = "{column}" || %s')
+                params.append(Jsonb(value.items))
+            elif isinstance(value, Computed):
+                sets.append(f'"{column}" = ({value.sql})')
+                params.extend(value.params)
+            else:
+                sets.append(f'"{column}" = %s')
+                params.append(value)
+        where, key_params = self._where(table, key)
+        self.cur.execute(f"UPDATE {table} SET {', '.join(sets)} WHERE {where}", [*params, *key_params])
+
+    def delete(self, table: str, key: Key, *, older: tuple[str, Any] | None = None) -> None:
+        """Delete the row with this key (given `older` = (column, bound): only if its column is
+        at most bound)."""
+        where, params = self._where(table, key)
+        if older is not None:
+            where += f' AND "{older[0]}" <= %s'
+            params = [*params, older[1]]
+        self.cur.execute(f"DELETE FROM {table} WHERE {where}", params)
+
+    def delete_upto(self, table: str, index: str, group: Key, bound: Any) -> None:
+        """Delete the rows of `group` in memory index `index` whose order column is at most bound."""
+        ordered = next(o for o in self.tables[table].ordered if o.name == index)
+        where = " AND ".join(f'"{c}" = %s' for c in ordered.group)
+        self.cur.execute(f'DELETE FROM {table} WHERE {where} AND "{ordered.order}" <= %s', [*group, bound])
+
+    def get(self, table: str, key: Key, column: str) -> Any:
+        where, params = self._where(table, key)
+        row = self.cur.execute(f'SELECT "{column}" AS value FROM {table} WHERE {where}', params).fetchone()
+        return None if row is None else row["value"]
+
+    def guard(self, sql: str, params: Iterable[Any] = ()) -> None:
+        """A check that only the live append makes (a replayed log has passed it already)."""
+        self.cur.execute(sql, list(params))
+
+    def _where(self, table: str, key: Key) -> tuple[str, list[Any]]:
+        columns = self.tables[table].key
+        return " AND ".join(f'"{c}" = %s' for c in columns), list(key)
+
+
+@dataclass
+class _Index:
+    spec: Ordered
+    groups: dict[Key, SortedList] = field(default_factory=dict)
+    entries: dict[Key, tuple[Key, Any]] = field(default_factory=dict)  # row key -> (group, order value)
+
+    def put(self, key: Key, row: dict[str, Any]) -> None:
+        spec = self.spec
+        if spec.where is None or spec.where(row):
+            entry = (tuple([row[c] for c in spec.group]), row[spec.order])
+            if self.entries.get(key) == entry:
+                return
+            self.drop(key)
+            group, value = entry
+            members = self.groups.get(group)
+            if members is None:
+                members = self.groups[group] = SortedList()
+            members.add((value, key))
+            self.entries[key] = entry
+        else:
+            self.drop(key)
+
+    def drop(self, key: Key) -> None:
+        entry = self.entries.pop(key, None)
+        if entry is not None:
+            group, value = entry
+            members = self.groups[group]
+            members.remove((value, key))
+            if not members:
+                del self.groups[group]
+
+
+class MemoryRows:
+    """The same operations on rows in memory: `rows[table]` maps key to a row dict (a table
+    without a key numbers its rows).  `defaults[table]` gives each column's DEFAULT, so an
+    inserted row is whole, as PostgreSQL would store it."""
+
+    def __init__(self, tables: dict[str, Table], defaults: dict[str, dict[str, Any]]):
+        self.tables, self.defaults = tables, defaults
+        self.rows: dict[str, dict[Key, dict[str, Any]]] = {name: {} for name in tables}
+        self._indexes = {name: [_Index(o) for o in t.ordered] for name, t in tables.items()}
+        self._serial = 0
+
+    def insert(self, table: str, row: dict[str, Any], *, on_conflict: str | None = None) -> None:
+        spec = self.tables[table]
+        rows = self.rows[table]
+        if spec.key:
+            key = tuple([row[c] for c in spec.key])
+            current = rows.get(key)
+            if current is not None:
+                if on_conflict == "update":
+                    self._change(table, key, current, {c: v for c, v in row.items() if c not in spec.key})
+                    return
+                if on_conflict == "nothing":
+                    return
+                raise KeyError(f"{table}: a second row with key {key}")
+        else:
+            self._serial += 1
+            key = (self._serial,)
+        new = dict(self.defaults[table])
+        new.update(row)
+        if not _SPECIAL.isdisjoint(map(type, row.values())):
+            for column, value in row.items():
+                kind = type(value)
+                if kind is Add:
+                    new[column] = value.amount
+                elif kind is Computed:
+                    new[column] = value.compute(self)
+                elif kind is Jsonb:
+                    new[column] = value.obj
+        rows[key] = new
+        for index in self._indexes[table]:
+            index.put(key, new)
+
+    def update(self, table: str, key: Key, changes: dict[str, Any]) -> None:
+        current = self.rows[table].get(key)
+        if current is not None:  # like UPDATE ... WHERE: no row, nothing to do
+            self._change(table, key, current, changes)
+
+    def delete(self, table: str, key: Key, *, older: tuple[str, Any] | None = None) -> None:
+        current = self.rows[table].get(key)
+        if current is None or (older is not None and current[older[0]] > older[1]):
+            return
+        del self.rows[table][key]
+        for index in self._indexes[table]:
+            index.drop(key)
+
+    def delete_upto(self, table: str, index: str, group: Key, bound: Any) -> None:
+        found = self.index(table, index)
+        members = found.groups.get(tuple(group))
+        if not members:
+            return
+        doomed = [key for value, key in members.irange(maximum=(bound, _TOP))]
+        for key in doomed:
+            del self.rows[table][key]
+            for each in self._indexes[table]:
+                each.drop(key)
+
+    def get(self, table: str, key: Key, column: str) -> Any:
+        row = self.rows[table].get(key)
+        return None if row is None else row[column]
+
+    def guard(self, sql: str, params: Iterable[Any] = ()) -> None:
+        pass
+
+    # What Computed values ask
+
+    def index(self, table: str, name: str) -> _Index:
+        return next(i for i in self._indexes[table] if i.spec.name == name)
+
+    def lowest(self, table: str, index: str, group: Key) -> Any:
+        members = self.index(table, index).groups.get(tuple(group))
+        return members[0][0] if members else None
+
+    def highest(self, table: str, index: str, group: Key) -> Any:
+        members = self.index(table, index).groups.get(tuple(group))
+        return members[-1][0] if members else None
+
+    def _change(self, table: str, key: Key, current: dict[str, Any], changes: dict[str, Any]) -> None:
+        if _SPECIAL.isdisjoint(map(type, changes.values())):
+            current.update(changes)
+            for index in self._indexes[table]:
+                index.put(key, current)
+            return
+        before = None
+        for column, value in changes.items():
+            kind = type(value)
+            if kind not in _SPECIAL:
+                current[column] = value
+            elif kind is Add:
+                current[column] = current[column] + value.amount
+            elif kind is Old:
+                if before is None:
+                    before = dict(current)
+                current[column] = before[value.column]
+            elif kind is AppendNew:
+                if value.value is not None and value.value not in current[column]:
+                    current[column] = [*current[column], value.value]
+            elif kind is JsonAppend:
+                current[column] = [*current[column], *value.items]
+            elif kind is Computed:
+                current[column] = value.compute(self)
+            else:
+                current[column] = value.obj  # Jsonb
+        for index in self._indexes[table]:
+            index.put(key, current)
+
+
+class _Top:
+    """Sorts after every row key, so (bound, _TOP) bounds a range inclusively."""
+
+    def __lt__(self, other: Any) -> bool:
+        return False
+
+    def __gt__(self, other: Any) -> bool:
+        return True
+
+
+_TOP = _Top()
+
+
+_SPECIAL = frozenset({Add, Old, AppendNew, JsonAppend, Computed, Jsonb})
