@@ -24,11 +24,11 @@ from .client import (DEFAULT_GRACE_HOURS, DEFAULT_RATE_LIMIT, Client, check_bran
 from .credentials import new_api_key, new_webhook_secret, sha256_hex, shown_prefix
 from .errors import (Contended, IdempotencyConflict, IdempotencyKeyTaken, InsufficientBalance, InvalidInput,
                      InvalidTransition, NameTaken, NotFound, OtpLimited, Refused)
-from .inbound import Reply
-from .message import Message, accept, accepted_reply
+from .inbound import Reply, reply_owner
+from .message import TEXT_ERASED, Message, accept, accepted_reply
 from .otp import LIFETIME as OTP_LIFETIME, RESEND_COOLDOWN, Otp, Outcome, NO_ACTIVE_OTP, code_text, hash_code, new_code, otp_id
 from .segments import segment
-from .ports import Caller, IdempotencyKeys, OtpWindows, Prior
+from .ports import Caller, IdempotencyKeys, OtpWindows, Prior, Texts
 from .sending import OtpSendRequest, OtpVerifyRequest, SendRequest, cost as send_cost, refusal as send_refusal
 from .sim import SMS_SWITCH_ID, Sim, SmsSwitch, check_sim_name
 from .topics import topics_of
@@ -77,6 +77,7 @@ class Submission:
     or another SIM submitted it first)."""
     action: str
     message: Message | None = None
+    text: str | None = None  # the message's text, opened (it is sealed in the log)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class Sandesh(Application[str]):
         self.webhook_guard = webhook_guard or (lambda url: None)  # the SSRF guard at configuration
         self.idempotency: IdempotencyKeys | None = None  # ports (domain/ports.py), set by the wiring
         self.otp_windows: OtpWindows | None = None
+        self.texts: Texts | None = None
 
     def append_events(self, events: list[Any]) -> Any:
         """Record events already collected from their aggregates (the group commit's batches),
@@ -309,7 +311,7 @@ class Sandesh(Application[str]):
         record commit together (InsufficientBalance, IdempotencyKeyTaken from the store's guards)."""
         now = self.clock.now()
         message = accept(
-            client_id=client_id, workspace_id=workspace_id, to=request.to, text=request.text,
+            client_id=client_id, workspace_id=workspace_id, to=request.to, text=self.seal(workspace_id, request.text),
             message_type=request.message_type, segments=request.segments, encoding=request.encoding,
             cost=cost, idempotency_key=idempotency_key, request_hash=request_hash, at=now,
             expires_at=now + request.valid_for if request.valid_for is not None else None,
@@ -358,7 +360,8 @@ class Sandesh(Application[str]):
             code = new_code()
             text = code_text(code, brand)
             parts = segment(text)
-            message = accept(client_id=client_id, workspace_id=workspace_id, to=to, text=text, message_type="otp",
+            message = accept(client_id=client_id, workspace_id=workspace_id, to=to, text=self.seal(workspace_id, text),
+                             message_type="otp",
                              segments=parts.segments, encoding=parts.encoding, cost=rate * parts.segments,
                              idempotency_key=None, request_hash=None, at=now, expires_at=now + OTP_LIFETIME)
             otp.issue(code_hash=hash_code(self.otp_key, otp.id, code), message_id=message.id, ip=ip, at=now)
@@ -396,15 +399,34 @@ class Sandesh(Application[str]):
             return None
         return found if isinstance(found, kind) else None
 
+    # Texts: sealed under a key of their owner outside the log (domain/ports.py Texts)
+    def seal(self, owner: str, text: str) -> str:
+        return self.texts.seal(owner, text) if self.texts is not None else text
+
+    def open_text(self, sealed: str | None) -> str | None:
+        return self.texts.open(sealed) if self.texts is not None else sealed
+
+    def shred_texts(self, workspace_id: str, actor: str) -> int:
+        """`sandesh workspace shred-texts`: destroy the keys of the workspace's texts (audited as
+        workspace.texts_shredded); counts, costs and statuses stay.  Its next send gets a new key."""
+        workspace = self._get(workspace_id, Workspace, "workspace")
+        if self.texts is None:
+            raise RuntimeError("texts are not sealed in this process")
+        keys = self.texts.shred(workspace_id)
+        workspace.shred_texts(keys=keys, actor=actor, at=self.clock.now())
+        self.save(workspace)
+        return keys
+
     # Replies from recipients
     def store_reply_part(self, open_reply_id: str | None, sim_id: str, sender: str, reference: int | None,
                          total: int, sequence: int, text: str) -> Reply:
-        """Record one part read from a SIM (before it is deleted there); duplicates are dropped."""
+        """Record one part read from a SIM (before it is deleted there); duplicates are dropped.
+        A part is sealed under a key of the reply alone until the reply is finished."""
         now = self.clock.now()
         reply = self._find(open_reply_id, Reply) if open_reply_id else None
         if reply is None:
             reply = Reply(sim_id=sim_id, sender=sender, reference=reference, total=max(total, 1), at=now)
-        reply.store_part(sequence, text, at=now)
+        reply.store_part(sequence, self.seal(reply_owner(reply.id), text), at=now)
         self.save(reply)
         return reply
 
@@ -412,10 +434,18 @@ class Sandesh(Application[str]):
         return self._get(reply_id, Reply, "reply")
 
     def finish_reply(self, reply_id: str, attributed_to: Message | None) -> Reply:
+        """The whole reply, its text sealed under the key of the workspace it is attributed to;
+        the parts' own key is then destroyed.  A reply no one sent to keeps the parts' key."""
         reply = self._get(reply_id, Reply, "reply")
-        reply.finish(attributed_to.client_id if attributed_to else None,
+        if reply.complete:
+            return reply
+        text = "".join(self.open_text(reply.parts[s]) or "" for s in sorted(reply.parts))
+        owner = attributed_to.workspace_id if attributed_to else reply_owner(reply.id)
+        reply.finish(self.seal(owner, text), attributed_to.client_id if attributed_to else None,
                      attributed_to.id if attributed_to else None, at=self.clock.now())
         self.save(reply)
+        if attributed_to is not None and self.texts is not None:
+            self.texts.shred(reply_owner(reply.id))
         return reply
 
     def message(self, message_id: str) -> Message | None:
@@ -446,12 +476,16 @@ class Sandesh(Application[str]):
         if message.expired(now):  # it ran out while leased: not sent either
             self.change_message(message_id, lambda m: m.expire(at=now))
             return Submission(SKIP)
+        text = self.open_text(message.text)
+        if text is None:  # its workspace's texts were erased before it went out: failed, refunded
+            self.change_message(message_id, lambda m: m.fail(TEXT_ERASED, at=now))
+            return Submission(SKIP)
         message.submit(sim_id, at=now)
         try:
             self.save(message)
         except IntegrityError:
             return Submission(SKIP)  # another SIM submitted it first (its lease had been handed back)
-        return Submission(SEND, message)
+        return Submission(SEND, message, text)
 
     # Webhook deliveries
     def delivery(self, delivery_id: str) -> WebhookDelivery:
@@ -517,7 +551,8 @@ class Sandesh(Application[str]):
             to_read += [e.redelivered_as for e in events if isinstance(e, WebhookDelivery.Redelivered)]
         replies = [self._events(reply_id) for reply_id in reply_ids]
         return {"messageId": message.id, "workspaceId": message.workspace_id, "clientId": message.client_id,
-                "events": history.entries(self._events(message_id), deliveries, replies, webhook_url)}
+                "events": history.entries(self._events(message_id), deliveries, replies, webhook_url,
+                                          self.open_text)}
 
     def _events(self, originator_id: str) -> list[Any]:
         return [self.mapper.to_domain_event(stored) for stored in self.recorder.select_events(originator_id)]

@@ -16,6 +16,7 @@ ACTIONS: dict[type, str] = {
     Workspace.Credited: "workspace.credited",
     Workspace.RatesSet: "workspace.rates_set",
     Workspace.TypesSet: "workspace.types_set",
+    Workspace.TextsShredded: "workspace.texts_shredded",
     Client.Created: "client.created",
     Client.KeyRotated: "client.key_rotated",
     Client.SecretRotated: "client.secret_rotated",

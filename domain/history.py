@@ -8,7 +8,7 @@ can no longer be decrypted (shown as null).
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 from urllib.parse import urlsplit
 
 from .clock import iso
@@ -17,10 +17,13 @@ from .message import Message
 from .webhook import WebhookDelivery
 
 
-def _message_entry(event: Any) -> dict[str, Any] | None:
+Opener = Callable[[str | None], str | None]
+
+
+def _message_entry(event: Any, open_text: Opener) -> dict[str, Any] | None:
     if isinstance(event, Message.Accepted):
         return {"type": "accepted", "messageType": event.message_type, "to": event.to,
-                "text": None if event.message_type == "otp" else getattr(event, "text", None),
+                "text": None if event.message_type == "otp" else open_text(getattr(event, "text", None)),
                 "segments": event.segments, "encoding": event.encoding, "cost": event.cost,
                 "idempotencyKey": event.idempotency_key,
                 "expiresAt": iso(event.expires_at) if getattr(event, "expires_at", None) else None}
@@ -63,15 +66,16 @@ def _delivery_entry(event: Any, delivery: WebhookDelivery, url: str | None) -> d
     return None
 
 
-def _reply_entry(event: Any) -> dict[str, Any] | None:
+def _reply_entry(event: Any, open_text: Opener) -> dict[str, Any] | None:
     if isinstance(event, Reply.Received):
         return {"type": "inbound", "replyId": event.originator_id, "from": sender_number(event.sender),
-                "text": getattr(event, "text", None), "simId": event.sim_id}
+                "text": open_text(getattr(event, "text", None)), "simId": event.sim_id}
     return None
 
 
 def entries(message_events: Iterable[Any], deliveries: Iterable[tuple[WebhookDelivery, list[Any]]],
-            replies: Iterable[list[Any]], webhook_url: str | None) -> list[dict[str, Any]]:
+            replies: Iterable[list[Any]], webhook_url: str | None,
+            open_text: Opener = lambda text: text) -> list[dict[str, Any]]:
     """Every entry, oldest first (ties keep the order the log recorded them in)."""
     found: list[tuple[float, int, dict[str, Any]]] = []
 
@@ -80,11 +84,11 @@ def entries(message_events: Iterable[Any], deliveries: Iterable[tuple[WebhookDel
             found.append((at, len(found), {"at": iso(at), **entry}))
 
     for event in message_events:
-        add(event.at, _message_entry(event))
+        add(event.at, _message_entry(event, open_text))
     for delivery, events in deliveries:
         for event in events:
             add(event.at, _delivery_entry(event, delivery, webhook_url))
     for events in replies:
         for event in events:
-            add(event.at, _reply_entry(event))
+            add(event.at, _reply_entry(event, open_text))
     return [entry for _, _, entry in sorted(found, key=lambda item: (item[0], item[1]))]

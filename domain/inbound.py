@@ -24,6 +24,11 @@ def sender_number(sender: str) -> str:
     return sender
 
 
+def reply_owner(reply_id: str) -> str:
+    """Who a reply's parts' key belongs to, until the reply is finished (domain/ports.py Texts)."""
+    return f"reply:{reply_id}"
+
+
 class Reply(Aggregate):
     @staticmethod
     def create_id(**_: object) -> str:
@@ -57,9 +62,9 @@ class Reply(Aggregate):
     def all_parts(self) -> bool:
         return len(self.parts) == self.total
 
-    def finish(self, client_id: str | None, in_reply_to: str | None, at: float) -> None:
-        """The reply as it arrived, attributed to a client when one is known."""
-        text = "".join(self.parts[s] for s in sorted(self.parts))
+    def finish(self, text: str, client_id: str | None, in_reply_to: str | None, at: float) -> None:
+        """The reply as it arrived (`text`, its parts joined and sealed by the application),
+        attributed to a client when one is known."""
         missing = [s for s in range(1, self.total + 1) if s not in self.parts]
         self._received(sim_id=self.sim_id, sender=self.sender, text=text, missing=missing,
                        client_id=client_id, in_reply_to=in_reply_to, at=at)

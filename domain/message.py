@@ -18,6 +18,7 @@ QUEUED, SUBMITTED, SENT = "queued", "submitted", "sent"
 DELIVERED, UNDELIVERED, FAILED, REJECTED = "delivered", "undelivered", "failed", "rejected"
 FINAL = (DELIVERED, UNDELIVERED, FAILED, REJECTED)
 ROUTE = "device"
+TEXT_ERASED = "text_erased"  # the workspace's texts were erased before the message went out
 DEFAULT_VALIDITY_MINUTES = 24 * 60
 
 

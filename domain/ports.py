@@ -52,3 +52,20 @@ class OtpWindows(Protocol):
     def retry_after_number(self, number: str, now: float) -> int: ...
 
     def retry_after_ip(self, client_id: str, ip: str, now: float) -> int: ...
+
+
+class Texts(Protocol):
+    """Message and reply texts, encrypted under a key of their owner (a workspace, or a reply
+    still gathering parts) that is kept outside the log, so destroying the key erases every
+    copy of the text: the log, read models and backups keep only what no one can open
+    (docs/design.md, "Erasing texts")."""
+
+    def seal(self, owner: str, text: str) -> str:
+        """The text as it goes into an event, under the owner's current key."""
+
+    def open(self, sealed: str | None) -> str | None:
+        """The text, or None when its key was destroyed (a text from before texts were sealed
+        is returned as it is)."""
+
+    def shred(self, owner: str) -> int:
+        """Destroy the owner's keys; returns how many.  The owner's next text gets a new key."""

@@ -54,6 +54,14 @@ class Workspace(Aggregate):
     def set_types(self, types: list[str], actor: str, at: float) -> None:
         self._types_set(types=types, actor=actor, at=at)
 
+    def shred_texts(self, keys: int, actor: str, at: float) -> None:
+        """The keys of the workspace's texts were destroyed (domain/ports.py Texts)."""
+        self._texts_shredded(keys=keys, actor=actor, at=at)
+
+    @event("TextsShredded")
+    def _texts_shredded(self, keys: int, actor: str, at: float) -> None:
+        pass
+
     @event("Activated")
     def _activated(self, actor: str, at: float) -> None:
         self.status = ACTIVE

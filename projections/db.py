@@ -13,7 +13,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from sandesh.domain.settings import Settings
 
-from . import otp_limits, registry, request_rate, sim_health
+from . import otp_limits, registry, request_rate, sim_health, text_keys
 from .health import DatabaseUnavailable
 from .dispatch import NOTIFY_CLOCK
 
@@ -79,6 +79,7 @@ def create_tables(conn: psycopg.Connection) -> None:
         conn.execute(otp_limits.DDL)
         conn.execute(registry.DDL)
         conn.execute(follower.POSITIONS_DDL)
+        conn.execute(text_keys.DDL)
         for projection in follower.FOLLOWED.values():
             conn.execute(projection.DDL)
 

@@ -62,6 +62,9 @@ def parser() -> argparse.ArgumentParser:
     c = ws.add_parser("set-rates", help="set prices per segment")
     c.add_argument("workspace", metavar="WS")
     c.add_argument("rates", metavar="TYPE=PAISA", nargs="+")
+    c = ws.add_parser("shred-texts", help="erase every text of a workspace: destroy the keys they are encrypted"
+                      " under (counts, costs and statuses stay; messages still waiting fail, refunded)")
+    c.add_argument("workspace", metavar="WS")
     c = ws.add_parser("set-types", help="set the allowed message types")
     c.add_argument("workspace", metavar="WS")
     c.add_argument("types", metavar="T,T")

@@ -90,6 +90,14 @@ def workspace_set_types(args: argparse.Namespace, settings: Settings, actor: str
     return _workspace_command("set_types", args, settings, actor, types=parse_types(args.types))
 
 
+def workspace_shred_texts(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    """Destroy the keys of the workspace's texts (docs/design.md, "Erasing texts")."""
+    with opened(settings) as runtime:
+        keys = runtime.app.shred_texts(args.workspace, actor)
+        emit({"workspaceId": args.workspace, "keysDestroyed": keys})
+    return 0
+
+
 def workspace_show(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
         emit(_workspace(runtime, args.workspace))
@@ -245,7 +253,7 @@ def inbound_list(args: argparse.Namespace, settings: Settings, actor: str) -> in
         with runtime.connection() as conn:
             rows = inbound.received(conn, args.unattributed, args.limit)
         emit({"replies": [{"id": r["id"], "simId": r["sim_id"], "from": r["sender"],
-                           "text": runtime.app.reply(r["id"]).text, "parts": r["parts"], "total": r["total"],
+                           "text": runtime.app.open_text(runtime.app.reply(r["id"]).text), "parts": r["parts"], "total": r["total"],
                            "missingParts": r["missing"], "clientId": r["client_id"], "inReplyTo": r["in_reply_to"],
                            "at": iso(r["received_at"])} for r in rows]})
     return 0
@@ -431,6 +439,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("workspace", "credit"): workspace_credit,
     ("workspace", "set-rates"): workspace_set_rates,
     ("workspace", "set-types"): workspace_set_types,
+    ("workspace", "shred-texts"): workspace_shred_texts,
     ("workspace", "show"): workspace_show,
     ("workspace", "list"): workspace_list,
     ("client", "create"): client_create,

@@ -288,7 +288,7 @@ class SimWorker:
         if submission.action != SEND:
             return
         message, now = submission.message, self.app.clock.now()
-        parts = encode_submit(message.to, message.text, reference=random.randrange(256),
+        parts = encode_submit(message.to, submission.text, reference=random.randrange(256),
                               validity_minutes=message.validity_minutes(now))
         for number, part in enumerate(parts, start=1):
             try:

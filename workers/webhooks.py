@@ -18,6 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import orjson
 import requests
 
 from sandesh.domain.inbound import Reply
@@ -69,8 +70,12 @@ class WebhookSender:
         if isinstance(event, Reply.Received):
             if event.client_id is None or not known.has_url(event.client_id):
                 return None
-            body = inbound_event(event.originator_id, event.sender, event.text, event.at, event.in_reply_to)
-            return new_delivery(event.client_id, INBOUND, event.originator_id, None, body, at=now)
+            # the body holds the reply's text: it is kept sealed under the workspace's key, like the text
+            owner = known.message(event.in_reply_to).workspace_id
+            body = inbound_event(event.originator_id, event.sender, known.app.open_text(event.text), event.at,
+                                 event.in_reply_to)
+            sealed = known.app.seal(owner, orjson.dumps(body).decode())
+            return new_delivery(event.client_id, INBOUND, event.originator_id, None, sealed, at=now)
         message = known.message(event.originator_id)
         if not known.has_url(message.client_id):
             return None  # a client with no webhook URL gets no deliveries (decisions §2)
@@ -118,7 +123,10 @@ class WebhookSender:
         if target is None:
             return None, "the client has no webhook URL", 0.0
         url, secrets = target
-        body = delivery.body.encode()
+        raw = self.app.open_text(delivery.body)
+        if raw is None:
+            return None, "its text was erased (sandesh workspace shred-texts)", 0.0
+        body = raw.encode()
         headers = {
             "content-type": "application/json", "user-agent": USER_AGENT, "x-service-event": delivery.event_type,
             "x-service-delivery": delivery.id, "x-service-signature": sign(secrets, int(self.clock.now()), body),
