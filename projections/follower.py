@@ -43,14 +43,21 @@ def read_batch(runtime: Runtime, topics: list[str], after: int, limit: int = BAT
 
 
 def apply_batch(runtime: Runtime, cur: Any, projection: ModuleType, notifications: list[Any]) -> None:
+    """The batch's statements go out in pipeline mode: sent without waiting for each answer
+    (a handler that reads, like the counters' `get`, waits for what it reads)."""
     rows = SqlRows(cur, projection.ROWS)
-    for notification in notifications:
-        event = runtime.app.mapper.to_domain_event(notification)
-        projection.HANDLERS[type(event)](rows, event)
+    with cur.connection.pipeline():
+        for notification in notifications:
+            event = runtime.app.mapper.to_domain_event(notification)
+            projection.HANDLERS[type(event)](rows, event)
 
 
 def lock_position(cur: Any, name: str) -> int:
     """The follower's position, its row locked until the transaction ends (created at 0)."""
+    row = cur.execute("SELECT position FROM projection_positions WHERE name = %s FOR UPDATE", (name,),
+                      prepare=True).fetchone()
+    if row is not None:
+        return row["position"]
     cur.execute("INSERT INTO projection_positions (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING", (name,))
     return cur.execute("SELECT position FROM projection_positions WHERE name = %s FOR UPDATE",
                        (name,)).fetchone()["position"]
@@ -63,7 +70,7 @@ def read_position(cur: Any, name: str) -> int:
 
 
 def set_position(cur: Any, name: str, position: int) -> None:
-    cur.execute("UPDATE projection_positions SET position = %s WHERE name = %s", (position, name))
+    cur.execute("UPDATE projection_positions SET position = %s WHERE name = %s", (position, name), prepare=True)
 
 
 def positioned_step(runtime: Runtime, name: str, topics: list[str], handle: Callable[[Any, list[Any]], None],
@@ -90,8 +97,11 @@ def catch_up(runtime: Runtime) -> int:
     """Apply every followed projection's waiting events; returns how many were applied."""
     total = 0
     for projection in FOLLOWED.values():
-        while applied := step(runtime, projection):
+        while True:
+            applied = step(runtime, projection)
             total += applied
+            if applied < BATCH:  # a batch short of full was the end of the log
+                break
     return total
 
 

@@ -231,3 +231,29 @@ def test_a_charge_and_its_message_commit_together_or_not_at_all(runtime, clients
     with runtime.connection() as conn:
         assert conn.execute("SELECT balance FROM workspaces WHERE id = %s", (ws,)).fetchone()["balance"] == before
     assert runtime.app.open_text(runtime.app.message(first.id).text) == "atomic"
+
+
+def test_status_events_count_for_the_client_that_sent_the_message(runtime):
+    """Status events do not name the client: the counters look it up (a read inside the
+    follower's pipelined batch) and count delivered, undelivered and failed with refunds."""
+    app = runtime.app
+    ws = funded_workspace(app, "Statuses", 10_000, "t")
+    cl, _, _ = app.create_client(ws, "Statuses", None, 1000, "t")
+    request, _ = parse_send({"to": "9779812345678", "text": "status"})
+    outcomes = []
+    for report in (0, 0, 64):  # delivered, delivered, undelivered (TP-ST 64: permanent error)
+        m = app.message(app.send(cl.id, ws, request, 100).id)
+        now = runtime.clock.now()
+        m.submit("sim_t", at=now)
+        m.part_accepted(1, 7, at=now)
+        m.report(1, report, at=now)
+        app.save(m)
+        outcomes.append(m.status)
+    failed = app.message(app.send(cl.id, ws, request, 100).id)
+    failed.fail("CMS 500", at=runtime.clock.now())
+    app.save(failed)
+    follower.catch_up(runtime)
+    with runtime.connection() as conn:
+        row = conn.execute("SELECT * FROM client_counters WHERE client_id = %s", (cl.id,)).fetchone()
+    assert outcomes == ["delivered", "delivered", "undelivered"]
+    assert (row["sent"], row["delivered"], row["undelivered"], row["failed"], row["spent"]) == (4, 2, 1, 1, 300)
