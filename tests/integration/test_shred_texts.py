@@ -15,10 +15,11 @@ from sandesh.domain.application import SKIP
 from sandesh.domain.message import TEXT_ERASED
 from sandesh.domain.ports import Caller
 from sandesh.domain.sending import OtpSendRequest, parse_send
-from sandesh.projections import follower, replay, text_keys
+from sandesh.projections import follower, text_keys
 from sandesh.scripts.bench.common import funded_workspace
 from sandesh.workers import webhook_guard
 from sandesh.workers.webhooks import WebhookSender
+from tests.integration.test_projections import all_read_models
 from tests.integration.test_webhooks import deliver, lifecycle
 from tests.receiver import Receiver
 
@@ -81,20 +82,6 @@ def dump(runtime):
         return "\n".join(r["row"] for t in tables for r in conn.execute(f'SELECT t::text AS row FROM "{t}" t').fetchall())
 
 
-def read_models(runtime):
-    """Every read model's rows (but the columns a worker's lease writes), in a fixed order."""
-    models = {}
-    with runtime.connection() as conn:
-        for name in replay.NAMES:
-            view = replay.projection(name)
-            working = getattr(view, "WORKING_COLUMNS", {})
-            for table in view.TABLES:
-                rows = [{k: v for k, v in row.items() if k not in working.get(table, ())}
-                        for row in conn.execute(f"SELECT * FROM {table}").fetchall()]
-                models[table] = sorted(rows, key=lambda row: orjson.dumps(row, option=orjson.OPT_SORT_KEYS))
-    return models
-
-
 def test_shredding_erases_every_text_of_one_workspace_and_keeps_everything_else(runtime, receiver, sender, sandesh):
     app = runtime.app
     erased, kept = funded_workspace(app, "Erased", 10**6, "t"), funded_workspace(app, "Kept", 10**6, "t")
@@ -115,7 +102,7 @@ def test_shredding_erases_every_text_of_one_workspace_and_keeps_everything_else(
     assert any(SECRET in t for t in readable_texts(runtime))  # before: the texts can be read
     assert SECRET not in dump(runtime) and KEPT not in dump(runtime)  # never in clear in the database
     follower.catch_up(runtime)
-    before = read_models(runtime)
+    before = all_read_models(runtime)
 
     done = sandesh("workspace", "shred-texts", erased)
     assert done == {"workspaceId": erased, "keysDestroyed": 1}
@@ -132,7 +119,7 @@ def test_shredding_erases_every_text_of_one_workspace_and_keeps_everything_else(
     assert "delivered" in [e["type"] for e in history]
     # counts, costs and statuses: the read models did not change
     follower.catch_up(runtime)
-    assert read_models(runtime) == before
+    assert all_read_models(runtime) == before
     # the other workspace keeps its texts
     assert app.open_text(app.message(other_message.id).text) == f"{KEPT} order 4414"
     assert any(KEPT in t for t in readable_texts(runtime))
@@ -141,7 +128,7 @@ def test_shredding_erases_every_text_of_one_workspace_and_keeps_everything_else(
     assert [a for a in actions if a["action"] == "workspace.texts_shredded"][0]["details"] == {"keys": 1}
     # a replay afterwards still equals the live models
     assert sandesh.run("replay").returncode == 0
-    assert read_models(runtime) == before
+    assert all_read_models(runtime) == before
     assert sandesh("replay", "--check")["ok"] is True
     # a message still waiting cannot go out any more: failed as erased, and refunded
     assert app.submit_message(waiting.id, "sim_test").action == SKIP

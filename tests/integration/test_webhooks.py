@@ -594,3 +594,21 @@ def test_message_history_never_shows_an_otp_code_and_refuses_an_unknown_id(runti
     assert (accepted["type"], accepted["messageType"], accepted["text"]) == ("accepted", "otp", None)
     unknown = sandesh.run("message", "history", "msg_nope")
     assert (unknown.returncode, unknown.stdout, unknown.stderr) == (2, "", "sandesh: no message 'msg_nope'\n")
+
+
+def test_message_history_of_a_refunded_message_shows_the_failure_and_the_refund(runtime, workspace, sandesh):
+    """Refused by every SIM it tried: the requeues with their reasons, then the failure with
+    the whole charge refunded; a message whose part the network accepted fails without one."""
+    client, _, _ = runtime.app.create_client(workspace, "Refunds", None, 1000, "t")
+    request, _ = parse_send({"to": f"97798{next(_numbers):08d}", "text": "Refund me"})
+    refunded = runtime.app.send(client.id, workspace, request, 100)
+    lifecycle(runtime, refunded, ("submit",), ("requeue", "CMS 38: network out of order"), ("submit",),
+              ("fail", "CMS 500: refused by every SIM"))
+    charged = runtime.app.send(client.id, workspace, request, 100)
+    lifecycle(runtime, charged, ("submit",), ("accept",), ("fail", "no status report within validity"))
+    events = sandesh("message", "history", refunded.id)["events"]
+    assert [e["type"] for e in events] == ["accepted", "submitted", "requeued", "submitted", "failed"]
+    assert (events[2]["reason"], events[-1]["error"], events[-1]["refund"]) == (
+        "CMS 38: network out of order", "CMS 500: refused by every SIM", 100)
+    last = sandesh("message", "history", charged.id)["events"][-1]
+    assert (last["type"], last["refund"]) == ("failed", 0)
