@@ -43,6 +43,18 @@ def funded_workspace(app: Any, name: str, amount: int, actor: str = "bench", rat
     return workspace.id
 
 
+def bench_clients(app: Any, name: str, workspaces: int, per_workspace: int) -> list[tuple[str, str]]:
+    """(client id, workspace id) of `per_workspace` clients in each of `workspaces` well-funded
+    workspaces, made through the operator use cases."""
+    made = []
+    for w in range(workspaces):
+        workspace = funded_workspace(app, f"{name} {w}", 10**12, "bench")
+        for c in range(per_workspace):
+            client, _, _ = app.create_client(workspace, f"{name} {w}.{c}", None, 10_000, "bench")
+            made.append((client.id, workspace))
+    return made
+
+
 @contextmanager
 def reported_route(runtime: Any) -> Iterator[str]:
     """A SIM that stays a route for the whole run: registered, and reported healthy every few

@@ -25,7 +25,7 @@ from sandesh.domain.sending import parse_send
 from sandesh.domain.settings import Settings
 from sandesh.scripts.bootstrap import bootstrap
 
-from .common import ROOT, funded_workspace, percentile, scratch_database
+from .common import ROOT, bench_clients, percentile, scratch_database
 
 THREADS = 16
 WATCH_EVERY = 10
@@ -62,12 +62,7 @@ def warm_up(app, database_url: str, client: tuple[str, str], request) -> None:
 
 def measure(runtime, database_url: str, rate: int, seconds: float) -> dict:
     app = runtime.app
-    clients = []
-    for w in range(2):
-        workspace = funded_workspace(app, f"Lag {w}", 10**12, "bench")
-        for c in range(4):
-            client, _, _ = app.create_client(workspace, f"Lag {w}.{c}", None, 10_000, "bench")
-            clients.append((client.id, workspace))
+    clients = bench_clients(app, "Lag", 2, 4)
     request, _ = parse_send({"to": "9779812345678", "text": "Your order has shipped and arrives tomorrow."})
     warm_up(app, database_url, clients[0], request)
     watched: dict[str, float] = {}   # message id -> when its append returned

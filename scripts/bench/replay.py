@@ -29,7 +29,7 @@ from sandesh.domain.settings import Settings
 from sandesh.projections import replay
 from sandesh.scripts.bootstrap import bootstrap
 
-from .common import ROOT, funded_workspace, scratch_database
+from .common import ROOT, bench_clients, scratch_database
 
 EVENTS_PER_MESSAGE = 6
 BATCH_MESSAGES = 100
@@ -38,12 +38,7 @@ BATCH_MESSAGES = 100
 def fill(runtime, events: int) -> int:
     """Append about `events` events; returns how many the log holds."""
     app = runtime.app
-    clients = []
-    for w in range(2):
-        workspace = funded_workspace(app, f"Replay {w}", 10**12, "bench")
-        for c in range(2):
-            client, _, _ = app.create_client(workspace, f"Replay {w}.{c}", None, 10_000, "bench")
-            clients.append((client.id, workspace))
+    clients = bench_clients(app, "Replay", 2, 2)
     request, _ = parse_send({"to": "9779812345678", "text": "Your order has shipped and arrives tomorrow."})
     messages = max(1, events // EVENTS_PER_MESSAGE)
     started, made = time.monotonic(), 0
