@@ -9,12 +9,14 @@ import falcon
 import falcon.media
 import orjson
 
+from sandesh.domain import log_context
 from sandesh.domain.application import Sandesh
 from sandesh.domain.errors import DomainError
 from sandesh.projections.health import DatabaseHealth, is_outage
 
 from .auth import Authentication
 from .errors import ApiError, from_domain
+from .health import Health, Ready
 from .messages import MessageStatus
 from .otp import OtpSend, OtpVerify
 from .resources import Balance
@@ -31,6 +33,8 @@ class RequestId:
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         given = req.get_header("x-request-id")
         req.context.request_id = given[:128] if given else uuid.uuid4().hex
+        log_context.clear()  # a gunicorn thread serves one request after another
+        log_context.set_fields(request_id=req.context.request_id)
         resp.set_header("x-request-id", req.context.request_id)
 
 
@@ -79,7 +83,7 @@ class DatabaseGate:
         self.health = health
 
     def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: Any, params: dict) -> None:
-        if self.health.down:
+        if self.health.down and not getattr(resource, "public", False):
             raise outage_error()
 
 
@@ -110,6 +114,9 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     app.add_route("/v1/sms/messages/{message_id}", MessageStatus(sandesh, connection))
     app.add_route("/v1/sms/otp/send", OtpSend(sandesh, trusted_proxies))
     app.add_route("/v1/sms/otp/verify", OtpVerify(sandesh, trusted_proxies))
+    app.add_route("/v1/health", Health())
+    app.add_route("/v1/ready", Ready(connection, sandesh.clock, health, sandesh.recorder.events_table_name,
+                                     route_window))
     app.add_error_handler(Exception, _errors(health))
     app.add_error_handler(falcon.HTTPError, _http_error)
     app.add_error_handler(ApiError, _api_error)

@@ -6,6 +6,7 @@ from typing import Any, Callable, ContextManager
 
 import falcon
 
+from sandesh.domain import log_context
 from sandesh.domain.access import refusal
 from sandesh.domain.credentials import KEY_PATTERN, sha256_hex
 from sandesh.domain.clock import Clock
@@ -26,6 +27,8 @@ class Authentication:
     def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: Any, params: dict) -> None:
         if resource is None or not hasattr(resource, f"on_{req.method.lower()}"):
             return  # 404 and 405 are answered without a key
+        if getattr(resource, "public", False):
+            return  # health and readiness (api/health.py)
         key = req.get_header("x-api-key")
         if not key:
             raise ApiError("unauthorized", MISSING_KEY)
@@ -42,5 +45,6 @@ class Authentication:
                 wait = request_rate.retry_after(conn, row["id"], row["rate_limit"], self.clock.now())
                 raise ApiError("rate_limited", f"Request rate of {row['rate_limit']}/s exceeded; retry in {wait} s.",
                                headers={"Retry-After": str(wait)})
+        log_context.set_fields(workspace_id=row["workspace_id"], client_id=row["id"])
         req.context.caller = Caller(row["id"], row["workspace_id"], row["brand"], row["status"], row["rates"],
                                     row["types"], row["sms_enabled"], row["has_route"])

@@ -25,6 +25,7 @@ class Settings:
     webhook_allow_private: bool = False
     requests_ca_bundle: str | None = None
     log_level: str = "INFO"
+    log_format: str = "text"  # or "json": one JSON object per line (scripts/logs.py)
     trusted_proxies: tuple[str, ...] = field(default_factory=tuple)
     pool_size: int = 4
     route_window: float = 60.0  # a SIM is a route while its last healthy heartbeat is this recent
@@ -35,6 +36,9 @@ class Settings:
         clock_mode = (env.get("SANDESH_CLOCK") or "system").strip().lower()
         if clock_mode not in {"system", "test"}:
             raise ConfigurationError(f"SANDESH_CLOCK must be 'system' or 'test', not {clock_mode!r}")
+        log_format = (env.get("SANDESH_LOG_FORMAT") or "text").strip().lower()
+        if log_format not in {"text", "json"}:
+            raise ConfigurationError(f"SANDESH_LOG_FORMAT must be 'text' or 'json', not {log_format!r}")
         proxies = tuple(p.strip() for p in (env.get("SANDESH_TRUSTED_PROXIES") or "").split(",") if p.strip())
         return cls(
             database_url=env.get("DATABASE_URL") or DEFAULT_DATABASE_URL,
@@ -43,6 +47,7 @@ class Settings:
             webhook_allow_private=_flag(env.get("SANDESH_WEBHOOK_ALLOW_PRIVATE")),
             requests_ca_bundle=env.get("REQUESTS_CA_BUNDLE") or None,
             log_level=(env.get("SANDESH_LOG_LEVEL") or "INFO").upper(),
+            log_format=log_format,
             trusted_proxies=proxies,
             pool_size=int(env.get("SANDESH_DB_POOL_SIZE") or 4),
             route_window=float(env.get("SANDESH_ROUTE_WINDOW") or 60),

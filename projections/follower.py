@@ -69,6 +69,18 @@ def read_position(cur: Any, name: str) -> int:
     return row["position"] if row else 0
 
 
+def lags(conn: Any, events_table: str, cap: int) -> dict[str, int]:
+    """How many events each followed projection has still to apply: the committed events of its
+    topics past its position, counted up to `cap` (cost bounded by the cap, not the log)."""
+    found = {}
+    for name, projection in FOLLOWED.items():
+        found[name] = conn.execute(
+            f'SELECT count(*) AS n FROM (SELECT 1 FROM "{events_table}" WHERE notification_id > %s'
+            " AND topic = ANY(%s) ORDER BY notification_id LIMIT %s) waiting",
+            (read_position(conn, name), topics(projection), cap), prepare=True).fetchone()["n"]
+    return found
+
+
 def set_position(cur: Any, name: str, position: int) -> None:
     cur.execute("UPDATE projection_positions SET position = %s WHERE name = %s", (position, name), prepare=True)
 

@@ -66,7 +66,7 @@ class Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
-        else:
+        elif self.done or self.total:  # a swap with nothing to catch up says nothing
             self._line()
 
     def _line(self) -> None:

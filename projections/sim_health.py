@@ -61,6 +61,11 @@ def record(conn: Any, sim_id: str, *, healthy: bool, registered: bool | None, si
                            "error": last_error, "dispatcher": dispatcher, "at": at, "reachable": reachable})
 
 
+def has_route(conn: Any, now: float, route_window: float) -> bool:
+    """Whether any SIM is a route now (what a send's route check asks, for GET /v1/ready)."""
+    return conn.execute(f"SELECT {HAS_ROUTE} AS route", {"now": now, "route_window": route_window}).fetchone()["route"]
+
+
 def pool(conn: Any, now: float, route_window: float) -> list[dict[str, Any]]:
     """Every SIM with its registry row, its last heartbeat, its parts in the pacing window, and
     `state`, `reason`, `since` as `sandesh sim list` shows them."""

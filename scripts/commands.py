@@ -15,6 +15,7 @@ from sandesh.projections.runtime import Runtime
 from .bootstrap import bootstrap, migrate
 
 from .output import emit, emit_line, fail
+from .logs import configure_logging
 
 
 @contextmanager
@@ -353,24 +354,28 @@ def _open_worker_runtime(settings: Settings, pool_size: int) -> Runtime:
 def worker_projections(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     from sandesh.workers.supervisor import run_one
 
+    configure_logging(settings)
     return run_one("projections", settings, _open_worker_runtime)
 
 
 def worker_dispatch(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     from sandesh.workers.supervisor import run_one
 
+    configure_logging(settings)
     return run_one("dispatch", settings, _open_worker_runtime, host=args.host)
 
 
 def worker_webhooks(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     from sandesh.workers.supervisor import run_one
 
+    configure_logging(settings)
     return run_one("webhooks", settings, _open_worker_runtime)
 
 
 def worker_all(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     from sandesh.workers.supervisor import run_all
 
+    configure_logging(settings)
     passed = ["--database-url", args.database_url] if args.database_url else []
     return run_all(settings, passed)
 

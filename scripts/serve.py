@@ -2,7 +2,6 @@
 (eventsourcing opens its pool when constructed, so never before the fork)."""
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -25,8 +24,9 @@ class SandeshServer(BaseApplication):
     def load(self) -> Any:
         from sandesh.api.app import create_app
         from sandesh.scripts.bootstrap import bootstrap
+        from sandesh.scripts.logs import configure_logging
 
-        logging.basicConfig(level=self.settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+        configure_logging(self.settings)
         runtime = bootstrap(self.settings, group_commit=True)
         return create_app(runtime.app, runtime.connection, route_window=self.settings.route_window,
                           health=runtime.health, trusted_proxies=self.settings.trusted_proxies)

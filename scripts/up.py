@@ -10,7 +10,6 @@ until Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import secrets
 import subprocess
@@ -19,22 +18,29 @@ from pathlib import Path
 
 from sandesh.domain.settings import Settings
 
+from .logs import configure_logging
 from .output import emit
 
 VAR = Path("var")
 
 
-def _embedded_database() -> str:
+def embedded_database(pgdata: Path, dbname: str = "sandesh") -> str:
+    """Start (or join) the embedded PostgreSQL whose data is in `pgdata`, for as long as this
+    process runs; returns the URL of database `dbname` on it.  Used by `sandesh up` and, on a
+    machine with no server, by the tests (tests/conftest.py)."""
     import pgserver
 
-    pgdata = (VAR / "pg").resolve()
+    pgdata = pgdata.resolve()
     pgdata.mkdir(parents=True, exist_ok=True)
     server = pgserver.get_server(pgdata, cleanup_mode="stop")
     info = server.get_postmaster_info()
     socket_dir = info.socket_dir if getattr(info, "socket_dir", None) else pgdata
     port = getattr(info, "port", None) or 5432
-    _embedded_database.server = server  # type: ignore[attr-defined]  # keep the handle alive
-    return f"postgresql://postgres@/sandesh?host={socket_dir}&port={port}"
+    _SERVERS.append(server)  # keep the handle alive
+    return f"postgresql://postgres@/{dbname}?host={socket_dir}&port={port}"
+
+
+_SERVERS: list[object] = []
 
 
 def _secret_key() -> str:
@@ -78,7 +84,7 @@ def up(args: argparse.Namespace, actor: str) -> int:
     env = dict(os.environ)
     if not os.environ.get("DATABASE_URL"):
         sys.stderr.write("sandesh up: no DATABASE_URL; starting an embedded PostgreSQL under ./var/pg\n")
-        env["DATABASE_URL"] = _embedded_database()
+        env["DATABASE_URL"] = embedded_database(VAR / "pg")
     env.setdefault("SANDESH_SECRET_KEY", _secret_key())
     _write_local_env({"DATABASE_URL": env["DATABASE_URL"], "SANDESH_SECRET_KEY": env["SANDESH_SECRET_KEY"]})
     settings = Settings.from_env(env)
@@ -91,7 +97,7 @@ def up(args: argparse.Namespace, actor: str) -> int:
         sys.stderr.write(f"\nTry it:\n  curl -H 'x-api-key: {demo['key']}' {base_url}/sms/balance\n\n")
     from sandesh.workers.supervisor import Child, stop_on_signals, supervise
 
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(settings)
     children = []
     cli = [sys.executable, "-m", "sandesh.scripts.cli"]
     if _only_emulated_sims(settings):

@@ -19,7 +19,29 @@ import pytest
 import requests
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVER_URL = os.environ.get("SANDESH_TEST_POSTGRES", "postgresql://root@127.0.0.1:5432/postgres")
+DEFAULT_SERVER = "postgresql://root@127.0.0.1:5432/postgres"
+
+
+def _test_server() -> str:
+    """$SANDESH_TEST_POSTGRES; else the local server; else, on a machine without one, the
+    embedded PostgreSQL that `sandesh up` uses, started under var/test-pg for this run."""
+    given = os.environ.get("SANDESH_TEST_POSTGRES")
+    if given:
+        return given
+    try:
+        psycopg.connect(DEFAULT_SERVER, connect_timeout=3).close()
+        return DEFAULT_SERVER
+    except psycopg.OperationalError:
+        pass
+    from sandesh.scripts.up import embedded_database
+
+    url = embedded_database(ROOT / "var" / "test-pg", "postgres")
+    sys.stderr.write(f"no PostgreSQL at {DEFAULT_SERVER}: the tests run on an embedded one ({url})\n")
+    os.environ["SANDESH_TEST_POSTGRES"] = url  # for the benchmarks' helpers and every subprocess
+    return url
+
+
+SERVER_URL = _test_server()
 SECRET_KEY = "test-secret-key-0123456789abcdef0123456789"
 
 

@@ -17,6 +17,7 @@ import time
 from collections import deque
 from typing import Any, Callable, Protocol
 
+from sandesh.domain import log_context
 from sandesh.domain.application import RELEASE, SEND, Sandesh, Submission
 from sandesh.domain.cms import REPEATS_BEFORE_QUARANTINE, Action, classify
 from sandesh.domain.operators import of_imsi
@@ -114,6 +115,7 @@ class SimWorker:
     # The thread
 
     def _run(self) -> None:
+        log_context.set_fields(sim_id=self.id)  # every line this SIM's thread logs names the SIM
         backoff = 0
         try:
             while not self.retiring.is_set():
@@ -280,6 +282,10 @@ class SimWorker:
     # Sending
 
     def _send(self, message_id: str) -> None:
+        with log_context.bound(message_id=message_id):
+            self._send_one(message_id)
+
+    def _send_one(self, message_id: str) -> None:
         submission = self.app.submit_message(message_id, self.id) if self.usable else Submission(RELEASE)
         if submission.action == RELEASE:
             with self.runtime.connection() as conn:

@@ -49,7 +49,6 @@ def run_one(name: str, settings: Settings, open_runtime: Callable[[Settings, int
     """Run one worker in this process until SIGTERM or Ctrl-C; `open_runtime` is the wiring
     (scripts/bootstrap.py), given by the caller so that workers do not import the entry points."""
     settings.require_secret_key()
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     stop = stop_on_signals()
     worker = WORKERS[name]
     runtime = open_runtime(settings, worker.pool_size)
@@ -62,7 +61,6 @@ def run_one(name: str, settings: Settings, open_runtime: Callable[[Settings, int
 
 def run_all(settings: Settings, extra_args: list[str]) -> int:
     settings.require_secret_key()
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     children = [Child(f"worker {name}", [sys.executable, "-m", "sandesh.scripts.cli", *extra_args, "worker", name])
                 for name in WORKERS]
     return supervise(children, stop_on_signals())

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 import requests
 
+from sandesh.domain import log_context
 from sandesh.domain.inbound import Reply
 from sandesh.domain.message import Message
 from sandesh.domain.signature import sign
@@ -112,6 +113,7 @@ class WebhookSender:
         delivery = self.app.delivery(delivery_id)
         if delivery.state in (DELIVERED, DEAD):
             return delivery.state
+        log_context.set_fields(client_id=delivery.client_id)
         status_code, error, duration = self.post(delivery)
         self.app.record_attempt(delivery, status_code, error, duration)
         log.info("%s %s attempt %d: %s", delivery.id, delivery.event_type, delivery.attempts,

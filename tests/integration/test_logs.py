@@ -1,0 +1,74 @@
+"""SANDESH_LOG_FORMAT=json: one JSON object per line, with the ids the line is about, and never
+a key, secret, code or text."""
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import time
+
+import orjson
+import pytest
+
+from sandesh.domain import log_context
+from sandesh.domain.sending import parse_send
+from sandesh.scripts.bench.common import funded_workspace
+from sandesh.scripts.logs import JsonFormatter
+from tests.conftest import ROOT
+from tests.receiver import Receiver
+
+
+@pytest.fixture(scope="module")
+def receiver(tmp_path_factory):
+    running = Receiver(tmp_path_factory.mktemp("tls"))
+    yield running
+    running.close()
+
+
+def test_the_webhook_worker_logs_json_lines_naming_the_client_and_nothing_secret(runtime, env, receiver, tmp_path):
+    app = runtime.app
+    workspace = funded_workspace(app, "Logs", 10**6, "t")
+    client, key, secret = app.create_client(workspace, "Logs", receiver.url("/logs"), 1000, "t")
+    text = "Log-me-not order 7731"
+    request, _ = parse_send({"to": "9779812345678", "text": text})
+    message = app.send(client.id, workspace, request, 100)
+    now = runtime.clock.now()
+    m = app.message(message.id)
+    m.submit("sim_logs", at=now)
+    m.part_accepted(1, 9, at=now)
+    app.save(m)
+    stderr = tmp_path / "worker.log"
+    with open(stderr, "w") as sink:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "sandesh.scripts.cli", "worker", "webhooks"], cwd=ROOT, stderr=sink,
+            env={**env, "SANDESH_LOG_FORMAT": "json", "SANDESH_WEBHOOK_ALLOW_PRIVATE": "1",
+                 "REQUESTS_CA_BUNDLE": str(receiver.ca_file)})
+        try:
+            receiver.wait("/logs", 1, timeout=30)
+            deadline = time.monotonic() + 10
+            while "attempt 1" not in stderr.read_text() and time.monotonic() < deadline:
+                time.sleep(0.1)
+        finally:
+            worker.terminate()
+            worker.wait(10)
+    lines = [orjson.loads(line) for line in stderr.read_text().splitlines() if line.strip()]
+    assert lines and all({"time", "level", "logger", "message"} <= set(line) for line in lines)
+    assert all(line["time"].endswith("Z") for line in lines)
+    [attempt] = [line for line in lines if "attempt 1" in line["message"]]
+    assert (attempt["level"], attempt["logger"], attempt["clientId"]) == ("INFO", "sandesh.worker.webhooks", client.id)
+    raw = stderr.read_text()
+    for never in (key, secret, text):
+        assert never not in raw
+
+
+def test_the_formatter_takes_ids_from_the_context_and_from_extra():
+    record = logging.LogRecord("sandesh.dispatch", logging.WARNING, __file__, 1, "CMS %d", (38,), None)
+    with log_context.bound(sim_id="sim_1", message_id="msg_1"):
+        line = orjson.loads(JsonFormatter().format(record))
+    assert {k: line[k] for k in ("level", "logger", "message", "simId", "messageId")} == {
+        "level": "WARNING", "logger": "sandesh.dispatch", "message": "CMS 38", "simId": "sim_1", "messageId": "msg_1"}
+    assert "requestId" not in line  # only what the line is about
+    record.client_id = "cl_9"
+    assert orjson.loads(JsonFormatter().format(record))["clientId"] == "cl_9"
+    with pytest.raises(AssertionError):
+        log_context.set_fields(text="never a text")
