@@ -35,6 +35,9 @@ class RequestId:
         req.context.request_id = given[:128] if given else uuid.uuid4().hex
         log_context.clear()  # a gunicorn thread serves one request after another
         log_context.set_fields(request_id=req.context.request_id)
+
+    def process_response(self, req: falcon.Request, resp: falcon.Response, resource: Any, req_succeeded: bool) -> None:
+        log_context.clear()  # what this thread logs next is not about this request
         resp.set_header("x-request-id", req.context.request_id)
 
 

@@ -63,6 +63,7 @@ def test_the_webhook_worker_logs_json_lines_naming_the_client_and_nothing_secret
 
 def test_the_formatter_takes_ids_from_the_context_and_from_extra():
     record = logging.LogRecord("sandesh.dispatch", logging.WARNING, __file__, 1, "CMS %d", (38,), None)
+    log_context.clear()
     with log_context.bound(sim_id="sim_1", message_id="msg_1"):
         line = orjson.loads(JsonFormatter().format(record))
     assert {k: line[k] for k in ("level", "logger", "message", "simId", "messageId")} == {

@@ -277,9 +277,21 @@ def test_the_lease_reads_the_head_of_an_index_and_never_sorts_or_scans_the_queue
         waiting = conn.execute("SELECT count(*) AS n FROM dispatch_queue WHERE sim_id IS NULL").fetchone()["n"]
         assert waiting >= 20_000
         now = runtime.clock.now()
-        plan = "\n".join(r["QUERY PLAN"] for r in conn.execute(
-            "EXPLAIN " + dispatch._HEAD, {"now": now, "recent": now - 7 * 86400, "max_priority": 2, "limit": 16}))
-    assert "Sort" not in plan, plan
+        params = {"now": now, "recent": now - 7 * 86400, "max_priority": 2, "limit": 16}
+        plan = "\n".join(r["QUERY PLAN"] for r in conn.execute("EXPLAIN " + dispatch._HEAD, params))
+        [tree] = conn.execute("EXPLAIN (FORMAT JSON) " + dispatch._HEAD, params).fetchone()["QUERY PLAN"]
+
+    def nodes(node):
+        yield node
+        for child in node.get("Plans", []):
+            yield from nodes(child)
+
+    def reads_queue(node):
+        return any(n.get("Relation Name") == "dispatch_queue" for n in nodes(node))
+
+    # no Sort above a read of the queue (the sticky-SIM lookup may sort a recipient's few parts,
+    # as a server with no statistics on sent_parts plans it), and no sequential scan of it
+    assert not [n for n in nodes(tree["Plan"]) if n["Node Type"] == "Sort" and reads_queue(n)], plan
     assert "Seq Scan on dispatch_queue" not in plan, plan
     assert "dispatch_queue_head" in plan, plan
 
