@@ -112,11 +112,22 @@ def test_an_outage_is_503_with_retry_after_then_every_worker_recovers_and_nothin
             time.sleep(1.5)
             postgres.stop("fast")
             stopped_at = time.monotonic()
-            time.sleep(6)
+            time.sleep(3)
+            # the probes (api/health.py): the process is alive, and not ready, saying why, at once
+            probe_started = time.monotonic()
+            alive = requests.get(server.url + "/v1/health", timeout=10)
+            ready = requests.get(server.url + "/v1/ready", timeout=10)
+            probe_seconds = time.monotonic() - probe_started
+            time.sleep(max(0.0, 6 - (time.monotonic() - stopped_at)))
             postgres.start()
             back_at = time.monotonic()
             time.sleep(7)
             stop.set()
+        assert (alive.status_code, alive.json()) == (200, {"status": "ok"})
+        assert (ready.status_code, ready.headers.get("retry-after")) == (503, "2")
+        assert ready.json()["ready"] is False and ready.json()["reasons"] == ["the database cannot be reached"]
+        assert ready.json()["checks"]["database"] == "unreachable" and probe_seconds <= 4.0, probe_seconds
+        assert requests.get(server.url + "/v1/ready", timeout=10).json()["checks"]["database"] == "ok"
         statuses = {a[1] for a in answers}
         assert statuses <= {202, 503}, [a for a in answers if a[1] not in (202, 503)][:3]
         during = [a for a in answers if a[1] == 503]
