@@ -18,6 +18,8 @@ from .auth import Authentication
 from .errors import ApiError, from_domain
 from .health import Health, Ready
 from .messages import MessageStatus
+from .metrics import DatabaseState, Metrics, RequestMetrics
+from .openapi import OpenApi
 from .otp import OtpSend, OtpVerify
 from .resources import Balance
 from .send import Send
@@ -43,6 +45,7 @@ class RequestId:
 
 def _render(resp: falcon.Response, error: ApiError) -> None:
     resp.status = error.status
+    resp.context.error_code = error.code  # the sends metric's outcome (api/metrics.py)
     resp.content_type = falcon.MEDIA_JSON
     resp.data = orjson.dumps(error.body())
     for name, value in error.headers.items():
@@ -108,7 +111,7 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     """`route_window`: Settings.route_window, how recent a SIM's healthy heartbeat must be for it to be a route;
     `health`: this process's view of the database (an outage is a 503, never a 500 or a hang)."""
     authentication = Authentication(connection, sandesh.clock, route_window=route_window, rate_limit=rate_limit)
-    app = falcon.App(middleware=[RequestId(), DatabaseGate(health), authentication])
+    app = falcon.App(middleware=[RequestMetrics(), RequestId(), DatabaseGate(health), authentication])
     json_handler = falcon.media.JSONHandler(dumps=lambda o: orjson.dumps(o).decode(), loads=orjson.loads)
     app.resp_options.media_handlers[falcon.MEDIA_JSON] = json_handler
     app.req_options.media_handlers[falcon.MEDIA_JSON] = json_handler
@@ -118,8 +121,11 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     app.add_route("/v1/sms/otp/send", OtpSend(sandesh, trusted_proxies))
     app.add_route("/v1/sms/otp/verify", OtpVerify(sandesh, trusted_proxies))
     app.add_route("/v1/health", Health())
+    app.add_route("/v1/openapi.json", OpenApi())
     app.add_route("/v1/ready", Ready(connection, sandesh.clock, health, sandesh.recorder.events_table_name,
                                      route_window))
+    app.add_route("/metrics", Metrics(DatabaseState(connection, sandesh.clock, health,
+                                                    sandesh.recorder.events_table_name, route_window)))
     app.add_error_handler(Exception, _errors(health))
     app.add_error_handler(falcon.HTTPError, _http_error)
     app.add_error_handler(ApiError, _api_error)

@@ -1,4 +1,4 @@
-"""Authentication, gating and the request rate, in the order of decisions §1:
+"""Authentication, gating and the request rate, in the order of docs/api.md, "Order of checks":
 401 -> client disabled -> workspace status -> 429."""
 from __future__ import annotations
 

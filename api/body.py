@@ -1,4 +1,5 @@
-"""Reading a POST body: JSON, `content-type: application/json`, an object (decisions §1)."""
+"""Reading a POST body: JSON, `content-type: application/json`, an object (docs/design.md,
+"Decisions: HTTP interface")."""
 from __future__ import annotations
 
 from typing import Any, Callable

@@ -1,4 +1,4 @@
-"""The error table of interface §Errors, in one place, and the one error body shape."""
+"""The error table (docs/api.md, "Error codes"), in one place, and the one error body shape."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
-"""GET /v1/sms/messages/:id (interface §GET /sms/messages/:id, decisions §1 read-your-writes)."""
+"""GET /v1/sms/messages/:id (docs/api.md, "GET /v1/sms/messages/{id}"; read-your-writes:
+docs/design.md, "Decisions: message lookup")."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,4 @@
-"""POST /v1/sms/otp/send and /v1/sms/otp/verify (interface §POST /sms/otp/*, decisions §1 OTP):
+"""POST /v1/sms/otp/send and /v1/sms/otp/verify (docs/api.md, "OTP"; docs/design.md, "Decisions: OTP"):
 parse, call the use case (Sandesh.send_otp, Sandesh.verify_otp), render.  The order of the
 checks is the use case's."""
 from __future__ import annotations

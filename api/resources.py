@@ -1,4 +1,4 @@
-"""The endpoints of interface §Endpoints: parse, call one use case or read model, render."""
+"""The endpoints (docs/api.md, "Endpoints"): parse, call one use case or read model, render."""
 from __future__ import annotations
 
 from typing import Any, Callable, ContextManager
@@ -9,7 +9,7 @@ from sandesh.projections import counters, registry
 
 
 class Balance:
-    """GET /v1/sms/balance (decisions §1 Balance)."""
+    """GET /v1/sms/balance (docs/design.md, "Decisions: balance")."""
 
     def __init__(self, connection: Callable[[], ContextManager[Any]]):
         self.connection = connection

@@ -1,4 +1,4 @@
-"""Who may do what: the gating rules of interface §Authentication 5-6 as one pure function."""
+"""Who may do what: the gating rules of docs/api.md, "Authentication", as one pure function."""
 from __future__ import annotations
 
 from .workspace import PENDING, SUSPENDED
@@ -6,7 +6,7 @@ from .workspace import PENDING, SUSPENDED
 
 def refusal(client_enabled: bool, workspace_status: str, method: str) -> str | None:
     """The error code that refuses this request, or None.  GET works for pending and suspended
-    workspaces (decisions §1); POST needs an active one."""
+    workspaces (docs/design.md, "Decisions: HTTP interface"); POST needs an active one."""
     if not client_enabled:
         return "client_disabled"
     if method != "GET" and method != "HEAD":

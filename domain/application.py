@@ -271,7 +271,7 @@ class Sandesh(Application[str]):
     # Messages
     def send_sms(self, caller: Caller, request: SendRequest, idempotency_key: str | None = None,
                  request_hash: str | None = None) -> Sent:
-        """POST /v1/sms/send after validation (interface §POST /sms/send, decisions §1 order):
+        """POST /v1/sms/send after validation, in the order of docs/api.md, "Order of checks":
         the Idempotency-Key (a replay, or 409 while a twin runs or for another body), then the
         refusals (Refused), then the charge (InsufficientBalance).  `request_hash` is
         sending.request_hash of the body."""
@@ -321,7 +321,7 @@ class Sandesh(Application[str]):
 
     # One-time passwords
     def send_otp(self, caller: Caller, request: OtpSendRequest, calling_ip: str) -> OtpSent:
-        """POST /v1/sms/otp/send after validation, in the order of decisions §1 OTP: the calling
+        """POST /v1/sms/otp/send after validation, in the order of docs/api.md, "OTP": the calling
         IP's limit, the refusals (Refused), the cooldown and the per-number and per-end-user-IP
         windows (OtpLimited, always with its retry_after), the charge (InsufficientBalance)."""
         self._count_calling_ip(caller, calling_ip)
@@ -374,7 +374,7 @@ class Sandesh(Application[str]):
 
     def verify_otp(self, caller: Caller, request: OtpVerifyRequest, calling_ip: str) -> Outcome:
         """POST /v1/sms/otp/verify after validation: the calling IP's limit, then the check of
-        interface §OTP code states; concurrent checks race on the code's version, so one code
+        docs/api.md, "OTP" (verify results); concurrent checks race on the code's version, so one code
         is verified once."""
         self._count_calling_ip(caller, calling_ip)
         client_id, to, purpose, code = caller.client_id, request.to, request.purpose, request.code
@@ -468,7 +468,7 @@ class Sandesh(Application[str]):
 
     def submit_message(self, message_id: str, sim_id: str) -> Submission:
         """A SIM is about to send a message it leased.  Submitted is recorded before the first
-        AT+CMGS, so a message is never sent twice blindly (decisions §3)."""
+        AT+CMGS, so a message is never sent twice blindly (docs/design.md, "The dispatcher")."""
         message = self.message(message_id)
         if message is None or message.status != "queued":
             return Submission(RELEASE)

@@ -1,4 +1,4 @@
-"""The audit trail: which events are operator changes, and how each reads (decisions §5)."""
+"""The audit trail: which events are operator changes, and how each reads (docs/operations.md, "Audit")."""
 from __future__ import annotations
 
 from typing import Any
@@ -36,7 +36,7 @@ ACTIONS: dict[type, str] = {
     WebhookDelivery.Redelivered: "webhook.redelivered",
 }
 
-# Never shown in `details`: no key or secret, not even sealed or hashed (decisions §5).
+# Never shown in `details`: no key or secret, not even sealed or hashed (docs/operations.md, "Audit").
 HIDDEN = {"actor", "at", "timestamp", "originator_id", "originator_version",
           "key_hash", "secret_sealed", "secret_hash", "workspace_id", "originator_topic"}
 

@@ -1,7 +1,7 @@
-"""API client: key, brand, webhook URL and secret, request rate, enabled (interface §API client).
+"""API client: key, brand, webhook URL and secret, request rate, enabled (docs/api.md, "Workspaces and API clients").
 
 Only the key's SHA-256 and short prefix are kept. The webhook secret is kept sealed
-(encrypted with the server key) because it must sign, plus its SHA-256 (decisions §2).
+(encrypted with the server key) because it must sign, plus its SHA-256 (docs/design.md, "Decisions: webhooks").
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The one clock every time rule reads (decisions §6).
+"""The one clock every time rule reads (docs/design.md, "Decisions: the test clock").
 
 System mode is the wall clock. Test mode is the wall clock plus an offset that is kept in the
 database, so every process sees the same moved time; the offset source is passed in.
@@ -44,7 +44,7 @@ class FixedClock:
 
 
 def iso(ts: float) -> str:
-    """ISO 8601 UTC with `Z`, millisecond precision (decisions §1)."""
+    """ISO 8601 UTC with `Z`, millisecond precision (docs/api.md, "Requests and responses")."""
     return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

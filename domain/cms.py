@@ -1,5 +1,5 @@
-"""What a `+CMS ERROR: <n>` means for the message and the SIM (decisions §3, 3GPP TS 27.005
-§3.2.5 and TS 24.011 cause values; the table of shared/notes/modems-facts.md)."""
+"""What a `+CMS ERROR: <n>` means for the message and the SIM (docs/design.md, "Failures of a send";
+3GPP TS 27.005 §3.2.5 and TS 24.011 cause values)."""
 from __future__ import annotations
 
 from enum import Enum

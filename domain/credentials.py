@@ -1,4 +1,4 @@
-"""API keys and webhook secrets (interface §Authentication, decisions §2)."""
+"""API keys and webhook secrets (docs/api.md, "Authentication"; docs/design.md, "Decisions: webhooks")."""
 from __future__ import annotations
 
 import base64

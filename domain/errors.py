@@ -44,8 +44,8 @@ class NameTaken(GuardRefused, InvalidInput):
 
 
 class Refused(DomainError):
-    """A send the caller's state refuses (decisions §1 order): `code` is the API error code,
-    e.g. type_not_allowed, sms_disabled, no_route."""
+    """A send the caller's state refuses (docs/api.md, "Order of checks"): `code` is the API error
+    code: forbidden, sms_disabled or unavailable."""
 
     def __init__(self, code: str):
         super().__init__(code)
@@ -65,7 +65,7 @@ class IdempotencyConflict(DomainError):
 
 
 class OtpLimited(GuardRefused):
-    """An OTP limit of interface §Limits is full: `limit` names which; `retry_after` in seconds
+    """An OTP limit (docs/api.md, "OTP") is full: `limit` names which; `retry_after` in seconds
     when the domain knows it (the resend cooldown)."""
 
     def __init__(self, limit: str, retry_after: float | None = None):

@@ -1,4 +1,4 @@
-"""Replies from recipients (decisions §3 Inbound; interface §message.inbound).
+"""Replies from recipients (docs/design.md, "Decisions: SIMs, modems and replies"; docs/api.md, "Events").
 
 Each part read from a SIM is recorded before it is deleted from the SIM.  Parts of one
 concatenated message are gathered on (SIM, sender, reference, total), duplicates dropped,
@@ -16,7 +16,8 @@ ATTRIBUTION_WINDOW = 7 * 24 * 3600
 
 
 def sender_number(sender: str) -> str:
-    """`+977…` for a Nepal number in national form (decisions §3); other senders as they came."""
+    """`+977…` for a Nepal number in national form, other senders as they came (docs/design.md,
+    "Decisions: SIMs, modems and replies")."""
     if sender.isdigit() and len(sender) == 10 and sender.startswith("9"):
         return "+977" + sender
     if sender.isdigit() and sender.startswith("977") and len(sender) == 13:

@@ -1,4 +1,4 @@
-"""Message: an aggregate per send, whose events are the only truth about it (decisions §3).
+"""Message: an aggregate per send, whose events are the only truth about it (docs/api.md, "Message statuses").
 
 queued -> submitted (handed to a modem) -> sent (every part accepted, +CMGS) -> delivered /
 undelivered (status reports); failed (could not be sent), rejected (refused for good); any
@@ -168,7 +168,7 @@ class Message(Aggregate):
 
     def expire(self, at: float) -> None:
         """Its validity ended before a modem took it: failed, and refunded since nothing reached
-        the network (decisions §1).  One a SIM took meanwhile was in time: nothing changes."""
+        the network (docs/design.md, "Decisions: money").  One a SIM took meanwhile was in time: nothing changes."""
         if self.status != QUEUED:
             return
         what = "its code expired" if self.message_type == "otp" else "its validity period ended"
@@ -181,7 +181,8 @@ class Message(Aggregate):
         self._end(REJECTED, error, at)
 
     def _end(self, status: str, error: str, at: float) -> None:
-        """Failed or rejected; refunded when no segment was ever accepted by the network (decisions §1)."""
+        """Failed or rejected; refunded when no segment was ever accepted by the network
+        (docs/design.md, "Decisions: money")."""
         if self.status in FINAL:
             raise InvalidTransition(f"message is {self.status}")
         refund = 0 if self.ever_accepted else self.cost
@@ -206,7 +207,7 @@ def accept(**accepted: object) -> Message:
 
 def accepted_reply(message_id: str, message_type: str, segments: int, encoding: str, cost: int,
                    expires_at: float | None = None) -> dict:
-    """The 202 body of POST /v1/sms/send (decisions §1), also what an idempotent replay returns;
+    """The 202 body of POST /v1/sms/send (docs/design.md, "Decisions: send"), also what an idempotent replay returns;
     `expiresAt` when the send asked for a validity (`validFor`)."""
     reply = {"messageId": message_id, "status": QUEUED, "messageType": message_type,
              "segments": segments, "encoding": encoding, "cost": cost}

@@ -1,5 +1,4 @@
-"""One-time passwords (interface §POST /sms/otp/send, §POST /sms/otp/verify, §OTP code states;
-decisions §1 OTP).
+"""One-time passwords (docs/api.md, "OTP"; docs/design.md, "Decisions: OTP").
 
 One aggregate per client + number + purpose holds the current code as a keyed hash, never in
 clear.  A new code replaces the active one.  Concurrent verifies of one code race on the
@@ -26,7 +25,7 @@ INVALID_CODE, TOO_MANY_ATTEMPTS, NO_ACTIVE_OTP = "invalid_code", "too_many_attem
 
 
 def otp_id(client_id: str, to: str, purpose: str) -> str:
-    """The aggregate of one client + number + purpose (interface §OTP code: its identity)."""
+    """The aggregate of one client + number + purpose (its identity: docs/api.md, "OTP")."""
     return "otp_" + hashlib.sha256(f"{client_id}\x1f{to}\x1f{purpose}".encode()).hexdigest()[:32]
 
 
@@ -68,13 +67,13 @@ class Otp(Aggregate):
         self.wrong_attempts = 0
 
     def cooldown_left(self, now: float) -> float:
-        """Seconds until a new code may be sent (1 per 60 s, interface §Limits)."""
+        """Seconds until a new code may be sent (1 per 60 s, docs/api.md, "OTP")."""
         if self.state is None:
             return 0.0
         return max(0.0, self.issued_at + RESEND_COOLDOWN - now)
 
     def issue(self, code_hash: str, message_id: str, ip: str | None, at: float) -> None:
-        """A new code; it replaces the active one (decisions §1 OTP)."""
+        """A new code; it replaces the active one (docs/design.md, "Decisions: OTP")."""
         self._issued(client_id=self.client_id, to=self.to, code_hash=code_hash, message_id=message_id, ip=ip, at=at)
 
     @event("Issued")
@@ -88,7 +87,7 @@ class Otp(Aggregate):
         self.wrong_attempts = 0
 
     def verify(self, code_hash: str, now: float) -> Outcome:
-        """The check of interface §OTP code states; records what it decided."""
+        """The check of docs/api.md, "OTP" (verify results); records what it decided."""
         if self.state == LOCKED:
             return Outcome(False, TOO_MANY_ATTEMPTS)
         if self.state != ACTIVE:

@@ -1,4 +1,4 @@
-"""SIM pacing and message priority (interface §Limits; decisions §3 Scheduling).
+"""SIM pacing and message priority (docs/design.md, "Decisions: SIMs, modems and replies").
 
 A SIM submits at most 30 parts in any rolling 30 minutes.  Some of the pool's window is held
 for OTP, so a promotional backlog never delays a code: one part per four SIMs (at least one),

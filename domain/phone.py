@@ -1,9 +1,9 @@
-"""Nepal mobile numbers as the API accepts them (decisions §1 Numbers)."""
+"""Nepal mobile numbers as the API accepts them (docs/api.md, "Numbers")."""
 from __future__ import annotations
 
 import re
 
-_NEPAL_MOBILE = re.compile(r"\+?(977(?:96|97|98)\d{8})")
+_NEPAL_MOBILE = re.compile(r"\+?(977(?:96|97|98)[0-9]{8})")  # [0-9]: Python's \d also takes other scripts' digits
 
 
 def normalise(to: str) -> str | None:
@@ -13,5 +13,5 @@ def normalise(to: str) -> str | None:
 
 
 def with_plus(number: str) -> str:
-    """Inbound `from` carries the plus (interface §message.inbound)."""
+    """Inbound `from` carries the plus (docs/api.md, "Numbers")."""
     return number if number.startswith("+") else "+" + number

@@ -44,7 +44,7 @@ class IdempotencyKeys(Protocol):
 
 
 class OtpWindows(Protocol):
-    """The rolling windows of interface §Limits that are counted outside the log."""
+    """The rolling OTP windows (docs/api.md, "OTP") that are counted outside the log."""
 
     def hit_caller_ip(self, client_id: str, ip: str, now: float) -> int | None:
         """Count one OTP request from a calling IP: None when allowed, else seconds to wait."""

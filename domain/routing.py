@@ -1,4 +1,4 @@
-"""Which SIM takes which waiting message now (decisions §3; docs/design.md, "Routing").
+"""Which SIM takes which waiting message now (docs/design.md, "Routing").
 
 The dispatcher reads the head of the queue in priority order and offers its idle SIMs; this
 module decides, message by message, in that order:
@@ -99,7 +99,7 @@ REJECT, FAIL, REQUEUE = "reject", "fail", "requeue"
 
 def after_refusal(action: str, *, attempts: int, ever_accepted: bool, tried: set[str],
                   usable: set[str]) -> tuple[str, str]:
-    """What becomes of a message whose SIM proved it did not send a part (decisions §3):
+    """What becomes of a message whose SIM proved it did not send a part (docs/design.md, "Failures of a send"):
     `(REJECT | FAIL | REQUEUE, why)`.  `attempts` counts the earlier refusals, `tried` the SIMs
     that refused it (this one included), `usable` the SIMs of the pool that could send now."""
     if action == "reject":

@@ -1,5 +1,5 @@
-"""The rules of POST /v1/sms/send that do not need storage (interface §POST /sms/send,
-decisions §1): validation of the body and the refusals after idempotency, in order."""
+"""The rules of POST /v1/sms/send that do not need storage (docs/api.md, "POST /v1/sms/send";
+docs/design.md, "Decisions: send"): validation of the body and the refusals after idempotency, in order."""
 from __future__ import annotations
 
 import hashlib
@@ -76,8 +76,8 @@ OTP_VERIFY_FIELDS = ("to", "purpose", "code")
 
 
 def _unknown_fields(body: dict[str, Any], known: tuple[str, ...]) -> list[Problem]:
-    """decisions §1: a field the endpoint does not know is refused, so that a misspelt one
-    (`type` for `messageType`) never changes what is sent silently."""
+    """A field the endpoint does not know is refused (docs/design.md, "Decisions: HTTP interface"),
+    so that a misspelt one (`type` for `messageType`) never changes what is sent silently."""
     return [Problem([name], f"unknown field {name!r}; this endpoint takes {', '.join(known)}", "unknown_field")
             for name in body if name not in known]
 
@@ -103,7 +103,7 @@ def parse_send(body: dict[str, Any]) -> tuple[SendRequest | None, list[Problem]]
 
 
 def refusal(message_type: str, allowed_types: list[str], sms_enabled: bool, has_route: bool) -> str | None:
-    """After validation and idempotency: type allowed -> SMS switch -> route (decisions §1).
+    """After validation and idempotency: type allowed -> SMS switch -> route (docs/api.md, "Order of checks").
     The balance comes last and is checked by the guarded debit itself."""
     if message_type not in allowed_types:
         return "forbidden"
@@ -121,11 +121,11 @@ def request_hash(body: dict[str, Any]) -> str:
 
 
 def cost(rates: dict[str, int], message_type: str, segments: int) -> int:
-    """A rate is a price per segment per message type (decisions §1 Money)."""
+    """A rate is a price per segment per message type (docs/design.md, "Decisions: money")."""
     return rates[message_type] * segments
 
 
-# OTP requests (interface §POST /sms/otp/send, §POST /sms/otp/verify; decisions §1 OTP)
+# OTP requests (docs/api.md, "OTP"; docs/design.md, "Decisions: OTP")
 
 @dataclass(frozen=True)
 class OtpSendRequest:

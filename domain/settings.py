@@ -1,4 +1,5 @@
-"""One settings object, read once from the environment (decisions §7) and passed explicitly."""
+"""One settings object, read once from the environment (docs/operations.md, "Configuration") and passed
+explicitly."""
 from __future__ import annotations
 
 import os
@@ -6,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 DEFAULT_DATABASE_URL = "postgresql://127.0.0.1:5432/sandesh"
+DEFAULT_METRICS_DIR = "var/metrics"  # beside what `sandesh up` keeps in ./var
 MIN_SECRET_KEY_LENGTH = 32
 
 
@@ -21,7 +23,7 @@ def _flag(value: str | None) -> bool:
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
     secret_key: str = ""
-    clock_mode: str = "system"  # "system" or "test" (decisions §6)
+    clock_mode: str = "system"  # "system" or "test" (docs/design.md, "Decisions: the test clock")
     webhook_allow_private: bool = False
     requests_ca_bundle: str | None = None
     log_level: str = "INFO"
@@ -29,6 +31,7 @@ class Settings:
     trusted_proxies: tuple[str, ...] = field(default_factory=tuple)
     pool_size: int = 4
     route_window: float = 60.0  # a SIM is a route while its last healthy heartbeat is this recent
+    metrics_dir: str = DEFAULT_METRICS_DIR  # where every process keeps its counters for GET /metrics
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -51,6 +54,7 @@ class Settings:
             trusted_proxies=proxies,
             pool_size=int(env.get("SANDESH_DB_POOL_SIZE") or 4),
             route_window=float(env.get("SANDESH_ROUTE_WINDOW") or 60),
+            metrics_dir=env.get("SANDESH_METRICS_DIR") or DEFAULT_METRICS_DIR,
         )
 
     def require_secret_key(self) -> str:

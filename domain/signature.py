@@ -1,8 +1,8 @@
-"""Webhook signatures (interface §Delivery request headers, §Signature verification).
+"""Webhook signatures (docs/api.md, "Headers" and "Verifying a signature").
 
 `x-service-signature: t=<unix seconds>,v1=<hex>[,v1=<hex>]`: HMAC-SHA256 of `<t>.<raw body>`
-keyed with the whole `whsec_…` secret as UTF-8 (decisions §2).  During a secret rotation's grace
-period the new secret's `v1` comes first, the previous one's second.
+keyed with the whole `whsec_…` secret as UTF-8 (docs/design.md, "Decisions: webhooks").  During a
+secret rotation's grace period the new secret's `v1` comes first, the previous one's second.
 
 `verify_signature` is the receiver's side.  It uses the standard library only, so a receiver
 can import it (`from domain.signature import verify_signature`) or copy this file.

@@ -1,4 +1,4 @@
-"""SIM: one modem port in the pool (decisions §3), and the global SMS switch.
+"""SIM: one modem port in the pool (docs/design.md, "The SIM pool"), and the global SMS switch.
 
 A SIM's state is what an operator decided (enabled or disabled) and what the dispatcher found
 (quarantined, with a reason), both as events, so a restart keeps them and `sandesh audit`
@@ -140,7 +140,7 @@ class Sim(Aggregate):
 
 
 class SmsSwitch(Aggregate):
-    """The global switch: when off, sends answer `503 sms_disabled` (interface §POST /sms/send 6)."""
+    """The global switch: when off, sends answer `503 sms_disabled` (docs/api.md, "Order of checks")."""
 
     @staticmethod
     def create_id(**_: object) -> str:

@@ -1,4 +1,4 @@
-"""Message types, rates and allowed types (interface §Resources, decisions §1 Money)."""
+"""Message types, rates and allowed types (docs/api.md, "Message types"; docs/design.md, "Decisions: money")."""
 from __future__ import annotations
 
 from .errors import InvalidInput

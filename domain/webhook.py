@@ -1,4 +1,4 @@
-"""Webhook deliveries (interface §Events, §Webhook delivery, §Retries; decisions §2).
+"""Webhook deliveries (docs/api.md, "Webhooks"; docs/design.md, "Decisions: webhooks").
 
 One WebhookDelivery per event sent to a client: its body is fixed when it is created, and
 every attempt (time, status code or error, duration) is an event of its own.  A status event
@@ -24,13 +24,13 @@ USER_AGENT = "service-sms-webhooks/1"
 TIMEOUT = 10.0                 # a 2xx must come within 10 s
 MAX_ATTEMPTS = 8
 PERMANENT_ATTEMPTS = 3         # a 4xx other than 408 and 429 ends the delivery after 3 attempts
-DELAYS = (10, 30, 120, 600, 1800, 3600, 10800)  # after attempts 1-7 (decisions §2)
+DELAYS = (10, 30, 120, 600, 1800, 3600, 10800)  # after attempts 1-7 (docs/api.md, "Retries")
 HISTORY = 7 * 24 * 3600        # the read model forgets older deliveries; the log keeps them
 
 ATTEMPTING, WAITING, DELIVERED, DEAD = "attempting", "waiting", "delivered", "dead"
 
-# Which message events are sent, as which webhook status (interface §message.status).  Submitted
-# maps to `sent` but fires nothing: `sent` fires once every part is accepted (decisions §2).
+# Which message events are sent, as which webhook status (docs/api.md, "Events").  Submitted maps
+# to `sent` but fires nothing: `sent` fires once every part is accepted (docs/design.md, "Decisions: webhooks").
 WEBHOOK_STATUS: dict[type, str] = {
     Message.Sent: "sent", Message.Delivered: "delivered", Message.Undelivered: "undelivered",
     Message.Failed: "failed", Message.Rejected: "failed", Message.Requeued: "queued",

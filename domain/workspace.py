@@ -1,4 +1,4 @@
-"""Workspace: status, rates and allowed types; its credits are events (interface §Workspace).
+"""Workspace: status, rates and allowed types; its credits are events (docs/api.md, "Workspaces and API clients").
 
 The spendable balance is credits minus charges plus refunds. Charges are events of each
 message, so the balance itself is kept by the ledger read model, not by this aggregate.

@@ -1,4 +1,4 @@
-"""Per-client counters returned by GET /v1/sms/balance (decisions §1 Balance).
+"""Per-client counters returned by GET /v1/sms/balance (docs/design.md, "Decisions: balance").
 
 `sent` counts accepted messages, `segments` their segments, `spent` the paisa charged net of
 refunds; `delivered`, `undelivered` and `failed` count messages that reached those statuses

@@ -56,7 +56,10 @@ CREATE INDEX IF NOT EXISTS dispatch_queue_head ON dispatch_queue (priority, turn
 CREATE INDEX IF NOT EXISTS dispatch_queue_client_turn ON dispatch_queue (client_id, priority, turn);
 CREATE INDEX IF NOT EXISTS dispatch_queue_on_sim ON dispatch_queue (sim_id) WHERE sim_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS dispatch_queue_leased_sim ON dispatch_queue (leased_sim) WHERE leased_sim IS NOT NULL;
-CREATE INDEX IF NOT EXISTS dispatch_queue_expiring ON dispatch_queue (expires_at) WHERE sim_id IS NULL;
+DROP INDEX IF EXISTS dispatch_queue_expiring;
+CREATE INDEX IF NOT EXISTS dispatch_queue_expiring_at ON dispatch_queue (expires_at)
+    WHERE sim_id IS NULL AND expires_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS dispatch_queue_age ON dispatch_queue (priority, enqueued_at) WHERE sim_id IS NULL;
 CREATE TABLE IF NOT EXISTS sent_parts (
     message_id text NOT NULL, part integer NOT NULL, sim_id text NOT NULL, mr integer NOT NULL, "to" text NOT NULL,
     at double precision NOT NULL, PRIMARY KEY (message_id, part, at));
@@ -208,6 +211,25 @@ def expired(conn: Any, now: float, limit: int = 500) -> list[str]:
         "SELECT message_id FROM dispatch_queue WHERE sim_id IS NULL AND expires_at <= %s"
         " AND (leased_until IS NULL OR leased_until < %s) ORDER BY expires_at LIMIT %s",
         (now, now, limit)).fetchall()]
+
+
+# Per priority (one per message type): the waiting messages counted up to a cap, and when the
+# oldest was accepted; each subquery reads a few entries of one partial index (dispatch_queue_age).
+_WAITING = """
+SELECT t.priority,
+       (SELECT count(*) FROM (SELECT 1 FROM dispatch_queue q WHERE q.sim_id IS NULL AND q.priority = t.priority
+                              LIMIT %(cap)s) c) AS depth,
+       (SELECT min(q.enqueued_at) FROM dispatch_queue q WHERE q.sim_id IS NULL AND q.priority = t.priority) AS oldest
+FROM unnest(%(priorities)s::integer[]) AS t(priority)
+"""
+
+
+def waiting(conn: Any, cap: int) -> dict[str, tuple[int, float | None]]:
+    """Per message type, the messages waiting for a SIM (counted up to `cap`) and when the oldest
+    of them was accepted (None when none waits); for GET /metrics."""
+    types = {priority: message_type for message_type, priority in PRIORITY.items()}
+    rows = conn.execute(_WAITING, {"cap": cap, "priorities": list(types)}).fetchall()
+    return {types[r["priority"]]: (r["depth"], r["oldest"]) for r in rows}
 
 
 def part_times(conn: Any, sim_id: str, now: float) -> list[float]:

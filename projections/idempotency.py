@@ -1,4 +1,4 @@
-"""Idempotency-Key claims (interface §POST /sms/send 1-2, decisions §1 Idempotency).
+"""Idempotency-Key claims (docs/api.md, "Idempotency"; docs/design.md, "Decisions: idempotency").
 
 A request with a key holds a session advisory lock on (client, key) while it runs, so a
 concurrent twin sees "still running" (409).  The record itself is written by the append that
@@ -18,7 +18,7 @@ from sandesh.domain.ports import Claim, Prior
 
 from .rows import Rows, Table
 
-IDEMPOTENCY_RETENTION = 24 * 3600  # interface §Limits
+IDEMPOTENCY_RETENTION = 24 * 3600  # docs/api.md, "Idempotency"
 TABLES = ("idempotency_keys",)
 DDL = """
 CREATE TABLE IF NOT EXISTS idempotency_keys (

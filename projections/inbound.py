@@ -1,4 +1,4 @@
-"""Replies from phones (docs/design.md; decisions §3): the `replies` table.
+"""Replies from phones (docs/design.md, "Decisions: SIMs, modems and replies"): the `replies` table.
 
 Owns `replies`: an inline read model written by the handlers below in the transaction that
 appends the reply's events (composed into registry.py's inline writer, rebuilt by `sandesh

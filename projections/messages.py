@@ -1,4 +1,4 @@
-"""Read model of message status: what GET /v1/sms/messages/:id returns (decisions §1).
+"""Read model of message status: what GET /v1/sms/messages/:id returns (docs/design.md, "Decisions: message lookup").
 
 Owns `messages`, a followed projection (follower.py)."""
 from __future__ import annotations

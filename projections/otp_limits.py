@@ -1,4 +1,4 @@
-"""OTP limits that span clients or processes (interface §Limits), on rolling windows read from
+"""OTP limits that span clients or processes (docs/api.md, "OTP"), on rolling windows read from
 the one clock.
 
 Per number (all workspaces, 3 per 10 min) and per client + end-user IP (10 per 10 min) count

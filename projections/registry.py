@@ -237,7 +237,7 @@ def _message_accepted(rows: Rows, e: Any) -> None:
 
 @handles(Message.Failed, Message.Rejected)
 def _message_ended(rows: Rows, e: Any) -> None:
-    """Out of the queue; refunded when no segment was accepted by the network (decisions §1)."""
+    """Out of the queue; refunded when no segment was accepted by the network (docs/design.md, "Decisions: money")."""
     dispatch.dequeue(rows, e)
     if e.refund:
         rows.update("workspaces", (e.workspace_id,), {"balance": Add(e.refund)})

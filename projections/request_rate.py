@@ -1,4 +1,4 @@
-"""The per-client request rate (interface §Limits), shared by every process and host.
+"""The per-client request rate (docs/api.md, "Limits"), shared by every process and host.
 
 GCRA on one UNLOGGED row per client: `tat` is the theoretical arrival time of the next request.
 A request at `now` is allowed when max(tat, now) + 1/rate - now <= 1 s, i.e. a client may burst

@@ -5,9 +5,9 @@ log: a dispatcher writes it on every heartbeat.
 Owns `sim_health`.  Reads, joined to it: registry.py's `sims` (the route rule, the pool) and
 dispatch.py's `sent_parts` (the parts each SIM used in the pacing window).
 
-A route (interface §POST /sms/send rule 5) is an enabled SIM, not quarantined, that a
-dispatcher reported healthy within the route window (`Settings.route_window`,
-SANDESH_ROUTE_WINDOW) of the service clock.  A SIM no dispatcher has reported on is no route:
+A route (without one a send answers 503 unavailable: docs/api.md, "Order of checks") is an
+enabled SIM, not quarantined, that a dispatcher reported healthy within the route window
+(`Settings.route_window`, SANDESH_ROUTE_WINDOW) of the service clock.  A SIM no dispatcher has reported on is no route:
 nothing would send its messages.
 """
 from __future__ import annotations
@@ -74,6 +74,9 @@ def pool(conn: Any, now: float, route_window: float) -> list[dict[str, Any]]:
         row["state"], row["reason"], row["since"] = state(row)
         row["usable"] = row["state"] == "active" and row["fresh_and_healthy"]
     return rows
+
+
+STATES = ("active", "disabled", "quarantined", "unreachable")  # what state() answers
 
 
 def state(row: dict[str, Any]) -> tuple[str, str | None, float | None]:

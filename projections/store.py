@@ -1,7 +1,8 @@
 """How the event log is stored: orjson states, AES-GCM encryption, inline read models.
 
 Every event state is encrypted with a key derived from SANDESH_SECRET_KEY before it reaches
-PostgreSQL (decisions §4), in eventsourcing's AESCipher format (`Cipher`).  Inline read models (the
+PostgreSQL (docs/design.md, "Decisions: event store and security"), in eventsourcing's AESCipher
+format (`Cipher`).  Inline read models (the
 registry of workspaces, clients and SIMs, the balance ledger, idempotency keys) are written by
 the same transaction that appends their events: the recorder runs them before it takes the
 events table lock, so a failed guard (e.g. a balance that would go below zero) aborts the append

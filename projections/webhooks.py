@@ -1,4 +1,4 @@
-"""Read model of webhook deliveries: what is due, and 7 days of history (interface §Retries).
+"""Read model of webhook deliveries: what is due, and 7 days of history (docs/api.md, "Retries").
 
 Written inline with the deliveries' events, so the sender finds due deliveries without lag
 and several senders lease them with SKIP LOCKED.  Rows older than 7 days are forgotten
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 
 from sandesh.domain.clock import iso
 from sandesh.domain.webhook import HISTORY, WebhookDelivery
@@ -60,18 +61,32 @@ HANDLERS = {WebhookDelivery.Created: _created, WebhookDelivery.Attempted: _attem
 
 LEASE = """
 UPDATE webhook_deliveries d SET leased_until = %(until)s FROM (
-    SELECT id FROM webhook_deliveries
-    WHERE next_at <= %(now)s AND (leased_until IS NULL OR leased_until <= %(now)s)
-    ORDER BY next_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED) due
-WHERE d.id = due.id RETURNING d.id
+    SELECT id FROM (
+        SELECT id, next_at, row_number() OVER (PARTITION BY client_id ORDER BY next_at) AS nth,
+               %(per_client)s - COALESCE((%(running)s::jsonb ->> client_id)::integer, 0) AS room
+        FROM (SELECT id, client_id, next_at FROM webhook_deliveries
+              WHERE next_at <= %(now)s AND (leased_until IS NULL OR leased_until <= %(now)s)
+                AND client_id <> ALL(%(full)s)
+              ORDER BY next_at LIMIT %(scan)s FOR UPDATE SKIP LOCKED) candidates) ranked
+    WHERE nth <= room ORDER BY next_at LIMIT %(limit)s) due
+WHERE d.id = due.id RETURNING d.id, d.client_id
 """
 
 
-def lease_due(conn: Any, now: float, limit: int, lease: float) -> list[str]:
-    """Up to `limit` due deliveries, each leased to the caller for `lease` seconds."""
+def lease_due(conn: Any, now: float, limit: int, lease: float, running: dict[str, int] | None = None,
+              per_client: int | None = None) -> list[tuple[str, str]]:
+    """Up to `limit` due deliveries as (id, client id), each leased to the caller for `lease`
+    seconds, oldest due first; no client gets more than `per_client` at once, counting the
+    `running` ones the caller already has of it, so one slow receiver cannot take every
+    thread (docs/design.md, "Webhook sender")."""
+    running = running or {}
+    per_client = per_client or limit
+    full = [client for client, count in running.items() if count >= per_client]
     with conn.transaction():
-        rows = conn.execute(LEASE, {"now": now, "limit": limit, "until": now + lease}).fetchall()
-    return [row["id"] for row in rows]
+        rows = conn.execute(LEASE, {"now": now, "limit": limit, "until": now + lease, "per_client": per_client,
+                                    "running": orjson.dumps(running).decode(), "full": full,
+                                    "scan": max(4 * limit, 100)}).fetchall()
+    return [(row["id"], row["client_id"]) for row in rows]
 
 
 def purge(conn: Any, now: float) -> int:

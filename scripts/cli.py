@@ -1,4 +1,4 @@
-"""The `sandesh` command: operator and run commands (decisions §5)."""
+"""The `sandesh` command: operator and run commands (docs/operations.md, "The sandesh command")."""
 from __future__ import annotations
 
 import argparse
@@ -139,10 +139,11 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="run the API under gunicorn")
     s.add_argument("--bind", default="127.0.0.1:8000", metavar="HOST:PORT")
-    s.add_argument("--workers", type=positive_int, default=2)
-    s.add_argument("--threads", type=positive_int, default=8, help="threads per worker")
-    s.add_argument("--worker-connections", type=positive_int, default=1000, metavar="N",
-                   help="open connections a worker holds at most; a full worker leaves new ones to the others")
+    s.add_argument("--workers", type=positive_int, help="worker processes (default: one per core)")
+    s.add_argument("--threads", type=positive_int, help="threads per worker (default: 8)")
+    s.add_argument("--worker-connections", type=positive_int, metavar="N",
+                   help="open connections a worker holds at most; a full worker leaves new ones to the others "
+                        "(default: 1000)")
 
     w = sub.add_parser("worker", help="run workers that follow the log (until SIGTERM or Ctrl-C)")
     w.add_argument("command", choices=["dispatch", "webhooks", "projections", "all"], metavar="NAME",

@@ -12,6 +12,7 @@ from sandesh.domain.types import parse_rates, parse_types
 from sandesh.projections import registry
 from sandesh.projections.runtime import Runtime
 
+from . import metrics_dir
 from .bootstrap import bootstrap, migrate
 
 from .output import emit, emit_line, fail
@@ -352,6 +353,7 @@ def _open_worker_runtime(settings: Settings, pool_size: int) -> Runtime:
 
 
 def worker_projections(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    metrics_dir.use(settings)  # before the workers import prometheus_client
     from sandesh.workers.supervisor import run_one
 
     configure_logging(settings)
@@ -359,6 +361,7 @@ def worker_projections(args: argparse.Namespace, settings: Settings, actor: str)
 
 
 def worker_dispatch(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    metrics_dir.use(settings)  # before the workers import prometheus_client
     from sandesh.workers.supervisor import run_one
 
     configure_logging(settings)
@@ -366,6 +369,7 @@ def worker_dispatch(args: argparse.Namespace, settings: Settings, actor: str) ->
 
 
 def worker_webhooks(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    metrics_dir.use(settings)  # before the workers import prometheus_client
     from sandesh.workers.supervisor import run_one
 
     configure_logging(settings)
@@ -373,6 +377,7 @@ def worker_webhooks(args: argparse.Namespace, settings: Settings, actor: str) ->
 
 
 def worker_all(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    metrics_dir.use(settings)  # its children inherit it
     from sandesh.workers.supervisor import run_all
 
     configure_logging(settings)
@@ -419,6 +424,7 @@ def register_emulated(runtime: Runtime, devices: list[tuple[str, str]], actor: s
 
 
 def serve(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    metrics_dir.use(settings)  # gunicorn's workers inherit it
     from .serve import serve as run_server
 
     run_server(settings, args.bind, args.workers, args.threads, args.worker_connections)
@@ -426,6 +432,7 @@ def serve(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 
 
 def up(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    metrics_dir.forget_ended_processes(metrics_dir.use(settings))  # it starts every process itself
     from .up import up as run_up
 
     return run_up(args, actor)

@@ -7,7 +7,7 @@ previous one).  `--cert` is a PEM file with the private key and certificate chai
 are delivered over HTTPS only.  Each verified event is printed as one JSON line:
 `{"verified": true, "delivery": "whd_…", "event": {...}}`.
 
-What it shows (interface §Signature verification, §Retries):
+What it shows (docs/api.md, "Verifying a signature" and "Retries"):
 1. Verify the raw body, before parsing it, against `x-service-signature` (answer 400 if it fails).
 2. Deduplicate on `x-service-delivery`: retries of one event reuse it.
 3. Answer 2xx quickly, within 10 s; do slow work after answering.
@@ -21,13 +21,14 @@ import os
 import ssl
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 from sandesh.domain.signature import SignatureError, verify_signature  # (or copy that file)
 
 
-def make_handler(secrets: list[str], tolerance: int) -> type[BaseHTTPRequestHandler]:
+def make_handler(secrets: list[str], tolerance: int, delay: float = 0.0) -> type[BaseHTTPRequestHandler]:
     seen: set[str] = set()
     latest: dict[str, str] = {}  # message id -> `at` of the newest status applied
     lock = threading.Lock()
@@ -53,6 +54,7 @@ def make_handler(secrets: list[str], tolerance: int) -> type[BaseHTTPRequestHand
                     latest[event["id"]] = event["at"]
             if not repeat:
                 print(json.dumps({"verified": True, "delivery": delivery, "stale": stale, "event": event}), flush=True)
+            time.sleep(delay)
             self._answer(200, "ok")
 
         def _answer(self, status: int, text: str) -> None:
@@ -75,13 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8443)
     parser.add_argument("--cert", required=True, help="PEM file with the private key and certificate chain")
     parser.add_argument("--tolerance", type=int, default=300, help="seconds a signature's t may differ (default 300)")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds to wait before answering (a slow receiver)")
     args = parser.parse_args(argv)
     secrets = [s.strip() for s in os.environ.get("WEBHOOK_SECRET", "").split(",") if s.strip()]
     if not secrets:
         parser.error("set WEBHOOK_SECRET to the client's webhook secret (whsec_...)")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(args.cert)
-    server = ThreadingHTTPServer((args.host, args.port), make_handler(secrets, args.tolerance))
+    server = ThreadingHTTPServer((args.host, args.port), make_handler(secrets, args.tolerance, args.delay))
     server.socket = context.wrap_socket(server.socket, server_side=True)
     print(f"listening on https://{args.host}:{args.port}", file=sys.stderr, flush=True)
     try:

@@ -1,4 +1,5 @@
-"""How the `sandesh` command speaks: one JSON object on stdout, messages on stderr (decisions §5)."""
+"""How the `sandesh` command speaks: one JSON object on stdout, messages on stderr
+(docs/design.md, "Decisions: the sandesh command")."""
 from __future__ import annotations
 
 import sys

@@ -2,17 +2,22 @@
 (eventsourcing opens its pool when constructed, so never before the fork)."""
 from __future__ import annotations
 
-from typing import Any
+import os
+from typing import Any, Callable
 
 from gunicorn.app.base import BaseApplication
 
 from sandesh.domain.settings import Settings
 
+from .metrics_dir import child_exit
 
-class SandeshServer(BaseApplication):
-    def __init__(self, settings: Settings, options: dict[str, Any]):
-        self.settings = settings
+
+class Gunicorn(BaseApplication):
+    """gunicorn with options given in code; `load` builds the WSGI app in each worker."""
+
+    def __init__(self, options: dict[str, Any], load: Callable[[], Any]):
         self.options = options
+        self._load = load
         super().__init__()
 
     def load_config(self) -> None:
@@ -22,21 +27,44 @@ class SandeshServer(BaseApplication):
             self.cfg.set("control_socket_disable", True)
 
     def load(self) -> Any:
+        return self._load()
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def options(bind: str, workers: int | None = None, threads: int | None = None, connections: int | None = None,
+            log_level: str = "info") -> dict[str, Any]:
+    """The gunicorn settings `sandesh serve` runs with: what the flags give, the rest derived from
+    the machine (docs/performance.md, "Send benchmark as installed").  The send benchmark runs its bare
+    baseline app under the same settings."""
+    return {
+        "bind": bind, "workers": workers or DEFAULT_WORKERS_PER_CORE * _cores(), "threads": threads or DEFAULT_THREADS,
+        "worker_class": "gthread", "worker_connections": connections or DEFAULT_CONNECTIONS,
+        "preload_app": False, "accesslog": None, "loglevel": log_level.lower(),
+        "graceful_timeout": 10, "keepalive": 5,
+        "child_exit": child_exit,  # a worker that ends: prometheus_client's bookkeeping (scripts/metrics_dir.py)
+    }
+
+
+DEFAULT_WORKERS_PER_CORE = 1
+DEFAULT_THREADS = 8
+DEFAULT_CONNECTIONS = 1000
+
+
+def serve(settings: Settings, bind: str, workers: int | None = None, threads: int | None = None,
+          connections: int | None = None) -> None:
+    settings.require_secret_key()
+
+    def load() -> Any:
         from sandesh.api.app import create_app
         from sandesh.scripts.bootstrap import bootstrap
         from sandesh.scripts.logs import configure_logging
 
-        configure_logging(self.settings)
-        runtime = bootstrap(self.settings, group_commit=True)
-        return create_app(runtime.app, runtime.connection, route_window=self.settings.route_window,
-                          health=runtime.health, trusted_proxies=self.settings.trusted_proxies)
+        configure_logging(settings)
+        runtime = bootstrap(settings, group_commit=True)
+        return create_app(runtime.app, runtime.connection, route_window=settings.route_window,
+                          health=runtime.health, trusted_proxies=settings.trusted_proxies)
 
-
-def serve(settings: Settings, bind: str, workers: int, threads: int, connections: int = 1000) -> None:
-    settings.require_secret_key()
-    SandeshServer(settings, {
-        "bind": bind, "workers": workers, "threads": threads, "worker_class": "gthread",
-        "worker_connections": connections,
-        "preload_app": False, "accesslog": None, "loglevel": settings.log_level.lower(),
-        "graceful_timeout": 10, "keepalive": 5,
-    }).run()
+    Gunicorn(options(bind, workers, threads, connections, settings.log_level), load).run()

@@ -1,4 +1,4 @@
-"""`sandesh up`: everything for a first look (decisions §5).
+"""`sandesh up`: everything for a first look (docs/operations.md, "A first look").
 
 With no DATABASE_URL it starts an embedded PostgreSQL under ./var (the pgserver wheel ships
 the server; as root it runs it as a `pgserver` system user).  It keeps a server key in
@@ -115,7 +115,7 @@ def up(args: argparse.Namespace, actor: str) -> int:
 
 
 def _only_emulated_sims(settings: Settings) -> bool:
-    """No SIM registered, or only the emulator's: `up` (re)starts the emulator (decisions §5)."""
+    """No SIM registered, or only the emulator's: `up` (re)starts the emulator (docs/operations.md, "A first look")."""
     import psycopg
 
     from sandesh.projections import registry

@@ -18,8 +18,28 @@ import psycopg
 import pytest
 import requests
 
+from tests import contract
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SERVER = "postgresql://root@127.0.0.1:5432/postgres"
+
+
+contract.install()
+
+
+@pytest.fixture(autouse=True)
+def conforms_to_the_contract() -> Iterator[None]:
+    """Fails a test that received an answer, or whose receiver got a webhook, that the OpenAPI
+    document does not describe (tests/contract.py)."""
+    contract.take()  # what an earlier test's threads received late is not this test's
+    yield
+    found = contract.take()
+    assert not found, "not as /v1/openapi.json says:\n" + "\n".join(found[:20])
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    terminalreporter.write_line(f"checked against /v1/openapi.json: {contract.checked['responses']} responses, "
+                                f"{contract.checked['webhooks']} webhook deliveries")
 
 
 def _test_server() -> str:
@@ -75,6 +95,7 @@ def env(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str
         **{k: v for k, v in os.environ.items() if not k.startswith("SANDESH_")},
         "DATABASE_URL": database_url, "SANDESH_SECRET_KEY": SECRET_KEY, "SANDESH_CLOCK": "test",
         "SANDESH_WEBHOOK_ALLOW_PRIVATE": "1", "USER": "tester",
+        "SANDESH_METRICS_DIR": str(tmp_path_factory.mktemp("metrics")),  # this module's processes only
     }
 
 
@@ -171,10 +192,10 @@ def active_client(sandesh: Sandesh) -> dict[str, Any]:
 
 
 class Route:
-    """An enabled SIM that a running dispatcher reports on (interface §POST /sms/send rule 5),
-    recorded with the dispatcher's own heartbeat function, as often as a dispatcher reports it and
-    again whenever the test clock jumps.  Nothing drives the modem: what is sent through it
-    stays queued."""
+    """An enabled SIM that a running dispatcher reports on (without one a send answers 503
+    unavailable: docs/api.md, "Order of checks"), recorded with the dispatcher's own heartbeat
+    function, as often as a dispatcher reports it and again whenever the test clock jumps.
+    Nothing drives the modem: what is sent through it stays queued."""
 
     def __init__(self, runtime: Any, sim_id: str):
         from sandesh.workers.dispatcher import heartbeat_seconds

@@ -12,6 +12,8 @@ from typing import Any
 
 import trustme
 
+from tests import contract
+
 
 @dataclass
 class Received:
@@ -39,6 +41,7 @@ class Receiver:
 
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                contract.record_webhook(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 with receiver.lock:
                     receiver.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()},
                                                       body, time.time()))

@@ -198,8 +198,8 @@ class Dispatcher:
 
     def reconcile(self, sim_id: str) -> int:
         """Messages left `submitted` on this SIM by a dispatcher that stopped mid-send: the
-        network may have them, so they are never resent (decisions §3).  They wait for a status
-        report, matched on SIM and recipient, until the validity period ends."""
+        network may have them, so they are never resent (docs/reliability.md, "Unknown outcomes").
+        They wait for a status report, matched on SIM and recipient, until the validity period ends."""
         with self.runtime.connection() as conn:
             left = dispatch.left_submitted(conn, sim_id)
         for message_id in left:

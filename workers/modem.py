@@ -249,7 +249,7 @@ class Modem:
                 continue
 
     def init(self) -> Identity:
-        """Bring the modem to the state the dispatcher needs (decisions §3)."""
+        """Bring the modem to the state the dispatcher needs (docs/design.md, "Decisions: SIMs, modems and replies")."""
         self.sync()
         self.command("ATE0")
         self.command("AT+CMEE=1")

@@ -17,6 +17,8 @@ import time
 from collections import deque
 from typing import Any, Callable, Protocol
 
+from prometheus_client import Counter
+
 from sandesh.domain import log_context
 from sandesh.domain.application import RELEASE, SEND, Sandesh, Submission
 from sandesh.domain.cms import REPEATS_BEFORE_QUARANTINE, Action, classify
@@ -36,6 +38,14 @@ log = logging.getLogger("sandesh.dispatcher")
 
 REOPEN_BACKOFF = (0.5, 1.0, 2.0, 4.0, 5.0)
 NOT_REGISTERED = "not registered on the network"
+
+# GET /metrics (docs/design.md, "Metrics"): one submit is one part handed to the modem (AT+CMGS).
+# accepted: the network took it; cms_error: +CMS ERROR; not_submitted: the modem proved it was not
+# sent; unknown: no answer, the message waits for reconciliation.
+SUBMIT_OUTCOMES = ("accepted", "cms_error", "not_submitted", "unknown")
+SUBMITS = Counter("sandesh_sim_submits", "Parts handed to a SIM's modem (AT+CMGS), by SIM and outcome",
+                  ["sim", "outcome"])
+CMS_ERRORS = Counter("sandesh_sim_cms_errors", "+CMS ERROR answers to a SIM's submits", ["sim"])
 
 
 class Driver(Protocol):
@@ -80,6 +90,9 @@ class SimWorker:
         self.retiring = threading.Event()
         self.first_try = threading.Event()  # set once the port was tried: open or not
         self.thread = threading.Thread(target=self._run, name=f"sim {self.name}", daemon=True)
+        for outcome in SUBMIT_OUTCOMES:  # each series exists from the start, at 0
+            SUBMITS.labels(self.id, outcome)
+        CMS_ERRORS.labels(self.id)
 
     # What the dispatcher asks
 
@@ -300,18 +313,23 @@ class SimWorker:
             try:
                 mr = self.modem.send_part(part.pdu, part.length)
             except CmsError as error:
+                SUBMITS.labels(self.id, "cms_error").inc()
+                CMS_ERRORS.labels(self.id).inc()
                 return self._refused(message_id, f"CMS {error.code}", classify(error.code), error.code)
             except NotSubmitted as error:
+                SUBMITS.labels(self.id, "not_submitted").inc()
                 if isinstance(error, PortGone) or not self.modem.recover():
                     self._lost(error)
                 return self._refused(message_id, str(error), Action.RETRY_ELSEWHERE, None)
             except (CommandTimeout, PortGone) as error:
                 # The part may have left: the message stays `submitted` for reconciliation.
+                SUBMITS.labels(self.id, "unknown").inc()
                 self.last_error = str(error)
                 if isinstance(error, PortGone) or not self.modem.recover():
                     self._lost(error)
                 log.warning("%s: outcome of %s part %d unknown: %s", self.name, message_id, number, error)
                 return
+            SUBMITS.labels(self.id, "accepted").inc()
             now = self.app.clock.now()
             self.part_times.append(now)
             self.sent += 1

@@ -1,5 +1,5 @@
 """Attaching registered SIMs to modem ports: a SIM is known by the ICCID its modem reports,
-not by the port name (decisions §3)."""
+not by the port name (docs/operations.md, "SIMs and modems")."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,4 @@
-"""The SSRF guard of webhook deliveries (decisions §2).
+"""The SSRF guard of webhook deliveries (docs/design.md, "Decisions: webhooks").
 
 A webhook URL must be `https://` and its host must resolve to public addresses only: loopback,
 private, link-local, shared, multicast and reserved addresses are refused when the URL is
@@ -59,7 +59,7 @@ def public_addresses(host: str, port: int) -> list[str]:
 
 
 def check_url(url: str, allow_private: bool) -> None:
-    """At configuration (decisions §2): refuse a host that is private or cannot be resolved."""
+    """At configuration (docs/design.md, "Decisions: webhooks"): refuse a host that is private or cannot be resolved."""
     if allow_private:
         return
     parts = urlsplit(url)

@@ -12,6 +12,7 @@ what is due next.
 """
 from __future__ import annotations
 
+import collections
 import logging
 import threading
 import time
@@ -20,6 +21,7 @@ from typing import Any
 
 import orjson
 import requests
+from prometheus_client import Counter, Histogram
 
 from sandesh.domain import log_context
 from sandesh.domain.inbound import Reply
@@ -27,7 +29,7 @@ from sandesh.domain.message import Message
 from sandesh.domain.signature import sign
 from sandesh.domain.topics import topics_of
 from sandesh.domain.webhook import (DEAD, DELIVERED, HISTORY, INBOUND, SOURCES, STATUS, TIMEOUT, USER_AGENT,
-                            WEBHOOK_STATUS, WebhookDelivery, inbound_event, new_delivery, status_event)
+                            WAITING, WEBHOOK_STATUS, WebhookDelivery, inbound_event, new_delivery, status_event)
 from sandesh.projections import follower, registry, webhooks
 from sandesh.projections.runtime import Runtime
 
@@ -38,21 +40,32 @@ log = logging.getLogger("sandesh.worker.webhooks")
 POSITION = "webhooks"
 TOPICS = topics_of(SOURCES)
 CONCURRENCY = 16
+PER_CLIENT = 8    # attempts of one client at once: a receiver that hangs holds at most this many threads
 LEASE = 60.0      # longer than an attempt (10 s) and its recording
 PURGE_EVERY = 60.0
 
+# GET /metrics (docs/design.md, "Metrics"): each attempt by the delivery's state after it.
+OUTCOMES = (DELIVERED, WAITING, DEAD)  # delivered; failed, a retry is due later; failed, no more attempts
+DELIVERIES = Counter("sandesh_webhook_deliveries", "Webhook attempts, by the delivery's state after them: "
+                     "delivered, waiting (a retry is scheduled), dead (no more attempts)", ["outcome"])
+DELIVERY_SECONDS = Histogram("sandesh_webhook_delivery_duration_seconds", "Time a webhook attempt took")
+
 
 class WebhookSender:
-    def __init__(self, runtime: Runtime, *, concurrency: int = CONCURRENCY, http: requests.Session | None = None):
+    def __init__(self, runtime: Runtime, *, concurrency: int = CONCURRENCY, per_client: int | None = None,
+                 http: requests.Session | None = None):
         self.runtime, self.app, self.clock = runtime, runtime.app, runtime.clock
         settings = runtime.settings
         self.http = http or webhook_guard.session(settings.webhook_allow_private, settings.requests_ca_bundle,
                                                   concurrency)
         self.concurrency = concurrency
+        self.per_client = per_client or min(PER_CLIENT, concurrency)
         self.pool = ThreadPoolExecutor(concurrency, thread_name_prefix="webhook")
-        self.in_flight: set[str] = set()
+        self.in_flight: dict[str, str] = {}  # delivery id -> its client
         self.lock = threading.Lock()
         self.purged_at = 0.0
+        for outcome in OUTCOMES:  # each series exists from the start, at 0
+            DELIVERIES.labels(outcome)
 
     # Following the log
     def follow(self, limit: int = 500) -> int:
@@ -79,23 +92,25 @@ class WebhookSender:
             return new_delivery(event.client_id, INBOUND, event.originator_id, None, sealed, at=now)
         message = known.message(event.originator_id)
         if not known.has_url(message.client_id):
-            return None  # a client with no webhook URL gets no deliveries (decisions §2)
+            return None  # no webhook URL, no deliveries (docs/design.md, "Decisions: webhooks")
         status = WEBHOOK_STATUS[type(event)]
         body = status_event(message, status, event.at, getattr(event, "error", None))
         return new_delivery(message.client_id, STATUS, message.id, status, body, at=now)
 
     # Attempts
     def dispatch(self) -> int:
-        """Lease as many due deliveries as there are free threads and start their attempts."""
+        """Lease as many due deliveries as there are free threads, at most `per_client` running
+        for any one client, and start their attempts."""
         with self.lock:
             free = self.concurrency - len(self.in_flight)
+            running = collections.Counter(self.in_flight.values())
         if free <= 0:
             return 0
         with self.runtime.connection() as conn:
-            due = webhooks.lease_due(conn, self.clock.now(), free, LEASE)
-        for delivery_id in due:
+            due = webhooks.lease_due(conn, self.clock.now(), free, LEASE, dict(running), self.per_client)
+        for delivery_id, client_id in due:
             with self.lock:
-                self.in_flight.add(delivery_id)
+                self.in_flight[delivery_id] = client_id
             self.pool.submit(self._attempt_in_pool, delivery_id)
         return len(due)
 
@@ -106,7 +121,7 @@ class WebhookSender:
             log.exception("attempt of %s failed to run; it is retried when its lease ends", delivery_id)
         finally:
             with self.lock:
-                self.in_flight.discard(delivery_id)
+                self.in_flight.pop(delivery_id, None)
 
     def attempt(self, delivery_id: str) -> str:
         """One POST of a delivery, recorded as an event; returns the delivery's new state."""
@@ -116,6 +131,8 @@ class WebhookSender:
         log_context.set_fields(client_id=delivery.client_id)
         status_code, error, duration = self.post(delivery)
         self.app.record_attempt(delivery, status_code, error, duration)
+        DELIVERIES.labels(delivery.state).inc()
+        DELIVERY_SECONDS.observe(duration)
         log.info("%s %s attempt %d: %s", delivery.id, delivery.event_type, delivery.attempts,
                  status_code if status_code is not None else error)
         return delivery.state
@@ -148,7 +165,7 @@ class WebhookSender:
 
     def _target(self, client_id: str) -> tuple[str, list[str]] | None:
         """The client's URL and secrets as they are now: the new secret first, then the previous
-        one while its rotation's grace period lasts (interface §Secret rotation)."""
+        one while its rotation's grace period lasts (docs/api.md, "Secret rotation")."""
         with self.runtime.connection() as conn:
             row = registry.webhook_target(conn, client_id)
         if row is None or not row["webhook_url"]:

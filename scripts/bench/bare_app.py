@@ -1,6 +1,7 @@
 """The baseline for the send benchmark: a bare Falcon app that parses the same JSON and answers
-202, served by gunicorn with the same settings as `sandesh serve`.
-Run: gunicorn -k gthread --workers 2 --threads 8 scripts.bench.bare_app:app"""
+202, served by gunicorn with the settings `sandesh serve` picks (scripts/serve.options).
+Run: python -m sandesh.scripts.bench.bare_app HOST:PORT [--workers N --threads N --worker-connections N]"""
+import argparse
 import uuid
 
 import falcon
@@ -20,3 +21,21 @@ class Send:
 
 app = falcon.App()
 app.add_route("/v1/sms/send", Send())
+
+
+def main() -> None:
+    from sandesh.scripts.serve import Gunicorn, options
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("bind", metavar="HOST:PORT")
+    parser.add_argument("--workers", type=int)
+    parser.add_argument("--threads", type=int)
+    parser.add_argument("--worker-connections", type=int)
+    args = parser.parse_args()
+    settings = options(args.bind, args.workers, args.threads, args.worker_connections, "warning")
+    del settings["child_exit"]  # no metrics here
+    Gunicorn(settings, lambda: app).run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,12 +1,12 @@
 """Send benchmark: POST /v1/sms/send over HTTP with many connections (wrk), against
-`sandesh serve` (2 workers) and, in the same run, a bare Falcon app that parses the same JSON
-and answers 202 under the same gunicorn settings.
+`sandesh serve` and, in the same run, a bare Falcon app that parses the same JSON and answers
+202 under the same gunicorn settings (scripts/serve.options).
 
+As installed (the default): `sandesh serve --bind ...` with no other flag, exactly as the README
+starts it, and the bare app under the settings `sandesh serve` picked.  `--tuned` passes
+`--workers 2 --threads 16 --worker-connections connections/2` to both (the earlier figures).
 Scenarios: (a) one workspace, one client; (b) one workspace, 8 clients; (c) 8 workspaces.
-Both servers cap each worker at connections/2 open connections, so wrk's keep-alive
-connections are spread evenly over the 2 workers (otherwise one worker can grab them all and
-the run measures one process; the same imbalance hits the baseline).
-Usage: .venv/bin/python -m scripts.bench.send_bench [--seconds 6] [--repeat 3] [--connections 32] [--threads 16]
+Usage: .venv/bin/python -m sandesh.scripts.bench.send_bench [--seconds 6] [--repeat 3] [--connections 32]
 Needs wrk (`apt-get install wrk`).  Uses a scratch database on $SANDESH_TEST_POSTGRES.
 """
 from __future__ import annotations
@@ -24,6 +24,8 @@ import requests
 
 from sandesh.domain.settings import Settings
 from sandesh.scripts.bootstrap import bootstrap
+
+from sandesh.scripts.serve import options
 
 from .common import ROOT, funded_workspace, reported_route, scratch_database
 
@@ -72,7 +74,7 @@ def _settle(database_url: str) -> None:
 
 
 def _wrk(url: str, keys: list[str], seconds: int, connections: int) -> dict[str, float]:
-    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(LUA), url],
+    out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--timeout", "5s", "-s", str(LUA), url],
                          env={**os.environ, "SANDESH_BENCH_KEYS": ",".join(keys)}, capture_output=True, text=True,
                          check=True).stdout
     fields = dict(re.findall(r"(\w+)=([\d.]+)", out.split("RESULT", 1)[1]))
@@ -90,35 +92,38 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=6)
     parser.add_argument("--repeat", type=int, default=3, help="runs per server and scenario; the median is shown")
-    parser.add_argument("--unbalanced", action="store_true",
-                        help="leave gunicorn's default of 1000 connections per worker (one worker may take them all)")
     parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=16, help="gunicorn threads per worker, for both servers")
+    parser.add_argument("--scenario", choices=["a", "b", "c"], nargs="+", default=["a", "b", "c"],
+                        help="which scenarios to run (default: all three)")
+    parser.add_argument("--tuned", action="store_true",
+                        help="--workers 2 --threads 16 --worker-connections connections/2 for both servers, instead "
+                             "of what `sandesh serve` picks by itself")
     args = parser.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("the send benchmark needs wrk: apt-get install wrk")
+    flags = (["--workers", "2", "--threads", "16", "--worker-connections", str(args.connections // 2)]
+             if args.tuned else [])
     with scratch_database() as env:
         runtime = bootstrap(Settings.from_env(env), pool_size=1)
         with reported_route(runtime):
-            per_worker = 1000 if args.unbalanced else args.connections // 2
-            scenarios = {"(a) 1 workspace, 1 client": _clients(env, 1, 1),
-                         "(b) 1 workspace, 8 clients": _clients(env, 1, 8),
-                         "(c) 8 workspaces": _clients(env, 8, 1)}
-            sandesh = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "serve", "--bind", "127.0.0.1:18701",
-                                        "--workers", "2", "--threads", str(args.threads),
-                                        "--worker-connections", str(per_worker)],
+            shapes = {"a": ("(a) 1 workspace, 1 client", 1, 1), "b": ("(b) 1 workspace, 8 clients", 1, 8),
+                      "c": ("(c) 8 workspaces", 8, 1)}
+            scenarios = {shapes[s][0]: _clients(env, *shapes[s][1:]) for s in args.scenario}
+            sandesh = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "serve", "--bind",
+                                        "127.0.0.1:18701", *flags],
                                        env={**env, "SANDESH_LOG_LEVEL": "WARNING"},
                                        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            bare = subprocess.Popen([sys.executable, "-m", "gunicorn", "-k", "gthread", "--workers", "2", "--threads",
-                                     str(args.threads), "--worker-connections", str(per_worker),
-                                     "--bind", "127.0.0.1:18702", "--log-level", "warning",
-                                     "scripts.bench.bare_app:app"], cwd=ROOT, env=env,
+            bare = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.bench.bare_app", "127.0.0.1:18702",
+                                     *flags], cwd=ROOT, env=env,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 _wait("http://127.0.0.1:18701/v1/sms/balance", sandesh)
                 _wait("http://127.0.0.1:18702/", bare)
-                print(f"wrk -t1 -c{args.connections} -d{args.seconds}s, median of {args.repeat} alternating runs;"
-                      f" gunicorn gthread, 2 workers x {args.threads} threads, at most {per_worker} connections each")
+                settings = options("-", *(int(f) if f.isdigit() else None for f in flags[1::2]))
+                print(f"wrk -t2 -c{args.connections} -d{args.seconds}s, median of {args.repeat} alternating runs; "
+                      f"{'tuned' if args.tuned else 'as installed'}: gunicorn {settings['worker_class']}, "
+                      f"{settings['workers']} workers x {settings['threads']} threads, at most "
+                      f"{settings['worker_connections']} connections each")
                 print(f"{'scenario':<28} {'server':<8} {'sends/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8}"
                       f" {'ratio':>7}")
                 for name, keys in scenarios.items():

@@ -1,6 +1,6 @@
 """Webhook deliveries per second to a local HTTPS receiver.
 
-    .venv/bin/python -m scripts.bench.webhook_bench [EVENTS] [--concurrency N ...]
+    .venv/bin/python -m sandesh.scripts.bench.webhook_bench [EVENTS] [--concurrency N ...] [--slow N]
 
 In a scratch database: one client whose webhook URL is the example receiver
 (scripts/example_receiver.py, its own process, verifying every signature) behind a trustme
@@ -8,11 +8,16 @@ certificate; EVENTS messages each end `failed`, so each makes one message.status
 For each concurrency a fresh client and fresh events; the figure is from the sender's start
 until the last delivery is recorded as delivered (following the log, signing, POSTing over
 TLS, recording each attempt as an event).
+
+`--slow N`: the same run again with a second client first, whose receiver takes 10 s to answer
+each request and has N deliveries due before the quick client's; the quick client's rate is
+compared with the run without it.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -27,7 +32,9 @@ from .common import ROOT, funded_workspace, scratch_database
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("events", nargs="?", type=int, default=2000)
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16])
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[32])
+    parser.add_argument("--slow", type=int, default=0, metavar="N",
+                        help="also run with N deliveries due first to a receiver that takes 10 s per request")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, scratch_database() as env:
         ca = trustme.CA()
@@ -35,32 +42,56 @@ def main() -> None:
         ca.issue_cert("localhost").private_key_and_cert_chain_pem.write_to_path(f"{tmp}/receiver.pem")
         env = {**env, "SANDESH_WEBHOOK_ALLOW_PRIVATE": "1", "REQUESTS_CA_BUNDLE": f"{tmp}/ca.pem"}
         for concurrency in args.concurrency:
-            print(run(env, tmp, args.events, concurrency), flush=True)
+            alone = run(env, tmp, args.events, concurrency)
+            print(f"concurrency {concurrency:3d}: {args.events} deliveries in {alone[0]:.2f} s = "
+                  f"{args.events / alone[0]:,.0f}/s ({alone[1]} not delivered)", flush=True)
+            if args.slow:
+                beside = run(env, tmp, args.events, concurrency, slow=args.slow)
+                print(f"concurrency {concurrency:3d}, {args.slow} due first to a receiver taking 10 s: "
+                      f"{args.events} deliveries in {beside[0]:.2f} s = {args.events / beside[0]:,.0f}/s "
+                      f"({beside[1]} not delivered), {beside[0] / alone[0] - 1:+.1%} time", flush=True)
 
 
-def run(env: dict[str, str], tmp: str, events: int, concurrency: int) -> str:
+def _receiver(env: dict[str, str], tmp: str, port: int, secret: str, delay: float = 0.0) -> subprocess.Popen:
+    receiver = subprocess.Popen([sys.executable, "scripts/example_receiver.py", "--port", str(port),
+                                 "--cert", f"{tmp}/receiver.pem", "--delay", str(delay)], cwd=ROOT,
+                                env={**env, "WEBHOOK_SECRET": secret},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    receiver.stderr.readline()  # "listening on ..."
+    return receiver
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(env: dict[str, str], tmp: str, events: int, concurrency: int, slow: int = 0) -> tuple[float, int]:
     from sandesh.domain.sending import parse_send
     from sandesh.domain.settings import Settings
     from sandesh.scripts.bootstrap import bootstrap
     from sandesh.workers.webhooks import WebhookSender
 
-    from tests.conftest import free_port
-
     runtime = bootstrap(Settings.from_env(env), pool_size=concurrency + 4)
-    port = free_port()
     app = runtime.app
-    ws = funded_workspace(app, "Bench", 100 * events)
-    client, _, secret = app.create_client(ws, "Bench", f"https://localhost:{port}/hooks", 1000, "bench")
-    receiver = subprocess.Popen([sys.executable, "scripts/example_receiver.py", "--port", str(port),
-                                 "--cert", f"{tmp}/receiver.pem"], cwd=ROOT, env={**env, "WEBHOOK_SECRET": secret},
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    receiver.stderr.readline()  # "listening on ..."
+    ws = funded_workspace(app, "Bench", 100 * (events + slow))
+    receivers = []
     try:
         request, _ = parse_send({"to": "9779812345678", "text": "bench"})
-        for _ in range(events):
-            message = app.send(client.id, ws, request, 100)
-            message.fail("bench", at=runtime.clock.now())
-            app.save(message)
+        clients = []
+        for name, count, delay in (("Slow", slow, 10.0), ("Bench", events, 0.0)):
+            if not count:
+                continue
+            port = _free_port()
+            made, _, secret = app.create_client(ws, name, f"https://localhost:{port}/hooks", 1000, "bench")
+            receivers.append(_receiver(env, tmp, port, secret, delay))
+            clients.append(made)
+            for _ in range(count):
+                message = app.send(made.id, ws, request, 100)
+                message.fail("bench", at=runtime.clock.now())
+                app.save(message)
+        client = clients[-1]
         sender = WebhookSender(runtime, concurrency=concurrency)
         stop = threading.Event()
         started = time.monotonic()
@@ -77,12 +108,12 @@ def run(env: dict[str, str], tmp: str, events: int, concurrency: int) -> str:
         seconds = time.monotonic() - started
         stop.set()
         thread.join(timeout=5)
-        sender.close()
-        return (f"concurrency {concurrency:3d}: {events} deliveries in {seconds:.2f} s = {events / seconds:,.0f}/s"
-                f" ({row['other']} not delivered)")
+        sender.close(wait=False)
+        return seconds, row["other"]
     finally:
-        receiver.terminate()
-        receiver.wait(timeout=5)
+        for receiver in receivers:
+            receiver.terminate()
+            receiver.wait(timeout=5)
         runtime.close()
 
 

@@ -36,11 +36,12 @@ def postgres():
 
 
 @pytest.fixture(scope="module")
-def env(postgres):
+def env(postgres, tmp_path_factory):
     url = psycopg.conninfo.make_conninfo(postgres.url, dbname="sandesh_outage")
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SANDESH_")},
            "DATABASE_URL": url, "SANDESH_SECRET_KEY": SECRET_KEY, "SANDESH_CLOCK": "test",
-           "SANDESH_WEBHOOK_ALLOW_PRIVATE": "1", "USER": "tester", "PYTHONPATH": str(ROOT)}
+           "SANDESH_WEBHOOK_ALLOW_PRIVATE": "1", "USER": "tester", "PYTHONPATH": str(ROOT),
+           "SANDESH_METRICS_DIR": str(tmp_path_factory.mktemp("metrics"))}
     subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "db", "migrate"], env=env, cwd=ROOT, check=True,
                    capture_output=True)
     return env

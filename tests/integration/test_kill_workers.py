@@ -68,7 +68,7 @@ def test_the_projections_worker_killed_three_times_under_load_counts_each_send_e
 def test_the_webhook_sender_killed_while_attempts_are_in_flight_loses_no_delivery(runtime, env, tmp_path):
     """A killed sender's leases run out (60 s of the service clock) and the deliveries are tried
     again: each arrives, perhaps twice under one x-service-delivery id, which receivers
-    deduplicate (interface §Retries)."""
+    deduplicate (docs/api.md, "Retries")."""
     from tests.integration.test_webhooks import lifecycle
 
     receiver = Receiver(tmp_path)

@@ -1,4 +1,4 @@
-"""`sandesh` management commands against a real PostgreSQL (decisions §5)."""
+"""`sandesh` management commands against a real PostgreSQL (docs/operations.md, "The sandesh command")."""
 import time
 
 import orjson
@@ -92,7 +92,8 @@ def test_client_update_disable_enable(sandesh):
 
 
 def test_keys_and_secrets_are_stored_neither_in_clear_nor_in_events(sandesh, database_url):
-    """Keys only as SHA-256; webhook secrets sealed; every event state encrypted (decisions §2, §4)."""
+    """Keys only as SHA-256; webhook secrets sealed; every event state encrypted (docs/design.md,
+    "Decisions: webhooks" and "Decisions: event store and security")."""
     ws = sandesh("workspace", "create", "--name", "Cleartext Check")["id"]
     client = sandesh("client", "create", "--workspace", ws, "--brand", "Cleartext Check")
     rotated = sandesh("client", "rotate-secret", client["id"], "--grace-hours", "2")

@@ -1,5 +1,5 @@
 """One-time passwords against `sandesh serve`, real PostgreSQL and the test clock: every row of
-interface §OTP code states and every OTP limit of interface §Limits."""
+the verify results and every limit of docs/api.md, "OTP"."""
 import itertools
 import re
 import time

@@ -1,4 +1,4 @@
-"""Per-client request rate (interface §Limits): shared by every worker process and every host."""
+"""Per-client request rate (docs/api.md, "Limits"): shared by every worker process and every host."""
 import time
 from concurrent.futures import ThreadPoolExecutor
 

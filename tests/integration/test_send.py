@@ -162,7 +162,7 @@ def test_the_route_window_is_configurable(server, env, sandesh, workspace, route
 
 
 def test_checks_come_in_the_order_of_decisions_1(server, sandesh, workspace):
-    """400 before 403 forbidden before 503 sms_disabled before 402."""
+    """400 before 403 forbidden before 503 sms_disabled before 402 (docs/api.md, "Order of checks")."""
     sandesh("workspace", "set-types", workspace["id"], "otp")
     sandesh("sms", "disable")
     try:
@@ -216,6 +216,14 @@ def test_same_key_with_a_different_body_is_409(server, workspace):
     other = send(server, workspace["key"], {"to": TO, "text": "two"}, **{"Idempotency-Key": "k-409"})
     assert other.status_code == 409 and other.json()["code"] == "idempotency_conflict"
     assert balance(server, workspace["key"]) == 10000 - 100
+
+
+@pytest.mark.parametrize("key", ["x" * 256, "tab\there", "café".encode().decode("latin-1")])
+def test_an_idempotency_key_of_other_than_1_to_255_printable_ascii_characters_is_400(server, workspace, key):
+    answer = send(server, workspace["key"], {"to": TO, "text": "x"}, **{"Idempotency-Key": key})
+    assert answer.status_code == 400
+    assert answer.json()["details"] == [{"path": ["Idempotency-Key"], "code": "invalid_idempotency_key",
+                                         "message": "Idempotency-Key must be 1 to 255 printable ASCII characters"}]
 
 
 def test_keys_are_per_client(server, sandesh, workspace):
@@ -325,7 +333,8 @@ def test_a_send_with_valid_for_says_when_it_expires_in_the_reply_and_the_lookup(
 
 
 def test_an_unknown_field_is_refused_naming_it_and_nothing_is_charged(server, workspace):
-    """decisions §1 (revised 2026-11-23): a misspelt field never changes what is sent silently."""
+    """A misspelt field never changes what is sent silently (revised 2026-11-23; docs/design.md,
+    "Decisions: HTTP interface")."""
     before = balance(server, workspace["key"])
     answer = send(server, workspace["key"], {"to": TO, "text": "Tihar offer", "type": "promotional"})
     assert answer.status_code == 400

@@ -7,6 +7,7 @@ import time
 
 import orjson
 import requests
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import ROOT, free_port
 
@@ -38,6 +39,18 @@ def test_up_starts_an_embedded_database_and_an_api_that_answers_a_new_key(tmp_pa
         assert made.returncode == 0, made.stderr
         key = orjson.loads(made.stdout)["key"]
         assert requests.get(started["baseUrl"] + "/sms/balance", headers={"x-api-key": key}, timeout=5).status_code == 200
+        # GET /metrics sums what the API's workers and `worker all`'s children count (in ./var/metrics)
+        deadline = time.monotonic() + 30
+        while True:
+            text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+            samples = [s for family in text_string_to_metric_families(text) for s in family.samples]
+            if any(s.name == "sandesh_sim_submits_total" for s in samples):  # the dispatcher drives the modems
+                break
+            assert time.monotonic() < deadline, text
+            time.sleep(0.5)
+        assert sum(s.value for s in samples if s.name == "sandesh_http_requests_total"
+                   and s.labels["route"] == "/v1/sms/balance" and s.labels["status"] == "200") == 2
+        assert any((tmp_path / "var" / "metrics").glob("counter_*.db"))
     finally:
         up.send_signal(signal.SIGINT)
         assert up.wait(timeout=30) == 0

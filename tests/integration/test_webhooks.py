@@ -1,5 +1,6 @@
-"""Webhooks (interface §Events, §Webhook delivery, §Retries; decisions §2), delivered over real
+"""Webhooks (docs/api.md, "Webhooks"; docs/design.md, "Decisions: webhooks"), delivered over real
 HTTPS to a local receiver with a trustme certificate, from real PostgreSQL, on the test clock."""
+import collections
 import itertools
 import select
 import signal
@@ -145,7 +146,8 @@ def test_sent_then_delivered_carry_every_field_and_exactly_the_headers(runtime, 
 
 
 def test_no_event_on_acceptance_or_submission(runtime, hooked, sender):
-    """Rule 1: no event on acceptance; decisions §2: `submitted` alone fires nothing."""
+    """No event on acceptance (docs/api.md, "Events"); `submitted` alone fires nothing (docs/design.md,
+    "Decisions: webhooks")."""
     message = hooked.send()
     lifecycle(runtime, message, ("submit",))
     deliver(sender)
@@ -404,6 +406,34 @@ def test_a_receiver_hanging_11_s_fails_after_10_s_without_holding_up_others(runt
     attempt = row["history"][0]
     assert row["state"] == "waiting" and attempt["statusCode"] is None
     assert attempt["error"] == "no answer within 10 s" and 10_000 <= attempt["durationMs"] < 11_000
+
+
+def test_a_receiver_that_hangs_holds_at_most_its_share_of_the_threads(runtime, workspace, receiver):
+    """Twelve deliveries to a receiver that takes 5 s each, then three to a quick one: with 4
+    threads and at most 2 for one client, the quick ones go at once, not after the slow ones."""
+    http = webhook_guard.session(True, str(receiver.ca_file))
+    sender = WebhookSender(runtime, concurrency=4, per_client=2, http=http)
+    try:
+        slow, quick = Hooked(runtime, workspace, receiver), Hooked(runtime, workspace, receiver)
+        receiver.answer(slow.path, ("hang", 5, 200))
+        for _ in range(12):
+            lifecycle(runtime, slow.send(), ("fail", "x"))
+        sender.step()
+        slow.received(2, timeout=5)
+        with sender.lock:
+            assert sorted(collections.Counter(sender.in_flight.values()).values()) == [2]
+        started = time.monotonic()
+        for _ in range(3):
+            lifecycle(runtime, quick.send(), ("fail", "x"))
+        while len(receiver.at(quick.path)) < 3:
+            sender.step()
+            assert time.monotonic() - started < 3, "the quick receiver waited for the slow one"
+            time.sleep(0.05)
+        with sender.lock:
+            assert collections.Counter(sender.in_flight.values())[slow.id] <= 2
+    finally:
+        receiver.answer(slow.path, 200)
+        sender.close()  # the two attempts still hanging end within 5 s
 
 
 # History, redelivery, the command

@@ -1,4 +1,4 @@
-"""+CMS ERROR classes of decisions §3, signal and registration readings."""
+"""+CMS ERROR classes (docs/design.md, "Failures of a send"), signal and registration readings."""
 import pytest
 
 from sandesh.domain.cms import Action, classify, registered, signal_dbm
@@ -14,6 +14,7 @@ from sandesh.domain.cms import Action, classify, registered, signal_dbm
     (304, Action.ALERT), (322, Action.CLEAR_STORE), (500, Action.RETRY), (999, Action.RETRY),
 ])
 def test_cms_error_codes_are_classified_as_decisions_3_says(code, action):
+    """The table of docs/design.md, "Failures of a send"."""
     assert classify(code) == action
 
 

@@ -55,7 +55,7 @@ def test_webhook_secret_is_whsec_and_32_random_bytes_in_base64url():
     (True, "suspended", "POST", "workspace_suspended"),
 ])
 def test_gating_by_client_and_workspace_status(enabled, status, method, expected):
-    """Interface §Authentication 5-6 and decisions §1: GET of a suspended workspace works."""
+    """GET of a suspended workspace works (docs/api.md, "Authentication")."""
     assert refusal(enabled, status, method) == expected
 
 

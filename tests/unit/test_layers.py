@@ -24,7 +24,7 @@ MAY_IMPORT = {
     "workers": {"domain", "projections"},
     "scripts": {"domain", "projections", "api", "workers"},
 }
-# Libraries that do I/O: none of them in the domain (decisions: "domain/ imports no I/O library").
+# Libraries that do I/O: none of them in the domain (docs/design.md, "Layers").
 IO_LIBRARIES = {"psycopg", "psycopg_pool", "requests", "urllib3", "serial", "falcon", "gunicorn", "socket",
                 "subprocess", "http", "ssl", "pgserver", "sqlite3", "select", "fcntl", "termios", "pty"}
 

@@ -1,4 +1,4 @@
-"""Validation and refusals of POST /v1/sms/send that need no storage (decisions §1)."""
+"""Validation and refusals of POST /v1/sms/send that need no storage (docs/api.md, "POST /v1/sms/send")."""
 import pytest
 
 from sandesh.domain import phone
@@ -18,7 +18,7 @@ def test_nepal_numbers_are_977_and_10_digits_starting_96_97_or_98(given, stored)
 @pytest.mark.parametrize("given", [
     "9812345678", "09779812345678", "977981234567", "97798123456789", "9779512345678", "9779912345678",
     "+977 9812345678", "977-981-2345678", "++9779812345678", "919812345678", "9779812345678\n", "",
-    "٩٧٧٩٨١٢٣٤٥٦٧٨",
+    "٩٧٧٩٨١٢٣٤٥٦٧٨", "97798१२३४५६७८",
 ])
 def test_other_notations_and_countries_are_refused(given):
     assert phone.normalise(given) is None
@@ -73,6 +73,7 @@ def test_six_segments_are_allowed():
     (["transactional"], True, True, None),
 ])
 def test_refusals_come_in_the_order_of_decisions_1(allowed, sms_on, route, expected):
+    """Type allowed, then the SMS switch, then a route (docs/api.md, "Order of checks")."""
     assert refusal("transactional", allowed, sms_on, route) == expected
 
 

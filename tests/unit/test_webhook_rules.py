@@ -15,7 +15,7 @@ def test_any_2xx_is_delivered():
 
 
 def test_temporary_failures_wait_10s_30s_2m_10m_30m_1h_3h_then_dead_after_the_8th():
-    """decisions §2: delays after attempts 1-7; attempt 8 is the last."""
+    """Delays after attempts 1-7; attempt 8 is the last (docs/api.md, "Retries")."""
     assert DELAYS == (10, 30, 120, 600, 1800, 3600, 10800)
     assert [after_attempt(n, 503) for n in range(1, 8)] == [(WAITING, float(d)) for d in DELAYS]
     assert after_attempt(8, 503) == after_attempt(8, None) == (DEAD, None)

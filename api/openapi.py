@@ -1,0 +1,345 @@
+"""The contract: an OpenAPI 3.1 document of every endpoint and of the webhooks, served at
+GET /v1/openapi.json without a key (docs/api.md, "The contract").
+
+It is built from the same constants the code checks with (the error table, the message types,
+the number pattern, the field lists), and the test suite validates every response it receives
+and every webhook its receiver gets against it (tests/contract.py), so it cannot drift from
+what the service answers."""
+from __future__ import annotations
+
+from typing import Any
+
+import falcon
+import orjson
+
+from sandesh.domain import sending
+from sandesh.domain.otp import PURPOSE_MAX
+from sandesh.domain.segments import MAX_SEGMENTS
+from sandesh.domain.types import MESSAGE_TYPES
+from sandesh.domain.webhook import USER_AGENT
+
+from .body import MAX_BODY_BYTES
+from .errors import ERRORS
+from .send import MAX_IDEMPOTENCY_KEY
+
+MESSAGE_STATUSES = ["queued", "submitted", "sent", "delivered", "undelivered", "failed", "rejected"]
+WEBHOOK_STATUSES = ["queued", "sent", "delivered", "undelivered", "failed"]
+NUMBER_PATTERN = "^\\+?977(96|97|98)[0-9]{8}$"  # domain/phone.py
+# Not blank: some character that Python's str.isspace() does not count as space (the server strips).
+VISIBLE = ("[^\\t\\n\\v\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029"
+           "\\u202f\\u205f\\u3000]")
+TIME = {"type": "string", "format": "date-time", "description": "ISO 8601, UTC, ending in Z."}
+
+
+def _ref(kind: str, name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/{kind}/{name}"}
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"application/json": {"schema": schema}}
+
+
+def _closed(required: list[str], properties: dict[str, Any], **more: Any) -> dict[str, Any]:
+    return {"type": "object", "required": required, "properties": properties, "additionalProperties": False, **more}
+
+
+SCHEMAS: dict[str, Any] = {
+    "Error": _closed(["error", "code"], {
+        "error": {"type": "string", "description": "For people; the wording may change."},
+        "code": {"type": "string", "enum": sorted(ERRORS), "description": "Stable: branch on this and the status."},
+        "details": {"type": "array", "items": _ref("schemas", "Detail"),
+                    "description": "For 400 invalid_request: one item for each problem found."},
+    }),
+    "Detail": _closed(["path", "message", "code"], {
+        "path": {"type": "array", "items": {"type": ["string", "integer"]},
+                 "description": "The field, e.g. [\"to\"]; [\"Idempotency-Key\"] for that header; [] for the body."},
+        "message": {"type": "string"},
+        "code": {"type": "string", "description": "e.g. required, invalid_type, unknown_field, too_long."},
+    }),
+    "MessageType": {"type": "string", "enum": list(MESSAGE_TYPES)},
+    "Encoding": {"type": "string", "enum": ["GSM-7", "UCS-2"]},
+    "SendRequest": _closed(["to", "text"], {
+        "to": {"type": "string", "pattern": NUMBER_PATTERN, "examples": ["9779812345678"],
+               "description": "977 and 10 digits starting 96, 97 or 98; a leading + is allowed."},
+        "text": {"type": "string", "minLength": 1, "pattern": f"^[^\\u0000]*{VISIBLE[:-1]}\\u0000][^\\u0000]*$",
+                 "description": f"Not blank; at most {MAX_SEGMENTS} segments (160/153 GSM-7 characters, "
+                                "70/67 UCS-2 code units a segment)."},
+        "messageType": {**_ref("schemas", "MessageType"), "default": "transactional"},
+        "validFor": {"type": "integer", "minimum": sending.VALID_FOR_MIN, "maximum": sending.VALID_FOR_MAX,
+                     "description": "Seconds after acceptance after which the message is no longer handed to "
+                                    "a modem; it then ends failed and is refunded."},
+    }),
+    "SendAccepted": _closed(["messageId", "status", "messageType", "segments", "encoding", "cost"], {
+        "messageId": {"type": "string", "pattern": "^msg_"},
+        "status": {"const": "queued"},
+        "messageType": _ref("schemas", "MessageType"),
+        "segments": {"type": "integer", "minimum": 1, "maximum": MAX_SEGMENTS},
+        "encoding": _ref("schemas", "Encoding"),
+        "cost": {"type": "integer", "minimum": 0, "description": "Paisa: rate × segments."},
+        "expiresAt": {**TIME, "description": "When the send asked for validFor."},
+    }),
+    "Message": _closed(["id", "to", "status", "route", "messageType", "segments", "encoding", "cost",
+                        "createdAt", "updatedAt", "expiresAt", "error"], {
+        "id": {"type": "string", "pattern": "^msg_"},
+        "to": {"type": "string", "pattern": "^977(96|97|98)[0-9]{8}$"},
+        "status": {"type": "string", "enum": MESSAGE_STATUSES},
+        "route": {"const": "device"},
+        "messageType": _ref("schemas", "MessageType"),
+        "segments": {"type": "integer", "minimum": 1, "maximum": MAX_SEGMENTS},
+        "encoding": _ref("schemas", "Encoding"),
+        "cost": {"type": "integer", "minimum": 0},
+        "createdAt": TIME, "updatedAt": TIME,
+        "expiresAt": {"oneOf": [TIME, {"type": "null"}]},
+        "error": {"type": ["string", "null"], "description": "Why it failed, was rejected, undelivered or requeued."},
+    }),
+    "Balance": _closed(["workspaceStatus", "balance", "rates", "allowedTypes", "counters"], {
+        "workspaceStatus": {"type": "string", "enum": ["pending", "active", "suspended"]},
+        "balance": _closed(["amount", "currency"], {"amount": {"type": "integer", "description": "Paisa."},
+                                                    "currency": {"const": "NPR"}}),
+        "rates": _closed(list(MESSAGE_TYPES), {t: {"type": "integer", "minimum": 0} for t in MESSAGE_TYPES},
+                         description="Paisa per segment."),
+        "allowedTypes": {"type": "array", "items": _ref("schemas", "MessageType"), "uniqueItems": True},
+        "counters": _closed(["sent", "delivered", "undelivered", "failed", "segments", "spent", "otpSent",
+                             "otpVerified"],
+                            {name: {"type": "integer", "minimum": 0} for name in
+                             ("sent", "delivered", "undelivered", "failed", "segments", "spent", "otpSent",
+                              "otpVerified")}, description="The calling client's."),
+    }),
+    "OtpSendRequest": _closed(["to", "purpose"], {
+        "to": {"type": "string", "pattern": NUMBER_PATTERN},
+        "purpose": {"type": "string", "minLength": 1, "maxLength": PURPOSE_MAX, "pattern": VISIBLE,
+                    "examples": ["login"]},
+        "ip": {"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}],
+               "description": "The end user's address; when given, the per-end-user-IP limit applies."},
+    }),
+    "OtpSent": _closed(["success", "messageId", "expiresAt"], {
+        "success": {"const": True}, "messageId": {"type": "string", "pattern": "^msg_"}, "expiresAt": TIME}),
+    "OtpVerifyRequest": _closed(["to", "purpose", "code"], {
+        "to": {"type": "string", "pattern": NUMBER_PATTERN},
+        "purpose": {"type": "string", "minLength": 1, "maxLength": PURPOSE_MAX, "pattern": "\\S"},
+        "code": {"type": "string", "minLength": 1, "maxLength": 32},
+    }),
+    "OtpVerifyResult": _closed(["success", "verified"], {
+        "success": {"const": True},
+        "verified": {"type": "boolean"},
+        "reason": {"type": "string", "enum": ["invalid_code", "too_many_attempts", "no_active_otp"],
+                   "description": "Only when verified is false."},
+    }),
+    "Health": _closed(["status"], {"status": {"const": "ok"}}),
+    "Ready": _closed(["ready", "reasons", "checks"], {
+        "ready": {"type": "boolean"},
+        "reasons": {"type": "array", "items": {"type": "string"}},
+        "checks": _closed(["database", "projectionLag", "route"], {
+            "database": {"type": "string", "enum": ["ok", "unreachable"]},
+            "projectionLag": {"type": ["object", "null"], "additionalProperties": {"type": "integer"},
+                              "description": "Events each followed projection is behind the log (counted up to "
+                                             "a cap)."},
+            "route": {"type": ["boolean", "null"]},
+        }),
+    }),
+    "StatusEvent": _closed(["type", "id", "status", "to", "at", "route", "messageType", "segments"], {
+        "type": {"const": "message.status"},
+        "id": {"type": "string", "pattern": "^msg_"},
+        "status": {"type": "string", "enum": WEBHOOK_STATUSES},
+        "to": {"type": "string", "pattern": "^977(96|97|98)[0-9]{8}$"},
+        "at": TIME,
+        "route": {"const": "device"},
+        "messageType": _ref("schemas", "MessageType"),
+        "segments": {"type": "integer", "minimum": 1, "maximum": MAX_SEGMENTS},
+        "error": {"type": "string", "description": "Only with failed, undelivered or queued, when known."},
+    }),
+    "InboundEvent": _closed(["type", "id", "from", "text", "at"], {
+        "type": {"const": "message.inbound"},
+        "id": {"type": "string"},
+        "from": {"type": "string", "pattern": "^\\+"},
+        "text": {"type": "string"},
+        "at": TIME,
+        "inReplyTo": {"type": "string", "pattern": "^msg_", "description": "The message answered, when known."},
+    }),
+}
+
+_REQUEST_ID = {"description": "The caller's x-request-id, or one made for this request.",
+               "schema": {"type": "string"}, "required": True}
+HEADERS: dict[str, Any] = {
+    "x-request-id": _REQUEST_ID,
+    "Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "string",
+                                                                                   "pattern": "^[0-9]+$"}},
+    "Idempotent-Replayed": {"description": "`true` when this is the stored answer to an earlier request with the "
+                                           "same Idempotency-Key and body: nothing was sent or charged again.",
+                            "schema": {"const": "true"}},
+}
+
+# The error answers, by status, with the codes each can carry.
+_ERROR_STATUSES: dict[str, list[str]] = {}
+for _code, (_status, _text) in ERRORS.items():
+    _ERROR_STATUSES.setdefault(str(_status), []).append(_code)
+
+
+def _error_response(status: str) -> dict[str, Any]:
+    codes = _ERROR_STATUSES[status]
+    headers: dict[str, Any] = {"x-request-id": _ref("headers", "x-request-id")}
+    if status in ("429", "503"):
+        headers["Retry-After"] = _ref("headers", "Retry-After")
+    if status == "405":
+        headers["Allow"] = {"schema": {"type": "string"}, "description": "The methods this path takes."}
+    return {"description": ", ".join(f"`{code}`" for code in codes) + ".", "headers": headers,
+            "content": _json(_ref("schemas", "Error"))}
+
+
+RESPONSES = {status: _error_response(status) for status in _ERROR_STATUSES}
+
+
+def _ok(description: str, schema: str, *, headers: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"description": description,
+            "headers": {"x-request-id": _ref("headers", "x-request-id"), **(headers or {})},
+            "content": _json(_ref("schemas", schema))}
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    return {str(status): _ref("responses", str(status)) for status in (*statuses, 500)}
+
+
+_KEYED = (401, 403, 429, 503)  # a key, a disabled client or workspace, the request rate, the database away
+_POSTED = (400, *_KEYED)
+
+
+def _post(operation_id: str, summary: str, request: str, answer: dict[str, Any], *more_statuses: int,
+          description: str = "", parameters: list[Any] | None = None) -> dict[str, Any]:
+    return {"post": {
+        "operationId": operation_id, "summary": summary, "description": description, "security": [{"apiKey": []}],
+        "parameters": [_ref("parameters", "x-request-id"), *(parameters or [])],
+        "requestBody": {"required": True, "content": _json(_ref("schemas", request))},
+        "responses": {**answer, **_errors(*_POSTED, *more_statuses)},
+    }}
+
+
+def _public(operation_id: str, summary: str, answers: dict[str, Any], description: str = "") -> dict[str, Any]:
+    return {"get": {"operationId": operation_id, "summary": summary, "description": description, "security": [],
+                    "parameters": [_ref("parameters", "x-request-id")], "responses": answers}}
+
+
+def _webhook(summary: str, event: str, schema: str) -> dict[str, Any]:
+    return {"post": {
+        "summary": summary,
+        "description": "Sent to the client's https webhook URL. Verify the signature before trusting the body "
+                       "(docs/api.md, \"Webhooks\").",
+        "parameters": [
+            {"name": "x-service-signature", "in": "header", "required": True,
+             "description": "`t=<unix seconds>,v1=<hex>`: HMAC-SHA256 of `<t>.<raw body>` keyed with the whole "
+                            "webhook secret (`whsec_...`). During a secret's grace period a second `v1` is made "
+                            "with the previous secret.",
+             "schema": {"type": "string", "pattern": "^t=[0-9]+(,v1=[0-9a-f]{64}){1,2}$"}},
+            {"name": "x-service-event", "in": "header", "required": True, "schema": {"const": event}},
+            {"name": "x-service-delivery", "in": "header", "required": True, "schema": {"type": "string"},
+             "description": "The delivery's id; retries reuse it, so deduplicate on it."},
+            {"name": "user-agent", "in": "header", "required": True, "schema": {"const": USER_AGENT}},
+        ],
+        "requestBody": {"required": True, "content": _json(_ref("schemas", schema))},
+        "responses": {"2XX": {"description": "Received. Anything else within 10 s, or no answer, is retried: "
+                                             "10 s, 30 s, 2 min, 10 min, 30 min, 1 h, 3 h; 8 attempts in all, "
+                                             "3 on a 4xx other than 408 and 429."}},
+    }}
+
+
+# A 202's messageId is the id to look the message up by (schemathesis follows it in CI).
+_LOOKUP = {"operationId": "getMessage", "parameters": {"message_id": "$response.body#/messageId"}}
+
+
+def document() -> dict[str, Any]:
+    """The OpenAPI 3.1 document."""
+    idempotency_key = {
+        "name": "Idempotency-Key", "in": "header", "required": False,
+        "description": "Any stable string you choose, kept 24 hours: a retry with the same key and body answers "
+                       "the first 202 again (Idempotent-Replayed: true) and sends and charges nothing; the same "
+                       "key with another body, or while the first request runs, is 409.",
+        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_IDEMPOTENCY_KEY, "pattern": "^[ -~]+$"}}
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Sandesh SMS and OTP API", "version": "1",
+            "description": "Send SMS and one-time passwords to Nepali mobile numbers. Amounts are integers in "
+                           "paisa. Every response is JSON and carries x-request-id; every error has the Error "
+                           f"shape. Request bodies are JSON objects of at most {MAX_BODY_BYTES} bytes, and a field "
+                           "an endpoint does not know is refused (400, with a detail naming it). The guide is "
+                           "docs/api.md.",
+        },
+        "servers": [{"url": "/", "description": "This service; its endpoints are under /v1."}],
+        "paths": {
+            "/v1/sms/send": _post(
+                "sendMessage", "Send a message", "SendRequest",
+                {"202": {**_ok("Accepted and queued; charged now.", "SendAccepted",
+                               headers={"Idempotent-Replayed": _ref("headers", "Idempotent-Replayed")}),
+                         "links": {"GetMessage": _LOOKUP}}},
+                402, 409,
+                description="Checks, in order: key (401), client and workspace (403), request rate (429), body "
+                            "(400), idempotency (409 or replay), type allowed (403 forbidden), SMS switch (503 "
+                            "sms_disabled), a route (503 unavailable), balance (402). Nothing is charged unless "
+                            "the answer is 202.",
+                parameters=[idempotency_key]),
+            "/v1/sms/messages/{message_id}": {"get": {
+                "operationId": "getMessage", "summary": "Look up a message", "security": [{"apiKey": []}],
+                "parameters": [{"name": "message_id", "in": "path", "required": True, "schema": {"type": "string"}},
+                               _ref("parameters", "x-request-id")],
+                "responses": {"200": _ok("The message, as soon as its send answered 202.", "Message"),
+                              **_errors(*_KEYED, 404)},
+            }},
+            "/v1/sms/balance": {"get": {
+                "operationId": "getBalance",
+                "summary": "Balance, rates, allowed types and the calling client's counters",
+                "security": [{"apiKey": []}], "parameters": [_ref("parameters", "x-request-id")],
+                "responses": {"200": _ok("The workspace's balance and the caller's counters.", "Balance"),
+                              **_errors(*_KEYED)},
+            }},
+            "/v1/sms/otp/send": _post(
+                "sendOtp", "Send a one-time code", "OtpSendRequest",
+                {"202": {**_ok("The code is queued.", "OtpSent"), "links": {"GetMessage": _LOOKUP}}}, 402,
+                description="A 6-digit code valid 5 minutes replaces the active one for this number and purpose. "
+                            "Limits (429): 1 code a minute for a number and purpose, 3 per number in 10 minutes, "
+                            "10 per end-user ip in 10 minutes, 60 OTP requests a minute from a calling address."),
+            "/v1/sms/otp/verify": _post(
+                "verifyOtp", "Check a one-time code", "OtpVerifyRequest",
+                {"200": _ok("The check was made (also for a wrong code).", "OtpVerifyResult")}),
+            "/v1/health": _public("health", "Liveness: the process answers", {
+                "200": _ok("The process answers.", "Health"), **_errors()}),
+            "/v1/ready": _public("ready", "Readiness: database, projections, a route", {
+                "200": _ok("Ready.", "Ready"),
+                "503": {"description": "Not ready; `reasons` says why.",
+                        "headers": {"x-request-id": _ref("headers", "x-request-id"),
+                                    "Retry-After": _ref("headers", "Retry-After")},
+                        "content": _json(_ref("schemas", "Ready"))},
+                "500": _ref("responses", "500")}),
+            "/v1/openapi.json": _public("openapi", "This document", {
+                "200": {"description": "OpenAPI 3.1.", "headers": {"x-request-id": _ref("headers", "x-request-id")},
+                        "content": _json({"type": "object"})}, **_errors()}),
+            "/metrics": _public("metrics", "Prometheus metrics", {
+                "200": {"description": "Prometheus text format (docs/operations.md, \"Metrics\").",
+                        "content": {"text/plain": {"schema": {"type": "string"}}}},
+                "500": _ref("responses", "500")}),
+        },
+        "webhooks": {
+            "message.status": _webhook("A message's status changed", "message.status", "StatusEvent"),
+            "message.inbound": _webhook("A recipient replied", "message.inbound", "InboundEvent"),
+        },
+        "components": {
+            "securitySchemes": {"apiKey": {"type": "apiKey", "in": "header", "name": "x-api-key",
+                                           "description": "`sk_live_` and 48 hex digits."}},
+            "schemas": SCHEMAS,
+            "headers": HEADERS,
+            "parameters": {"x-request-id": {"name": "x-request-id", "in": "header", "required": False,
+                                            "description": "Echoed on the response (first 128 characters).",
+                                            "schema": {"type": "string"}}},
+            "responses": RESPONSES,
+        },
+    }
+
+
+class OpenApi:
+    """GET /v1/openapi.json."""
+    public = True
+
+    def __init__(self) -> None:
+        self.body = orjson.dumps(document())
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.content_type = falcon.MEDIA_JSON
+        resp.data = self.body
