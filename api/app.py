@@ -17,12 +17,12 @@ from sandesh.projections.health import DatabaseHealth, is_outage
 from .auth import Authentication
 from .errors import ApiError, from_domain
 from .health import Health, Ready
-from .messages import MessageStatus
+from .messages import CancelMessage, MessageStatus
 from .metrics import DatabaseState, Metrics, RequestMetrics
 from .openapi import OpenApi
 from .otp import OtpSend, OtpVerify
 from .resources import Balance
-from .send import Send
+from .send import Send, SendBatch
 
 log = logging.getLogger("sandesh.api")
 
@@ -117,7 +117,9 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     app.req_options.media_handlers[falcon.MEDIA_JSON] = json_handler
     app.add_route("/v1/sms/balance", Balance(connection))
     app.add_route("/v1/sms/send", Send(sandesh))
+    app.add_route("/v1/sms/send/batch", SendBatch(sandesh))
     app.add_route("/v1/sms/messages/{message_id}", MessageStatus(sandesh, connection))
+    app.add_route("/v1/sms/messages/{message_id}/cancel", CancelMessage(sandesh))
     app.add_route("/v1/sms/otp/send", OtpSend(sandesh, trusted_proxies))
     app.add_route("/v1/sms/otp/verify", OtpVerify(sandesh, trusted_proxies))
     app.add_route("/v1/health", Health())

@@ -12,15 +12,15 @@ from .errors import ApiError, detail
 MAX_BODY_BYTES = 64 * 1024
 
 
-def json_object(req: falcon.Request) -> dict[str, Any]:
+def json_object(req: falcon.Request, max_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
     content_type = (req.content_type or "").split(";")[0].strip().lower()
     if content_type != "application/json":
         raise ApiError("invalid_request", "content-type must be application/json.",
                        details=[detail([], "content-type must be application/json", "invalid_content_type")])
-    raw = req.bounded_stream.read(MAX_BODY_BYTES + 1)
-    if len(raw) > MAX_BODY_BYTES:
+    raw = req.bounded_stream.read(max_bytes + 1)
+    if len(raw) > max_bytes:
         raise ApiError("invalid_request", "The body is too large.",
-                       details=[detail([], f"at most {MAX_BODY_BYTES} bytes", "too_large")])
+                       details=[detail([], f"at most {max_bytes} bytes", "too_large")])
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as error:

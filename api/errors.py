@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sandesh.domain.errors import (DomainError, IdempotencyConflict, InsufficientBalance, NotFound, OtpLimited,
-                                   Refused)
+from sandesh.domain.errors import (DomainError, IdempotencyConflict, InsufficientBalance, NotCancelable, NotFound,
+                                   OtpLimited, Refused)
 
 ERRORS: dict[str, tuple[int, str]] = {
     "invalid_request": (400, "The request is invalid."),
@@ -17,6 +17,8 @@ ERRORS: dict[str, tuple[int, str]] = {
     "not_found": (404, "Not found."),
     "method_not_allowed": (405, "Method not allowed for this path."),
     "idempotency_conflict": (409, "Idempotency-Key conflict."),
+    "message_not_cancelable": (409, "Only a scheduled or queued message that no modem has taken yet can be "
+                                    "canceled."),
     "rate_limited": (429, "Too many requests."),
     "server_error": (500, "Unexpected error on the service side."),
     "unavailable": (503, "No sending route is available. Nothing was charged."),
@@ -47,6 +49,14 @@ class ApiError(Exception):
 
 def detail(path: list[str | int], message: str, code: str) -> dict[str, Any]:
     return {"path": path, "message": message, "code": code}
+
+
+def item_error(code: str, problems: list[Any]) -> dict[str, Any]:
+    """A refused item of a batch send: the error body a single send would get, without its status."""
+    if problems:
+        return ApiError(code, problems[0].message,
+                        details=[detail(p.path, p.message, p.code) for p in problems]).body()
+    return ApiError(code).body()
 
 
 def invalid(path: list[str | int], message: str, code: str) -> ApiError:
@@ -81,4 +91,7 @@ def from_domain(error: DomainError) -> ApiError | None:
         return ApiError("rate_limited", _LIMIT_TEXT[error.limit], headers=headers)
     if isinstance(error, NotFound):
         return ApiError("not_found")
+    if isinstance(error, NotCancelable):
+        return ApiError("message_not_cancelable", f"The message is {error.status}; only a scheduled or queued "
+                                                  "message that no modem has taken yet can be canceled.")
     return None

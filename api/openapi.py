@@ -13,6 +13,7 @@ import falcon
 import orjson
 
 from sandesh.domain import sending
+from sandesh.domain.batch import MAX_ITEMS
 from sandesh.domain.otp import PURPOSE_MAX
 from sandesh.domain.segments import MAX_SEGMENTS
 from sandesh.domain.types import MESSAGE_TYPES
@@ -22,8 +23,9 @@ from .body import MAX_BODY_BYTES
 from .errors import ERRORS
 from .send import MAX_IDEMPOTENCY_KEY
 
-MESSAGE_STATUSES = ["queued", "submitted", "sent", "delivered", "undelivered", "failed", "rejected"]
-WEBHOOK_STATUSES = ["queued", "sent", "delivered", "undelivered", "failed"]
+MESSAGE_STATUSES = ["scheduled", "queued", "submitted", "sent", "delivered", "undelivered", "failed", "rejected",
+                    "canceled"]
+WEBHOOK_STATUSES = ["queued", "sent", "delivered", "undelivered", "failed", "canceled"]
 NUMBER_PATTERN = "^\\+?977(96|97|98)[0-9]{8}$"  # domain/phone.py
 # Not blank: some character that Python's str.isspace() does not count as space (the server strips).
 VISIBLE = ("[^\\t\\n\\v\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029"
@@ -66,20 +68,35 @@ SCHEMAS: dict[str, Any] = {
                                 "70/67 UCS-2 code units a segment)."},
         "messageType": {**_ref("schemas", "MessageType"), "default": "transactional"},
         "validFor": {"type": "integer", "minimum": sending.VALID_FOR_MIN, "maximum": sending.VALID_FOR_MAX,
-                     "description": "Seconds after acceptance after which the message is no longer handed to "
-                                    "a modem; it then ends failed and is refunded."},
+                     "description": "Seconds after acceptance (after sendAt, when scheduled) after which the "
+                                    "message is no longer handed to a modem; it then ends failed and is refunded."},
+        "sendAt": {"type": "string", "format": "date-time", "examples": ["2026-12-01T09:00:00+05:45"],
+                   "description": "Schedule the message: ISO 8601 with an offset, not in the past, at most "
+                                  f"{sending.SCHEDULE_AHEAD_MAX // 86_400} days ahead. Charged now; `scheduled` "
+                                  "until then."},
     }),
     "SendAccepted": _closed(["messageId", "status", "messageType", "segments", "encoding", "cost"], {
         "messageId": {"type": "string", "pattern": "^msg_"},
-        "status": {"const": "queued"},
+        "status": {"type": "string", "enum": ["queued", "scheduled"]},
         "messageType": _ref("schemas", "MessageType"),
         "segments": {"type": "integer", "minimum": 1, "maximum": MAX_SEGMENTS},
         "encoding": _ref("schemas", "Encoding"),
         "cost": {"type": "integer", "minimum": 0, "description": "Paisa: rate × segments."},
         "expiresAt": {**TIME, "description": "When the send asked for validFor."},
+        "sendAt": {**TIME, "description": "When the send was scheduled."},
+    }),
+    "BatchRequest": _closed(["messages"], {
+        "messages": {"type": "array", "minItems": 1, "maxItems": MAX_ITEMS,
+                     "items": {"description": "The body of a single send (SendRequest). Each item is judged "
+                                              "alone: an invalid one gets an error in its place in the results, "
+                                              "and the others are still sent."}},
+    }),
+    "BatchAccepted": _closed(["results"], {
+        "results": {"type": "array", "items": {"oneOf": [_ref("schemas", "SendAccepted"), _ref("schemas", "Error")]},
+                    "description": "One per item, in the request's order: its 202 body, or its error."},
     }),
     "Message": _closed(["id", "to", "status", "route", "messageType", "segments", "encoding", "cost",
-                        "createdAt", "updatedAt", "expiresAt", "error"], {
+                        "createdAt", "updatedAt", "expiresAt", "sendAt", "error"], {
         "id": {"type": "string", "pattern": "^msg_"},
         "to": {"type": "string", "pattern": "^977(96|97|98)[0-9]{8}$"},
         "status": {"type": "string", "enum": MESSAGE_STATUSES},
@@ -90,6 +107,7 @@ SCHEMAS: dict[str, Any] = {
         "cost": {"type": "integer", "minimum": 0},
         "createdAt": TIME, "updatedAt": TIME,
         "expiresAt": {"oneOf": [TIME, {"type": "null"}]},
+        "sendAt": {"oneOf": [TIME, {"type": "null"}], "description": "When a scheduled message is released."},
         "error": {"type": ["string", "null"], "description": "Why it failed, was rejected, undelivered or requeued."},
     }),
     "Balance": _closed(["workspaceStatus", "balance", "rates", "allowedTypes", "counters"], {
@@ -276,6 +294,24 @@ def document() -> dict[str, Any]:
                             "sms_disabled), a route (503 unavailable), balance (402). Nothing is charged unless "
                             "the answer is 202.",
                 parameters=[idempotency_key]),
+            "/v1/sms/send/batch": _post(
+                "sendBatch", "Send up to 1,000 messages", "BatchRequest",
+                {"202": _ok("Each item accepted or refused on its own; the accepted ones are charged together.",
+                            "BatchAccepted",
+                            headers={"Idempotent-Replayed": _ref("headers", "Idempotent-Replayed")})},
+                402, 409,
+                description="The batch counts as one request toward the rate. Each item is checked as a single "
+                            "send is; when the balance cannot pay for every accepted item, none is sent (402).",
+                parameters=[idempotency_key]),
+            "/v1/sms/messages/{message_id}/cancel": {"post": {
+                "operationId": "cancelMessage", "summary": "Cancel a scheduled or queued message",
+                "description": "Only while it is scheduled, or queued and not yet handed to a modem: it becomes "
+                               "`canceled` and is refunded in full. Later: 409 message_not_cancelable.",
+                "security": [{"apiKey": []}],
+                "parameters": [{"name": "message_id", "in": "path", "required": True, "schema": {"type": "string"}},
+                               _ref("parameters", "x-request-id")],
+                "responses": {"200": _ok("Canceled and refunded.", "Message"), **_errors(*_KEYED, 404, 409)},
+            }},
             "/v1/sms/messages/{message_id}": {"get": {
                 "operationId": "getMessage", "summary": "Look up a message", "security": [{"apiKey": []}],
                 "parameters": [{"name": "message_id", "in": "path", "required": True, "schema": {"type": "string"}},

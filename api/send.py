@@ -1,17 +1,38 @@
-"""POST /v1/sms/send (docs/api.md, "POST /v1/sms/send"; the checks in the order of docs/api.md,
-"Order of checks"): parse the body and the Idempotency-Key header, call the use case
-(Sandesh.send_sms), render its 202."""
+"""POST /v1/sms/send and POST /v1/sms/send/batch (docs/api.md, "POST /v1/sms/send", "Batch
+sends"; the checks in the order of docs/api.md, "Order of checks"): parse the body and the
+Idempotency-Key header, call the use case (Sandesh.send_sms, Sandesh.send_batch), render its 202."""
 from __future__ import annotations
+
+from typing import Any
 
 import falcon
 
 from sandesh.domain import sending
-from sandesh.domain.application import Sandesh
+from sandesh.domain.application import Sandesh, Sent
+from sandesh.domain.batch import MAX_ITEMS
 
 from .body import json_object, parsed
-from .errors import invalid
+from .errors import ApiError, detail, invalid, item_error
 
 MAX_IDEMPOTENCY_KEY = 255
+# 1,000 items of the longest text a send takes, written with JSON escapes, fit.
+MAX_BATCH_BODY_BYTES = 4 * 1024 * 1024
+
+
+def idempotency_key(req: falcon.Request) -> str | None:
+    key = req.get_header("Idempotency-Key")
+    if key is not None and (not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY or not key.isascii() or not key.isprintable()):
+        raise invalid(["Idempotency-Key"], f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} printable ASCII "
+                      "characters", "invalid_idempotency_key")
+    return key
+
+
+def accepted(resp: falcon.Response, sent: Sent) -> None:
+    resp.status = falcon.HTTP_202
+    resp.content_type = falcon.MEDIA_JSON
+    resp.data = sent.body
+    if sent.replayed:
+        resp.set_header("Idempotent-Replayed", "true")
 
 
 class Send:
@@ -21,15 +42,51 @@ class Send:
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = json_object(req)
         req.context.message_type = body.get("messageType", "transactional")  # the sends metric's type
-        request = parsed(sending.parse_send, body)
-        key = req.get_header("Idempotency-Key")
-        if key is not None and (not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY or not key.isascii() or not key.isprintable()):
-            raise invalid(["Idempotency-Key"], f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} printable ASCII "
-                          "characters", "invalid_idempotency_key")
-        sent = self.app.send_sms(req.context.caller, request, key,
-                                 sending.request_hash(body) if key is not None else None)
-        resp.status = falcon.HTTP_202
-        resp.content_type = falcon.MEDIA_JSON
-        resp.data = sent.body
-        if sent.replayed:
-            resp.set_header("Idempotent-Replayed", "true")
+        now = self.app.clock.now()
+        request = parsed(lambda b: sending.parse_send(b, now), body)
+        key = idempotency_key(req)
+        accepted(resp, self.app.send_sms(req.context.caller, request, key,
+                                         sending.request_hash(body) if key is not None else None))
+
+
+BATCH_FIELDS = ("messages",)
+
+
+class SendBatch:
+    def __init__(self, app: Sandesh):
+        self.app = app
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        body = json_object(req, MAX_BATCH_BODY_BYTES)
+        items = _items(body)
+        now = self.app.clock.now()
+        requests: list[Any] = []
+        for index, item in enumerate(items):
+            if not isinstance(item, dict):
+                requests.append([sending.Problem(["messages", index], "each item must be a JSON object with to and "
+                                                 "text", "invalid_type")])
+                continue
+            request, problems = sending.parse_send(item, now)
+            requests.append(request if request is not None else
+                            [sending.Problem(["messages", index, *p.path], p.message, p.code) for p in problems])
+        key = idempotency_key(req)
+        accepted(resp, self.app.send_batch(req.context.caller, requests, item_error, key,
+                                           sending.request_hash(body) if key is not None else None))
+
+
+def _items(body: dict[str, Any]) -> list[Any]:
+    """The body's own rules: `messages` alone, an array of 1 to 1,000 items (each is judged later, alone)."""
+    unknown = [name for name in body if name not in BATCH_FIELDS]
+    if unknown:
+        raise ApiError("invalid_request", f"unknown field {unknown[0]!r}; this endpoint takes messages",
+                       details=[detail([name], f"unknown field {name!r}; this endpoint takes messages",
+                                       "unknown_field") for name in unknown])
+    items = body.get("messages")
+    if items is None:
+        raise invalid(["messages"], "messages is required", "required")
+    if not isinstance(items, list):
+        raise invalid(["messages"], "messages must be an array of messages", "invalid_type")
+    if not 1 <= len(items) <= MAX_ITEMS:
+        raise invalid(["messages"], f"messages must hold 1 to {MAX_ITEMS:,} items; this one holds {len(items):,}",
+                      "invalid_length")
+    return items

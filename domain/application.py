@@ -22,14 +22,16 @@ from .clock import Clock, iso
 from .client import (DEFAULT_GRACE_HOURS, DEFAULT_RATE_LIMIT, Client, check_brand,
                      check_rate_limit, check_webhook_url)
 from .credentials import new_api_key, new_webhook_secret, sha256_hex, shown_prefix
+from .batch import record as record_batch
 from .errors import (Contended, IdempotencyConflict, IdempotencyKeyTaken, InsufficientBalance, InvalidInput,
-                     InvalidTransition, NameTaken, NotFound, OtpLimited, Refused)
+                     InvalidTransition, NameTaken, NotCancelable, NotFound, OtpLimited, Refused)
 from .inbound import Reply, reply_owner
 from .message import TEXT_ERASED, Message, accept, accepted_reply
 from .otp import LIFETIME as OTP_LIFETIME, RESEND_COOLDOWN, Otp, Outcome, NO_ACTIVE_OTP, code_text, hash_code, new_code, otp_id
 from .segments import segment
 from .ports import Caller, IdempotencyKeys, OtpWindows, Prior, Texts
-from .sending import OtpSendRequest, OtpVerifyRequest, SendRequest, cost as send_cost, refusal as send_refusal
+from .sending import (OtpSendRequest, OtpVerifyRequest, Problem, SendRequest, cost as send_cost,
+                      refusal as send_refusal)
 from .sim import SMS_SWITCH_ID, Sim, SmsSwitch, check_sim_name
 from .topics import topics_of
 from .types import MESSAGE_TYPES, default_rates
@@ -78,6 +80,10 @@ class Submission:
     action: str
     message: Message | None = None
     text: str | None = None  # the message's text, opened (it is sealed in the log)
+
+
+# How a refused batch item reads: (code, problems) -> its item in the 202 body (the API's error table).
+ItemError = Callable[[str, list[Problem]], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -275,21 +281,66 @@ class Sandesh(Application[str]):
         the Idempotency-Key (a replay, or 409 while a twin runs or for another body), then the
         refusals (Refused), then the charge (InsufficientBalance).  `request_hash` is
         sending.request_hash of the body."""
-        if idempotency_key is None:
-            return Sent(self._accept(caller, request))
+        return self._idempotent(caller, idempotency_key, request_hash,
+                                lambda key, hash_: self._accept(caller, request, key, hash_))
+
+    def send_batch(self, caller: Caller, items: list[SendRequest | list[Problem]], item_error: ItemError,
+                   idempotency_key: str | None = None, request_hash: str | None = None) -> Sent:
+        """POST /v1/sms/send/batch after the body's own checks: each item (a request, or the
+        problems that made it invalid) is judged alone by the rules of a single send; the
+        accepted ones are charged together in one append, or none is (InsufficientBalance).
+        One Idempotency-Key covers the batch (docs/api.md, "Batch sends")."""
+        return self._idempotent(caller, idempotency_key, request_hash,
+                                lambda key, hash_: self._accept_batch(caller, items, item_error, key, hash_))
+
+    def _idempotent(self, caller: Caller, key: str | None, request_hash: str | None,
+                    accept: Callable[[str | None, str | None], bytes]) -> Sent:
+        if key is None:
+            return Sent(accept(None, None))
         assert self.idempotency is not None, "the wiring gives the application its idempotency keys"
-        with self.idempotency.claim(caller.client_id, idempotency_key, self.clock.now()) as claim:
+        with self.idempotency.claim(caller.client_id, key, self.clock.now()) as claim:
             if claim.running_elsewhere:
                 raise IdempotencyConflict(IdempotencyConflict.RUNNING)
             if claim.prior is not None:
                 return _replayed(claim.prior, request_hash)
             try:
-                return Sent(self._accept(caller, request, idempotency_key, request_hash))
+                return Sent(accept(key, request_hash))
             except IdempotencyKeyTaken:  # a twin committed between our claim and our append
-                taken = self.idempotency.prior(caller.client_id, idempotency_key, self.clock.now())
+                taken = self.idempotency.prior(caller.client_id, key, self.clock.now())
                 if taken is None:
                     raise
                 return _replayed(taken, request_hash)
+
+    def _accept_batch(self, caller: Caller, items: list[SendRequest | list[Problem]], item_error: ItemError,
+                      key: str | None, request_hash: str | None) -> bytes:
+        now = self.clock.now()
+        results: list[dict[str, Any]] = []
+        messages: list[Message] = []
+        for item in items:
+            if isinstance(item, list):
+                results.append(item_error("invalid_request", item))
+                continue
+            code = send_refusal(item.message_type, caller.allowed_types, caller.sms_enabled, caller.has_route)
+            if code:
+                results.append(item_error(code, []))
+                continue
+            message = self._message(caller.client_id, caller.workspace_id, item,
+                                    send_cost(caller.rates, item.message_type, item.segments), None, None, now)
+            messages.append(message)
+            results.append(_reply_of(message))
+        body = orjson.dumps({"results": results})
+        batch = [record_batch(client_id=caller.client_id, workspace_id=caller.workspace_id, idempotency_key=key,
+                              request_hash=request_hash, response=body.decode(),
+                              message_ids=[m.id for m in messages], at=now)] if key is not None else []
+        if messages or batch:
+            total = sum(m.cost for m in messages)
+            try:
+                self.append(*messages, *batch)
+            except InsufficientBalance as short:
+                raise InsufficientBalance(f"The workspace balance is lower than the cost of the batch's "
+                                          f"{len(messages)} accepted messages ({total} paisa); none was sent.",
+                                          cost=total) from short
+        return body
 
     def _accept(self, caller: Caller, request: SendRequest, key: str | None = None,
                 request_hash: str | None = None) -> bytes:
@@ -302,22 +353,55 @@ class Sandesh(Application[str]):
         except InsufficientBalance as short:
             raise InsufficientBalance(f"The workspace balance is lower than the message cost ({cost} paisa).",
                                       cost=cost) from short
-        return orjson.dumps(accepted_reply(message.id, message.message_type, message.segments, message.encoding,
-                                           message.cost, message.expires_at))
+        return orjson.dumps(_reply_of(message))
 
     def send(self, client_id: str, workspace_id: str, request: SendRequest, cost: int,
              idempotency_key: str | None = None, request_hash: str | None = None) -> Message:
         """Accept a message at a known cost: its Accepted event, the debit and the idempotency
         record commit together (InsufficientBalance, IdempotencyKeyTaken from the store's guards)."""
-        now = self.clock.now()
-        message = accept(
+        message = self._message(client_id, workspace_id, request, cost, idempotency_key, request_hash,
+                                self.clock.now())
+        self.append(message)
+        return message
+
+    def _message(self, client_id: str, workspace_id: str, request: SendRequest, cost: int,
+                 idempotency_key: str | None, request_hash: str | None, now: float) -> Message:
+        """A new message; its validity (`validFor`) counts from its `sendAt` when it is scheduled."""
+        start = request.send_at if request.send_at is not None else now
+        return accept(
             client_id=client_id, workspace_id=workspace_id, to=request.to, text=self.seal(workspace_id, request.text),
             message_type=request.message_type, segments=request.segments, encoding=request.encoding,
             cost=cost, idempotency_key=idempotency_key, request_hash=request_hash, at=now,
-            expires_at=now + request.valid_for if request.valid_for is not None else None,
+            expires_at=start + request.valid_for if request.valid_for is not None else None,
+            send_at=request.send_at,
         )
-        self.append(message)
-        return message
+
+    def cancel_message(self, client_id: str, message_id: str) -> Message:
+        """POST /v1/sms/messages/:id/cancel: a scheduled or queued message that no modem was
+        handed yet is canceled and refunded in full; otherwise NotCancelable with its status.
+        A SIM submitting it at the same moment races on its version: one of the two wins."""
+        found = self.message(message_id)
+        if found is None or found.client_id != client_id:
+            raise NotFound(f"no message {message_id!r}")
+        return self.change_message(message_id, lambda m: m.cancel(at=self.clock.now()))
+
+    def release_scheduled(self, message_ids: list[str]) -> int:
+        """Scheduled messages whose `sendAt` came join the queue; returns how many were released
+        (one canceled, or released by another dispatcher, meanwhile is left alone)."""
+        released = 0
+        for message_id in message_ids:
+            message = self.message(message_id)
+            if message is None:
+                continue
+            message.release(at=self.clock.now())
+            if not message.pending_events:
+                continue
+            try:
+                self.save(message)
+                released += 1
+            except IntegrityError:
+                continue  # canceled or released elsewhere meanwhile
+        return released
 
     # One-time passwords
     def send_otp(self, caller: Caller, request: OtpSendRequest, calling_ip: str) -> OtpSent:
@@ -585,6 +669,11 @@ class Sandesh(Application[str]):
                 continue
             lines.append({**line, "at": iso(line["at"])})
         return lines[-limit:] if limit else lines
+
+
+def _reply_of(message: Message) -> dict[str, Any]:
+    return accepted_reply(message.id, message.message_type, message.segments, message.encoding, message.cost,
+                          message.expires_at, message.send_at)
 
 
 def _replayed(prior: Prior, request_hash: str | None) -> Sent:

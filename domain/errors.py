@@ -43,6 +43,15 @@ class NameTaken(GuardRefused, InvalidInput):
     """A name or identity that must be unique (a SIM's name, its ICCID) is registered already."""
 
 
+class NotCancelable(DomainError):
+    """Only a scheduled or queued message that no modem was handed yet can be canceled;
+    `status` is the message's status now."""
+
+    def __init__(self, status: str):
+        super().__init__(status)
+        self.status = status
+
+
 class Refused(DomainError):
     """A send the caller's state refuses (docs/api.md, "Order of checks"): `code` is the API error
     code: forbidden, sms_disabled or unavailable."""

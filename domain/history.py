@@ -26,7 +26,12 @@ def _message_entry(event: Any, open_text: Opener) -> dict[str, Any] | None:
                 "text": None if event.message_type == "otp" else open_text(getattr(event, "text", None)),
                 "segments": event.segments, "encoding": event.encoding, "cost": event.cost,
                 "idempotencyKey": event.idempotency_key,
-                "expiresAt": iso(event.expires_at) if getattr(event, "expires_at", None) else None}
+                "expiresAt": iso(event.expires_at) if getattr(event, "expires_at", None) else None,
+                "sendAt": iso(event.send_at) if getattr(event, "send_at", None) else None}
+    if isinstance(event, Message.Released):
+        return {"type": "released"}
+    if isinstance(event, Message.Canceled):
+        return {"type": "canceled", "refund": event.refund}
     if isinstance(event, Message.Submitted):
         return {"type": "submitted", "simId": event.sim_id}
     if isinstance(event, Message.PartAccepted):

@@ -2,7 +2,10 @@
 
 queued -> submitted (handed to a modem) -> sent (every part accepted, +CMGS) -> delivered /
 undelivered (status reports); failed (could not be sent), rejected (refused for good); any
-state may return to queued.  The text lives only in the (encrypted) events.
+state may return to queued.  A send with `sendAt` starts `scheduled` and is released to
+`queued` at that time; a scheduled or queued message not yet handed to a modem may be
+`canceled`, refunded in full (docs/api.md, "Scheduled sends").  The text lives only in the
+(encrypted) events.
 """
 from __future__ import annotations
 
@@ -11,12 +14,13 @@ from eventsourcing.domain import event
 from .aggregate import Aggregate
 from .clock import iso
 from .credentials import new_id
-from .errors import InvalidTransition
+from .errors import InvalidTransition, NotCancelable
 from .pdu import validity_minutes
 
-QUEUED, SUBMITTED, SENT = "queued", "submitted", "sent"
-DELIVERED, UNDELIVERED, FAILED, REJECTED = "delivered", "undelivered", "failed", "rejected"
-FINAL = (DELIVERED, UNDELIVERED, FAILED, REJECTED)
+SCHEDULED, QUEUED, SUBMITTED, SENT = "scheduled", "queued", "submitted", "sent"
+DELIVERED, UNDELIVERED, FAILED, REJECTED, CANCELED = "delivered", "undelivered", "failed", "rejected", "canceled"
+FINAL = (DELIVERED, UNDELIVERED, FAILED, REJECTED, CANCELED)
+CANCELABLE = (SCHEDULED, QUEUED)
 ROUTE = "device"
 TEXT_ERASED = "text_erased"  # the workspace's texts were erased before the message went out
 DEFAULT_VALIDITY_MINUTES = 24 * 60
@@ -31,7 +35,7 @@ class Message(Aggregate):
     def __init__(
         self, client_id: str, workspace_id: str, to: str, text: str, message_type: str, segments: int,
         encoding: str, cost: int, idempotency_key: str | None, request_hash: str | None, at: float,
-        expires_at: float | None = None,
+        expires_at: float | None = None, send_at: float | None = None,
     ):
         self.client_id = client_id
         self.workspace_id = workspace_id
@@ -41,7 +45,8 @@ class Message(Aggregate):
         self.segments = segments
         self.encoding = encoding
         self.cost = cost
-        self.status = QUEUED
+        self.send_at = send_at               # released to the queue at this time (scheduled until then)
+        self.status = SCHEDULED if send_at is not None else QUEUED
         self.error: str | None = None
         self.created_at = at
         self.updated_at = at
@@ -55,6 +60,27 @@ class Message(Aggregate):
         self.failed_on: list[str] = []       # SIMs that proved they could not send it
         self.unknown_since: float | None = None  # outcome of a submission unknown since
         self.attempts = 0                    # submissions that ended back in the queue
+
+    def release(self, at: float) -> None:
+        """Its `sendAt` came: it joins the queue.  One canceled meanwhile stays canceled."""
+        if self.status == SCHEDULED:
+            self._released(client_id=self.client_id, message_type=self.message_type, to=self.to,
+                           segments=self.segments, expires_at=self.expires_at, at=at)
+
+    @event("Released")
+    def _released(self, client_id: str, message_type: str, to: str, segments: int, expires_at: float | None,
+                  at: float) -> None:
+        self.status, self.updated_at = QUEUED, at
+
+    def cancel(self, at: float) -> None:
+        """The caller takes back a message no modem has been handed yet: refunded in full."""
+        if self.status not in CANCELABLE:
+            raise NotCancelable(self.status)
+        self._canceled(refund=self.cost, workspace_id=self.workspace_id, at=at)
+
+    @event("Canceled")
+    def _canceled(self, refund: int, workspace_id: str, at: float) -> None:
+        self.status, self.updated_at = CANCELED, at
 
     def submit(self, sim_id: str, at: float) -> None:
         if self.status != QUEUED:
@@ -202,15 +228,18 @@ def accept(**accepted: object) -> Message:
     """A new Message.  Same as `Message(**accepted)` without the library's per-call signature
     introspection (about a fifth of a millisecond, on the send path)."""
     accepted.setdefault("expires_at", None)
+    accepted.setdefault("send_at", None)
     return Message._create(Message.Accepted, **accepted)
 
 
 def accepted_reply(message_id: str, message_type: str, segments: int, encoding: str, cost: int,
-                   expires_at: float | None = None) -> dict:
+                   expires_at: float | None = None, send_at: float | None = None) -> dict:
     """The 202 body of POST /v1/sms/send (docs/design.md, "Decisions: send"), also what an idempotent replay returns;
-    `expiresAt` when the send asked for a validity (`validFor`)."""
-    reply = {"messageId": message_id, "status": QUEUED, "messageType": message_type,
-             "segments": segments, "encoding": encoding, "cost": cost}
+    `expiresAt` when the send asked for a validity (`validFor`), `sendAt` when it was scheduled."""
+    reply = {"messageId": message_id, "status": SCHEDULED if send_at is not None else QUEUED,
+             "messageType": message_type, "segments": segments, "encoding": encoding, "cost": cost}
     if expires_at is not None:
         reply["expiresAt"] = iso(expires_at)
+    if send_at is not None:
+        reply["sendAt"] = iso(send_at)
     return reply

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -29,10 +30,38 @@ class SendRequest:
     message_type: str
     segments: int
     encoding: str
-    valid_for: int | None = None  # seconds after acceptance; not handed to a modem later
+    valid_for: int | None = None  # seconds after acceptance (or after send_at); not handed to a modem later
+    send_at: float | None = None  # scheduled: released to the queue at this time (docs/api.md, "Scheduled sends")
 
 
 VALID_FOR_MIN, VALID_FOR_MAX = 60, 86_400
+SCHEDULE_AHEAD_MAX = 30 * 86_400  # sendAt at most 30 days ahead
+
+
+def _send_at(send_at: Any, now: float | None) -> tuple[float | None, list[Problem]]:
+    """`sendAt`: ISO 8601 with an offset (`Z` or `+05:45`), not in the past (service clock) and
+    at most 30 days ahead."""
+    if send_at is None:
+        return None, []
+    if not isinstance(send_at, str):
+        return None, [Problem(["sendAt"], "sendAt must be a string: ISO 8601 with an offset", "invalid_type")]
+    try:
+        when = datetime.fromisoformat(send_at)
+    except ValueError:
+        when = None
+    if when is None or "T" not in send_at.upper():
+        return None, [Problem(["sendAt"], "sendAt must be an ISO 8601 date and time with an offset, "
+                                          "e.g. 2026-12-01T09:00:00+05:45", "invalid_datetime")]
+    if when.tzinfo is None:
+        return None, [Problem(["sendAt"], "sendAt must carry an offset (Z or +05:45): a time without one is "
+                                          "ambiguous", "missing_offset")]
+    at = when.timestamp()
+    if now is not None and at < now:
+        return None, [Problem(["sendAt"], "sendAt is in the past", "in_the_past")]
+    if now is not None and at > now + SCHEDULE_AHEAD_MAX:
+        return None, [Problem(["sendAt"], f"sendAt must be at most {SCHEDULE_AHEAD_MAX // 86_400} days ahead",
+                              "too_far_ahead")]
+    return at, []
 
 
 def _valid_for_problems(valid_for: Any) -> list[Problem]:
@@ -70,7 +99,7 @@ def _to_problems(to: Any) -> list[Problem]:
     return []
 
 
-SEND_FIELDS = ("to", "text", "messageType", "validFor")
+SEND_FIELDS = ("to", "text", "messageType", "validFor", "sendAt")
 OTP_SEND_FIELDS = ("to", "purpose", "ip")
 OTP_VERIFY_FIELDS = ("to", "purpose", "code")
 
@@ -82,11 +111,14 @@ def _unknown_fields(body: dict[str, Any], known: tuple[str, ...]) -> list[Proble
             for name in body if name not in known]
 
 
-def parse_send(body: dict[str, Any]) -> tuple[SendRequest | None, list[Problem]]:
-    """The request, or every problem found (a 400 lists them all)."""
+def parse_send(body: dict[str, Any], now: float | None = None) -> tuple[SendRequest | None, list[Problem]]:
+    """The request, or every problem found (a 400 lists them all).  `now` (the service clock)
+    bounds `sendAt`; the API always gives it."""
     problems = _unknown_fields(body, SEND_FIELDS)
     problems += _to_problems(body.get("to")) + _text_problems(body.get("text"))
     problems += _valid_for_problems(body.get("validFor"))
+    send_at, send_at_problems = _send_at(body.get("sendAt"), now)
+    problems += send_at_problems
     message_type = body.get("messageType", "transactional")
     if message_type not in MESSAGE_TYPES:
         problems.append(Problem(["messageType"], f"messageType must be one of {', '.join(MESSAGE_TYPES)}",
@@ -99,7 +131,7 @@ def parse_send(body: dict[str, Any]) -> tuple[SendRequest | None, list[Problem]]
                                         f"{MAX_SEGMENTS} are allowed", "too_long")]
     valid_for = int(body["validFor"]) if body.get("validFor") is not None else None
     return SendRequest(phone.normalise(body["to"]) or "", body["text"], message_type, seg.segments, seg.encoding,
-                       valid_for), []
+                       valid_for, send_at), []
 
 
 def refusal(message_type: str, allowed_types: list[str], sms_enabled: bool, has_route: bool) -> str | None:

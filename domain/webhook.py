@@ -33,7 +33,7 @@ ATTEMPTING, WAITING, DELIVERED, DEAD = "attempting", "waiting", "delivered", "de
 # to `sent` but fires nothing: `sent` fires once every part is accepted (docs/design.md, "Decisions: webhooks").
 WEBHOOK_STATUS: dict[type, str] = {
     Message.Sent: "sent", Message.Delivered: "delivered", Message.Undelivered: "undelivered",
-    Message.Failed: "failed", Message.Rejected: "failed", Message.Requeued: "queued",
+    Message.Failed: "failed", Message.Rejected: "failed", Message.Requeued: "queued", Message.Canceled: "canceled",
 }
 WITH_ERROR = {"failed", "undelivered", "queued"}
 SOURCES = (*WEBHOOK_STATUS, Reply.Received)

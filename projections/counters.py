@@ -1,8 +1,8 @@
 """Per-client counters returned by GET /v1/sms/balance (docs/design.md, "Decisions: balance").
 
 `sent` counts accepted messages, `segments` their segments, `spent` the paisa charged net of
-refunds; `delivered`, `undelivered` and `failed` count messages that reached those statuses
-(`failed` includes `rejected`); `otpSent` and `otpVerified` count codes.
+refunds (a canceled message's included); `delivered`, `undelivered` and `failed` count messages
+that reached those statuses (`failed` includes `rejected`); `otpSent` and `otpVerified` count codes.
 
 Owns `client_counters` and `counted_messages`, a followed projection (follower.py).
 """
@@ -47,6 +47,7 @@ HANDLERS[Message.Delivered] = lambda rows, e: _add(rows, _client_of(rows, e), de
 HANDLERS[Message.Undelivered] = lambda rows, e: _add(rows, _client_of(rows, e), undelivered=1)
 HANDLERS[Message.Failed] = lambda rows, e: _add(rows, _client_of(rows, e), failed=1, spent=-e.refund)
 HANDLERS[Message.Rejected] = HANDLERS[Message.Failed]
+HANDLERS[Message.Canceled] = lambda rows, e: _add(rows, _client_of(rows, e), spent=-e.refund)
 HANDLERS[Otp.Issued] = lambda rows, e: _add(rows, e.client_id, otp_sent=1)
 HANDLERS[Otp.Verified] = lambda rows, e: _add(rows, e.client_id, otp_verified=1)
 

@@ -1,7 +1,7 @@
 """What the dispatcher asks of PostgreSQL: the head of the queue, leases, pacing history,
 status-report matching; and the channel that wakes it (docs/design.md, "The queue").
 
-Owns `dispatch_queue`, `sent_parts` and `awaiting_reports`: inline read models written by the
+Owns `dispatch_queue`, `sent_parts`, `awaiting_reports` and `scheduled_sends`: inline read models written by the
 handlers below in the transaction that appends their events (composed into registry.py's
 inline writer, which also debits and refunds the balance with `enqueue` and `dequeue`, and
 rebuilt by `sandesh replay registry`).  A lease is not history: it lives only on the queue
@@ -12,6 +12,10 @@ The head of the queue is read from one index, in (priority, turn, age) order.  A
 turn is fixed when it is queued: one more than its client's last waiting turn of that type,
 and never below the turn the queue is serving now, so each client's n-th waiting message goes
 before anyone's (n+1)-th without ranking the queue at every lease.
+
+A scheduled message waits in `scheduled_sends`, not in the queue, so messages due days ahead
+cost the lease nothing; the dispatcher releases it at its `sendAt` (a `Released` event) and it
+joins the queue then, its turn taken at that moment.
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ NOTIFY_WORK = f"NOTIFY {CHANNEL}, '{WORK}'"
 NOTIFY_POOL = f"NOTIFY {CHANNEL}, '{POOL}'"
 NOTIFY_CLOCK = f"NOTIFY {CHANNEL}, '{CLOCK}'"
 
-TABLES = ("dispatch_queue", "sent_parts", "awaiting_reports")
+TABLES = ("dispatch_queue", "sent_parts", "awaiting_reports", "scheduled_sends")
 # Written by the dispatcher's lease, not by events: `sandesh replay --check` leaves them out.
 WORKING_COLUMNS = {"dispatch_queue": ("leased_by", "leased_sim", "leased_until")}
 DDL = """
@@ -67,6 +71,8 @@ CREATE INDEX IF NOT EXISTS sent_parts_sim ON sent_parts (sim_id, at);
 CREATE INDEX IF NOT EXISTS sent_parts_match ON sent_parts (sim_id, mr, "to", at);
 CREATE INDEX IF NOT EXISTS sent_parts_recipient ON sent_parts ("to", at);
 CREATE TABLE IF NOT EXISTS awaiting_reports (message_id text PRIMARY KEY, sent_at double precision NOT NULL);
+CREATE TABLE IF NOT EXISTS scheduled_sends (message_id text PRIMARY KEY, send_at double precision NOT NULL);
+CREATE INDEX IF NOT EXISTS scheduled_sends_due ON scheduled_sends (send_at);
 """
 
 ROWS = {
@@ -75,6 +81,7 @@ ROWS = {
         Ordered("waiting_turns", ("priority",), "turn", where=lambda row: row["sim_id"] is None))),
     "sent_parts": Table("sent_parts", ("message_id", "part", "at")),
     "awaiting_reports": Table("awaiting_reports", ("message_id",)),
+    "scheduled_sends": Table("scheduled_sends", ("message_id",)),
 }
 
 
@@ -94,7 +101,11 @@ def _turn(client_id: str, priority: int) -> Computed:
 # The inline writers, run in the append's transaction (projections/store.py StatementBuffer).
 
 def enqueue(rows: Rows, e: Any) -> None:
-    """An accepted message joins the queue (registry.py writes it with the debit)."""
+    """An accepted message joins the queue, or waits for its `sendAt` (registry.py writes it
+    with the debit); a released one joins the queue then."""
+    if getattr(e, "send_at", None) is not None:
+        rows.insert("scheduled_sends", {"message_id": e.originator_id, "send_at": e.send_at})
+        return
     priority = PRIORITY[e.message_type]
     rows.insert("dispatch_queue", {
         "message_id": e.originator_id, "client_id": e.client_id, "message_type": e.message_type,
@@ -102,9 +113,21 @@ def enqueue(rows: Rows, e: Any) -> None:
         "not_before": e.at, "expires_at": getattr(e, "expires_at", None), "turn": _turn(e.client_id, priority)})
 
 
+def _released(rows: Rows, e: Any) -> None:
+    rows.delete("scheduled_sends", (e.originator_id,))
+    priority = PRIORITY[e.message_type]
+    rows.insert("dispatch_queue", {
+        "message_id": e.originator_id, "client_id": e.client_id, "message_type": e.message_type,
+        "priority": priority, "to": e.to, "operator": of_number(e.to), "parts": e.segments, "enqueued_at": e.at,
+        "not_before": e.at, "expires_at": e.expires_at, "turn": _turn(e.client_id, priority)})
+
+
 def dequeue(rows: Rows, e: Any) -> None:
-    """A failed or rejected message leaves the queue (registry.py writes it with the refund)."""
+    """A failed, rejected or canceled message leaves the queue, or the schedule (registry.py
+    writes it with the refund)."""
     rows.delete("dispatch_queue", (e.originator_id,))
+    if isinstance(e, Message.Canceled):
+        rows.delete("scheduled_sends", (e.originator_id,))
 
 
 def _submitted(rows: Rows, e: Any) -> None:
@@ -139,7 +162,7 @@ def _report_settled(rows: Rows, e: Any) -> None:
 HANDLERS: dict[type, Callable[[Rows, Any], None]] = {
     Message.Submitted: _submitted, Message.OutcomeUnknown: _outcome_unknown, Message.PartAccepted: _part_accepted,
     Message.Requeued: _requeued, Message.Sent: _sent, Message.Delivered: _report_settled,
-    Message.Undelivered: _report_settled, Message.ReportUnknown: _report_settled}
+    Message.Undelivered: _report_settled, Message.ReportUnknown: _report_settled, Message.Released: _released}
 
 
 # What the dispatcher asks
@@ -203,6 +226,13 @@ def unknown_to(conn: Any, sim_id: str, recipient: str) -> str | None:
 def unknown_since_before(conn: Any, before: float) -> list[str]:
     return [r["message_id"] for r in conn.execute(
         "SELECT message_id FROM dispatch_queue WHERE unknown_since <= %s", (before,)).fetchall()]
+
+
+def due_scheduled(conn: Any, now: float, limit: int = 500) -> list[str]:
+    """Scheduled messages whose `sendAt` has come, the earliest first."""
+    return [r["message_id"] for r in conn.execute(
+        "SELECT message_id FROM scheduled_sends WHERE send_at <= %s ORDER BY send_at LIMIT %s",
+        (now, limit)).fetchall()]
 
 
 def expired(conn: Any, now: float, limit: int = 500) -> list[str]:

@@ -39,10 +39,19 @@ def remember(rows: Rows, e: Any) -> None:
     rows.delete("idempotency_keys", (e.client_id, e.idempotency_key),
                 older=("created_at", e.at - IDEMPOTENCY_RETENTION))
     reply = accepted_reply(e.originator_id, e.message_type, e.segments, e.encoding, e.cost,
-                           getattr(e, "expires_at", None))
+                           getattr(e, "expires_at", None), getattr(e, "send_at", None))
     rows.insert("idempotency_keys", {"client_id": e.client_id, "key": e.idempotency_key,
                                      "request_hash": e.request_hash, "message_id": e.originator_id,
                                      "response": orjson.dumps(reply).decode(), "created_at": e.at})
+
+
+def remember_batch(rows: Rows, e: Any) -> None:
+    """Inside the append of a batch's messages: its key with the batch's 202 body."""
+    rows.delete("idempotency_keys", (e.client_id, e.idempotency_key),
+                older=("created_at", e.at - IDEMPOTENCY_RETENTION))
+    rows.insert("idempotency_keys", {"client_id": e.client_id, "key": e.idempotency_key,
+                                     "request_hash": e.request_hash, "message_id": e.originator_id,
+                                     "response": e.response, "created_at": e.at})
 
 
 def prior(conn: Any, client_id: str, key: str, now: float) -> Prior | None:

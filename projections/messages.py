@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from sandesh.domain.clock import iso
-from sandesh.domain.message import ROUTE, Message
+from sandesh.domain.message import QUEUED, ROUTE, SCHEDULED, Message
 
 from .rows import Rows, Table
 
@@ -20,6 +20,7 @@ CREATE TABLE IF NOT EXISTS messages (
     created_at double precision NOT NULL, updated_at double precision NOT NULL);
 CREATE INDEX IF NOT EXISTS messages_client ON messages (client_id, created_at);
 ALTER TABLE messages ADD COLUMN IF NOT EXISTS expires_at double precision;
+ALTER TABLE messages ADD COLUMN IF NOT EXISTS send_at double precision;
 """
 
 ROWS = {"messages": Table("messages", ("id",))}
@@ -29,16 +30,16 @@ HANDLERS: dict[type, Callable[[Rows, Any], None]] = {}
 def _accepted(rows: Rows, e: Any) -> None:
     rows.insert("messages", {
         "id": e.originator_id, "client_id": e.client_id, "workspace_id": e.workspace_id, "to": e.to,
-        "status": "queued", "route": ROUTE, "message_type": e.message_type, "segments": e.segments,
+        "status": SCHEDULED if getattr(e, "send_at", None) is not None else QUEUED, "route": ROUTE, "message_type": e.message_type, "segments": e.segments,
         "encoding": e.encoding, "cost": e.cost, "error": None, "created_at": e.at, "updated_at": e.at,
-        "expires_at": getattr(e, "expires_at", None)})
+        "expires_at": getattr(e, "expires_at", None), "send_at": getattr(e, "send_at", None)})
 
 
 HANDLERS[Message.Accepted] = _accepted
 
 _STATUS = {Message.Submitted: "submitted", Message.Sent: "sent", Message.Delivered: "delivered",
            Message.Undelivered: "undelivered", Message.Failed: "failed", Message.Rejected: "rejected",
-           Message.Requeued: "queued"}
+           Message.Requeued: "queued", Message.Released: "queued", Message.Canceled: "canceled"}
 
 
 def _status(rows: Rows, e: Any) -> None:
@@ -56,6 +57,7 @@ def view(record: dict[str, Any]) -> dict[str, Any]:
         "messageType": record["message_type"], "segments": record["segments"], "encoding": record["encoding"],
         "cost": record["cost"], "createdAt": iso(record["created_at"]), "updatedAt": iso(record["updated_at"]),
         "expiresAt": iso(record["expires_at"]) if record["expires_at"] is not None else None,
+        "sendAt": iso(record["send_at"]) if record.get("send_at") is not None else None,
         "error": record["error"],
     }
 
@@ -69,4 +71,4 @@ def from_aggregate(message: Message) -> dict[str, Any]:
     return view({"id": message.id, "to": message.to, "status": message.status, "route": ROUTE,
                  "message_type": message.message_type, "segments": message.segments, "encoding": message.encoding,
                  "cost": message.cost, "created_at": message.created_at, "updated_at": message.updated_at,
-                 "expires_at": message.expires_at, "error": message.error})
+                 "expires_at": message.expires_at, "send_at": message.send_at, "error": message.error})

@@ -25,6 +25,7 @@ from psycopg.types.json import Jsonb
 from . import dispatch, idempotency, inbound, otp_limits, webhooks
 from .rows import Add, Old, Rows, SqlRows, Table
 
+from sandesh.domain.batch import Batch
 from sandesh.domain.client import Client
 from sandesh.domain.message import Message
 from sandesh.domain.otp import Otp
@@ -37,7 +38,7 @@ NAME = "registry"
 OWN_TABLES = ("workspaces", "clients", "sims", "sms_switch")
 # Every inline table, in the order `sandesh replay registry` locks them (projections/replay.py).
 TABLES = ("workspaces", "clients", "sims", "sms_switch", "idempotency_keys", "otp_issues", "dispatch_queue",
-          "sent_parts", "replies", "awaiting_reports", *webhooks.TABLES)
+          "sent_parts", "replies", "awaiting_reports", "scheduled_sends", *webhooks.TABLES)
 assert sorted(TABLES) == sorted((*OWN_TABLES, *idempotency.TABLES, "otp_issues", *dispatch.TABLES, *inbound.TABLES,
                                  *webhooks.TABLES))
 
@@ -235,12 +236,18 @@ def _message_accepted(rows: Rows, e: Any) -> None:
     dispatch.enqueue(rows, e)
 
 
-@handles(Message.Failed, Message.Rejected)
+@handles(Message.Failed, Message.Rejected, Message.Canceled)
 def _message_ended(rows: Rows, e: Any) -> None:
-    """Out of the queue; refunded when no segment was accepted by the network (docs/design.md, "Decisions: money")."""
+    """Out of the queue; refunded when no segment was accepted by the network, and in full when
+    canceled (docs/design.md, "Decisions: money")."""
     dispatch.dequeue(rows, e)
     if e.refund:
         rows.update("workspaces", (e.workspace_id,), {"balance": Add(e.refund)})
+
+
+@handles(Batch.Accepted)
+def _batch_accepted(rows: Rows, e: Any) -> None:
+    idempotency.remember_batch(rows, e)
 
 
 @handles(Otp.Issued)
@@ -273,7 +280,7 @@ def inline_writer(events: list[Any]) -> Callable[[Any], None]:
         if debits:
             _debit_many(rows, debits)
         # Wake the dispatchers (projections/dispatch.py): new work, or a changed SIM pool.
-        if any(isinstance(e, (Message.Accepted, Message.Requeued)) for e in relevant):
+        if any(isinstance(e, (Message.Accepted, Message.Requeued, Message.Released)) for e in relevant):
             cur.execute(dispatch.NOTIFY_WORK)
         if any(isinstance(e, Sim.Event) for e in relevant):
             cur.execute(dispatch.NOTIFY_POOL)

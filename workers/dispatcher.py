@@ -106,6 +106,7 @@ class Dispatcher:
             try:
                 if self._pool_changed.is_set() or time.monotonic() - self._pool_read >= POOL_EVERY:
                     self.sync_pool()
+                    self.release_scheduled()
                     self.expire_waiting()
                 if time.monotonic() - last_housekeeping >= HOUSEKEEPING_EVERY:
                     last_housekeeping = time.monotonic()
@@ -208,6 +209,17 @@ class Dispatcher:
             log.warning("%d message(s) left submitted by a stopped dispatcher: not resent; waiting for their "
                         "status reports", len(left))
         return len(left)
+
+    def release_scheduled(self) -> int:
+        """Scheduled messages whose `sendAt` came (service clock) join the queue, in pages."""
+        released = 0
+        while True:
+            with self.runtime.connection() as conn:
+                due = dispatch.due_scheduled(conn, self.app.clock.now())
+            now_released = self.app.release_scheduled(due) if due else 0
+            released += now_released
+            if not now_released:  # none left, or none of these could move: look again next time
+                return released
 
     def expire_waiting(self) -> int:
         """Waiting messages whose validity ended (an OTP's code expired, a `validFor` ran out)

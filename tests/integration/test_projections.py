@@ -225,7 +225,7 @@ def test_a_charge_and_its_message_commit_together_or_not_at_all(runtime, clients
         before = conn.execute("SELECT balance FROM workspaces WHERE id = %s", (ws,)).fetchone()["balance"]
     twin = Message._create(Message.Accepted, id=first.id, client_id=cl, workspace_id=ws, to=request.to, text="twin", message_type="otp",
                    segments=1, encoding="GSM-7", cost=999, idempotency_key=None, request_hash=None, at=0.0,
-                   expires_at=None)
+                   expires_at=None, send_at=None)
     with pytest.raises(IntegrityError):
         runtime.app.save(twin)  # same id and version: the append fails after the inline debit ran
     with runtime.connection() as conn:

@@ -268,7 +268,7 @@ def test_a_message_is_visible_as_soon_as_its_send_answered(server, workspace):
     body = found.json()
     assert body == {"id": sent["messageId"], "to": TO, "status": "queued", "route": "device",
                     "messageType": "promotional", "segments": 1, "encoding": "GSM-7", "cost": 40,
-                    "createdAt": body["createdAt"], "updatedAt": body["createdAt"], "expiresAt": None,
+                    "createdAt": body["createdAt"], "updatedAt": body["createdAt"], "expiresAt": None, "sendAt": None,
                     "error": None}
     assert body["createdAt"].endswith("Z")
 
@@ -341,5 +341,5 @@ def test_an_unknown_field_is_refused_naming_it_and_nothing_is_charged(server, wo
     body = answer.json()
     assert body["code"] == "invalid_request"
     assert body["details"] == [{"path": ["type"], "code": "unknown_field",
-                                "message": "unknown field 'type'; this endpoint takes to, text, messageType, validFor"}]
+                                "message": "unknown field 'type'; this endpoint takes to, text, messageType, validFor, sendAt"}]
     assert balance(server, workspace["key"]) == before
