@@ -214,15 +214,25 @@ def test_every_optout_command_has_help(sandesh):
 
 
 def test_opting_out_is_idempotent_in_the_log(runtime):
+    """Opting out an opted-out number appends nothing, whether an operator or a STOP reply asks;
+    the reply itself is still recorded."""
+    from sandesh.domain.optout import optout_id
+    from sandesh.domain.sending import parse_send
+
     app = runtime.app
-    ws = funded_workspace(app, "Twice", 0, "t")
+    ws = funded_workspace(app, "Twice", 10**4, "t")
+    client = app.create_client(ws, "Twice", None, 1000, "t")[0].id
     number = a_number()
     assert app.opt_out(ws, number, "operator", "t") is True
     assert app.opt_out(ws, "+" + number, "operator", "t") is False
     assert app.opt_in(ws, a_number(), "operator", "t") is False
-    from sandesh.domain.optout import optout_id
-
+    request, _ = parse_send({"to": number, "text": "Receipt"})
+    message = app.send(client, ws, request, 100)
+    reply = app.store_reply_part(None, "sim_x", "+" + number, None, 1, 1, "STOP")
+    assert app.finish_reply(reply.id, app.message(message.id)).complete
     assert [type(e).__name__ for e in app._events(optout_id(ws, number))] == ["Opened", "OptedOut"]
+    with runtime.connection() as conn:
+        assert optouts.find(conn, ws, number)["source"] == "operator"
 
 
 def test_a_replay_rebuilds_the_opt_outs_from_the_log(runtime, server, phones, sandesh):
