@@ -14,6 +14,8 @@ ERRORS: dict[str, tuple[int, str]] = {
     "workspace_pending": (403, "The workspace is pending activation; POST requests are refused until it is active."),
     "workspace_suspended": (403, "The workspace is suspended; POST requests are refused."),
     "forbidden": (403, "This message type is not allowed for the workspace."),
+    "recipient_opted_out": (403, "The recipient has opted out of this workspace's promotional messages (a STOP "
+                                 "reply, or the operators). Nothing was charged."),
     "not_found": (404, "Not found."),
     "method_not_allowed": (405, "Method not allowed for this path."),
     "idempotency_conflict": (409, "Idempotency-Key conflict."),

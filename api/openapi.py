@@ -291,8 +291,9 @@ def document() -> dict[str, Any]:
                 402, 409,
                 description="Checks, in order: key (401), client and workspace (403), request rate (429), body "
                             "(400), idempotency (409 or replay), type allowed (403 forbidden), SMS switch (503 "
-                            "sms_disabled), a route (503 unavailable), balance (402). Nothing is charged unless "
-                            "the answer is 202.",
+                            "sms_disabled), a route (503 unavailable), for a promotional message a recipient who "
+                            "opted out (403 recipient_opted_out; transactional and otp messages are never held "
+                            "back), balance (402). Nothing is charged unless the answer is 202.",
                 parameters=[idempotency_key]),
             "/v1/sms/send/batch": _post(
                 "sendBatch", "Send up to 1,000 messages", "BatchRequest",

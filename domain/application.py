@@ -16,8 +16,8 @@ import orjson
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.persistence import IntegrityError
 
-from . import history
-from .audit import ACTIONS, audit_line
+from . import history, phone
+from .audit import ACTIONS, audit_line, operator_change
 from .clock import Clock, iso
 from .client import (DEFAULT_GRACE_HOURS, DEFAULT_RATE_LIMIT, Client, check_brand,
                      check_rate_limit, check_webhook_url)
@@ -27,9 +27,10 @@ from .errors import (Contended, IdempotencyConflict, IdempotencyKeyTaken, Insuff
                      InvalidTransition, NameTaken, NotCancelable, NotFound, OtpLimited, Refused)
 from .inbound import Reply, reply_owner
 from .message import TEXT_ERASED, Message, accept, accepted_reply
+from .optout import RECIPIENT, REPLY, STOP, OptOut, held_back, optout_id, stop_word
 from .otp import LIFETIME as OTP_LIFETIME, RESEND_COOLDOWN, Otp, Outcome, NO_ACTIVE_OTP, code_text, hash_code, new_code, otp_id
 from .segments import segment
-from .ports import Caller, IdempotencyKeys, OtpWindows, Prior, Texts
+from .ports import Caller, IdempotencyKeys, OptOuts, OtpWindows, Prior, Texts
 from .sending import (OtpSendRequest, OtpVerifyRequest, Problem, SendRequest, cost as send_cost,
                       refusal as send_refusal)
 from .sim import SMS_SWITCH_ID, Sim, SmsSwitch, check_sim_name
@@ -108,6 +109,7 @@ class Sandesh(Application[str]):
         self.idempotency: IdempotencyKeys | None = None  # ports (domain/ports.py), set by the wiring
         self.otp_windows: OtpWindows | None = None
         self.texts: Texts | None = None
+        self.opt_outs: OptOuts | None = None
 
     def append_events(self, events: list[Any]) -> Any:
         """Record events already collected from their aggregates (the group commit's batches),
@@ -316,11 +318,15 @@ class Sandesh(Application[str]):
         now = self.clock.now()
         results: list[dict[str, Any]] = []
         messages: list[Message] = []
+        promoted = sorted({i.to for i in items if isinstance(i, SendRequest) and held_back(i.message_type)})
+        opted_out = self._opted_out(caller.workspace_id, promoted) if promoted else set()
         for item in items:
             if isinstance(item, list):
                 results.append(item_error("invalid_request", item))
                 continue
             code = send_refusal(item.message_type, caller.allowed_types, caller.sms_enabled, caller.has_route)
+            if not code and held_back(item.message_type) and item.to in opted_out:
+                code = "recipient_opted_out"
             if code:
                 results.append(item_error(code, []))
                 continue
@@ -347,6 +353,8 @@ class Sandesh(Application[str]):
         code = send_refusal(request.message_type, caller.allowed_types, caller.sms_enabled, caller.has_route)
         if code:
             raise Refused(code)
+        if held_back(request.message_type) and self._opted_out(caller.workspace_id, [request.to]):
+            raise Refused("recipient_opted_out")
         cost = send_cost(caller.rates, request.message_type, request.segments)
         try:
             message = self.send(caller.client_id, caller.workspace_id, request, cost, key, request_hash)
@@ -354,6 +362,12 @@ class Sandesh(Application[str]):
             raise InsufficientBalance(f"The workspace balance is lower than the message cost ({cost} paisa).",
                                       cost=cost) from short
         return orjson.dumps(_reply_of(message))
+
+    def _opted_out(self, workspace_id: str, numbers: list[str]) -> set[str]:
+        """Those of `numbers` that opted out of the workspace's promotional messages (docs/api.md,
+        "Opt-out"), in one read for a whole batch."""
+        assert self.opt_outs is not None, "the wiring gives the application its opt-outs"
+        return self.opt_outs.opted_out(workspace_id, numbers)
 
     def send(self, client_id: str, workspace_id: str, request: SendRequest, cost: int,
              idempotency_key: str | None = None, request_hash: str | None = None) -> Message:
@@ -386,14 +400,19 @@ class Sandesh(Application[str]):
         return self.change_message(message_id, lambda m: m.cancel(at=self.clock.now()))
 
     def release_scheduled(self, message_ids: list[str]) -> int:
-        """Scheduled messages whose `sendAt` came join the queue; returns how many were released
-        (one canceled, or released by another dispatcher, meanwhile is left alone)."""
+        """Scheduled messages whose `sendAt` came join the queue; returns how many were released or failed
+        (one canceled, or released by another dispatcher, meanwhile is left alone).  A promotional
+        one whose recipient opted out meanwhile fails instead, refunded (docs/api.md, "Opt-out")."""
         released = 0
         for message_id in message_ids:
             message = self.message(message_id)
             if message is None:
                 continue
-            message.release(at=self.clock.now())
+            if (message.status == "scheduled" and held_back(message.message_type)
+                    and self._opted_out(message.workspace_id, [message.to])):
+                message.fail("the recipient opted out of promotional messages before its sendAt", at=self.clock.now())
+            else:
+                message.release(at=self.clock.now())
             if not message.pending_events:
                 continue
             try:
@@ -519,21 +538,71 @@ class Sandesh(Application[str]):
 
     def finish_reply(self, reply_id: str, attributed_to: Message | None) -> Reply:
         """The whole reply, its text sealed under the key of the workspace it is attributed to;
-        the parts' own key is then destroyed.  A reply no one sent to keeps the parts' key."""
-        reply = self._get(reply_id, Reply, "reply")
-        if reply.complete:
-            return reply
-        text = "".join(self.open_text(reply.parts[s]) or "" for s in sorted(reply.parts))
-        owner = attributed_to.workspace_id if attributed_to else reply_owner(reply.id)
-        reply.finish(self.seal(owner, text), attributed_to.client_id if attributed_to else None,
-                     attributed_to.id if attributed_to else None, at=self.clock.now())
-        self.save(reply)
+        the parts' own key is then destroyed.  A reply no one sent to keeps the parts' key.
+        A STOP or START reply changes its sender's opt-out in the same append, so a crash
+        never records one without the other (docs/design.md, "Opt-outs")."""
+        for _ in range(10):
+            reply = self._get(reply_id, Reply, "reply")
+            if reply.complete:
+                return reply
+            text = "".join(self.open_text(reply.parts[s]) or "" for s in sorted(reply.parts))
+            owner = attributed_to.workspace_id if attributed_to else reply_owner(reply.id)
+            now = self.clock.now()
+            reply.finish(self.seal(owner, text), attributed_to.client_id if attributed_to else None,
+                         attributed_to.id if attributed_to else None, at=now)
+            try:
+                self.save(reply, *self._opt_out_by_reply(reply.id, text, attributed_to, now))
+                break
+            except IntegrityError:
+                continue  # finished elsewhere, or an operator changed the opt-out at that moment: read again
+        else:
+            raise Contended(f"could not record reply {reply_id}")
         if attributed_to is not None and self.texts is not None:
             self.texts.shred(reply_owner(reply.id))
         return reply
 
     def message(self, message_id: str) -> Message | None:
         return self._find(message_id, Message)
+
+    # Opt-outs of promotional messages (domain/optout.py)
+    def opt_out(self, workspace_id: str, number: str, source: str, actor: str, reply_id: str | None = None) -> bool:
+        """The number gets no more promotional messages of the workspace.  False, and nothing
+        appended, when it had opted out already."""
+        return self._change_opt_out(workspace_id, number, True, source, actor, reply_id)
+
+    def opt_in(self, workspace_id: str, number: str, source: str, actor: str, reply_id: str | None = None) -> bool:
+        """The number gets the workspace's promotional messages again; False when it had not opted out."""
+        return self._change_opt_out(workspace_id, number, False, source, actor, reply_id)
+
+    def _change_opt_out(self, workspace_id: str, number: str, opted_out: bool, source: str, actor: str,
+                        reply_id: str | None) -> bool:
+        self._get(workspace_id, Workspace, "workspace")
+        normalised = phone.normalise(number.strip())
+        if normalised is None:
+            raise InvalidInput(f"{number!r} is not a Nepal mobile number: 977 and 10 digits starting 96, 97 or 98, "
+                               "e.g. 9779812345678")
+        for _ in range(10):
+            optout = self._opt_out_of(workspace_id, normalised)
+            if not optout.change(opted_out, source, actor, reply_id, at=self.clock.now()):
+                return False
+            try:
+                self.save(optout)
+                return True
+            except IntegrityError:
+                continue  # a reply or another operator changed it at the same moment: read it again
+        raise Contended(f"could not record the opt-out of {normalised}")
+
+    def _opt_out_of(self, workspace_id: str, number: str) -> OptOut:
+        return self._find(optout_id(workspace_id, number), OptOut) or OptOut(workspace_id=workspace_id, number=number)
+
+    def _opt_out_by_reply(self, reply_id: str, text: str, attributed_to: Message | None, now: float) -> list[OptOut]:
+        """The change a STOP or START reply asks for (docs/api.md, "Opt-out"): to the promotional
+        messages of the workspace of the message it answers, for the number that message went to."""
+        word = stop_word(text)
+        if word is None or attributed_to is None:
+            return []
+        optout = self._opt_out_of(attributed_to.workspace_id, attributed_to.to)
+        return [optout] if optout.change(word == STOP, REPLY, RECIPIENT, reply_id, at=now) else []
 
     # Sending: the dispatcher's steps (workers/dispatcher.py, workers/sim_worker.py)
     def change_message(self, message_id: str, change: Callable[[Message], None]) -> Message:
@@ -660,6 +729,8 @@ class Sandesh(Application[str]):
         for event in self.operator_events():
             if isinstance(event, Client.Created):
                 workspace_of_client[event.originator_id] = event.workspace_id
+            if not operator_change(event):
+                continue
             line = audit_line(event, workspace_of_client)
             if workspace_id and line["workspaceId"] != workspace_id:
                 continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from .client import Client
+from .optout import OPERATOR, OptOut
 from .sim import Sim, SmsSwitch
 from .webhook import WebhookDelivery
 from .workspace import Workspace
@@ -34,11 +35,19 @@ ACTIONS: dict[type, str] = {
     SmsSwitch.Disabled: "sms.disabled",
     SmsSwitch.Enabled: "sms.enabled",
     WebhookDelivery.Redelivered: "webhook.redelivered",
+    OptOut.OptedOut: "optout.added",
+    OptOut.OptedIn: "optout.removed",
 }
 
 # Never shown in `details`: no key or secret, not even sealed or hashed (docs/operations.md, "Audit").
 HIDDEN = {"actor", "at", "timestamp", "originator_id", "originator_version",
           "key_hash", "secret_sealed", "secret_hash", "workspace_id", "originator_topic"}
+
+
+def operator_change(event: Any) -> bool:
+    """An opt-out or opt-in that a recipient's STOP or START reply made is the recipient's doing,
+    not an operator's: it stays out of the audit trail (docs/operations.md, "Opt-outs")."""
+    return not isinstance(event, (OptOut.OptedOut, OptOut.OptedIn)) or event.source == OPERATOR
 
 
 def audit_line(event: Any, workspace_of_client: dict[str, str]) -> dict[str, Any]:
@@ -49,6 +58,8 @@ def audit_line(event: Any, workspace_of_client: dict[str, str]) -> dict[str, Any
     workspace_id = client_id = sim_id = None
     if kind.startswith("workspace."):
         workspace_id = subject
+    elif kind.startswith("optout."):
+        workspace_id = state["workspace_id"]
     elif kind.startswith("client."):
         client_id = subject
         workspace_id = state.get("workspace_id") or workspace_of_client.get(subject)

@@ -54,7 +54,7 @@ class NotCancelable(DomainError):
 
 class Refused(DomainError):
     """A send the caller's state refuses (docs/api.md, "Order of checks"): `code` is the API error
-    code: forbidden, sms_disabled or unavailable."""
+    code: forbidden, sms_disabled, unavailable or recipient_opted_out."""
 
     def __init__(self, code: str):
         super().__init__(code)

@@ -1,6 +1,6 @@
 """What the use cases (domain/application.py) need from storage besides the log, as
-protocols; their PostgreSQL side lives in projections/ (idempotency.Keys, otp_limits.Windows)
-and is plugged in by the wiring (scripts/bootstrap.py)."""
+protocols; their PostgreSQL side lives in projections/ (idempotency.Keys, otp_limits.Windows,
+optouts.OptOuts) and is plugged in by the wiring (scripts/bootstrap.py)."""
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
@@ -69,3 +69,11 @@ class Texts(Protocol):
 
     def shred(self, owner: str) -> int:
         """Destroy the owner's keys; returns how many.  The owner's next text gets a new key."""
+
+
+class OptOuts(Protocol):
+    """The numbers that opted out of a workspace's promotional messages (docs/api.md, "Opt-out"),
+    read at every promotional send so an operator's change acts at once."""
+
+    def opted_out(self, workspace_id: str, numbers: list[str]) -> set[str]:
+        """Those of `numbers` (as domain/phone.py normalises them) that are opted out, in one read."""

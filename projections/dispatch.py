@@ -126,8 +126,7 @@ def dequeue(rows: Rows, e: Any) -> None:
     """A failed, rejected or canceled message leaves the queue, or the schedule (registry.py
     writes it with the refund)."""
     rows.delete("dispatch_queue", (e.originator_id,))
-    if isinstance(e, Message.Canceled):
-        rows.delete("scheduled_sends", (e.originator_id,))
+    rows.delete("scheduled_sends", (e.originator_id,))
 
 
 def _submitted(rows: Rows, e: Any) -> None:

@@ -11,7 +11,7 @@ the route rule: sims).
 The inline registry (`HANDLERS`, `DDL`, `TABLES`, `inline_writer`) is these tables and those
 of the other inline read models, each written by its owner's handlers: dispatch.py
 (`dispatch_queue`, `sent_parts`, `awaiting_reports`), idempotency.py (`idempotency_keys`),
-inbound.py (`replies`), otp_limits.py
+inbound.py (`replies`), optouts.py (`opt_outs`), otp_limits.py
 (`otp_issues`), webhooks.py (`webhook_deliveries`).  An event several of them record is
 written here in a fixed order: an acceptance debits, keeps its key, then queues; a failure
 leaves the queue, then refunds.
@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from psycopg.types.json import Jsonb
 
-from . import dispatch, idempotency, inbound, otp_limits, webhooks
+from . import dispatch, idempotency, inbound, optouts, otp_limits, webhooks
 from .rows import Add, Old, Rows, SqlRows, Table
 
 from sandesh.domain.batch import Batch
@@ -38,9 +38,9 @@ NAME = "registry"
 OWN_TABLES = ("workspaces", "clients", "sims", "sms_switch")
 # Every inline table, in the order `sandesh replay registry` locks them (projections/replay.py).
 TABLES = ("workspaces", "clients", "sims", "sms_switch", "idempotency_keys", "otp_issues", "dispatch_queue",
-          "sent_parts", "replies", "awaiting_reports", "scheduled_sends", *webhooks.TABLES)
+          "sent_parts", "replies", "awaiting_reports", "scheduled_sends", *webhooks.TABLES, *optouts.TABLES)
 assert sorted(TABLES) == sorted((*OWN_TABLES, *idempotency.TABLES, "otp_issues", *dispatch.TABLES, *inbound.TABLES,
-                                 *webhooks.TABLES))
+                                 *webhooks.TABLES, *optouts.TABLES))
 
 OWN_DDL = """
 CREATE TABLE IF NOT EXISTS workspaces (
@@ -68,12 +68,12 @@ CREATE TABLE IF NOT EXISTS sms_switch (
 """
 WORKING_COLUMNS = {**dispatch.WORKING_COLUMNS, **webhooks.WORKING_COLUMNS}
 RETAINED = webhooks.RETAINED
-DDL = OWN_DDL + idempotency.DDL + dispatch.DDL + inbound.DDL + otp_limits.ISSUES_DDL + webhooks.DDL
+DDL = OWN_DDL + idempotency.DDL + dispatch.DDL + inbound.DDL + otp_limits.ISSUES_DDL + webhooks.DDL + optouts.DDL
 
 ROWS: dict[str, Table] = {
     "workspaces": Table("workspaces", ("id",)), "clients": Table("clients", ("id",)),
     "sims": Table("sims", ("id",)), "sms_switch": Table("sms_switch", ("id",)),
-    **idempotency.ROWS, **otp_limits.ISSUES_ROWS, **dispatch.ROWS, **inbound.ROWS, **webhooks.ROWS}
+    **idempotency.ROWS, **otp_limits.ISSUES_ROWS, **dispatch.ROWS, **inbound.ROWS, **webhooks.ROWS, **optouts.ROWS}
 assert sorted(ROWS) == sorted(TABLES)
 
 Handler = Callable[[Rows, Any], None]
@@ -256,7 +256,7 @@ def _otp_issued(rows: Rows, e: Any) -> None:
 
 
 # The other inline read models' events, each recorded by one of them alone.
-for _owner in (dispatch, inbound, webhooks):
+for _owner in (dispatch, inbound, webhooks, optouts):
     assert not HANDLERS.keys() & _owner.HANDLERS.keys(), f"{_owner.__name__}: an event written here already"
     HANDLERS.update(_owner.HANDLERS)
 

@@ -11,7 +11,7 @@ from sandesh.domain.application import Sandesh
 from sandesh.domain.clock import Clock, OffsetClock, SystemClock
 from sandesh.domain.settings import Settings
 
-from sandesh.projections import db, idempotency, otp_limits, registry, text_keys
+from sandesh.projections import db, idempotency, optouts, otp_limits, registry, text_keys
 from sandesh.projections.group_commit import GroupCommit
 from sandesh.projections.health import DatabaseHealth, DatabaseUnavailable, is_outage
 from sandesh.projections.runtime import Runtime
@@ -57,6 +57,7 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
                       health=DatabaseHealth(settings.database_url, pool))
     app.idempotency = idempotency.Keys(runtime.connection)
     app.otp_windows = otp_limits.Windows(runtime.connection)
+    app.opt_outs = optouts.OptOuts(runtime.connection)
     app.texts = text_keys.TextKeys(runtime.connection, Sealer(settings.require_secret_key(), "text-keys"), clock)
     holder["runtime"] = runtime
     return runtime

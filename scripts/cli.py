@@ -110,6 +110,17 @@ def parser() -> argparse.ArgumentParser:
     sms.add_parser("disable", help="switch sending off (503 sms_disabled)").add_argument("--reason")
     sms.add_parser("enable", help="switch sending on")
 
+    oo = sub.add_parser("optout", help="numbers that get no promotional messages of a workspace (a STOP reply, "
+                                        "or an operator)").add_subparsers(dest="command", required=True)
+    for verb, text in (("add", "opt a number out of the workspace's promotional messages (audited as optout.added)"),
+                       ("remove", "let the number get the workspace's promotional messages again (audited as "
+                                  "optout.removed)")):
+        c = oo.add_parser(verb, help=text)
+        c.add_argument("workspace", metavar="WS")
+        c.add_argument("number", metavar="NUMBER", help="977 and 10 digits, e.g. 9779812345678 (a leading + is allowed)")
+    oo.add_parser("list", help="the workspace's opted-out numbers, oldest first, with since when and why (source: "
+                               "reply or operator)").add_argument("workspace", metavar="WS")
+
     inbound = sub.add_parser("inbound", help="replies from recipients").add_subparsers(dest="command", required=True)
     c = inbound.add_parser("list", help="received replies, newest first")
     c.add_argument("--unattributed", action="store_true", help="only replies no client could be found for")

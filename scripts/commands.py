@@ -247,6 +247,44 @@ def sms_enable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     return _sms_switch(True, None, settings, actor)
 
 
+# Opt-outs of promotional messages
+
+def _optout_change(opted_out: bool, args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    """The number's opt-out as it now stands; `changed` is false when it stood so already."""
+    from sandesh.domain import phone
+    from sandesh.domain.optout import OPERATOR
+    from sandesh.projections import optouts
+
+    with opened(settings) as runtime:
+        change = runtime.app.opt_out if opted_out else runtime.app.opt_in
+        changed = change(args.workspace, args.number, OPERATOR, actor)
+        number = phone.normalise(args.number.strip()) or args.number
+        with runtime.connection() as conn:
+            row = optouts.find(conn, args.workspace, number)
+    shown = optouts.view(row) if row else {"workspaceId": args.workspace, "number": number}
+    emit({**shown, "optedOut": row is not None, "changed": changed})
+    return 0
+
+
+def optout_add(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _optout_change(True, args, settings, actor)
+
+
+def optout_remove(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _optout_change(False, args, settings, actor)
+
+
+def optout_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from sandesh.projections import optouts
+
+    with opened(settings) as runtime:
+        _workspace(runtime, args.workspace)  # an unknown workspace exits 2
+        with runtime.connection() as conn:
+            rows = optouts.list_for(conn, args.workspace)
+    emit({"workspaceId": args.workspace, "optOuts": [optouts.view(r) for r in rows]})
+    return 0
+
+
 def inbound_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     """Replies, their attribution, and their text (kept only in the encrypted log)."""
     from sandesh.projections import inbound
@@ -470,6 +508,9 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("sim", "update"): sim_update,
     ("sms", "disable"): sms_disable,
     ("sms", "enable"): sms_enable,
+    ("optout", "add"): optout_add,
+    ("optout", "remove"): optout_remove,
+    ("optout", "list"): optout_list,
     ("inbound", "list"): inbound_list,
     ("message", "history"): message_history,
     ("webhooks", "list"): webhooks_list,

@@ -138,3 +138,15 @@ def test_items_may_be_scheduled(server, sandesh, runtime):
     assert results[1]["status"] == "queued"
     assert results[2]["details"][0]["path"] == ["messages", 2, "sendAt"]
     assert balance(server, account["key"]) == 10000 - 200
+
+
+def test_a_promotion_to_a_number_that_opted_out_is_refused_per_item_and_not_charged(server, sandesh):
+    account = workspace(sandesh)
+    sandesh("optout", "add", account["id"], "9779812000555")
+    results = batch(server, account["key"], {"messages": [
+        {"to": "9779812000555", "text": "Dashain sale", "messageType": "promotional"},
+        {"to": "+9779812000555", "text": "Your order shipped"},
+        {"to": "9779812000556", "text": "Dashain sale", "messageType": "promotional"}]}).json()["results"]
+    assert results[0]["code"] == "recipient_opted_out" and "details" not in results[0]
+    assert results[1]["status"] == "queued" and results[2]["status"] == "queued"
+    assert balance(server, account["key"]) == 10000 - 100 - 40

@@ -145,3 +145,19 @@ def test_another_clients_message_is_not_found(server, account, sandesh):
     assert cancel(server, other["key"], message_id).status_code == 404
     assert cancel(server, account["key"], "msg_nope").status_code == 404
     assert lookup(server, account["key"], message_id)["status"] == "queued"
+
+
+def test_a_scheduled_promotion_to_a_number_that_opted_out_meanwhile_fails_refunded(server, account, runtime, sandesh):
+    from sandesh.workers.dispatcher import Dispatcher
+
+    number = "9779812000777"
+    message_id = send(server, account["key"], to=number, messageType="promotional",
+                      sendAt=iso(runtime.clock.now() + 60)).json()["messageId"]
+    receipt = send(server, account["key"], to=number, sendAt=iso(runtime.clock.now() + 60)).json()["messageId"]
+    sandesh("optout", "add", account["id"], number)
+    sandesh("clock", "advance", "61")
+    assert Dispatcher(runtime).release_scheduled() == 2  # one released, one failed
+    promo = lookup(server, account["key"], message_id)
+    assert promo["status"] == "failed" and "opted out" in promo["error"]
+    assert lookup(server, account["key"], receipt)["status"] == "queued", "a transactional message is never held back"
+    assert balance(server, account["key"]) == 10000 - 100
