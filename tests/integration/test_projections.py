@@ -9,6 +9,7 @@ import time
 import orjson
 import pytest
 
+from sandesh.domain.clock import iso
 from sandesh.domain.ports import Caller
 from sandesh.domain.sending import OtpSendRequest, OtpVerifyRequest, parse_send
 from sandesh.projections import follower
@@ -297,6 +298,13 @@ def test_replay_equals_live_after_a_mixed_workload(runtime, sandesh):
         key = f"mixed-{i}" if i % 2 else None
         sent.append(app.send(cl.id, ws, request, 100 * request.segments, key, "h" if key else None))
 
+    now = runtime.clock.now()
+    later = [app.send(cl.id, ws, parse_send({"to": f"977984200000{i}", "text": f"later {i}", "sendAt": iso(now + 60)},
+                                            now)[0], 100) for i in range(3)]
+    app.cancel_message(cl.id, later[0].id)                                              # canceled, refunded
+    app.release_scheduled([later[1].id])                                                # released early
+    app.send_batch(caller, [parse_send({"to": "9779842000100", "text": "batched"})[0], []],
+                   lambda code, problems: {"code": code}, "batch-1", "hb")              # a batch's key
     lifecycle(runtime, sent[0], ("submit",), ("accept",), ("report", 0))             # delivered
     lifecycle(runtime, sent[1], ("submit",), ("requeue", "CMS 38"), ("submit",),     # failover, then
               ("accept",), ("report", 0))                                             # delivered
@@ -325,7 +333,9 @@ def test_replay_equals_live_after_a_mixed_workload(runtime, sandesh):
     live = all_read_models(runtime)
     # the workload reached what it was built to reach
     statuses = sorted(r["status"] for r in live["messages"] if r["client_id"] == cl.id)
-    assert {"delivered", "undelivered", "failed", "rejected", "queued"} <= set(statuses)
+    assert {"delivered", "undelivered", "failed", "rejected", "queued", "scheduled", "canceled"} <= set(statuses)
+    assert [r["message_id"] for r in live["scheduled_sends"] if r["message_id"] in {m.id for m in later}] == [later[2].id]
+    assert any(r["key"] == "batch-1" for r in live["idempotency_keys"])
     assert [r["state"] for r in live["otps"] if r["client_id"] == cl.id].count("used") == 2
     assert any(r["failed_sims"] == ["sim_test"] for r in live["dispatch_queue"])
     assert {r["in_reply_to"] for r in live["replies"]} >= {sent[0].id, None}
