@@ -40,6 +40,12 @@ NOTIFY_WORK = f"NOTIFY {CHANNEL}, '{WORK}'"
 NOTIFY_POOL = f"NOTIFY {CHANNEL}, '{POOL}'"
 NOTIFY_CLOCK = f"NOTIFY {CHANNEL}, '{CLOCK}'"
 
+# Taken by every append that puts messages in the queue, before their turns are computed, and
+# held to its commit: the turns are then computed in the order the events enter the log, so
+# replay gives the same turns as the live path (two API processes would otherwise compute theirs
+# from the same queue at once).  Two int keys: a space apart from the idempotency keys' locks.
+TURN_LOCK = "SELECT pg_advisory_xact_lock(7305, 1)"
+
 TABLES = ("dispatch_queue", "sent_parts", "awaiting_reports", "scheduled_sends")
 # Written by the dispatcher's lease, not by events: `sandesh replay --check` leaves them out.
 WORKING_COLUMNS = {"dispatch_queue": ("leased_by", "leased_sim", "leased_until")}
@@ -87,14 +93,16 @@ ROWS = {
 
 def _turn(client_id: str, priority: int) -> Computed:
     """One more than the client's last turn of this priority in the queue, and never below the
-    turn the queue is serving now (the lowest waiting one)."""
+    turn the queue is serving now (the lowest waiting one).  Written as ORDER BY ... LIMIT 1 so
+    that each reads one index entry even before the table has statistics (max() and min() were
+    planned as a scan of every row of the client while a new queue grew)."""
     def compute(memory: Any) -> int:
         last = memory.highest("dispatch_queue", "client_turns", (client_id, priority))
         serving = memory.lowest("dispatch_queue", "waiting_turns", (priority,))
         return max(last + 1 if last is not None else 0, serving if serving is not None else 0, 0)
     return Computed(
-        "greatest((SELECT max(turn) + 1 FROM dispatch_queue WHERE client_id = %s AND priority = %s),"
-        " (SELECT min(turn) FROM dispatch_queue WHERE priority = %s AND sim_id IS NULL), 0)",
+        "greatest((SELECT turn + 1 FROM dispatch_queue WHERE client_id = %s AND priority = %s ORDER BY turn DESC"
+        " LIMIT 1), (SELECT turn FROM dispatch_queue WHERE priority = %s AND sim_id IS NULL ORDER BY turn LIMIT 1), 0)",
         (client_id, priority, priority), compute)
 
 
@@ -111,6 +119,59 @@ def enqueue(rows: Rows, e: Any) -> None:
         "message_id": e.originator_id, "client_id": e.client_id, "message_type": e.message_type,
         "priority": priority, "to": e.to, "operator": of_number(e.to), "parts": e.segments, "enqueued_at": e.at,
         "not_before": e.at, "expires_at": getattr(e, "expires_at", None), "turn": _turn(e.client_id, priority)})
+
+
+# Many acceptances of one append (a batch send) join the queue in one statement; the turns are
+# those `enqueue` gives one event after another (and replay gives): per (client, priority), one
+# more than the client's last turn and never below the turn being served, which, when nothing of
+# that priority waits, is the turn of the append's first message of that priority.  Each probe
+# of the queue runs once per (client, priority) or per priority, never per message, and reads
+# one index entry (ORDER BY ... LIMIT 1), whatever the statistics say about the queue's size.
+_ENQUEUE_MANY = """
+WITH new AS MATERIALIZED (
+  SELECT * FROM unnest(%(ids)s::text[], %(clients)s::text[], %(types)s::text[], %(priorities)s::integer[],
+                       %(tos)s::text[], %(operators)s::text[], %(parts)s::integer[], %(ats)s::double precision[],
+                       %(expires)s::double precision[])
+    WITH ORDINALITY AS n(message_id, client_id, message_type, priority, "to", operator, parts, enqueued_at,
+                         expires_at, ord)),
+last AS MATERIALIZED (
+  SELECT g.client_id, g.priority, g.first_ord,
+         (SELECT q.turn + 1 FROM dispatch_queue q WHERE q.client_id = g.client_id AND q.priority = g.priority
+          ORDER BY q.turn DESC LIMIT 1) AS next
+  FROM (SELECT client_id, priority, min(ord) AS first_ord FROM new GROUP BY client_id, priority) g),
+serving AS MATERIALIZED (
+  SELECT f.priority,
+         coalesce((SELECT q.turn FROM dispatch_queue q WHERE q.priority = f.priority AND q.sim_id IS NULL
+                   ORDER BY q.turn LIMIT 1), greatest(f.next, 0)) AS turn
+  FROM (SELECT DISTINCT ON (priority) priority, next FROM last ORDER BY priority, first_ord) f),
+base AS MATERIALIZED (
+  SELECT l.client_id, l.priority, greatest(l.next, s.turn, 0) AS first FROM last l JOIN serving s USING (priority))
+INSERT INTO dispatch_queue (message_id, client_id, message_type, priority, "to", operator, parts, enqueued_at,
+                            not_before, expires_at, turn)
+SELECT n.message_id, n.client_id, n.message_type, n.priority, n."to", n.operator, n.parts, n.enqueued_at,
+       n.enqueued_at, n.expires_at,
+       b.first + row_number() OVER (PARTITION BY n.client_id, n.priority ORDER BY n.ord) - 1
+FROM new n JOIN base b USING (client_id, priority)
+"""
+ENQUEUE_MANY_FROM = 16  # below this, a statement per message is as quick
+
+
+def enqueue_many(cur: Any, events: list[Any]) -> None:
+    """`enqueue` for the acceptances of one append, live only (registry.py's inline writer):
+    the scheduled ones into `scheduled_sends` and the rest into the queue, a statement each."""
+    scheduled = [e for e in events if getattr(e, "send_at", None) is not None]
+    if scheduled:
+        cur.execute("INSERT INTO scheduled_sends (message_id, send_at)"
+                    " SELECT * FROM unnest(%s::text[], %s::double precision[])",
+                    ([e.originator_id for e in scheduled], [e.send_at for e in scheduled]))
+    queued = [e for e in events if getattr(e, "send_at", None) is None]
+    if queued:
+        cur.execute(_ENQUEUE_MANY, {
+            "ids": [e.originator_id for e in queued], "clients": [e.client_id for e in queued],
+            "types": [e.message_type for e in queued], "priorities": [PRIORITY[e.message_type] for e in queued],
+            "tos": [e.to for e in queued], "operators": [of_number(e.to) for e in queued],
+            "parts": [e.segments for e in queued], "ats": [e.at for e in queued],
+            "expires": [getattr(e, "expires_at", None) for e in queued]})
 
 
 def _released(rows: Rows, e: Any) -> None:

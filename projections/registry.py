@@ -267,16 +267,28 @@ def inline_writer(events: list[Any]) -> Callable[[Any], None]:
     A group commit's many acceptances debit each workspace once, by their sum, in one statement."""
     relevant = [e for e in events if type(e) in HANDLERS]
 
+    accepted = [e for e in relevant if isinstance(e, Message.Accepted)]
+    together = len(accepted) >= dispatch.ENQUEUE_MANY_FROM and not any(
+        isinstance(e, Message.Released) for e in relevant)  # a batch send: the queue in one statement
+
+    queueing = any(isinstance(e, Message.Released) or (isinstance(e, Message.Accepted) and getattr(e, "send_at", None) is None)
+                   for e in relevant)
+
     def write(cur: Any) -> None:
         rows = SqlRows(cur, ROWS)
         debits: dict[str, int] = {}
+        if queueing:
+            cur.execute(dispatch.TURN_LOCK)
         for event in relevant:
             if isinstance(event, Message.Accepted):
                 debits[event.workspace_id] = debits.get(event.workspace_id, 0) + event.cost
                 idempotency.remember(rows, event)
-                dispatch.enqueue(rows, event)
+                if not together:
+                    dispatch.enqueue(rows, event)
             else:
                 HANDLERS[type(event)](rows, event)
+        if together:
+            dispatch.enqueue_many(cur, accepted)
         if debits:
             _debit_many(rows, debits)
         # Wake the dispatchers (projections/dispatch.py): new work, or a changed SIM pool.

@@ -150,3 +150,28 @@ def test_a_promotion_to_a_number_that_opted_out_is_refused_per_item_and_not_char
     assert results[0]["code"] == "recipient_opted_out" and "details" not in results[0]
     assert results[1]["status"] == "queued" and results[2]["status"] == "queued"
     assert balance(server, account["key"]) == 10000 - 100 - 40
+
+
+def test_batches_of_many_clients_at_once_take_the_turns_replay_gives(server, sandesh):
+    """A batch joins the queue in one statement (projections/dispatch.py enqueue_many); the turns
+    it gives, with batches of several clients and types committed together and single sends
+    between them, are those replay gives one event after another."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    accounts = [workspace(sandesh, credit="1000000") for _ in range(3)]
+
+    def burst(n):
+        account = accounts[n % 3]
+        items = [{"to": f"97798{n:02d}{i:06d}", "text": f"offer {n}.{i}",
+                  "messageType": ("promotional", "transactional", "otp")[i % 3]} for i in range(40)]
+        answers = [batch(server, account["key"], {"messages": items}).status_code]
+        answers.append(requests.post(server.url + "/v1/sms/send", timeout=10, data=orjson.dumps(
+            {"to": TO, "text": f"single {n}"}), headers={"x-api-key": account["key"],
+                                                         "content-type": "application/json"}).status_code)
+        return answers
+
+    with ThreadPoolExecutor(6) as pool:
+        answers = [a for group in pool.map(burst, range(12)) for a in group]
+    assert set(answers) == {202}
+    done = sandesh.run("replay", "--check", "registry")
+    assert done.returncode == 0, done.stdout[:3000]
