@@ -61,6 +61,7 @@ class Dispatcher:
         self.heartbeat_seconds = heartbeat_seconds(self.route_window)
         self._wake = threading.Event()
         self._pool_changed = threading.Event()
+        self._clock_moved = threading.Event()
         self._elsewhere: set[str] = set()      # usable SIMs of other dispatchers with room
         self._usable_elsewhere: set[str] = set()
         self._pool_read = 0.0
@@ -98,6 +99,7 @@ class Dispatcher:
         elif payload == dispatch.CLOCK:  # the test clock jumped: heartbeats are stale in service time
             for worker in list(self.sims.values()):
                 worker.report_soon()
+            self._clock_moved.set()  # and scheduled messages may be due: released before the next tick
         self._wake.set()
 
     def run(self) -> None:
@@ -108,6 +110,9 @@ class Dispatcher:
                     self.sync_pool()
                     self.release_scheduled()
                     self.expire_waiting()
+                elif self._clock_moved.is_set():
+                    self.release_scheduled()
+                self._clock_moved.clear()
                 if time.monotonic() - last_housekeeping >= HOUSEKEEPING_EVERY:
                     last_housekeeping = time.monotonic()
                     self.housekeeping()

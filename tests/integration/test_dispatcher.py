@@ -310,6 +310,33 @@ def test_a_recipient_stays_on_the_sim_it_last_heard_from(runtime, emulator, acco
     assert len({runtime.app.message(m).sim_id for m in others}) > 1
 
 
+def test_a_scheduled_message_leaves_at_its_send_at_on_the_service_clock(runtime, emulator, account, dispatcher,
+                                                                        sandesh):
+    now = runtime.clock.now()
+    request, problems = parse_send({"to": f"97798{next(_numbers):08d}", "text": "Happy Tihar",
+                                    "sendAt": iso(now + 3600)}, now)
+    assert not problems
+    later = runtime.app.send(account[1], account[0], request, 100)
+    soon = send(runtime, account, "not scheduled")
+    wait_for(runtime, [soon.id], {"delivered"})
+    time.sleep(1.5)  # the dispatcher looked at the schedule at least once meanwhile
+    assert runtime.app.message(later.id).status == "scheduled"
+    assert not [m for m in emulator.received if m["text"] == "Happy Tihar"]
+    sandesh("clock", "advance", "3601")
+    wait_for(runtime, [later.id], {"delivered"})
+    statuses = [e["type"] for e in sandesh("message", "history", later.id)["events"]]
+    assert statuses[:2] == ["accepted", "released"] and "delivered" in statuses
+
+
+def test_a_message_cannot_be_canceled_once_a_modem_has_it(runtime, emulator, account, dispatcher):
+    message = send(runtime, account, "too late to take back")
+    wait_for(runtime, [message.id], {"delivered"})
+    with pytest.raises(NotCancelable) as refused:
+        runtime.app.cancel_message(account[1], message.id)
+    assert refused.value.status == "delivered"
+    assert runtime.app.message(message.id).status == "delivered"
+
+
 def test_a_message_with_no_report_within_its_validity_stays_sent_with_the_report_unknown(runtime, emulator, account,
                                                                                          dispatcher, sandesh):
     _forget_earlier_reports(runtime, dispatcher, sandesh)
@@ -483,30 +510,3 @@ def test_an_otp_behind_5000_queued_promotional_messages_is_submitted_within_a_se
         thread.join(timeout=5)
     print(f"OTP behind 5000 promotional messages: submitted {latency * 1000:.0f} ms after the dispatcher started")
     assert latency < 1.0
-
-
-def test_a_scheduled_message_leaves_at_its_send_at_on_the_service_clock(runtime, emulator, account, dispatcher,
-                                                                        sandesh):
-    now = runtime.clock.now()
-    request, problems = parse_send({"to": f"97798{next(_numbers):08d}", "text": "Happy Tihar",
-                                    "sendAt": iso(now + 3600)}, now)
-    assert not problems
-    later = runtime.app.send(account[1], account[0], request, 100)
-    soon = send(runtime, account, "not scheduled")
-    wait_for(runtime, [soon.id], {"delivered"})
-    time.sleep(1.5)  # the dispatcher looked at the schedule at least once meanwhile
-    assert runtime.app.message(later.id).status == "scheduled"
-    assert not [m for m in emulator.received if m["text"] == "Happy Tihar"]
-    sandesh("clock", "advance", "3601")
-    wait_for(runtime, [later.id], {"delivered"})
-    statuses = [e["type"] for e in sandesh("message", "history", later.id)["events"]]
-    assert statuses[:2] == ["accepted", "released"] and "delivered" in statuses
-
-
-def test_a_message_cannot_be_canceled_once_a_modem_has_it(runtime, emulator, account, dispatcher):
-    message = send(runtime, account, "too late to take back")
-    wait_for(runtime, [message.id], {"delivered"})
-    with pytest.raises(NotCancelable) as refused:
-        runtime.app.cancel_message(account[1], message.id)
-    assert refused.value.status == "delivered"
-    assert runtime.app.message(message.id).status == "delivered"
