@@ -182,6 +182,16 @@ def server(env: dict[str, str]) -> Iterator[Server]:
 
 
 @pytest.fixture(scope="module")
+def receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The HTTPS webhook receiver (tests/receiver.py), with a test certificate of its own."""
+    from tests.receiver import Receiver
+
+    running = Receiver(tmp_path_factory.mktemp("tls"))
+    yield running
+    running.close()
+
+
+@pytest.fixture(scope="module")
 def active_client(sandesh: Sandesh) -> dict[str, Any]:
     """An active workspace with NPR 1,000 and one client."""
     workspace = sandesh("workspace", "create", "--name", "Acme")

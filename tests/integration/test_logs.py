@@ -15,14 +15,6 @@ from sandesh.domain.sending import parse_send
 from sandesh.scripts.bench.common import funded_workspace
 from sandesh.scripts.logs import JsonFormatter
 from tests.conftest import ROOT
-from tests.receiver import Receiver
-
-
-@pytest.fixture(scope="module")
-def receiver(tmp_path_factory):
-    running = Receiver(tmp_path_factory.mktemp("tls"))
-    yield running
-    running.close()
 
 
 def test_the_webhook_worker_logs_json_lines_naming_the_client_and_nothing_secret(runtime, env, receiver, tmp_path):

@@ -28,7 +28,6 @@ from sandesh.projections import follower
 from sandesh.scripts.bench.common import funded_workspace
 from tests.conftest import ROOT, SECRET_KEY, Server
 from tests.private_postgres import PrivatePostgres
-from tests.receiver import Receiver
 
 TEMPLATES = {"/v1/sms/send", "/v1/sms/messages/{message_id}", "/v1/sms/balance", "/v1/sms/otp/send",
              "/v1/sms/otp/verify", "/v1/health", "/v1/ready", "/v1/openapi.json", "/metrics", "unmatched"}
@@ -68,13 +67,6 @@ def workspace(sandesh):
     sandesh("workspace", "activate", ws)
     sandesh("workspace", "credit", ws, "1000000")
     return {"id": ws, "key": sandesh("client", "create", "--workspace", ws, "--brand", "Metrics")["key"]}
-
-
-@pytest.fixture(scope="module")
-def receiver(tmp_path_factory):
-    running = Receiver(tmp_path_factory.mktemp("tls"))
-    yield running
-    running.close()
 
 
 def test_metrics_answer_200_without_a_key_in_prometheus_text_format(server):

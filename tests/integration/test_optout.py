@@ -17,7 +17,6 @@ from sandesh.scripts.emulator import Emulator
 from sandesh.workers import webhook_guard
 from sandesh.workers.webhooks import WebhookSender
 from tests.conftest import running_dispatcher, wait_for_status
-from tests.receiver import Receiver
 
 _numbers = itertools.count(10_000_001)
 _paths = itertools.count(1)
@@ -25,13 +24,6 @@ _paths = itertools.count(1)
 
 def a_number():
     return f"97798{next(_numbers):08d}"
-
-
-@pytest.fixture(scope="module")
-def receiver(tmp_path_factory):
-    running = Receiver(tmp_path_factory.mktemp("tls"))
-    yield running
-    running.close()
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ from sandesh.domain.webhook import delivery_id
 from sandesh.workers import webhook_guard
 from sandesh.workers.webhooks import WebhookSender
 from tests.integration.test_webhooks import deliver, lifecycle
-from tests.receiver import Receiver
 
 TO = "9779812345678"
 
@@ -17,13 +16,6 @@ TO = "9779812345678"
 @pytest.fixture(scope="module", autouse=True)
 def a_route(route):
     return route
-
-
-@pytest.fixture(scope="module")
-def receiver(tmp_path_factory):
-    running = Receiver(tmp_path_factory.mktemp("tls"))
-    yield running
-    running.close()
 
 
 @pytest.fixture

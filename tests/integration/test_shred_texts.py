@@ -21,18 +21,10 @@ from sandesh.workers import webhook_guard
 from sandesh.workers.webhooks import WebhookSender
 from tests.integration.test_projections import all_read_models
 from tests.integration.test_webhooks import deliver, lifecycle
-from tests.receiver import Receiver
 
 _numbers = itertools.count(20_000_000)
 SECRET = "Erase-me"  # in every text of the erased workspace
 KEPT = "Keep-me"
-
-
-@pytest.fixture(scope="module")
-def receiver(tmp_path_factory):
-    running = Receiver(tmp_path_factory.mktemp("tls"))
-    yield running
-    running.close()
 
 
 @pytest.fixture

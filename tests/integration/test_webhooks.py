@@ -30,13 +30,6 @@ _numbers = itertools.count(10_000_000)
 
 
 @pytest.fixture(scope="module")
-def receiver(tmp_path_factory):
-    running = Receiver(tmp_path_factory.mktemp("tls"))
-    yield running
-    running.close()
-
-
-@pytest.fixture(scope="module")
 def workspace(runtime):
     return funded_workspace(runtime.app, "Hooks", 10**7, "t")
 
