@@ -25,12 +25,12 @@ from prometheus_client import Counter, Histogram
 
 from sandesh.domain import log_context
 from sandesh.domain.inbound import Reply
-from sandesh.domain.message import Message
+from sandesh.domain.message import Facts
 from sandesh.domain.signature import sign
 from sandesh.domain.topics import topics_of
 from sandesh.domain.webhook import (DEAD, DELIVERED, HISTORY, INBOUND, SOURCES, STATUS, TIMEOUT, USER_AGENT,
                             WAITING, WEBHOOK_STATUS, WebhookDelivery, inbound_event, new_delivery, status_event)
-from sandesh.projections import follower, registry, webhooks
+from sandesh.projections import follower, registry, store, webhooks
 from sandesh.projections.group_commit import GroupCommit
 from sandesh.projections.runtime import Runtime
 
@@ -79,8 +79,10 @@ class WebhookSender:
         return follower.positioned_step(self.runtime, POSITION, TOPICS, self._deliveries_of, limit)
 
     def _deliveries_of(self, cur: Any, batch: list[Any]) -> None:
-        now, known = self.clock.now(), _Batch(self.app, cur)
-        deliveries = [d for n in batch if (d := self._delivery(known, self.app.mapper.to_domain_event(n), now))]
+        now, events = self.clock.now(), [self.app.mapper.to_domain_event(n) for n in batch]
+        known = _Batch(self.app, cur, [getattr(e, "in_reply_to", None) if isinstance(e, Reply.Received)
+                                       else e.originator_id for e in events])
+        deliveries = [d for e in events if (d := self._delivery(known, e, now))]
         self.app.add_deliveries(deliveries)
 
     @staticmethod
@@ -215,9 +217,11 @@ class WebhookSender:
 
     # The loop
     def step(self) -> None:
-        while self.follow():
-            pass
-        self.dispatch()
+        while True:  # attempts start after each batch of new deliveries, not after the whole backlog
+            read = self.follow()
+            self.dispatch()
+            if not read:
+                break
         now = self.clock.now()
         if now - self.purged_at >= PURGE_EVERY:
             with self.runtime.connection() as conn:
@@ -237,21 +241,26 @@ class WebhookSender:
 
 class _Batch:
     """What a batch of events needs, asked once per batch: whether each client has a webhook URL,
-    and each message's fixed fields (to, type, segments, client), which no later event changes."""
+    and each message's fixed fields (to, type, segments, client), which no later event changes,
+    read from the messages' first events in one query."""
 
-    def __init__(self, app: Any, cur: Any):
+    def __init__(self, app: Any, cur: Any, message_ids: list[str | None]):
         self.app, self.cur = app, cur
         self.urls: dict[str, bool] = {}
-        self.messages: dict[str, Message] = {}
+        wanted = sorted({m for m in message_ids if m})
+        first = store.first_events(cur, app.recorder.events_table_name, wanted) if wanted else []
+        self.messages: dict[str, Facts] = {e.originator_id: Facts.of(app.mapper.to_domain_event(e)) for e in first}
 
     def has_url(self, client_id: str) -> bool:
         if client_id not in self.urls:
             self.urls[client_id] = bool(registry.webhook_url(self.cur, client_id))
         return self.urls[client_id]
 
-    def message(self, message_id: str) -> Message:
-        if message_id not in self.messages:
-            self.messages[message_id] = self.app.repository.get(message_id)
+    def message(self, message_id: str) -> Facts:
+        if message_id not in self.messages:  # not expected: every id was asked for at once
+            accepted = self.app.repository.get(message_id)
+            self.messages[message_id] = Facts(accepted.id, accepted.client_id, accepted.workspace_id, accepted.to,
+                                              accepted.message_type, accepted.segments)
         return self.messages[message_id]
 
 

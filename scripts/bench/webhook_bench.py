@@ -97,15 +97,20 @@ def run(env: dict[str, str], tmp: str, events: int, concurrency: int, slow: int 
         started = time.monotonic()
         thread = threading.Thread(target=sender.run, args=(stop,), daemon=True)
         thread.start()
+        created_after = None
         with runtime.connection() as conn:
             while True:
-                row = conn.execute("SELECT count(*) FILTER (WHERE state = 'delivered') AS done,"
+                row = conn.execute("SELECT count(*) AS made, count(*) FILTER (WHERE state = 'delivered') AS done,"
                                    " count(*) FILTER (WHERE state NOT IN ('delivered', 'attempting')) AS other"
                                    " FROM webhook_deliveries WHERE client_id = %s", (client.id,)).fetchone()
+                if created_after is None and row["made"] >= events:
+                    created_after = time.monotonic() - started
                 if row["done"] + row["other"] >= events:
                     break
                 time.sleep(0.05)
         seconds = time.monotonic() - started
+        print(f"  every delivery created after {created_after:.2f} s; the last recorded after {seconds:.2f} s",
+              flush=True)
         stop.set()
         thread.join(timeout=5)
         sender.close(wait=False)
