@@ -109,6 +109,8 @@ class WebhookSender:
     def dispatch(self) -> int:
         """Lease as many due deliveries as there are free threads, at most `per_client` running
         for any one client, and start their attempts."""
+        if self.closing.is_set():
+            return 0
         with self.leasing:  # one lease at a time, so two never count the same free threads
             return self._lease_and_start()
 

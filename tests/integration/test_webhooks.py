@@ -564,9 +564,9 @@ def test_message_history_tells_the_whole_life_from_the_log(runtime, workspace, r
     message = app.send(client.id, workspace, request, 100, "order-42", "hash-42")
     lifecycle(runtime, message, ("submit",), ("requeue", "CMS 38: network out of order"), ("submit",), ("accept",),
               ("report", 0))
+    deliver(sender)  # the 503 goes to one of the three status deliveries, attempted at once
     reply = app.store_reply_part(None, "sim_test", message.to[3:], None, 1, 1, "Thanks")
-    app.finish_reply(reply.id, app.message(message.id))
-    deliver(sender)
+    app.finish_reply(reply.id, app.message(message.id))  # its message.inbound delivery gets a 200
     advance(runtime, 11)  # past the first retry's delay
     deliver(sender)
     app.redeliver(delivery_id(message.id, "delivered"), "tester")
