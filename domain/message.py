@@ -9,8 +9,6 @@ state may return to queued.  A send with `sendAt` starts `scheduled` and is rele
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from eventsourcing.domain import event
 
 from .aggregate import Aggregate
@@ -224,22 +222,6 @@ class Message(Aggregate):
     @event("Rejected")
     def _rejected(self, error: str, refund: int, workspace_id: str, at: float) -> None:
         self.status, self.error, self.updated_at = REJECTED, error, at
-
-
-@dataclass(frozen=True)
-class Facts:
-    """What its acceptance fixed about a message, which no later event changes."""
-    id: str
-    client_id: str
-    workspace_id: str
-    to: str
-    message_type: str
-    segments: int
-
-    @classmethod
-    def of(cls, accepted: Message.Accepted) -> "Facts":
-        return cls(accepted.originator_id, accepted.client_id, accepted.workspace_id, accepted.to,
-                   accepted.message_type, accepted.segments)
 
 
 def accept(**accepted: object) -> Message:

@@ -17,7 +17,7 @@ from .clock import iso
 from .credentials import new_id
 from .errors import InvalidTransition
 from .inbound import Reply, sender_number
-from .message import Facts, Message
+from .message import Message
 
 STATUS, INBOUND = "message.status", "message.inbound"
 USER_AGENT = "service-sms-webhooks/1"
@@ -39,7 +39,7 @@ WITH_ERROR = {"failed", "undelivered", "queued"}
 SOURCES = (*WEBHOOK_STATUS, Reply.Received)
 
 
-def status_event(message: Message | Facts, status: str, at: float, error: str | None) -> dict[str, Any]:
+def status_event(message: Message, status: str, at: float, error: str | None) -> dict[str, Any]:
     body = {"type": STATUS, "id": message.id, "status": status, "to": message.to,
             "at": iso(at), "route": "device", "messageType": message.message_type, "segments": message.segments}
     if status in WITH_ERROR and error:

@@ -101,14 +101,6 @@ class Cipher(AESCipher):
             raise ValueError("Invalid cipher tag") from error
 
 
-def first_events(conn: Any, events_table: str, originator_ids: list[str]) -> list[StoredEvent]:
-    """The first event (version 1) of each of these aggregates, in one read (the primary key's
-    index): what the webhook sender needs of many messages at once."""
-    rows = conn.execute(f'SELECT originator_id, originator_version, topic, state FROM "{events_table}"'
-                        " WHERE originator_id = ANY(%s) AND originator_version = 1", (originator_ids,)).fetchall()
-    return [StoredEvent(r["originator_id"], r["originator_version"], r["topic"], bytes(r["state"])) for r in rows]
-
-
 class StatementBuffer:
     """The cursor inline read-model writers get: it renders each statement with its literals
     (psycopg's client-side quoting) instead of running it, so the whole append can be sent as

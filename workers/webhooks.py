@@ -25,13 +25,12 @@ from prometheus_client import Counter, Histogram
 
 from sandesh.domain import log_context
 from sandesh.domain.inbound import Reply
-from sandesh.domain.message import Facts
+from sandesh.domain.message import Message
 from sandesh.domain.signature import sign
 from sandesh.domain.topics import topics_of
 from sandesh.domain.webhook import (DEAD, DELIVERED, HISTORY, INBOUND, SOURCES, STATUS, TIMEOUT, USER_AGENT,
                             WAITING, WEBHOOK_STATUS, WebhookDelivery, inbound_event, new_delivery, status_event)
-from sandesh.projections import follower, registry, store, webhooks
-from sandesh.projections.group_commit import GroupCommit
+from sandesh.projections import follower, registry, webhooks
 from sandesh.projections.runtime import Runtime
 
 from . import webhook_guard
@@ -44,7 +43,6 @@ CONCURRENCY = 16
 PER_CLIENT = 8    # attempts of one client at once: a receiver that hangs holds at most this many threads
 LEASE = 60.0      # longer than an attempt (10 s) and its recording
 PURGE_EVERY = 60.0
-TARGET_SECONDS = 1.0  # a client's URL and secrets are read again after this: an operator's change acts within 1 s
 
 # GET /metrics (docs/design.md, "Metrics"): each attempt by the delivery's state after it.
 OUTCOMES = (DELIVERED, WAITING, DEAD)  # delivered; failed, a retry is due later; failed, no more attempts
@@ -65,11 +63,7 @@ class WebhookSender:
         self.pool = ThreadPoolExecutor(concurrency, thread_name_prefix="webhook")
         self.in_flight: dict[str, str] = {}  # delivery id -> its client
         self.lock = threading.Lock()
-        self.leasing = threading.Lock()
-        self.closing = threading.Event()  # no new leases: what is leased now would wait out its lease
         self.purged_at = 0.0
-        self.targets: dict[str, tuple[float, dict[str, Any] | None]] = {}  # client -> (read at, its row)
-        self.commit = GroupCommit(self.app.append_events)  # the attempts of all threads, appended together
         for outcome in OUTCOMES:  # each series exists from the start, at 0
             DELIVERIES.labels(outcome)
 
@@ -79,10 +73,8 @@ class WebhookSender:
         return follower.positioned_step(self.runtime, POSITION, TOPICS, self._deliveries_of, limit)
 
     def _deliveries_of(self, cur: Any, batch: list[Any]) -> None:
-        now, events = self.clock.now(), [self.app.mapper.to_domain_event(n) for n in batch]
-        known = _Batch(self.app, cur, [getattr(e, "in_reply_to", None) if isinstance(e, Reply.Received)
-                                       else e.originator_id for e in events])
-        deliveries = [d for e in events if (d := self._delivery(known, e, now))]
+        now, known = self.clock.now(), _Batch(self.app, cur)
+        deliveries = [d for n in batch if (d := self._delivery(known, self.app.mapper.to_domain_event(n), now))]
         self.app.add_deliveries(deliveries)
 
     @staticmethod
@@ -109,26 +101,6 @@ class WebhookSender:
     def dispatch(self) -> int:
         """Lease as many due deliveries as there are free threads, at most `per_client` running
         for any one client, and start their attempts."""
-        if self.closing.is_set():
-            return 0
-        with self.leasing:  # one lease at a time, so two never count the same free threads
-            return self._lease_and_start()
-
-    def _refill(self) -> None:
-        """After an attempt: lease more at once when a quarter of the threads are free, rather
-        than waiting for the loop's next wake-up (the threads stood idle half the time)."""
-        with self.lock:
-            free = self.concurrency - len(self.in_flight)
-        if self.closing.is_set() or free < max(1, self.concurrency // 4) or not self.leasing.acquire(blocking=False):
-            return
-        try:
-            self._lease_and_start()
-        except Exception as error:  # the loop's own dispatch tells an outage; this one only tries
-            log.debug("refill: %s", error)
-        finally:
-            self.leasing.release()
-
-    def _lease_and_start(self) -> int:
         with self.lock:
             free = self.concurrency - len(self.in_flight)
             running = collections.Counter(self.in_flight.values())
@@ -150,7 +122,6 @@ class WebhookSender:
         finally:
             with self.lock:
                 self.in_flight.pop(delivery_id, None)
-            self._refill()
 
     def attempt(self, delivery_id: str) -> str:
         """One POST of a delivery, recorded as an event; returns the delivery's new state."""
@@ -159,7 +130,7 @@ class WebhookSender:
             return delivery.state
         log_context.set_fields(client_id=delivery.client_id)
         status_code, error, duration = self.post(delivery)
-        self.app.record_attempt(delivery, status_code, error, duration, append=self.commit.save)
+        self.app.record_attempt(delivery, status_code, error, duration)
         DELIVERIES.labels(delivery.state).inc()
         DELIVERY_SECONDS.observe(duration)
         log.info("%s %s attempt %d: %s", delivery.id, delivery.event_type, delivery.attempts,
@@ -195,7 +166,8 @@ class WebhookSender:
     def _target(self, client_id: str) -> tuple[str, list[str]] | None:
         """The client's URL and secrets as they are now: the new secret first, then the previous
         one while its rotation's grace period lasts (docs/api.md, "Secret rotation")."""
-        row = self._target_row(client_id)
+        with self.runtime.connection() as conn:
+            row = registry.webhook_target(conn, client_id)
         if row is None or not row["webhook_url"]:
             return None
         secrets = [self.app.sealer.open(row["secret_sealed"])]
@@ -203,27 +175,11 @@ class WebhookSender:
             secrets.append(self.app.sealer.open(row["previous_secret_sealed"]))
         return row["webhook_url"], secrets
 
-    def _target_row(self, client_id: str) -> dict[str, Any] | None:
-        """The client's row as read within the last TARGET_SECONDS (one read a second per client,
-        not one per attempt)."""
-        now = time.monotonic()
-        with self.lock:
-            cached = self.targets.get(client_id)
-        if cached is not None and now - cached[0] < TARGET_SECONDS:
-            return cached[1]
-        with self.runtime.connection() as conn:
-            row = registry.webhook_target(conn, client_id)
-        with self.lock:
-            self.targets[client_id] = (now, row)
-        return row
-
     # The loop
     def step(self) -> None:
-        while True:  # attempts start after each batch of new deliveries, not after the whole backlog
-            read = self.follow()
-            self.dispatch()
-            if not read:
-                break
+        while self.follow():
+            pass
+        self.dispatch()
         now = self.clock.now()
         if now - self.purged_at >= PURGE_EVERY:
             with self.runtime.connection() as conn:
@@ -236,33 +192,27 @@ class WebhookSender:
         follower.follow(self.runtime, stop, self.step, idle_wait=0.5)
 
     def close(self, wait: bool = True) -> None:
-        self.closing.set()
         self.pool.shutdown(wait=wait, cancel_futures=True)
         self.http.close()
 
 
 class _Batch:
     """What a batch of events needs, asked once per batch: whether each client has a webhook URL,
-    and each message's fixed fields (to, type, segments, client), which no later event changes,
-    read from the messages' first events in one query."""
+    and each message's fixed fields (to, type, segments, client), which no later event changes."""
 
-    def __init__(self, app: Any, cur: Any, message_ids: list[str | None]):
+    def __init__(self, app: Any, cur: Any):
         self.app, self.cur = app, cur
         self.urls: dict[str, bool] = {}
-        wanted = sorted({m for m in message_ids if m})
-        first = store.first_events(cur, app.recorder.events_table_name, wanted) if wanted else []
-        self.messages: dict[str, Facts] = {e.originator_id: Facts.of(app.mapper.to_domain_event(e)) for e in first}
+        self.messages: dict[str, Message] = {}
 
     def has_url(self, client_id: str) -> bool:
         if client_id not in self.urls:
             self.urls[client_id] = bool(registry.webhook_url(self.cur, client_id))
         return self.urls[client_id]
 
-    def message(self, message_id: str) -> Facts:
-        if message_id not in self.messages:  # not expected: every id was asked for at once
-            accepted = self.app.repository.get(message_id)
-            self.messages[message_id] = Facts(accepted.id, accepted.client_id, accepted.workspace_id, accepted.to,
-                                              accepted.message_type, accepted.segments)
+    def message(self, message_id: str) -> Message:
+        if message_id not in self.messages:
+            self.messages[message_id] = self.app.repository.get(message_id)
         return self.messages[message_id]
 
 
