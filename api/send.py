@@ -76,11 +76,10 @@ class SendBatch:
 
 def _items(body: dict[str, Any]) -> list[Any]:
     """The body's own rules: `messages` alone, an array of 1 to 1,000 items (each is judged later, alone)."""
-    unknown = [name for name in body if name not in BATCH_FIELDS]
+    unknown = sending.unknown_fields(body, BATCH_FIELDS)
     if unknown:
-        raise ApiError("invalid_request", f"unknown field {unknown[0]!r}; this endpoint takes messages",
-                       details=[detail([name], f"unknown field {name!r}; this endpoint takes messages",
-                                       "unknown_field") for name in unknown])
+        raise ApiError("invalid_request", unknown[0].message,
+                       details=[detail(p.path, p.message, p.code) for p in unknown])
     items = body.get("messages")
     if items is None:
         raise invalid(["messages"], "messages is required", "required")

@@ -26,7 +26,7 @@ from .batch import record as record_batch
 from .errors import (Contended, IdempotencyConflict, IdempotencyKeyTaken, InsufficientBalance, InvalidInput,
                      InvalidTransition, NameTaken, NotCancelable, NotFound, OtpLimited, Refused)
 from .inbound import Reply, reply_owner
-from .message import TEXT_ERASED, Message, accept, accepted_reply
+from .message import SCHEDULED, TEXT_ERASED, Message, accept, accepted_reply
 from .optout import RECIPIENT, REPLY, STOP, OptOut, held_back, optout_id, stop_word
 from .otp import LIFETIME as OTP_LIFETIME, RESEND_COOLDOWN, Otp, Outcome, NO_ACTIVE_OTP, code_text, hash_code, new_code, otp_id
 from .segments import segment
@@ -408,7 +408,7 @@ class Sandesh(Application[str]):
             message = self.message(message_id)
             if message is None:
                 continue
-            if (message.status == "scheduled" and held_back(message.message_type)
+            if (message.status == SCHEDULED and held_back(message.message_type)
                     and self._opted_out(message.workspace_id, [message.to])):
                 message.fail("the recipient opted out of promotional messages before its sendAt", at=self.clock.now())
             else:

@@ -104,7 +104,7 @@ OTP_SEND_FIELDS = ("to", "purpose", "ip")
 OTP_VERIFY_FIELDS = ("to", "purpose", "code")
 
 
-def _unknown_fields(body: dict[str, Any], known: tuple[str, ...]) -> list[Problem]:
+def unknown_fields(body: dict[str, Any], known: tuple[str, ...]) -> list[Problem]:
     """A field the endpoint does not know is refused (docs/design.md, "Decisions: HTTP interface"),
     so that a misspelt one (`type` for `messageType`) never changes what is sent silently."""
     return [Problem([name], f"unknown field {name!r}; this endpoint takes {', '.join(known)}", "unknown_field")
@@ -114,7 +114,7 @@ def _unknown_fields(body: dict[str, Any], known: tuple[str, ...]) -> list[Proble
 def parse_send(body: dict[str, Any], now: float | None = None) -> tuple[SendRequest | None, list[Problem]]:
     """The request, or every problem found (a 400 lists them all).  `now` (the service clock)
     bounds `sendAt`; the API always gives it."""
-    problems = _unknown_fields(body, SEND_FIELDS)
+    problems = unknown_fields(body, SEND_FIELDS)
     problems += _to_problems(body.get("to")) + _text_problems(body.get("text"))
     problems += _valid_for_problems(body.get("validFor"))
     send_at, send_at_problems = _send_at(body.get("sendAt"), now)
@@ -207,7 +207,7 @@ def _code_problems(code: Any) -> list[Problem]:
 
 
 def parse_otp_send(body: dict[str, Any]) -> tuple[OtpSendRequest | None, list[Problem]]:
-    problems = _unknown_fields(body, OTP_SEND_FIELDS)
+    problems = unknown_fields(body, OTP_SEND_FIELDS)
     problems += _to_problems(body.get("to")) + _purpose_problems(body.get("purpose")) + _ip_problems(body.get("ip"))
     if problems:
         return None, problems
@@ -216,7 +216,7 @@ def parse_otp_send(body: dict[str, Any]) -> tuple[OtpSendRequest | None, list[Pr
 
 
 def parse_otp_verify(body: dict[str, Any]) -> tuple[OtpVerifyRequest | None, list[Problem]]:
-    problems = _unknown_fields(body, OTP_VERIFY_FIELDS)
+    problems = unknown_fields(body, OTP_VERIFY_FIELDS)
     problems += _to_problems(body.get("to")) + _purpose_problems(body.get("purpose")) + _code_problems(body.get("code"))
     if problems:
         return None, problems

@@ -113,7 +113,12 @@ def enqueue(rows: Rows, e: Any) -> None:
     with the debit); a released one joins the queue then."""
     if getattr(e, "send_at", None) is not None:
         rows.insert("scheduled_sends", {"message_id": e.originator_id, "send_at": e.send_at})
-        return
+    else:
+        _join_queue(rows, e)
+
+
+def _join_queue(rows: Rows, e: Any) -> None:
+    """The queue row of an `Accepted` or `Released` event (both carry the message's fixed fields)."""
     priority = PRIORITY[e.message_type]
     rows.insert("dispatch_queue", {
         "message_id": e.originator_id, "client_id": e.client_id, "message_type": e.message_type,
@@ -176,11 +181,7 @@ def enqueue_many(cur: Any, events: list[Any]) -> None:
 
 def _released(rows: Rows, e: Any) -> None:
     rows.delete("scheduled_sends", (e.originator_id,))
-    priority = PRIORITY[e.message_type]
-    rows.insert("dispatch_queue", {
-        "message_id": e.originator_id, "client_id": e.client_id, "message_type": e.message_type,
-        "priority": priority, "to": e.to, "operator": of_number(e.to), "parts": e.segments, "enqueued_at": e.at,
-        "not_before": e.at, "expires_at": e.expires_at, "turn": _turn(e.client_id, priority)})
+    _join_queue(rows, e)
 
 
 def dequeue(rows: Rows, e: Any) -> None:
