@@ -12,6 +12,7 @@ import orjson
 from sandesh.domain import log_context
 from sandesh.domain.application import Sandesh
 from sandesh.domain.errors import DomainError
+from sandesh.projections.callers import Callers
 from sandesh.projections.health import DatabaseHealth, is_outage
 
 from .auth import Authentication
@@ -107,10 +108,13 @@ def _errors(health: DatabaseHealth) -> Callable[[falcon.Request, falcon.Response
 
 
 def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], *, route_window: float,
-               health: DatabaseHealth, rate_limit: bool = True, trusted_proxies: tuple[str, ...] = ()) -> falcon.App:
+               health: DatabaseHealth, rate_limit: bool = True, trusted_proxies: tuple[str, ...] = (),
+               callers: Callers | None = None) -> falcon.App:
     """`route_window`: Settings.route_window, how recent a SIM's healthy heartbeat must be for it to be a route;
-    `health`: this process's view of the database (an outage is a 503, never a 500 or a hang)."""
-    authentication = Authentication(connection, sandesh.clock, route_window=route_window, rate_limit=rate_limit)
+    `health`: this process's view of the database (an outage is a 503, never a 500 or a hang);
+    `callers`: the process's caller cache (without one, every request reads its caller from the database)."""
+    callers = callers or Callers(connection, route_window)
+    authentication = Authentication(connection, sandesh.clock, callers, rate_limit=rate_limit)
     app = falcon.App(middleware=[RequestMetrics(), RequestId(), DatabaseGate(health), authentication])
     json_handler = falcon.media.JSONHandler(dumps=lambda o: orjson.dumps(o).decode(), loads=orjson.loads)
     app.resp_options.media_handlers[falcon.MEDIA_JSON] = json_handler

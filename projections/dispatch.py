@@ -19,20 +19,17 @@ joins the queue then, its turn taken at that moment.
 """
 from __future__ import annotations
 
-import logging
 import threading
 from typing import Any, Callable
 
-import psycopg
 
 from sandesh.domain.message import Message
 from sandesh.domain.operators import of_number
 from sandesh.domain.pacing import PRIORITY, WINDOW_SECONDS
 from sandesh.domain.settings import Settings
 
+from . import channels
 from .rows import Add, AppendNew, Computed, Ordered, Rows, Table
-
-log = logging.getLogger("sandesh.dispatch")
 
 CHANNEL = "sandesh_dispatch"
 WORK, POOL, CLOCK = "work", "pool", "clock"  # something to send; the SIM pool changed; the test clock moved
@@ -69,7 +66,13 @@ CREATE INDEX IF NOT EXISTS dispatch_queue_leased_sim ON dispatch_queue (leased_s
 DROP INDEX IF EXISTS dispatch_queue_expiring;
 CREATE INDEX IF NOT EXISTS dispatch_queue_expiring_at ON dispatch_queue (expires_at)
     WHERE sim_id IS NULL AND expires_at IS NOT NULL;
-CREATE INDEX IF NOT EXISTS dispatch_queue_age ON dispatch_queue (priority, enqueued_at) WHERE sim_id IS NULL;
+-- The oldest waiting message per priority (GET /metrics).  Its predicate names `enqueued_at > 0`
+-- (always true) so that no query of the head can use it: on a queue without statistics yet the
+-- planner took it, plus a sort of every waiting message, for the turn probes and the lease
+-- (15 ms a probe at 50,000 waiting, docs/performance.md, "The caller cache").
+DROP INDEX IF EXISTS dispatch_queue_age;
+CREATE INDEX IF NOT EXISTS dispatch_queue_oldest ON dispatch_queue (priority, enqueued_at)
+    WHERE sim_id IS NULL AND enqueued_at > 0;
 CREATE TABLE IF NOT EXISTS sent_parts (
     message_id text NOT NULL, part integer NOT NULL, sim_id text NOT NULL, mr integer NOT NULL, "to" text NOT NULL,
     at double precision NOT NULL, PRIMARY KEY (message_id, part, at));
@@ -305,12 +308,13 @@ def expired(conn: Any, now: float, limit: int = 500) -> list[str]:
 
 
 # Per priority (one per message type): the waiting messages counted up to a cap, and when the
-# oldest was accepted; each subquery reads a few entries of one partial index (dispatch_queue_age).
+# oldest was accepted; each subquery reads a few entries of one partial index (dispatch_queue_oldest).
 _WAITING = """
 SELECT t.priority,
        (SELECT count(*) FROM (SELECT 1 FROM dispatch_queue q WHERE q.sim_id IS NULL AND q.priority = t.priority
                               LIMIT %(cap)s) c) AS depth,
-       (SELECT min(q.enqueued_at) FROM dispatch_queue q WHERE q.sim_id IS NULL AND q.priority = t.priority) AS oldest
+       (SELECT min(q.enqueued_at) FROM dispatch_queue q
+         WHERE q.sim_id IS NULL AND q.enqueued_at > 0 AND q.priority = t.priority) AS oldest
 FROM unnest(%(priorities)s::integer[]) AS t(priority)
 """
 
@@ -350,24 +354,5 @@ def reports_overdue(conn: Any, sent_before: float) -> list[str]:
 
 def listen(settings: Settings, wake: Callable[[str], None], stop: threading.Event) -> None:
     """Call `wake(payload)` for every notification on the dispatch channel until `stop`; and
-    once after each (re)connection, since notifications sent while away are lost.  A database
-    that goes away is waited for with capped backoff, logged once when it goes and once when
-    it is back."""
-    delay, down = 0.5, False
-    while not stop.is_set():
-        try:
-            with psycopg.connect(settings.database_url, autocommit=True, connect_timeout=5) as conn:
-                conn.execute(f"LISTEN {CHANNEL}")
-                if down:
-                    log.info("dispatch channel: listening again")
-                delay, down = 0.5, False
-                wake(POOL)
-                while not stop.is_set():
-                    for notify in conn.notifies(timeout=1.0):
-                        wake(notify.payload)
-        except psycopg.Error as error:
-            if not down:
-                log.warning("dispatch channel: lost (%s); retrying with backoff", str(error).strip().splitlines()[0])
-                down = True
-            stop.wait(delay)
-            delay = min(delay * 2, 2.0)
+    once after each (re)connection, since notifications sent while away are lost."""
+    channels.listen(settings.database_url, CHANNEL, wake, stop, on_connect=lambda: wake(POOL))

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from psycopg.types.json import Jsonb
 
-from . import dispatch, idempotency, inbound, optouts, otp_limits, webhooks
+from . import channels, dispatch, idempotency, inbound, optouts, otp_limits, webhooks
 from .rows import Add, Old, Rows, SqlRows, Table
 
 from sandesh.domain.batch import Batch
@@ -261,6 +261,17 @@ for _owner in (dispatch, inbound, webhooks, optouts):
     HANDLERS.update(_owner.HANDLERS)
 
 
+NOTIFY_CALLER = f"NOTIFY {channels.CALLERS}, '{channels.CALLER}'"
+NOTIFY_ROUTE = f"NOTIFY {channels.CALLERS}, '{channels.ROUTE}'"
+
+
+def _changes_callers(e: Any) -> bool:
+    """Whether the event changes what authentication reads of a caller (request_rate.CALLER):
+    a client, its workspace's status, rates or types, the SMS switch; not a balance."""
+    return isinstance(e, (Client.Event, SmsSwitch.Event)) or (
+        isinstance(e, Workspace.Event) and not isinstance(e, Workspace.Credited))
+
+
 def inline_writer(events: list[Any]) -> Callable[[Any], None]:
     """What the application hands to the recorder: write these events' rows on its cursor.
 
@@ -296,6 +307,11 @@ def inline_writer(events: list[Any]) -> Callable[[Any], None]:
             cur.execute(dispatch.NOTIFY_WORK)
         if any(isinstance(e, Sim.Event) for e in relevant):
             cur.execute(dispatch.NOTIFY_POOL)
+        # Tell the API processes' caller caches what to forget (projections/callers.py).
+        if any(_changes_callers(e) for e in relevant):
+            cur.execute(NOTIFY_CALLER)
+        if any(isinstance(e, Sim.Event) for e in relevant):
+            cur.execute(NOTIFY_ROUTE)
 
     return write
 

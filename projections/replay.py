@@ -369,6 +369,9 @@ def _swap_once(runtime: Runtime, conn: Any, name: str, schema: str, view: Any, p
         conn.execute(f'ALTER TABLE "{schema}".{table} SET SCHEMA public')
     if name != registry.NAME:
         follower.set_position(conn, name, position)
+    else:  # the API processes' caller caches read these tables (projections/callers.py)
+        conn.execute(registry.NOTIFY_CALLER)
+        conn.execute(registry.NOTIFY_ROUTE)
     conn.execute(f'DROP SCHEMA "{schema}"')
     return position, applied
 

@@ -1,51 +1,67 @@
-"""The per-client request rate (docs/api.md, "Limits"), shared by every process and host.
+"""The per-client request rate (docs/api.md, "Limits"), shared by every process and host, and
+the caller's row that authentication reads (docs/design.md, "The caller cache").
 
 GCRA on one UNLOGGED row per client: `tat` is the theoretical arrival time of the next request.
 A request at `now` is allowed when max(tat, now) + 1/rate - now <= 1 s, i.e. a client may burst
-its whole per-second rate at once and then sends at that rate.
+its whole per-second rate at once and then sends at that rate.  `take` counts several requests
+at once: it grants as many of them as that rule allows, up to the number asked for (the API's
+caller cache takes a share of a fast client's rate at a time, projections/callers.py).
 
-`CALLER` authenticates and counts the request in one statement (one round trip): the key's
-client and workspace, the state a send is decided on, and whether the request is within the
-rate.  Only requests of an enabled client are counted.  `has_route` applies the route
-rule of `sim_health` with the route window the caller passes.
+`CALLER` reads the key's client and workspace, the state a send is decided on, and until when
+the route rule of `sim_health` holds (`route_until`).
 
-Owns `request_rates`.  Reads, joined in `CALLER`: registry.py's `clients`, `workspaces`,
-`sms_switch` and `sims`, and sim_health.py's `sim_health`.
+Owns `request_rates`.  Reads, in `CALLER`: registry.py's `clients`, `workspaces`, `sms_switch`
+and `sims`, and sim_health.py's `sim_health`.
 """
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from .sim_health import HAS_ROUTE
+from .sim_health import ROUTE_UNTIL
 
 BURST_SECONDS = 1.0
+# A grant is computed in floating point on epoch seconds (~2e-7 s apart): this much of one
+# request is forgiven, so the rate's last request in a second is never lost to rounding.
+SLACK = 1e-3
 
 DDL = """
 CREATE UNLOGGED TABLE IF NOT EXISTS request_rates (
     client_id text PRIMARY KEY, tat double precision NOT NULL);
+ALTER TABLE request_rates ADD COLUMN IF NOT EXISTS granted integer NOT NULL DEFAULT 1;
 """
 
 CALLER = f"""
-WITH caller AS (
-    SELECT c.id, c.workspace_id, c.brand, c.rate_limit, c.enabled, w.status, w.rates, w.types,
-           COALESCE((SELECT enabled FROM sms_switch LIMIT 1), true) AS sms_enabled,
-           {HAS_ROUTE} AS has_route
-    FROM clients c JOIN workspaces w ON w.id = c.workspace_id WHERE c.key_hash = %(key_hash)s),
-counted AS (
-    INSERT INTO request_rates AS r (client_id, tat)
-    SELECT id, %(now)s + 1.0 / rate_limit FROM caller WHERE enabled AND %(limit)s
-    ON CONFLICT (client_id) DO UPDATE SET tat = GREATEST(r.tat, %(now)s) + (excluded.tat - %(now)s)
-     WHERE GREATEST(r.tat, %(now)s) + (excluded.tat - %(now)s) - %(now)s <= %(burst)s
-    RETURNING tat)
-SELECT caller.*, (NOT %(limit)s OR NOT caller.enabled OR EXISTS (SELECT 1 FROM counted)) AS within_rate FROM caller
+SELECT c.id, c.workspace_id, c.brand, c.rate_limit, c.enabled, w.status, w.rates, w.types,
+       COALESCE((SELECT enabled FROM sms_switch LIMIT 1), true) AS sms_enabled,
+       {ROUTE_UNTIL} AS route_until
+FROM clients c JOIN workspaces w ON w.id = c.workspace_id WHERE c.key_hash = %(key_hash)s
+"""
+
+# How many of `want` requests fit at `now`: LEAST(want, floor(room * rate)), room being what is
+# left of the burst after the requests already counted.
+_FIT = "LEAST(%(want)s, floor((%(burst)s + %(now)s - {tat}) * %(rate)s + %(slack)s))::integer"
+TAKE = f"""
+INSERT INTO request_rates AS r (client_id, tat, granted)
+VALUES (%(client)s, %(now)s + {_FIT.format(tat="%(now)s")}::double precision / %(rate)s, {_FIT.format(tat="%(now)s")})
+ON CONFLICT (client_id) DO UPDATE
+   SET tat = GREATEST(r.tat, %(now)s) + {_FIT.format(tat="GREATEST(r.tat, %(now)s)")}::double precision / %(rate)s,
+       granted = {_FIT.format(tat="GREATEST(r.tat, %(now)s)")}
+ WHERE {_FIT.format(tat="GREATEST(r.tat, %(now)s)")} >= 1
+RETURNING granted
 """
 
 
-def caller(conn: Any, key_hash: str, now: float, route_window: float, limit: bool = True) -> dict[str, Any] | None:
-    """The authenticated caller with `within_rate` and `has_route`, or None for an unknown key."""
-    return conn.execute(CALLER, {"key_hash": key_hash, "now": now, "limit": limit, "burst": BURST_SECONDS,
-                                 "route_window": route_window}, prepare=True).fetchone()
+def caller(conn: Any, key_hash: str, route_window: float) -> dict[str, Any] | None:
+    """The key's client with its workspace's state and `route_until`, or None for an unknown key."""
+    return conn.execute(CALLER, {"key_hash": key_hash, "route_window": route_window}, prepare=True).fetchone()
+
+
+def take(conn: Any, client_id: str, rate: int, want: int, now: float) -> int:
+    """Count up to `want` requests of the client at `now`; how many the rate allows (0: none)."""
+    row = conn.execute(TAKE, {"client": client_id, "rate": rate, "want": want, "now": now, "burst": BURST_SECONDS,
+                              "slack": SLACK}, prepare=True).fetchone()
+    return row["granted"] if row else 0
 
 
 def retry_after(conn: Any, client_id: str, rate: int, now: float) -> int:

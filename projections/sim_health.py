@@ -16,6 +16,8 @@ from typing import Any
 
 from sandesh.domain.pacing import WINDOW_SECONDS
 
+from .channels import CALLERS, ROUTE
+
 DDL = """
 CREATE UNLOGGED TABLE IF NOT EXISTS sim_health (
     sim_id text PRIMARY KEY, healthy boolean NOT NULL, registered boolean, signal_dbm integer,
@@ -27,10 +29,16 @@ ALTER TABLE sim_health ADD COLUMN IF NOT EXISTS unreachable_since double precisi
 # On `sim_health h`, with the parameters %(now)s and %(route_window)s.
 HEALTHY = "(h.healthy AND h.heartbeat_at > %(now)s - %(route_window)s)"
 
-HAS_ROUTE = ("EXISTS (SELECT 1 FROM sims s JOIN sim_health h ON h.sim_id = s.id"
-             f" WHERE s.enabled AND s.quarantine IS NULL AND {HEALTHY})")
+# Until when the route rule holds, without reading the clock: the last healthy heartbeat of a
+# usable SIM plus the route window (NULL: no SIM was ever healthy).  With %(route_window)s.
+ROUTE_UNTIL = ("(SELECT max(h.heartbeat_at) + %(route_window)s FROM sims s JOIN sim_health h ON h.sim_id = s.id"
+               " WHERE s.enabled AND s.quarantine IS NULL AND h.healthy)")
+HAS_ROUTE = f"COALESCE({ROUTE_UNTIL} > %(now)s, false)"  # the same rule, read at %(now)s
 
+# Every heartbeat tells the API processes' caller caches that the route may have changed
+# (projections/callers.py).
 _RECORD = """
+WITH recorded AS (
 INSERT INTO sim_health (sim_id, healthy, registered, signal_dbm, iccid, last_error, dispatcher, heartbeat_at,
                         reachable, unreachable_since)
 VALUES (%(sim)s, %(healthy)s, %(registered)s, %(signal)s, NULL, %(error)s, %(dispatcher)s, %(at)s, %(reachable)s,
@@ -41,7 +49,9 @@ ON CONFLICT (sim_id) DO UPDATE SET
     reachable = excluded.reachable,
     unreachable_since = CASE WHEN excluded.reachable THEN NULL
                              ELSE coalesce(sim_health.unreachable_since, excluded.heartbeat_at) END
-"""
+RETURNING 1)
+SELECT pg_notify('{CALLERS}', '{ROUTE}') FROM recorded
+""".format(CALLERS=CALLERS, ROUTE=ROUTE)
 
 _POOL = f"""
 SELECT s.*, h.healthy, h.registered, h.signal_dbm, h.last_error, h.heartbeat_at, h.dispatcher,

@@ -59,12 +59,14 @@ def serve(settings: Settings, bind: str, workers: int | None = None, threads: in
 
     def load() -> Any:
         from sandesh.api.app import create_app
+        from sandesh.projections.callers import Callers
         from sandesh.scripts.bootstrap import bootstrap
         from sandesh.scripts.logs import configure_logging
 
         configure_logging(settings)
         runtime = bootstrap(settings, group_commit=True)
+        callers = Callers(runtime.connection, settings.route_window, settings.database_url)
         return create_app(runtime.app, runtime.connection, route_window=settings.route_window,
-                          health=runtime.health, trusted_proxies=settings.trusted_proxies)
+                          health=runtime.health, trusted_proxies=settings.trusted_proxies, callers=callers)
 
     Gunicorn(options(bind, workers, threads, connections, settings.log_level), load).run()
