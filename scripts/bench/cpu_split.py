@@ -1,0 +1,81 @@
+"""Where the machine's CPU goes while `sandesh serve` (as installed) takes sends: its workers,
+PostgreSQL, wrk, and how idle the machine is left (docs/performance.md, "The caller cache").
+
+Usage: .venv/bin/python -m sandesh.scripts.bench.cpu_split [--workspaces 1] [--seconds 8]
+Needs wrk.  Uses a scratch database on $SANDESH_TEST_POSTGRES; PostgreSQL's CPU is that of
+every postgres process of the machine, so run it alone.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from sandesh.domain.settings import Settings
+from sandesh.scripts.bootstrap import bootstrap
+
+from .common import ROOT, reported_route, scratch_database
+from .send_bench import LUA, _clients, _wait
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        except FileNotFoundError:
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _machine() -> list[int]:
+    return [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workspaces", type=int, default=1, help="1: scenario (a); 8: scenario (c)")
+    parser.add_argument("--seconds", type=int, default=8)
+    args = parser.parse_args()
+    with scratch_database() as env:
+        runtime = bootstrap(Settings.from_env(env), pool_size=1)
+        with reported_route(runtime):
+            keys = _clients(env, args.workspaces, 1)
+            server = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "serve", "--bind",
+                                       "127.0.0.1:18721"], env={**env, "SANDESH_LOG_LEVEL": "WARNING"}, cwd=ROOT,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                _wait("http://127.0.0.1:18721/v1/health", server)
+                time.sleep(2)  # every worker up
+                workers = [int(p) for p in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()]
+                wrk = subprocess.Popen(["wrk", "-t2", "-c32", f"-d{args.seconds + 4}s", "-s", str(LUA),
+                                        "http://127.0.0.1:18721"], env={**os.environ, "SANDESH_BENCH_KEYS": ",".join(keys)},
+                                       stdout=subprocess.PIPE, text=True)
+                time.sleep(2)  # past the warm-up
+                postgres = [int(p) for p in subprocess.run(["pgrep", "postgres"], capture_output=True,
+                                                           text=True).stdout.split()]
+                groups = {"workers": workers, "postgres": postgres, "wrk": [wrk.pid]}
+                started, before, machine = time.monotonic(), {k: _cpu_seconds(v) for k, v in groups.items()}, _machine()
+                time.sleep(args.seconds)
+                elapsed = time.monotonic() - started
+                used = {k: (_cpu_seconds(v) - before[k]) / elapsed for k, v in groups.items()}
+                ticks = [b - a for a, b in zip(machine, _machine())]
+                out = wrk.communicate()[0]
+            finally:
+                server.terminate()
+                server.wait(timeout=20)
+        runtime.close()
+    rate = next(line for line in out.splitlines() if "Requests/sec" in line).split()[-1]
+    print(f"sends/s {float(rate):.0f} (wrk, whole run); cores used: " +
+          ", ".join(f"{k} {v:.2f}" for k, v in used.items()) +
+          f"; machine idle {100 * (ticks[3] + ticks[4]) / sum(ticks):.0f} %")
+    per_send = {k: v / float(rate) * 1000 for k, v in used.items()}
+    print("CPU per send: " + ", ".join(f"{k} {v:.3f} ms" for k, v in per_send.items()))
+
+
+if __name__ == "__main__":
+    main()
