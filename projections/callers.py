@@ -19,7 +19,6 @@ was a round trip per request; here they are kept in memory:
 """
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any, Callable, ContextManager
 
@@ -29,7 +28,7 @@ SHARE = 0.02          # of a fast client's per-second rate, taken at a time by o
 SHARE_SECONDS = 0.25  # how long a taken share may be used
 
 
-class Callers:
+class Callers(channels.Remembered):
     """`database_url`: listen for changes and keep what was read (`sandesh serve`); without
     it every request reads the database (in-process test apps, benchmarks' baselines)."""
 
@@ -37,39 +36,33 @@ class Callers:
                  database_url: str | None = None):
         self._connection = connection
         self._route_window = route_window
-        self._lock = threading.Lock()
         self._rows: dict[str, dict[str, Any]] = {}
         self._route: list[float | None] = []  # [route_until] once known
         self._shares: dict[str, list[float]] = {}  # client id -> [requests left, usable until (monotonic)]
-        self._generation = 0
-        self._live = False
-        self._stop = threading.Event()
-        if database_url is not None:
-            threading.Thread(target=channels.listen, name="caller-cache", daemon=True, kwargs={
-                "database_url": database_url, "channel": channels.CALLERS, "wake": self._changed,
-                "stop": self._stop, "on_connect": self._connected, "on_lost": self._lost}).start()
+        super().__init__(database_url, channels.CALLERS, "caller-cache")
 
     def find(self, key_hash: str, now: float) -> tuple[dict[str, Any], bool] | None:
         """The key's caller row (request_rate.CALLER) and whether a route exists at `now`;
         None for an unknown key."""
         row, route = self._rows.get(key_hash), self._route
         if row is None or not route:
-            generation = self._generation
+            generation = self.generation
             with self._connection() as conn:
                 row = request_rate.caller(conn, key_hash, self._route_window)
             if row is None:
                 return None
             route = [row["route_until"]]
-            with self._lock:
-                if self._live and generation == self._generation:
-                    self._rows[key_hash] = row
-                    self._route = route
+            self.keep(generation, lambda: self._keep(key_hash, row, route))
         until = route[0]
         return row, until is not None and now < until
 
+    def _keep(self, key_hash: str, row: dict[str, Any], route: list[float | None]) -> None:
+        self._rows[key_hash] = row
+        self._route = route
+
     def within_rate(self, client_id: str, rate: int, now: float) -> bool:
         """Count one request of the client; False when its rate refuses it."""
-        with self._lock:
+        with self.lock:
             share = self._shares.get(client_id)
             if share is not None and share[0] >= 1 and share[1] > time.monotonic():
                 share[0] -= 1
@@ -78,29 +71,12 @@ class Callers:
         with self._connection() as conn:
             granted = request_rate.take(conn, client_id, rate, want, now)
         if granted > 1:
-            with self._lock:
+            with self.lock:
                 self._shares[client_id] = [granted - 1, time.monotonic() + SHARE_SECONDS]
         return granted >= 1
 
-    def close(self) -> None:
-        self._stop.set()
-
-    def _changed(self, payload: str) -> None:
-        with self._lock:
-            self._generation += 1
-            if payload == channels.ROUTE:
-                self._route = []
-            else:
-                self._rows, self._shares = {}, {}
-
-    def _connected(self) -> None:
-        with self._lock:
-            self._generation += 1
-            self._rows, self._route, self._shares = {}, [], {}
-            self._live = True
-
-    def _lost(self) -> None:
-        with self._lock:
-            self._live = False
-            self._generation += 1
-            self._rows, self._route = {}, []
+    def forget(self, payload: str | None) -> None:
+        if payload in (channels.ROUTE, None):
+            self._route = []
+        if payload != channels.ROUTE:
+            self._rows, self._shares = {}, {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable
+from typing import Callable, Optional
 
 import psycopg
 
@@ -50,3 +50,49 @@ def listen(database_url: str, channel: str, wake: Callable[[str], None], stop: t
                 down = True
             stop.wait(delay)
             delay = min(delay * 2, MAX_DELAY)
+
+
+class Remembered:
+    """What a process keeps of the database between requests while it listens on `channel`:
+    `forget(payload)` is called for each notification, `forget(None)` when the channel is
+    (re)connected or lost, and nothing may be kept while it is down.  A value read before a
+    notification and kept after it would be stale: read `generation` before reading the value
+    and keep it with `keep(generation, ...)`, which refuses it if anything came between."""
+
+    def __init__(self, database_url: str | None, channel: str, name: str):
+        self.lock = threading.Lock()
+        self.generation = 0
+        self._live = False
+        self._stop = threading.Event()
+        if database_url is not None:
+            threading.Thread(target=listen, name=name, daemon=True, kwargs={
+                "database_url": database_url, "channel": channel, "wake": self._changed, "stop": self._stop,
+                "on_connect": self._connected, "on_lost": self._lost}).start()
+
+    def forget(self, payload: Optional[str]) -> None:
+        raise NotImplementedError
+
+    def keep(self, generation: int, store: Callable[[], None]) -> None:
+        with self.lock:
+            if self._live and generation == self.generation:
+                store()
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def _changed(self, payload: str) -> None:
+        with self.lock:
+            self.generation += 1
+            self.forget(payload)
+
+    def _connected(self) -> None:
+        with self.lock:
+            self.generation += 1
+            self.forget(None)
+            self._live = True
+
+    def _lost(self) -> None:
+        with self.lock:
+            self._live = False
+            self.generation += 1
+            self.forget(None)

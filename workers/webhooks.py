@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Optional
 
 import orjson
 import requests
@@ -30,7 +30,7 @@ from sandesh.domain.signature import sign
 from sandesh.domain.topics import topics_of
 from sandesh.domain.webhook import (DEAD, DELIVERED, HISTORY, INBOUND, SOURCES, STATUS, TIMEOUT, USER_AGENT,
                             WAITING, WEBHOOK_STATUS, WebhookDelivery, inbound_event, new_delivery, status_event)
-from sandesh.projections import follower, registry, webhooks
+from sandesh.projections import channels, follower, registry, webhooks
 from sandesh.projections.runtime import Runtime
 
 from . import webhook_guard
@@ -64,6 +64,7 @@ class WebhookSender:
         self.in_flight: dict[str, str] = {}  # delivery id -> its client
         self.lock = threading.Lock()
         self.purged_at = 0.0
+        self.targets = _Targets(runtime)
         for outcome in OUTCOMES:  # each series exists from the start, at 0
             DELIVERIES.labels(outcome)
 
@@ -166,14 +167,11 @@ class WebhookSender:
     def _target(self, client_id: str) -> tuple[str, list[str]] | None:
         """The client's URL and secrets as they are now: the new secret first, then the previous
         one while its rotation's grace period lasts (docs/api.md, "Secret rotation")."""
-        with self.runtime.connection() as conn:
-            row = registry.webhook_target(conn, client_id)
-        if row is None or not row["webhook_url"]:
+        target = self.targets.get(client_id)
+        if target is None:
             return None
-        secrets = [self.app.sealer.open(row["secret_sealed"])]
-        if row["previous_secret_sealed"] and (row["previous_secret_until"] or 0) > self.clock.now():
-            secrets.append(self.app.sealer.open(row["previous_secret_sealed"]))
-        return row["webhook_url"], secrets
+        url, secret, previous, previous_until = target
+        return url, [secret, previous] if previous and previous_until > self.clock.now() else [secret]
 
     # The loop
     def step(self) -> None:
@@ -194,6 +192,40 @@ class WebhookSender:
     def close(self, wait: bool = True) -> None:
         self.pool.shutdown(wait=wait, cancel_futures=True)
         self.http.close()
+        self.targets.close()
+
+
+Target = tuple[str, str, Optional[str], float]  # URL, secret, previous secret, the previous one's end
+
+
+class _Targets(channels.Remembered):
+    """Each client's webhook URL and opened secrets, kept while the sender listens on the
+    CALLERS channel, which every change of a client notifies (docs/design.md, "The caller
+    cache"): a new URL or secret is used from the next attempt on, without a read per attempt."""
+
+    def __init__(self, runtime: Runtime):
+        self.runtime = runtime
+        self._targets: dict[str, Target] = {}
+        super().__init__(runtime.settings.database_url, channels.CALLERS, "webhook-targets")
+
+    def get(self, client_id: str) -> Target | None:
+        target = self._targets.get(client_id)
+        if target is None:
+            generation = self.generation
+            with self.runtime.connection() as conn:
+                row = registry.webhook_target(conn, client_id)
+            if row is None or not row["webhook_url"]:
+                return None
+            open_ = self.runtime.app.sealer.open
+            previous = row["previous_secret_sealed"]
+            target = (row["webhook_url"], open_(row["secret_sealed"]), open_(previous) if previous else None,
+                      row["previous_secret_until"] or 0.0)
+            self.keep(generation, lambda: self._targets.__setitem__(client_id, target))
+        return target
+
+    def forget(self, payload: Optional[str]) -> None:
+        if payload != channels.ROUTE:
+            self._targets = {}
 
 
 class _Batch:

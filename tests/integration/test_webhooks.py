@@ -295,6 +295,27 @@ def test_rotation_with_grace_0_stops_the_old_secret_at_once(runtime, hooked, sen
         verify_signature(hooked.secret, header, request.body, now=runtime.clock.now())
 
 
+def test_a_secret_rotated_or_a_url_changed_while_the_sender_runs_acts_on_the_next_attempt(runtime, hooked, sender,
+                                                                                           receiver):
+    """The sender keeps each client's URL and secrets between attempts; a change of the client
+    empties what it kept (docs/design.md, "The caller cache")."""
+    lifecycle(runtime, hooked.send(), ("fail", "x"))
+    deliver(sender)
+    hooked.received(1)
+    _, new = runtime.app.rotate_secret(hooked.id, 0, "t")
+    lifecycle(runtime, hooked.send(), ("fail", "x"))
+    deliver(sender)
+    header = hooked.received(2)[-1].headers["x-service-signature"]
+    assert header.count("v1=") == 1
+    verify_signature(new, header, hooked.received(2)[-1].body, now=runtime.clock.now())
+    moved = f"{hooked.path}/moved"
+    runtime.app.update_client(hooked.id, None, receiver.url(moved), None, "t")
+    lifecycle(runtime, hooked.send(), ("fail", "x"))
+    deliver(sender)
+    assert len(receiver.wait(moved, 1, 20.0)) == 1
+    assert len(hooked.received(2)) == 2
+
+
 # Retries
 
 def attempts_until(runtime, sender, hooked, count):
