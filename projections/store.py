@@ -176,7 +176,7 @@ class SandeshRecorder(PostgresApplicationRecorder):
             script.append("COMMIT")
             try:
                 with conn.cursor() as curs:
-                    curs.execute(";\n".join(script))
+                    curs.execute(";\n".join(script), prepare=False)  # a script is never the same twice
                     return self._inserted_ids(curs)
             except BaseException as error:
                 if conn.info.transaction_status != TransactionStatus.IDLE:
