@@ -44,6 +44,8 @@ def listen(database_url: str, channel: str, wake: Callable[[str], None], stop: t
                         wake(notify.payload)
         except psycopg.Error as error:
             on_lost()
+            if stop.is_set():
+                return  # closing: the connection went with the process's pool or database
             if not down:
                 log.warning("%s channel: lost (%s); retrying with backoff", channel,
                             str(error).strip().splitlines()[0])

@@ -36,6 +36,8 @@ CREATE TABLE IF NOT EXISTS webhook_deliveries (
     created_at double precision NOT NULL, updated_at double precision NOT NULL);
 CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (next_at) WHERE next_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS webhook_deliveries_client ON webhook_deliveries (client_id, created_at);
+CREATE INDEX IF NOT EXISTS webhook_deliveries_client_due ON webhook_deliveries (client_id, next_at)
+    WHERE next_at IS NOT NULL;
 """
 
 
@@ -59,16 +61,27 @@ def _attempted(rows: Rows, e: Any) -> None:
 
 HANDLERS = {WebhookDelivery.Created: _created, WebhookDelivery.Attempted: _attempted}
 
+# The clients with deliveries waiting (one index entry each, a loose index scan), then for each
+# the oldest due of them that it has room for; so a lease reads what it may take, and a client
+# whose receiver holds its share, or has thousands of deliveries due, costs it one entry.
 LEASE = """
-UPDATE webhook_deliveries d SET leased_until = %(until)s FROM (
-    SELECT id FROM (
-        SELECT id, next_at, row_number() OVER (PARTITION BY client_id ORDER BY next_at) AS nth,
-               %(per_client)s - COALESCE((%(running)s::jsonb ->> client_id)::integer, 0) AS room
-        FROM (SELECT id, client_id, next_at FROM webhook_deliveries
-              WHERE next_at <= %(now)s AND (leased_until IS NULL OR leased_until <= %(now)s)
-                AND client_id <> ALL(%(full)s)
-              ORDER BY next_at LIMIT %(scan)s FOR UPDATE SKIP LOCKED) candidates) ranked
-    WHERE nth <= room ORDER BY next_at LIMIT %(limit)s) due
+WITH RECURSIVE waiting(client_id) AS (
+    (SELECT client_id FROM webhook_deliveries WHERE next_at IS NOT NULL ORDER BY client_id LIMIT 1)
+  UNION ALL
+    SELECT (SELECT d.client_id FROM webhook_deliveries d WHERE d.next_at IS NOT NULL AND d.client_id > w.client_id
+            ORDER BY d.client_id LIMIT 1)
+    FROM waiting w WHERE w.client_id IS NOT NULL),
+candidates AS (
+    SELECT c.id, c.next_at FROM waiting w CROSS JOIN LATERAL (
+        SELECT d.id, d.next_at FROM webhook_deliveries d
+        WHERE d.client_id = w.client_id AND d.next_at <= %(now)s
+          AND (d.leased_until IS NULL OR d.leased_until <= %(now)s)
+        ORDER BY d.next_at
+        LIMIT greatest(%(per_client)s - COALESCE((%(running)s::jsonb ->> w.client_id)::integer, 0), 0)
+        FOR UPDATE SKIP LOCKED) c
+    WHERE w.client_id IS NOT NULL)
+UPDATE webhook_deliveries d SET leased_until = %(until)s
+FROM (SELECT id FROM candidates ORDER BY next_at LIMIT %(limit)s) due
 WHERE d.id = due.id RETURNING d.id, d.client_id
 """
 
@@ -81,11 +94,9 @@ def lease_due(conn: Any, now: float, limit: int, lease: float, running: dict[str
     thread (docs/design.md, "Webhook sender")."""
     running = running or {}
     per_client = per_client or limit
-    full = [client for client, count in running.items() if count >= per_client]
     with conn.transaction():
         rows = conn.execute(LEASE, {"now": now, "limit": limit, "until": now + lease, "per_client": per_client,
-                                    "running": orjson.dumps(running).decode(), "full": full,
-                                    "scan": max(4 * limit, 100)}).fetchall()
+                                    "running": orjson.dumps(running).decode()}).fetchall()
     return [(row["id"], row["client_id"]) for row in rows]
 
 
