@@ -61,10 +61,25 @@ def _attempted(rows: Rows, e: Any) -> None:
 
 HANDLERS = {WebhookDelivery.Created: _created, WebhookDelivery.Attempted: _attempted}
 
-# The clients with deliveries waiting (one index entry each, a loose index scan), then for each
-# the oldest due of them that it has room for; so a lease reads what it may take, and a client
-# whose receiver holds its share, or has thousands of deliveries due, costs it one entry.
+# The oldest due deliveries, a bounded window of them, ranked by each client's room.
 LEASE = """
+UPDATE webhook_deliveries d SET leased_until = %(until)s FROM (
+    SELECT id FROM (
+        SELECT id, next_at, row_number() OVER (PARTITION BY client_id ORDER BY next_at) AS nth,
+               %(per_client)s - COALESCE((%(running)s::jsonb ->> client_id)::integer, 0) AS room
+        FROM (SELECT id, client_id, next_at FROM webhook_deliveries
+              WHERE next_at <= %(now)s AND (leased_until IS NULL OR leased_until <= %(now)s)
+              ORDER BY next_at LIMIT %(scan)s FOR UPDATE SKIP LOCKED) candidates) ranked
+    WHERE nth <= room ORDER BY next_at LIMIT %(limit)s) due
+WHERE d.id = due.id RETURNING d.id, d.client_id
+"""
+
+
+# While a client is at its share: the clients with deliveries waiting (one index entry each, a
+# loose index scan), then for each the oldest due that it has room for.  A client at its share
+# then costs a lease one index entry however many of its deliveries are due, where LEASE would
+# skip them one by one (a slow receiver's backlog, due before everyone else's).
+LEASE_AROUND_FULL = """
 WITH RECURSIVE waiting(client_id) AS (
     (SELECT client_id FROM webhook_deliveries WHERE next_at IS NOT NULL ORDER BY client_id LIMIT 1)
   UNION ALL
@@ -94,9 +109,11 @@ def lease_due(conn: Any, now: float, limit: int, lease: float, running: dict[str
     thread (docs/design.md, "Webhook sender")."""
     running = running or {}
     per_client = per_client or limit
+    full = [client for client, count in running.items() if count >= per_client]
     with conn.transaction():
-        rows = conn.execute(LEASE, {"now": now, "limit": limit, "until": now + lease, "per_client": per_client,
-                                    "running": orjson.dumps(running).decode()}).fetchall()
+        rows = conn.execute(LEASE_AROUND_FULL if full else LEASE, {
+            "now": now, "limit": limit, "until": now + lease, "per_client": per_client,
+            "running": orjson.dumps(running).decode(), "scan": max(4 * limit, 100)}).fetchall()
     return [(row["id"], row["client_id"]) for row in rows]
 
 
