@@ -200,8 +200,9 @@ Target = tuple[str, str, Optional[str], float]  # URL, secret, previous secret, 
 
 class _Targets(channels.Remembered):
     """Each client's webhook URL and opened secrets, kept while the sender listens on the
-    CALLERS channel, which every change of a client notifies (docs/design.md, "The caller
-    cache"): a new URL or secret is used from the next attempt on, without a read per attempt."""
+    CALLERS channel, which every change of a client notifies
+    (docs/design.md, "The caller cache"): a new URL or secret is used from the next attempt on,
+    without a read per attempt."""
 
     def __init__(self, runtime: Runtime):
         self.runtime = runtime
