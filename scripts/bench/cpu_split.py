@@ -10,15 +10,14 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from sandesh.domain.settings import Settings
 from sandesh.scripts.bootstrap import bootstrap
 
-from .common import ROOT, reported_route, scratch_database
-from .send_bench import LUA, _clients, _wait
+from .common import reported_route, scratch_database
+from .send_bench import _clients, served, wrk_sends
 
 
 def _cpu_seconds(pids: list[int]) -> float:
@@ -45,16 +44,8 @@ def main() -> None:
         runtime = bootstrap(Settings.from_env(env), pool_size=1)
         with reported_route(runtime):
             keys = _clients(env, args.workspaces, 1)
-            server = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "serve", "--bind",
-                                       "127.0.0.1:18721"], env={**env, "SANDESH_LOG_LEVEL": "WARNING"}, cwd=ROOT,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            try:
-                _wait("http://127.0.0.1:18721/v1/health", server)
-                time.sleep(2)  # every worker up
-                workers = [int(p) for p in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()]
-                wrk = subprocess.Popen(["wrk", "-t2", "-c32", f"-d{args.seconds + 4}s", "-s", str(LUA),
-                                        "http://127.0.0.1:18721"], env={**os.environ, "SANDESH_BENCH_KEYS": ",".join(keys)},
-                                       stdout=subprocess.PIPE, text=True)
+            with served(env, 18721) as workers:
+                wrk = wrk_sends(18721, keys, 32, args.seconds + 4)
                 time.sleep(2)  # past the warm-up
                 postgres = [int(p) for p in subprocess.run(["pgrep", "postgres"], capture_output=True,
                                                            text=True).stdout.split()]
@@ -65,9 +56,6 @@ def main() -> None:
                 used = {k: (_cpu_seconds(v) - before[k]) / elapsed for k, v in groups.items()}
                 ticks = [b - a for a, b in zip(machine, _machine())]
                 out = wrk.communicate()[0]
-            finally:
-                server.terminate()
-                server.wait(timeout=20)
         runtime.close()
     rate = next(line for line in out.splitlines() if "Requests/sec" in line).split()[-1]
     print(f"sends/s {float(rate):.0f} (wrk, whole run); cores used: " +

@@ -19,7 +19,7 @@ from .common import funded_workspace, reported_route, scratch_database
 
 STAGES = [
     ("falcon app, whole request", "falcon/app.py", "__call__"),
-    ("authentication + rate (1 statement)", "api/auth.py", "process_resource"),
+    ("authentication (no caller cache here: 2 statements)", "api/auth.py", "process_resource"),
     ("body parse (orjson)", "api/body.py", "json_object"),
     ("validation + segments", "domain/sending.py", "parse_send"),
     ("Message aggregate created", "domain/message.py", "accept"),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import shutil
 import subprocess
 import sys
@@ -20,13 +19,13 @@ from pathlib import Path
 from sandesh.domain.settings import Settings
 from sandesh.scripts.bootstrap import bootstrap
 
-from .common import ROOT, reported_route, scratch_database
-from .send_bench import LUA, _clients, _wait
+from .common import reported_route, scratch_database
+from .send_bench import _clients, served, wrk_sends
 
 # The first stage (innermost frame wins) a sample's stack passes through, by file and function.
 STAGES = [
     ("metrics middleware", ("api/metrics.py", "process_")),
-    ("authentication + rate (SQL)", ("api/auth.py", "process_resource")),
+    ("authentication (caller cache, rate shares)", ("api/auth.py", "process_resource")),
     ("request id middleware", ("api/app.py", "process_")),
     ("body read + JSON parse", ("api/body.py", "json_object")),
     ("validation + segments", ("domain/sending.py", "parse_send")),
@@ -59,38 +58,25 @@ def main() -> None:
         runtime = bootstrap(Settings.from_env(env), pool_size=1)
         with reported_route(runtime):
             keys = _clients(env, 1, 1)
-            server = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "serve", "--bind",
-                                       "127.0.0.1:18711"], env={**env, "SANDESH_LOG_LEVEL": "WARNING"}, cwd=ROOT,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            try:
-                _wait("http://127.0.0.1:18711/v1/health", server)
-                time.sleep(2)  # every worker up
-                children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text()
-                workers = [int(pid) for pid in children.split()]
-                with tempfile.TemporaryDirectory() as folder:
-                    wrk = subprocess.Popen(["wrk", "-t2", f"-c{args.connections}", f"-d{args.seconds + 2}s",
-                                            "-s", str(LUA), "http://127.0.0.1:18711"],
-                                           env={**os.environ, "SANDESH_BENCH_KEYS": ",".join(keys)},
-                                           stdout=subprocess.PIPE, text=True)
-                    time.sleep(1)
-                    spies = [subprocess.Popen([shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy")), "record", "--gil", "--format", "raw", "--rate", "200", "--duration",
-                                               str(args.seconds), "--pid", str(pid), "--output",
-                                               str(Path(folder) / f"{pid}.txt"), "--nonblocking"],
-                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                             for pid in workers]
-                    for spy in spies:
-                        spy.wait()
-                    result = wrk.communicate()[0]
-                    samples: collections.Counter[str] = collections.Counter()
-                    leaves: collections.Counter[str] = collections.Counter()
-                    for file in Path(folder).glob("*.txt"):
-                        for line in file.read_text().splitlines():
-                            stack, _, count = line.rpartition(" ")
-                            samples[_stage(stack)] += int(count)
-                            leaves[" <- ".join(reversed(stack.split(";")[-3:]))] += int(count)
-            finally:
-                server.terminate()
-                server.wait(timeout=20)
+            with served(env, 18711) as workers, tempfile.TemporaryDirectory() as folder:
+                wrk = wrk_sends(18711, keys, args.connections, args.seconds + 2)
+                time.sleep(1)
+                spies = [subprocess.Popen([shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy")),
+                                           "record", "--gil", "--format", "raw", "--rate", "200", "--duration",
+                                           str(args.seconds), "--pid", str(pid), "--output",
+                                           str(Path(folder) / f"{pid}.txt"), "--nonblocking"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                         for pid in workers]
+                for spy in spies:
+                    spy.wait()
+                result = wrk.communicate()[0]
+                samples: collections.Counter[str] = collections.Counter()
+                leaves: collections.Counter[str] = collections.Counter()
+                for file in Path(folder).glob("*.txt"):
+                    for line in file.read_text().splitlines():
+                        stack, _, count = line.rpartition(" ")
+                        samples[_stage(stack)] += int(count)
+                        leaves[" <- ".join(reversed(stack.split(";")[-3:]))] += int(count)
         runtime.close()
     total = sum(samples.values())
     print(result.strip().splitlines()[-1] if result.strip() else "")

@@ -18,7 +18,9 @@ import shutil
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import requests
 
@@ -43,6 +45,28 @@ def _wait(url: str, process: subprocess.Popen) -> None:
                 raise SystemExit(f"server exited: {process.args}")
             time.sleep(0.1)
     raise SystemExit("server did not start")
+
+
+@contextmanager
+def served(env: dict[str, str], port: int) -> Iterator[list[int]]:
+    """`sandesh serve` as a user starts it (no flag) on a scratch database; yields its workers' pids."""
+    server = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "serve", "--bind", f"127.0.0.1:{port}"],
+                              env={**env, "SANDESH_LOG_LEVEL": "WARNING"}, cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait(f"http://127.0.0.1:{port}/v1/health", server)
+        time.sleep(2)  # every worker up
+        yield [int(pid) for pid in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()]
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def wrk_sends(port: int, keys: list[str], connections: int, seconds: int) -> subprocess.Popen:
+    """wrk posting sends with these keys (send.lua) in the background; its output on stdout."""
+    return subprocess.Popen(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "-s", str(LUA),
+                             f"http://127.0.0.1:{port}"], env={**os.environ, "SANDESH_BENCH_KEYS": ",".join(keys)},
+                            stdout=subprocess.PIPE, text=True)
 
 
 def _clients(env: dict[str, str], workspaces: int, per_workspace: int) -> list[str]:
