@@ -15,13 +15,9 @@ import requests
 TO = "9779812345678"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def a_route(route):
-    return route
-
-
 @pytest.fixture
-def client(sandesh):
+def client(sandesh, route):
+    """A fresh active workspace and client; `route` makes sends possible."""
     ws = sandesh("workspace", "create", "--name", "Cache")["id"]
     sandesh("workspace", "activate", ws)
     sandesh("workspace", "credit", ws, "100000")
