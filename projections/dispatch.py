@@ -22,7 +22,6 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-
 from sandesh.domain.message import Message
 from sandesh.domain.operators import of_number
 from sandesh.domain.pacing import PRIORITY, WINDOW_SECONDS

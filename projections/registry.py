@@ -305,13 +305,12 @@ def inline_writer(events: list[Any]) -> Callable[[Any], None]:
         # Wake the dispatchers (projections/dispatch.py): new work, or a changed SIM pool.
         if any(isinstance(e, (Message.Accepted, Message.Requeued, Message.Released)) for e in relevant):
             cur.execute(dispatch.NOTIFY_WORK)
+        # ... and tell the API processes' caller caches what to forget (projections/callers.py).
         if any(isinstance(e, Sim.Event) for e in relevant):
             cur.execute(dispatch.NOTIFY_POOL)
-        # Tell the API processes' caller caches what to forget (projections/callers.py).
+            cur.execute(NOTIFY_ROUTE)
         if any(_changes_callers(e) for e in relevant):
             cur.execute(NOTIFY_CALLER)
-        if any(isinstance(e, Sim.Event) for e in relevant):
-            cur.execute(NOTIFY_ROUTE)
 
     return write
 
