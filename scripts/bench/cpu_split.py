@@ -20,15 +20,16 @@ from .common import reported_route, scratch_database
 from .send_bench import _clients, served, wrk_sends
 
 
-def _cpu_seconds(pids: list[int]) -> float:
-    total = 0
+def _cpu_seconds(pids: list[int]) -> tuple[float, float]:
+    """User and system CPU seconds of these processes."""
+    user = system = 0
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
+            user, system = user + int(fields[11]), system + int(fields[12])
         except FileNotFoundError:
             pass
-    return total / os.sysconf("SC_CLK_TCK")
+    return user / os.sysconf("SC_CLK_TCK"), system / os.sysconf("SC_CLK_TCK")
 
 
 def _machine() -> list[int]:
@@ -53,14 +54,17 @@ def main() -> None:
                 started, before, machine = time.monotonic(), {k: _cpu_seconds(v) for k, v in groups.items()}, _machine()
                 time.sleep(args.seconds)
                 elapsed = time.monotonic() - started
-                used = {k: (_cpu_seconds(v) - before[k]) / elapsed for k, v in groups.items()}
+                after = {k: _cpu_seconds(v) for k, v in groups.items()}
+                used = {k: sum(after[k]) - sum(before[k]) for k in groups}
+                system = {k: after[k][1] - before[k][1] for k in groups}
+                used, system = ({k: v / elapsed for k, v in d.items()} for d in (used, system))
                 ticks = [b - a for a, b in zip(machine, _machine())]
                 out = wrk.communicate()[0]
         runtime.close()
     rate = next(line for line in out.splitlines() if "Requests/sec" in line).split()[-1]
     print(f"sends/s {float(rate):.0f} (wrk, whole run); cores used: " +
-          ", ".join(f"{k} {v:.2f}" for k, v in used.items()) +
-          f"; machine idle {100 * (ticks[3] + ticks[4]) / sum(ticks):.0f} %")
+          ", ".join(f"{k} {v:.2f} ({system[k]:.2f} in the kernel)" for k, v in used.items()) +
+          f"; machine idle {100 * (ticks[3] + ticks[4]) / sum(ticks):.0f} %, in the kernel {100 * ticks[2] / sum(ticks):.0f} %")
     per_send = {k: v / float(rate) * 1000 for k, v in used.items()}
     print("CPU per send: " + ", ".join(f"{k} {v:.3f} ms" for k, v in per_send.items()))
 
