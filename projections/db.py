@@ -13,9 +13,9 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from sandesh.domain.settings import Settings
 
-from . import otp_limits, registry, request_rate, sim_health, text_keys
+from . import dispatch, otp_limits, registry, request_rate, sim_health, text_keys
 from .health import DatabaseUnavailable
-from .dispatch import NOTIFY_CLOCK
+
 
 OWN_DDL = """
 CREATE TABLE IF NOT EXISTS clock_offset (
@@ -78,6 +78,7 @@ def create_tables(conn: psycopg.Connection) -> None:
         conn.execute(OWN_DDL + request_rate.DDL + sim_health.DDL)
         conn.execute(otp_limits.DDL)
         conn.execute(registry.DDL)
+        conn.execute(dispatch.FUNCTIONS)
         conn.execute(follower.POSITIONS_DDL)
         conn.execute(text_keys.DDL)
         for projection in follower.FOLLOWED.values():
@@ -95,5 +96,5 @@ def advance_clock(conn: Any, seconds: float) -> float:
     row = conn.execute(
         "UPDATE clock_offset SET offset_seconds = offset_seconds + %s RETURNING offset_seconds", (seconds,)
     ).fetchone()
-    conn.execute(NOTIFY_CLOCK)  # time moved: heartbeats aged, windows opened, messages expired
+    conn.execute(dispatch.NOTIFY_CLOCK)  # time moved: heartbeats aged, windows opened, messages expired
     return float(row["offset_seconds"] if isinstance(row, dict) else row[0])

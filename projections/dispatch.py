@@ -83,6 +83,23 @@ CREATE TABLE IF NOT EXISTS scheduled_sends (message_id text PRIMARY KEY, send_at
 CREATE INDEX IF NOT EXISTS scheduled_sends_due ON scheduled_sends (send_at);
 """
 
+# Made once in the public schema (db.create_tables), not with each rebuild's tables: its queries
+# name `dispatch_queue` as the caller's search_path finds it.
+FUNCTIONS = """
+-- A message's turn (`_turn`).  A function, so that each server process plans its two probes
+-- once: written inline, the parse and plan of each enqueue cost more than its insert
+-- (0.12 against 0.05 ms of the server's CPU per message, docs/performance.md).
+CREATE OR REPLACE FUNCTION public.sandesh_turn(p_client text, p_priority integer) RETURNS bigint
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN greatest(
+        (SELECT turn + 1 FROM dispatch_queue WHERE client_id = p_client AND priority = p_priority
+         ORDER BY turn DESC LIMIT 1),
+        (SELECT turn FROM dispatch_queue WHERE priority = p_priority AND sim_id IS NULL ORDER BY turn LIMIT 1),
+        0);
+END $$;
+"""
+
 ROWS = {
     "dispatch_queue": Table("dispatch_queue", ("message_id",), (
         Ordered("client_turns", ("client_id", "priority"), "turn"),
@@ -97,15 +114,13 @@ def _turn(client_id: str, priority: int) -> Computed:
     """One more than the client's last turn of this priority in the queue, and never below the
     turn the queue is serving now (the lowest waiting one).  Written as ORDER BY ... LIMIT 1 so
     that each reads one index entry even before the table has statistics (max() and min() were
-    planned as a scan of every row of the client while a new queue grew)."""
+    planned as a scan of every row of the client while a new queue grew).  Live, the two probes
+    are the function `sandesh_turn` (DDL above); a replay computes the same from its memory."""
     def compute(memory: Any) -> int:
         last = memory.highest("dispatch_queue", "client_turns", (client_id, priority))
         serving = memory.lowest("dispatch_queue", "waiting_turns", (priority,))
         return max(last + 1 if last is not None else 0, serving if serving is not None else 0, 0)
-    return Computed(
-        "greatest((SELECT turn + 1 FROM dispatch_queue WHERE client_id = %s AND priority = %s ORDER BY turn DESC"
-        " LIMIT 1), (SELECT turn FROM dispatch_queue WHERE priority = %s AND sim_id IS NULL ORDER BY turn LIMIT 1), 0)",
-        (client_id, priority, priority), compute)
+    return Computed("public.sandesh_turn(%s, %s)", (client_id, priority), compute)
 
 
 # The inline writers, run in the append's transaction (projections/store.py StatementBuffer).
