@@ -1,7 +1,8 @@
 """Where the machine's CPU goes while `sandesh serve` (as installed) takes sends: its workers,
-PostgreSQL, wrk, and how idle the machine is left (docs/performance.md, "The caller cache").
+PostgreSQL, wrk, and how idle the machine is left (docs/performance.md, "The caller cache");
+`--bare`: the same for the bare baseline app.
 
-Usage: .venv/bin/python -m sandesh.scripts.bench.cpu_split [--workspaces 1] [--seconds 8]
+Usage: .venv/bin/python -m sandesh.scripts.bench.cpu_split [--workspaces 1] [--seconds 8] [--bare]
 Needs wrk.  Uses a scratch database on $SANDESH_TEST_POSTGRES; PostgreSQL's CPU is that of
 every postgres process of the machine, so run it alone.
 """
@@ -17,7 +18,7 @@ from sandesh.domain.settings import Settings
 from sandesh.scripts.bootstrap import bootstrap
 
 from .common import reported_route, scratch_database
-from .send_bench import _clients, served, wrk_sends
+from .send_bench import _clients, served, served_bare, wrk_sends
 
 
 def _cpu_seconds(pids: list[int]) -> tuple[float, float]:
@@ -40,12 +41,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workspaces", type=int, default=1, help="1: scenario (a); 8: scenario (c)")
     parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument("--bare", action="store_true",
+                        help="the bare baseline app (bare_app.py) under the same gunicorn settings, for comparison")
     args = parser.parse_args()
     with scratch_database() as env:
         runtime = bootstrap(Settings.from_env(env), pool_size=1)
         with reported_route(runtime):
             keys = _clients(env, args.workspaces, 1)
-            with served(env, 18721) as workers:
+            with (served_bare if args.bare else served)(env, 18721) as workers:
                 wrk = wrk_sends(18721, keys, 32, args.seconds + 4)
                 time.sleep(2)  # past the warm-up
                 postgres = [int(p) for p in subprocess.run(["pgrep", "postgres"], capture_output=True,
@@ -62,11 +65,11 @@ def main() -> None:
                 out = wrk.communicate()[0]
         runtime.close()
     rate = next(line for line in out.splitlines() if "Requests/sec" in line).split()[-1]
-    print(f"sends/s {float(rate):.0f} (wrk, whole run); cores used: " +
+    print(f"{'bare app: requests/s' if args.bare else 'sends/s'} {float(rate):.0f} (wrk, whole run); cores used: " +
           ", ".join(f"{k} {v:.2f} ({system[k]:.2f} in the kernel)" for k, v in used.items()) +
           f"; machine idle {100 * (ticks[3] + ticks[4]) / sum(ticks):.0f} %, in the kernel {100 * ticks[2] / sum(ticks):.0f} %")
     per_send = {k: v / float(rate) * 1000 for k, v in used.items()}
-    print("CPU per send: " + ", ".join(f"{k} {v:.3f} ms" for k, v in per_send.items()))
+    print(f"CPU per {'request' if args.bare else 'send'}: " + ", ".join(f"{k} {v:.3f} ms" for k, v in per_send.items()))
 
 
 if __name__ == "__main__":

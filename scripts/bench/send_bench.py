@@ -62,6 +62,20 @@ def served(env: dict[str, str], port: int) -> Iterator[list[int]]:
         server.wait(timeout=20)
 
 
+@contextmanager
+def served_bare(env: dict[str, str], port: int) -> Iterator[list[int]]:
+    """The bare baseline app (bare_app.py) under the same gunicorn settings; yields its workers' pids."""
+    server = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.bench.bare_app", f"127.0.0.1:{port}"],
+                              env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait(f"http://127.0.0.1:{port}/", server)
+        time.sleep(2)  # every worker up
+        yield [int(pid) for pid in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()]
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
 def wrk_sends(port: int, keys: list[str], connections: int, seconds: int) -> subprocess.Popen:
     """wrk posting sends with these keys (send.lua) in the background; its output on stdout."""
     return subprocess.Popen(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "-s", str(LUA),
