@@ -88,7 +88,7 @@ CREATE INDEX IF NOT EXISTS scheduled_sends_due ON scheduled_sends (send_at);
 FUNCTIONS = """
 -- A message's turn (`_turn`).  A function, so that each server process plans its two probes
 -- once: written inline, the parse and plan of each enqueue cost more than its insert
--- (0.12 against 0.05 ms of the server's CPU per message, docs/performance.md).
+-- (0.12 against 0.05 ms of the server's CPU per message: docs/performance.md, "The turn as a function").
 CREATE OR REPLACE FUNCTION public.sandesh_turn(p_client text, p_priority integer) RETURNS bigint
 LANGUAGE plpgsql STABLE AS $$
 BEGIN
