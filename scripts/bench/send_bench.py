@@ -20,7 +20,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import ContextManager, Iterator
 
 import requests
 
@@ -48,13 +48,12 @@ def _wait(url: str, process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def served(env: dict[str, str], port: int) -> Iterator[list[int]]:
-    """`sandesh serve` as a user starts it (no flag) on a scratch database; yields its workers' pids."""
-    server = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "serve", "--bind", f"127.0.0.1:{port}"],
-                              env={**env, "SANDESH_LOG_LEVEL": "WARNING"}, cwd=ROOT,
+def _serving(module: str, env: dict[str, str], port: int, ready: str) -> Iterator[list[int]]:
+    """A gunicorn server (`python -m module ...`) until the block ends; yields its workers' pids."""
+    server = subprocess.Popen([sys.executable, "-m", *module.split(), f"127.0.0.1:{port}"], env=env, cwd=ROOT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait(f"http://127.0.0.1:{port}/v1/health", server)
+        _wait(f"http://127.0.0.1:{port}{ready}", server)
         time.sleep(2)  # every worker up
         yield [int(pid) for pid in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()]
     finally:
@@ -62,18 +61,14 @@ def served(env: dict[str, str], port: int) -> Iterator[list[int]]:
         server.wait(timeout=20)
 
 
-@contextmanager
-def served_bare(env: dict[str, str], port: int) -> Iterator[list[int]]:
+def served(env: dict[str, str], port: int) -> ContextManager[list[int]]:
+    """`sandesh serve` as a user starts it (no flag) on a scratch database; yields its workers' pids."""
+    return _serving("sandesh.scripts.cli serve --bind", {**env, "SANDESH_LOG_LEVEL": "WARNING"}, port, "/v1/health")
+
+
+def served_bare(env: dict[str, str], port: int) -> ContextManager[list[int]]:
     """The bare baseline app (bare_app.py) under the same gunicorn settings; yields its workers' pids."""
-    server = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.bench.bare_app", f"127.0.0.1:{port}"],
-                              env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait(f"http://127.0.0.1:{port}/", server)
-        time.sleep(2)  # every worker up
-        yield [int(pid) for pid in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()]
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
+    return _serving("sandesh.scripts.bench.bare_app", env, port, "/")
 
 
 def wrk_sends(port: int, keys: list[str], connections: int, seconds: int) -> subprocess.Popen:
