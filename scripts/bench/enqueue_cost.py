@@ -12,22 +12,20 @@ script.  Figures in docs/performance.md, "The turn as a function".
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
-
-from psycopg import ClientCursor
 
 from sandesh.domain.settings import Settings
 from sandesh.projections import dispatch
 from sandesh.projections.rows import Computed, SqlRows
+from sandesh.projections.store import StatementBuffer
 from sandesh.scripts.bootstrap import bootstrap
 
 from .backlog import fill
 from .common import funded_workspace, scratch_database
+from .cpu_split import _cpu_seconds
 
 # The turn as it was written before the function (kept here only to measure against).
 INLINE = ("greatest((SELECT turn + 1 FROM dispatch_queue WHERE client_id = %s AND priority = %s ORDER BY turn DESC"
@@ -36,22 +34,11 @@ RUNS = 300
 
 
 def _cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-class _Rendered:
-    """A cursor that keeps each statement rendered, as the append's StatementBuffer does."""
-
-    def __init__(self, conn: Any):
-        self._cursor, self.statements = ClientCursor(conn), []
-
-    def execute(self, query: Any, params: Any = None) -> None:
-        self.statements.append(self._cursor.mogrify(query, params))
+    return sum(_cpu_seconds([pid]))
 
 
 def _script(conn: Any, client: str, n: int, inline: bool) -> str:
-    buffer = _Rendered(conn)
+    buffer = StatementBuffer(conn)  # each statement rendered, as in an append
     rows = SqlRows(buffer, dispatch.ROWS)
     for _ in range(n):
         at = time.time()
