@@ -662,12 +662,13 @@ class Sandesh(Application[str]):
                     pass
 
     def record_attempt(self, delivery: WebhookDelivery, status_code: int | None, error: str | None,
-                       duration: float) -> WebhookDelivery:
-        """One POST of `delivery` (as loaded before it was made), recorded; InvalidTransition
-        when another sender attempted it at the same time."""
+                       duration: float, append: Callable[..., None] | None = None) -> WebhookDelivery:
+        """One POST of `delivery` (as loaded before it was made), recorded (by `append`: the
+        webhook sender's group commit; `save` by default); InvalidTransition when another sender
+        attempted it at the same time."""
         delivery.attempted(status_code, error, duration, at=self.clock.now())
         try:
-            self.save(delivery)
+            (append or self.save)(delivery)
         except IntegrityError:
             raise InvalidTransition(f"{delivery.id} was attempted by another sender at the same time") from None
         return delivery

@@ -89,14 +89,35 @@ def positioned_step(runtime: Runtime, name: str, topics: list[str], handle: Call
                     limit: int = BATCH) -> int:
     """One step of follower `name`: in one transaction, lock its position, read the next batch
     of notifications of `topics`, `handle(cursor, batch)`, and move the position past the batch.
-    Returns how many notifications were handled."""
+    Returns how many notifications were handled.
+
+    The batch is read up to the newest event committed when the step began.  A batch short of
+    `limit` holds every event of `topics` up to there, so the position moves past the other
+    topics' events too, once at least `SKIP_FROM` of them have gathered.  The next step reads
+    only what came after, however many events of other topics lie beyond the last one it
+    handled (docs/design.md, "Followers skip what they do not follow")."""
     with runtime.connection() as conn, conn.transaction(), conn.cursor() as cur:
-        batch = read_batch(runtime, topics, lock_position(cur, name), limit)
-        if not batch:
+        position = lock_position(cur, name)
+        newest = _newest(runtime, cur)
+        if newest <= position:
             return 0
-        handle(cur, batch)
-        set_position(cur, name, batch[-1].id)
+        batch = read_batch(runtime, topics, position, limit, upto=newest)
+        if batch:
+            handle(cur, batch)
+        moved = batch[-1].id if len(batch) == limit else newest
+        if batch or moved - position >= SKIP_FROM:
+            set_position(cur, name, moved)
         return len(batch)
+
+
+SKIP_FROM = 200  # events of other topics a follower passes over before it writes its position past them
+
+
+def _newest(runtime: Runtime, cur: Any) -> int:
+    """The notification id of the newest committed event.  Ids are given in commit order (the
+    events table lock; eventsourcing-facts), so every event up to it is committed or rolled back."""
+    row = cur.execute(runtime.app.recorder.max_notification_id_statement, prepare=True).fetchone()  # type: ignore[attr-defined]
+    return row["max"] or 0
 
 
 def step(runtime: Runtime, projection: ModuleType, limit: int = BATCH) -> int:

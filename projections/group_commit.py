@@ -33,7 +33,7 @@ class GroupCommit:
     def __init__(self, save: Callable[[list[Any]], Any], max_batch: int = MAX_BATCH):
         self._save = save
         self._max_batch = max_batch
-        self._queue: queue.SimpleQueue[_Pending] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -53,14 +53,26 @@ class GroupCommit:
                     self._thread = threading.Thread(target=self._run, name="group-commit", daemon=True)
                     self._thread.start()
 
+    def close(self) -> None:
+        """End the committer thread once what is queued has been committed (a webhook sender closing)."""
+        if self._thread is not None:
+            self._queue.put(None)
+
     def _run(self) -> None:
         while True:
-            batch = [self._queue.get()]
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
             while len(batch) < self._max_batch:
                 try:
-                    batch.append(self._queue.get_nowait())
+                    pending = self._queue.get_nowait()
                 except queue.Empty:
                     break
+                if pending is None:  # closing: this batch is the last
+                    self._queue.put(None)
+                    break
+                batch.append(pending)
             self._commit(batch)
 
     def _commit(self, batch: list[_Pending]) -> None:

@@ -117,6 +117,11 @@ def lease_due(conn: Any, now: float, limit: int, lease: float, running: dict[str
     return [(row["id"], row["client_id"]) for row in rows]
 
 
+def hand_back(conn: Any, delivery_ids: list[str]) -> None:
+    """Leases whose attempts never started (a sender closing) end now."""
+    conn.execute("UPDATE webhook_deliveries SET leased_until = NULL WHERE id = ANY(%s)", (delivery_ids,))
+
+
 def purge(conn: Any, now: float) -> int:
     return conn.execute("DELETE FROM webhook_deliveries WHERE created_at < %s", (now - HISTORY,)).rowcount
 

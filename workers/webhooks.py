@@ -16,7 +16,7 @@ import collections
 import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Optional
 
 import orjson
@@ -31,6 +31,7 @@ from sandesh.domain.topics import topics_of
 from sandesh.domain.webhook import (DEAD, DELIVERED, HISTORY, INBOUND, SOURCES, STATUS, TIMEOUT, USER_AGENT,
                             WAITING, WEBHOOK_STATUS, WebhookDelivery, inbound_event, new_delivery, status_event)
 from sandesh.projections import channels, follower, registry, webhooks
+from sandesh.projections.group_commit import GroupCommit
 from sandesh.projections.runtime import Runtime
 
 from . import webhook_guard
@@ -62,9 +63,13 @@ class WebhookSender:
         self.per_client = per_client or min(PER_CLIENT, concurrency)
         self.pool = ThreadPoolExecutor(concurrency, thread_name_prefix="webhook")
         self.in_flight: dict[str, str] = {}  # delivery id -> its client
+        self.futures: dict[str, Future[None]] = {}  # delivery id -> its attempt, started or waiting for a thread
         self.lock = threading.Lock()
+        self.leasing = threading.Lock()  # one lease at a time (dispatch)
+        self.closing = False
         self.purged_at = 0.0
         self.targets = _Targets(runtime)
+        self.commits = GroupCommit(self.app.append_events)  # the attempts of all threads, appended together
         for outcome in OUTCOMES:  # each series exists from the start, at 0
             DELIVERIES.labels(outcome)
 
@@ -101,7 +106,14 @@ class WebhookSender:
     # Attempts
     def dispatch(self) -> int:
         """Lease as many due deliveries as there are free threads, at most `per_client` running
-        for any one client, and start their attempts."""
+        for any one client, and start their attempts.  One lease at a time per sender (the loop's
+        and those of threads ending an attempt), so the free threads counted are never leased twice."""
+        with self.leasing:
+            return self._lease_and_start()
+
+    def _lease_and_start(self) -> int:
+        if self.closing:
+            return 0
         with self.lock:
             free = self.concurrency - len(self.in_flight)
             running = collections.Counter(self.in_flight.values())
@@ -112,8 +124,23 @@ class WebhookSender:
         for delivery_id, client_id in due:
             with self.lock:
                 self.in_flight[delivery_id] = client_id
-            self.pool.submit(self._attempt_in_pool, delivery_id)
+            future = self.futures[delivery_id] = self.pool.submit(self._attempt_in_pool, delivery_id)
+            future.add_done_callback(lambda f, key=delivery_id: None if f.cancelled() else self.futures.pop(key, None))
         return len(due)
+
+    def _refill(self) -> None:
+        """A thread that ended an attempt leases the next at once, rather than waiting for the
+        loop to wake on the commit's notification (docs/design.md, "Webhook sender").  If another
+        thread is leasing, that lease counts this free thread or the next one will; the loop
+        stays the backstop, and an error here (the database is away) is the loop's to report."""
+        if self.closing or not self.leasing.acquire(blocking=False):
+            return
+        try:
+            self._lease_and_start()
+        except Exception:
+            log.debug("lease after an attempt failed; the loop leases again", exc_info=True)
+        finally:
+            self.leasing.release()
 
     def _attempt_in_pool(self, delivery_id: str) -> None:
         try:
@@ -123,6 +150,7 @@ class WebhookSender:
         finally:
             with self.lock:
                 self.in_flight.pop(delivery_id, None)
+        self._refill()
 
     def attempt(self, delivery_id: str) -> str:
         """One POST of a delivery, recorded as an event; returns the delivery's new state."""
@@ -131,7 +159,7 @@ class WebhookSender:
             return delivery.state
         log_context.set_fields(client_id=delivery.client_id)
         status_code, error, duration = self.post(delivery)
-        self.app.record_attempt(delivery, status_code, error, duration)
+        self.app.record_attempt(delivery, status_code, error, duration, self.commits.save)
         DELIVERIES.labels(delivery.state).inc()
         DELIVERY_SECONDS.observe(duration)
         log.info("%s %s attempt %d: %s", delivery.id, delivery.event_type, delivery.attempts,
@@ -190,7 +218,21 @@ class WebhookSender:
         follower.follow(self.runtime, stop, self.step, idle_wait=0.5)
 
     def close(self, wait: bool = True) -> None:
+        """Stop leasing, end the attempts (waiting for the running ones if `wait`), and hand back
+        the leases of attempts that never started, so that the next sender need not wait them out."""
+        with self.leasing:
+            self.closing = True
         self.pool.shutdown(wait=wait, cancel_futures=True)
+        never_started = [delivery_id for delivery_id, future in list(self.futures.items()) if future.cancelled()]
+        if never_started:
+            try:
+                with self.runtime.connection() as conn:
+                    webhooks.hand_back(conn, never_started)
+            except Exception as error:
+                log.warning("could not hand back %d leases (%s); they run out in %.0f s",
+                            len(never_started), error, LEASE)
+        if wait:  # every attempt has been recorded; otherwise the running ones still record theirs
+            self.commits.close()
         self.http.close()
         self.targets.close()
 

@@ -10,8 +10,10 @@ import orjson
 import pytest
 
 from sandesh.domain.clock import iso
+from sandesh.domain.message import Message
 from sandesh.domain.ports import Caller
 from sandesh.domain.sending import OtpSendRequest, OtpVerifyRequest, parse_send
+from sandesh.domain.topics import topics_of
 from sandesh.projections import follower
 from sandesh.scripts.bench.common import funded_workspace
 from tests.conftest import ROOT
@@ -344,3 +346,47 @@ def test_replay_equals_live_after_a_mixed_workload(runtime, sandesh):
     assert sandesh.run("replay").returncode == 0
     assert all_read_models(runtime) == live
     assert sandesh("replay", "--check")["ok"] is True
+
+
+def test_a_follower_moves_past_the_events_it_does_not_follow(runtime):
+    """A step reads up to the newest committed event; once `SKIP_FROM` events of other topics
+    lie past a follower's position, it moves past them, so that its next step does not read
+    them again (docs/design.md, "Followers skip what they do not follow")."""
+    app, name, handled = runtime.app, "test-skipper", []
+    topics = topics_of([Message.Accepted])
+
+    def step(limit=follower.BATCH):
+        return follower.positioned_step(runtime, name, topics, lambda cur, batch: handled.extend(n.id for n in batch),
+                                        limit)
+
+    def position():
+        with runtime.connection() as conn:
+            return follower.read_position(conn, name)
+
+    ws = funded_workspace(app, "Skipper", 1_000_000, "t")
+    client = app.create_client(ws, "Skipper", None, None, "t")[0].id
+    request, _ = parse_send({"to": "9779811111111", "text": "skip"})
+
+    def send():
+        app.send(client, ws, request, 100)
+        return app.recorder.max_notification_id()
+
+    last = send()
+    while step():
+        pass
+    assert position() == last and handled[-1] == last
+
+    def credits(count):
+        for _ in range(count):
+            app.change_workspace(ws, "credit", "t", amount=1, note=None)
+
+    credits(follower.SKIP_FROM - 10)
+    assert step() == 0 and position() == last, "a few events of other topics: the position is not written"
+    credits(10)
+    assert step() == 0 and position() == app.recorder.max_notification_id(), "moved past them"
+
+    three = [send() for _ in range(3)]
+    credits(5)
+    assert step(limit=2) == 2 and position() == three[1], "a full batch: up to its last event"
+    assert step(limit=2) == 1 and position() == app.recorder.max_notification_id(), "a short one: up to the newest"
+    assert handled[-3:] == three

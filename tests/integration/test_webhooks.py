@@ -450,6 +450,49 @@ def test_a_receiver_that_hangs_holds_at_most_its_share_of_the_threads(runtime, w
         sender.close()  # the two attempts still hanging end within 5 s
 
 
+def test_a_thread_that_ends_an_attempt_leases_the_next_at_once(runtime, hooked, receiver):
+    """One thread, three deliveries due, one lease by the loop: the thread goes on to the other
+    two by itself, without the loop leasing again."""
+    sender = WebhookSender(runtime, concurrency=1, http=webhook_guard.session(True, str(receiver.ca_file)))
+    try:
+        for _ in range(3):
+            lifecycle(runtime, hooked.send(), ("fail", "x"))
+        while sender.follow():
+            pass
+        assert sender.dispatch() == 1
+        hooked.received(3, timeout=5)
+    finally:
+        sender.close()
+
+
+def test_closing_hands_back_the_leases_of_attempts_that_never_started(runtime, hooked, receiver):
+    """Leased deliveries still waiting for a thread when the sender closes are free at once for
+    the next sender, not after their 60 s lease."""
+    http = webhook_guard.session(True, str(receiver.ca_file))
+    sender = WebhookSender(runtime, concurrency=2, http=http)
+    release = threading.Event()
+    for _ in range(2):
+        sender.pool.submit(release.wait)  # both threads busy: the attempts leased next wait for one
+    try:
+        for _ in range(2):
+            lifecycle(runtime, hooked.send(), ("fail", "x"))
+        while sender.follow():
+            pass
+        assert sender.dispatch() == 2
+        leased = [row for row in rows_of(runtime, hooked) if row["leased_until"] is not None]
+        assert len(leased) == 2
+        sender.close(wait=False)
+        assert all(row["leased_until"] is None for row in rows_of(runtime, hooked)), "handed back"
+    finally:
+        release.set()
+    nxt = WebhookSender(runtime, http=webhook_guard.session(True, str(receiver.ca_file)))
+    try:
+        deliver(nxt, timeout=5)
+    finally:
+        nxt.close()
+    assert len(hooked.received(2, timeout=5)) == 2
+
+
 # History, redelivery, the command
 
 def test_list_show_redeliver_and_7_days_of_history(runtime, hooked, sender, sandesh):
