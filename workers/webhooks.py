@@ -69,6 +69,7 @@ class WebhookSender:
         self.closing = False
         self.purged_at = 0.0
         self.targets = _Targets(runtime)
+        self.templates: dict[str, requests.PreparedRequest] = {}  # webhook URL -> its POST, prepared once
         self.commits = GroupCommit(self.app.append_events)  # the attempts of all threads, appended together
         for outcome in OUTCOMES:  # each series exists from the start, at 0
             DELIVERIES.labels(outcome)
@@ -181,7 +182,7 @@ class WebhookSender:
         }
         started = time.monotonic()
         try:
-            response = self.http.post(url, data=body, headers=headers, timeout=(TIMEOUT, TIMEOUT),
+            response = self.http.send(self._request(url, headers, body), timeout=(TIMEOUT, TIMEOUT),
                                       allow_redirects=False)
         except requests.Timeout:
             return None, f"no answer within {TIMEOUT:.0f} s", time.monotonic() - started
@@ -191,6 +192,21 @@ class WebhookSender:
         if duration > TIMEOUT:
             return None, f"answered {response.status_code} after {duration:.1f} s, over {TIMEOUT:.0f} s", duration
         return response.status_code, None if 200 <= response.status_code <= 299 else f"HTTP {response.status_code}", duration
+
+    def _request(self, url: str, headers: dict[str, str], body: bytes) -> requests.PreparedRequest:
+        """requests' prepared request for one POST, copied from one prepared per URL: the URL is
+        parsed once, and the session's defaults (cookies, auth, environment) are not merged at
+        every delivery, which has none of them.  0.41 ms of CPU per POST against 0.55 ms for
+        `Session.post` (docs/performance.md, "The sender's lease, its log reads and its commits")."""
+        template = self.templates.get(url)
+        if template is None:
+            if len(self.templates) >= 1000:  # URLs of clients changed over months: start again
+                self.templates.clear()
+            template = self.templates[url] = requests.Request("POST", url).prepare()
+        request = template.copy()
+        request.prepare_headers(headers)
+        request.prepare_body(body, None)
+        return request
 
     def _target(self, client_id: str) -> tuple[str, list[str]] | None:
         """The client's URL and secrets as they are now: the new secret first, then the previous
