@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, Literal, Protocol
 
 import orjson
 
-from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
+from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent, project_aggregate
 from eventsourcing.persistence import IntegrityError
 
 from . import history, phone
@@ -643,6 +643,19 @@ class Sandesh(Application[str]):
     # Webhook deliveries
     def delivery(self, delivery_id: str) -> WebhookDelivery:
         return self._get(delivery_id, WebhookDelivery, "webhook delivery")
+
+    def deliveries(self, delivery_ids: list[str]) -> dict[str, WebhookDelivery]:
+        """Several deliveries as they are now, read in one round trip (the webhook sender's
+        lease); an id with no delivery is left out."""
+        events: dict[str, list[Any]] = {}
+        for stored in self.recorder.select_events_of(delivery_ids):  # type: ignore[attr-defined]
+            events.setdefault(stored.originator_id, []).append(self.mapper.to_domain_event(stored))
+        found = {}
+        for delivery_id_, its_events in events.items():
+            aggregate = project_aggregate(None, its_events)
+            if isinstance(aggregate, WebhookDelivery):
+                found[delivery_id_] = aggregate
+        return found
 
     def add_deliveries(self, deliveries: list[WebhookDelivery]) -> None:
         """Append new deliveries; an id that exists already (the same message and status again,

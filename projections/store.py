@@ -152,12 +152,23 @@ class SandeshRecorder(PostgresApplicationRecorder):
             f" LOCK TABLE {table} IN EXCLUSIVE MODE; NOTIFY \"{self.channel_name}\""
         )
         self._insert = f"INSERT INTO {table} (originator_id, originator_version, topic, state) VALUES "
+        self._select_events_of = (f"SELECT originator_id, originator_version, topic, state FROM {table}"
+                                  " WHERE originator_id = ANY(%s) ORDER BY originator_id, originator_version")
 
     select_events = _once_more(PostgresApplicationRecorder.select_events.__wrapped__)  # type: ignore[attr-defined]
     select_notifications = _once_more(
         PostgresApplicationRecorder.select_notifications.__wrapped__)  # type: ignore[attr-defined]
     max_notification_id = _once_more(
         PostgresApplicationRecorder.max_notification_id.__wrapped__)  # type: ignore[attr-defined]
+
+    @_once_more
+    def select_events_of(self, originator_ids: Sequence[str]) -> list[StoredEvent]:
+        """The events of several aggregates in one round trip, each one's in version order (the
+        webhook sender reads the deliveries of one lease at once, workers/webhooks.py)."""
+        with self.datastore.get_connection() as conn, conn.cursor() as curs:
+            curs.execute(self._select_events_of, (list(originator_ids),), prepare=True)
+            return [StoredEvent(originator_id=row["originator_id"], originator_version=row["originator_version"],
+                                topic=row["topic"], state=bytes(row["state"])) for row in curs.fetchall()]
 
     def insert_events(self, stored_events: Sequence[StoredEvent], **kwargs: Any) -> Sequence[int] | None:
         """A refused guard raises its domain error (GUARDS).  Not retried: after a dropped connection the commit may or may not have happened.  The

@@ -122,10 +122,12 @@ class WebhookSender:
             return 0
         with self.runtime.connection() as conn:
             due = webhooks.lease_due(conn, self.clock.now(), free, LEASE, dict(running), self.per_client)
+        loaded = self.app.deliveries([delivery_id for delivery_id, _ in due]) if due else {}
         for delivery_id, client_id in due:
             with self.lock:
                 self.in_flight[delivery_id] = client_id
-            future = self.futures[delivery_id] = self.pool.submit(self._attempt_in_pool, delivery_id)
+            future = self.futures[delivery_id] = self.pool.submit(self._attempt_in_pool, delivery_id,
+                                                                  loaded.get(delivery_id))
             future.add_done_callback(lambda f, key=delivery_id: None if f.cancelled() else self.futures.pop(key, None))
         return len(due)
 
@@ -143,9 +145,9 @@ class WebhookSender:
         finally:
             self.leasing.release()
 
-    def _attempt_in_pool(self, delivery_id: str) -> None:
+    def _attempt_in_pool(self, delivery_id: str, delivery: WebhookDelivery | None = None) -> None:
         try:
-            self.attempt(delivery_id)
+            self.attempt(delivery_id, delivery)
         except Exception:
             log.exception("attempt of %s failed to run; it is retried when its lease ends", delivery_id)
         finally:
@@ -153,9 +155,10 @@ class WebhookSender:
                 self.in_flight.pop(delivery_id, None)
         self._refill()
 
-    def attempt(self, delivery_id: str) -> str:
-        """One POST of a delivery, recorded as an event; returns the delivery's new state."""
-        delivery = self.app.delivery(delivery_id)
+    def attempt(self, delivery_id: str, delivery: WebhookDelivery | None = None) -> str:
+        """One POST of a delivery, recorded as an event; returns the delivery's new state.
+        `delivery`: as read with the lease (all of a lease's in one round trip), else read now."""
+        delivery = delivery or self.app.delivery(delivery_id)
         if delivery.state in (DELIVERED, DEAD):
             return delivery.state
         log_context.set_fields(client_id=delivery.client_id)

@@ -465,6 +465,20 @@ def test_a_thread_that_ends_an_attempt_leases_the_next_at_once(runtime, hooked, 
         sender.close()
 
 
+def test_the_deliveries_of_a_lease_are_read_in_one_go_as_they_are_now(runtime, hooked, sender):
+    hooked.receiver.answer(hooked.path, 503, 200)
+    for _ in range(2):
+        lifecycle(runtime, hooked.send(), ("fail", "x"))
+    deliver(sender)
+    first, second = sorted(rows_of(runtime, hooked), key=lambda row: row["created_at"])[-2:]
+    read = runtime.app.deliveries([first["id"], second["id"], "whd_none"])
+    assert set(read) == {first["id"], second["id"]}
+    for row in (first, second):
+        one = runtime.app.delivery(row["id"])
+        assert (read[row["id"]].version, read[row["id"]].state, read[row["id"]].attempts) == \
+            (one.version, one.state, one.attempts) == (one.version, row["state"], row["attempts"])
+
+
 def test_closing_hands_back_the_leases_of_attempts_that_never_started(runtime, hooked, receiver):
     """Leased deliveries still waiting for a thread when the sender closes are free at once for
     the next sender, not after their 60 s lease."""
