@@ -650,12 +650,8 @@ class Sandesh(Application[str]):
         events: dict[str, list[Any]] = {}
         for stored in self.recorder.select_events_of(delivery_ids):  # type: ignore[attr-defined]
             events.setdefault(stored.originator_id, []).append(self.mapper.to_domain_event(stored))
-        found = {}
-        for delivery_id_, its_events in events.items():
-            aggregate = project_aggregate(None, its_events)
-            if isinstance(aggregate, WebhookDelivery):
-                found[delivery_id_] = aggregate
-        return found
+        found = {key: project_aggregate(None, its_events) for key, its_events in events.items()}
+        return {key: aggregate for key, aggregate in found.items() if isinstance(aggregate, WebhookDelivery)}
 
     def add_deliveries(self, deliveries: list[WebhookDelivery]) -> None:
         """Append new deliveries; an id that exists already (the same message and status again,

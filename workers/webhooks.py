@@ -122,7 +122,10 @@ class WebhookSender:
             return 0
         with self.runtime.connection() as conn:
             due = webhooks.lease_due(conn, self.clock.now(), free, LEASE, dict(running), self.per_client)
-        loaded = self.app.deliveries([delivery_id for delivery_id, _ in due]) if due else {}
+        try:
+            loaded = self.app.deliveries([delivery_id for delivery_id, _ in due]) if due else {}
+        except Exception:  # each attempt then reads its own, and reports what fails
+            loaded = {}
         for delivery_id, client_id in due:
             with self.lock:
                 self.in_flight[delivery_id] = client_id

@@ -450,15 +450,20 @@ def test_a_receiver_that_hangs_holds_at_most_its_share_of_the_threads(runtime, w
         sender.close()  # the two attempts still hanging end within 5 s
 
 
+def deliveries_due(runtime, sender, hooked, count):
+    """`count` messages that failed, and their deliveries made by the sender's follower (none leased)."""
+    for _ in range(count):
+        lifecycle(runtime, hooked.send(), ("fail", "x"))
+    while sender.follow():
+        pass
+
+
 def test_a_thread_that_ends_an_attempt_leases_the_next_at_once(runtime, hooked, receiver):
     """One thread, three deliveries due, one lease by the loop: the thread goes on to the other
     two by itself, without the loop leasing again."""
     sender = WebhookSender(runtime, concurrency=1, http=webhook_guard.session(True, str(receiver.ca_file)))
     try:
-        for _ in range(3):
-            lifecycle(runtime, hooked.send(), ("fail", "x"))
-        while sender.follow():
-            pass
+        deliveries_due(runtime, sender, hooked, 3)
         assert sender.dispatch() == 1
         hooked.received(3, timeout=5)
     finally:
@@ -488,10 +493,7 @@ def test_closing_hands_back_the_leases_of_attempts_that_never_started(runtime, h
     for _ in range(2):
         sender.pool.submit(release.wait)  # both threads busy: the attempts leased next wait for one
     try:
-        for _ in range(2):
-            lifecycle(runtime, hooked.send(), ("fail", "x"))
-        while sender.follow():
-            pass
+        deliveries_due(runtime, sender, hooked, 2)
         assert sender.dispatch() == 2
         leased = [row for row in rows_of(runtime, hooked) if row["leased_until"] is not None]
         assert len(leased) == 2
