@@ -9,7 +9,7 @@ by the wiring (scripts/bootstrap.py): no globals, no psycopg here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Literal, Protocol
+from typing import Any, Callable, Iterable, Iterator, Literal, Protocol, TypeVar
 
 import orjson
 
@@ -38,6 +38,8 @@ from .topics import topics_of
 from .types import MESSAGE_TYPES, default_rates
 from .webhook import WEBHOOK_STATUS, WebhookDelivery, delivery_id, new_delivery
 from .workspace import Workspace
+
+A = TypeVar("A")
 
 
 class Sealer(Protocol):
@@ -647,11 +649,16 @@ class Sandesh(Application[str]):
     def deliveries(self, delivery_ids: list[str]) -> dict[str, WebhookDelivery]:
         """Several deliveries as they are now, read in one round trip (the webhook sender's
         lease); an id with no delivery is left out."""
+        return self.aggregates_of(delivery_ids, WebhookDelivery)
+
+    def aggregates_of(self, ids: Iterable[str], kind: type[A]) -> dict[str, A]:
+        """Several aggregates of one kind as they are now, read in one round trip; an id with
+        none of that kind is left out."""
         events: dict[str, list[Any]] = {}
-        for stored in self.recorder.select_events_of(delivery_ids):  # type: ignore[attr-defined]
+        for stored in self.recorder.select_events_of(list(ids)):  # type: ignore[attr-defined]
             events.setdefault(stored.originator_id, []).append(self.mapper.to_domain_event(stored))
         found = {key: project_aggregate(None, its_events) for key, its_events in events.items()}
-        return {key: aggregate for key, aggregate in found.items() if isinstance(aggregate, WebhookDelivery)}
+        return {key: aggregate for key, aggregate in found.items() if isinstance(aggregate, kind)}
 
     def add_deliveries(self, deliveries: list[WebhookDelivery]) -> None:
         """Append new deliveries; an id that exists already (the same message and status again,

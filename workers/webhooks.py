@@ -81,7 +81,10 @@ class WebhookSender:
 
     def _deliveries_of(self, cur: Any, batch: list[Any]) -> None:
         now, known = self.clock.now(), _Batch(self.app, cur)
-        deliveries = [d for n in batch if (d := self._delivery(known, self.app.mapper.to_domain_event(n), now))]
+        events = [self.app.mapper.to_domain_event(n) for n in batch]
+        known.read_messages({e.in_reply_to if isinstance(e, Reply.Received) else e.originator_id
+                             for e in events if e.at >= now - HISTORY} - {None})
+        deliveries = [d for e in events if (d := self._delivery(known, e, now))]
         self.app.add_deliveries(deliveries)
 
     @staticmethod
@@ -306,6 +309,11 @@ class _Batch:
         if client_id not in self.urls:
             self.urls[client_id] = bool(registry.webhook_url(self.cur, client_id))
         return self.urls[client_id]
+
+    def read_messages(self, message_ids: set[str]) -> None:
+        """The messages of a whole batch in one round trip, rather than one per event."""
+        if message_ids:
+            self.messages.update(self.app.aggregates_of(message_ids, Message))
 
     def message(self, message_id: str) -> Message:
         if message_id not in self.messages:

@@ -484,6 +484,22 @@ def test_the_deliveries_of_a_lease_are_read_in_one_go_as_they_are_now(runtime, h
             (one.version, one.state, one.attempts) == (one.version, row["state"], row["attempts"])
 
 
+def test_the_follower_reads_the_messages_of_a_batch_in_one_go(runtime, hooked, sender, monkeypatch):
+    """Each status event's delivery needs its message's fixed fields: a batch of events reads its
+    messages together, not one round trip per event."""
+    while sender.follow():
+        pass
+    messages = [hooked.send() for _ in range(5)]
+    for message in messages:
+        lifecycle(runtime, message, ("fail", "x"))
+    one_by_one = []
+    monkeypatch.setattr(runtime.app.repository, "get", lambda *a, **k: one_by_one.append(a) or pytest.fail("read alone"))
+    while sender.follow():
+        pass
+    made = {(row["subject"], row["status"]) for row in rows_of(runtime, hooked)}
+    assert made == {(m.id, "failed") for m in messages} and one_by_one == []
+
+
 def test_closing_hands_back_the_leases_of_attempts_that_never_started(runtime, hooked, receiver):
     """Leased deliveries still waiting for a thread when the sender closes are free at once for
     the next sender, not after their 60 s lease."""
