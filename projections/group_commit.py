@@ -7,9 +7,13 @@ process is idle), saves it in one append with one inline write, and wakes the re
 batch is refused (a balance guard, an idempotency key, a version conflict), each of its items is
 saved on its own, so every request gets its own outcome and nothing is charged for a refused one.
 Any other failure (the database is away) fails the whole batch at once.
+
+`save` waits for the commit; `submit` does not, and is told the outcome on the committer thread
+(the webhook sender's threads go on to their next POST while their attempts commit).
 """
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 from dataclasses import dataclass, field
@@ -19,14 +23,25 @@ from eventsourcing.persistence import IntegrityError
 
 from sandesh.domain.errors import GuardRefused
 
+log = logging.getLogger(__name__)
+
 MAX_BATCH = 200
 
 
 @dataclass
 class _Pending:
     events: list[Any]
+    then: Callable[[BaseException | None], None] | None = None
     done: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
+
+    def finish(self) -> None:
+        self.done.set()
+        if self.then is not None:
+            try:
+                self.then(self.error)
+            except Exception:
+                log.exception("a commit's follow-up failed")
 
 
 class GroupCommit:
@@ -46,6 +61,13 @@ class GroupCommit:
         if pending.error is not None:
             raise pending.error
 
+    def submit(self, *aggregates: Any, then: Callable[[BaseException | None], None]) -> None:
+        """Append the aggregates' pending events without waiting: `then(None)` runs once they
+        are committed, `then(error)` if they are not, on the committer thread (keep it short)."""
+        pending = _Pending([e for a in aggregates for e in a.collect_events()], then)
+        self._start()
+        self._queue.put(pending)
+
     def _start(self) -> None:
         if self._thread is None:
             with self._lock:
@@ -53,10 +75,13 @@ class GroupCommit:
                     self._thread = threading.Thread(target=self._run, name="group-commit", daemon=True)
                     self._thread.start()
 
-    def close(self) -> None:
-        """End the committer thread once what is queued has been committed (a webhook sender closing)."""
+    def close(self, wait: bool = False) -> None:
+        """End the committer thread once what is queued has been committed (a webhook sender
+        closing); with `wait`, return only then."""
         if self._thread is not None:
             self._queue.put(None)
+            if wait:
+                self._thread.join()
 
     def _run(self) -> None:
         while True:
@@ -87,4 +112,4 @@ class GroupCommit:
                     self._commit([pending])
                 return
         for pending in batch:
-            pending.done.set()
+            pending.finish()

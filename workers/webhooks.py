@@ -21,6 +21,7 @@ from typing import Any, Optional
 
 import orjson
 import requests
+from eventsourcing.persistence import IntegrityError
 from prometheus_client import Counter, Histogram
 
 from sandesh.domain import log_context
@@ -153,7 +154,7 @@ class WebhookSender:
 
     def _attempt_in_pool(self, delivery_id: str, delivery: WebhookDelivery | None = None) -> None:
         try:
-            self.attempt(delivery_id, delivery)
+            self.attempt(delivery_id, delivery, wait=False)
         except Exception:
             log.exception("attempt of %s failed to run; it is retried when its lease ends", delivery_id)
         finally:
@@ -161,20 +162,37 @@ class WebhookSender:
                 self.in_flight.pop(delivery_id, None)
         self._refill()
 
-    def attempt(self, delivery_id: str, delivery: WebhookDelivery | None = None) -> str:
+    def attempt(self, delivery_id: str, delivery: WebhookDelivery | None = None, wait: bool = True) -> str:
         """One POST of a delivery, recorded as an event; returns the delivery's new state.
-        `delivery`: as read with the lease (all of a lease's in one round trip), else read now."""
+        `delivery`: as read with the lease (all of a lease's in one round trip), else read now.
+        Without `wait`, the thread goes on while the attempt commits (docs/design.md, "Webhook
+        sender"); the delivery stays leased until then, so no one attempts it again meanwhile."""
         delivery = delivery or self.app.delivery(delivery_id)
         if delivery.state in (DELIVERED, DEAD):
             return delivery.state
         log_context.set_fields(client_id=delivery.client_id)
         status_code, error, duration = self.post(delivery)
-        self.app.record_attempt(delivery, status_code, error, duration, self.commits.save)
+        outcome = status_code if status_code is not None else error
+        if wait:
+            self.app.record_attempt(delivery, status_code, error, duration, self.commits.save)
+            self._recorded(delivery, outcome, duration, None)
+        else:
+            self.app.record_attempt(delivery, status_code, error, duration, lambda *aggregates: self.commits.submit(
+                *aggregates, then=lambda failure: self._recorded(delivery, outcome, duration, failure)))
+        return delivery.state
+
+    @staticmethod
+    def _recorded(delivery: WebhookDelivery, outcome: int | str | None, duration: float,
+                  failure: BaseException | None) -> None:
+        if failure is not None:  # the POST was made: its lease runs out, and it is made again
+            why = ("another sender attempted it at the same time" if isinstance(failure, IntegrityError)
+                   else f"{type(failure).__name__}: {failure}")
+            log.warning("%s attempt %d (%s) not recorded: %s; attempted again when its lease ends",
+                        delivery.id, delivery.attempts, outcome, why)
+            return
         DELIVERIES.labels(delivery.state).inc()
         DELIVERY_SECONDS.observe(duration)
-        log.info("%s %s attempt %d: %s", delivery.id, delivery.event_type, delivery.attempts,
-                 status_code if status_code is not None else error)
-        return delivery.state
+        log.info("%s %s attempt %d: %s", delivery.id, delivery.event_type, delivery.attempts, outcome)
 
     def post(self, delivery: WebhookDelivery) -> tuple[int | None, str | None, float]:
         target = self._target(delivery.client_id)
@@ -248,18 +266,20 @@ class WebhookSender:
         with self.leasing:
             self.closing = True
         self.pool.shutdown(wait=wait, cancel_futures=True)
-        never_started = [delivery_id for delivery_id, future in list(self.futures.items()) if future.cancelled()]
-        if never_started:
-            try:
-                with self.runtime.connection() as conn:
-                    webhooks.hand_back(conn, never_started)
-            except Exception as error:
-                log.warning("could not hand back %d leases (%s); they run out in %.0f s",
-                            len(never_started), error, LEASE)
+        self._hand_back([delivery_id for delivery_id, future in list(self.futures.items()) if future.cancelled()])
         if wait:  # every attempt has been recorded; otherwise the running ones still record theirs
-            self.commits.close()
+            self.commits.close(wait=True)
         self.http.close()
         self.targets.close()
+
+    def _hand_back(self, delivery_ids: list[str]) -> None:
+        if delivery_ids:
+            try:
+                with self.runtime.connection() as conn:
+                    webhooks.hand_back(conn, delivery_ids)
+            except Exception as error:
+                log.warning("could not hand back %d leases (%s); they run out in %.0f s",
+                            len(delivery_ids), error, LEASE)
 
 
 Target = tuple[str, str, Optional[str], float]  # URL, secret, previous secret, the previous one's end

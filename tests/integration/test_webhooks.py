@@ -2,6 +2,7 @@
 HTTPS to a local receiver with a trustme certificate, from real PostgreSQL, on the test clock."""
 import collections
 import itertools
+import queue
 import select
 import signal
 import subprocess
@@ -17,7 +18,10 @@ from sandesh.domain.clock import iso, parse_iso
 from sandesh.domain.sending import parse_send
 from sandesh.domain.signature import SignatureError, verify_signature
 from sandesh.domain.webhook import DELAYS, delivery_id
+from eventsourcing.persistence import IntegrityError
+
 from sandesh.projections.db import advance_clock
+from sandesh.projections.group_commit import GroupCommit
 from sandesh.scripts.bench.common import funded_workspace
 from tests.conftest import ROOT
 from tests.receiver import Receiver
@@ -498,6 +502,33 @@ def test_the_follower_reads_the_messages_of_a_batch_in_one_go(runtime, hooked, s
         pass
     made = {(row["subject"], row["status"]) for row in rows_of(runtime, hooked)}
     assert made == {(m.id, "failed") for m in messages} and one_by_one == []
+    monkeypatch.undo()
+    deliver(sender)  # none left due for the tests after this one
+
+
+def test_an_append_submitted_without_waiting_reports_its_outcome(runtime, hooked):
+    """The sender's threads go on while their attempts commit (GroupCommit.submit): each append
+    reports once, after its commit, or with the error that refused it; a refused one does not
+    hold back the others."""
+    commits = GroupCommit(runtime.app.append_events)
+    try:
+        message = hooked.send()
+        first, rival = runtime.app.message(message.id), runtime.app.message(message.id)
+        first.fail("first", at=runtime.clock.now())
+        rival.fail("rival", at=runtime.clock.now())  # the same version again: refused
+        other = hooked.send()
+        later = runtime.app.message(other.id)
+        later.fail("later", at=runtime.clock.now())
+        outcomes = queue.Queue()
+        for name, aggregate in (("first", first), ("rival", rival), ("later", later)):
+            commits.submit(aggregate, then=lambda failure, name=name: outcomes.put((name, failure)))
+        reported = dict(outcomes.get(timeout=5) for _ in range(3))
+        assert reported["first"] is None and reported["later"] is None
+        assert isinstance(reported["rival"], IntegrityError)
+        assert (runtime.app.message(message.id).error, runtime.app.message(other.id).error) == ("first", "later")
+        assert outcomes.empty()
+    finally:
+        commits.close(wait=True)
 
 
 def test_closing_hands_back_the_leases_of_attempts_that_never_started(runtime, hooked, receiver):
