@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import re
 import secrets
 import uuid
+from typing import Callable
 
 KEY_PREFIX = "sk_live_"
 KEY_PATTERN = re.compile(r"^sk_live_[0-9a-f]{48}$")
@@ -13,8 +15,20 @@ SHOWN_PREFIX_LENGTH = len(KEY_PREFIX) + 4
 SECRET_PREFIX = "whsec_"
 
 
+# Where new ids' random bytes come from.  os.urandom lets go of the GIL at every call, which costs
+# a thread switch per id when many request threads wait for it; the wiring gives OpenSSL's
+# generator instead (scripts/bootstrap.py; docs/performance.md, "Random bytes without a thread switch").
+_random_bytes: Callable[[int], bytes] = os.urandom
+
+
+def use_random_bytes(source: Callable[[int], bytes]) -> None:
+    """Take new ids' randomness from `source`, a cryptographically secure generator."""
+    global _random_bytes
+    _random_bytes = source
+
+
 def new_id(kind: str) -> str:
-    return f"{kind}_{uuid.uuid4().hex}"
+    return f"{kind}_{uuid.UUID(bytes=_random_bytes(16), version=4).hex}"
 
 
 def new_api_key() -> str:

@@ -5,8 +5,10 @@ Every entry point (`sandesh serve`, the workers, the operator commands) starts h
 below `scripts/` builds these parts itself (docs/design.md, "Layers")."""
 from __future__ import annotations
 
+from ssl import RAND_bytes
 from typing import Any
 
+from sandesh.domain import credentials
 from sandesh.domain.application import Sandesh
 from sandesh.domain.clock import Clock, OffsetClock, SystemClock
 from sandesh.domain.settings import Settings
@@ -31,6 +33,7 @@ RECONNECT_GIVE_UP_SECONDS = 2.0
 def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table: bool = False,
               group_commit: bool = False) -> Runtime:
     """`group_commit` batches concurrent sends of this process into shared appends (the API)."""
+    credentials.use_random_bytes(RAND_bytes)  # ids without a thread switch each (domain/credentials.py)
     sealer = Sealer(settings.require_secret_key())
     env = eventsourcing_env(settings, create_table=create_table, pool_size=pool_size)
     holder: dict[str, Any] = {}

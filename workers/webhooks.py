@@ -165,8 +165,8 @@ class WebhookSender:
     def attempt(self, delivery_id: str, delivery: WebhookDelivery | None = None, wait: bool = True) -> str:
         """One POST of a delivery, recorded as an event; returns the delivery's new state.
         `delivery`: as read with the lease (all of a lease's in one round trip), else read now.
-        Without `wait`, the thread goes on while the attempt commits (docs/design.md, "Webhook
-        sender"); the delivery stays leased until then, so no one attempts it again meanwhile."""
+        Without `wait`, the thread goes on while the attempt commits (docs/design.md,
+        "Webhook sender"); the delivery stays leased until then, so no one attempts it again meanwhile."""
         delivery = delivery or self.app.delivery(delivery_id)
         if delivery.state in (DELIVERED, DEAD):
             return delivery.state

@@ -1,5 +1,6 @@
 """Where the machine's CPU goes while `sandesh serve` (as installed) takes sends: its workers,
-PostgreSQL, wrk, and how idle the machine is left (docs/performance.md, "The caller cache");
+PostgreSQL, wrk, and how idle the machine is left (docs/performance.md, "The caller cache"), and
+how often the workers' threads are switched out ("Random bytes without a thread switch");
 `--bare`: the same for the bare baseline app.
 
 Usage: .venv/bin/python -m sandesh.scripts.bench.cpu_split [--workspaces 1] [--seconds 8] [--bare]
@@ -33,6 +34,20 @@ def _cpu_seconds(pids: list[int]) -> tuple[float, float]:
     return user / os.sysconf("SC_CLK_TCK"), system / os.sysconf("SC_CLK_TCK")
 
 
+def _switches(pids: list[int]) -> int:
+    """Voluntary context switches of every thread of these processes (a thread that waits: for
+    a lock, the GIL, a socket)."""
+    total = 0
+    for pid in pids:
+        for status in Path(f"/proc/{pid}/task").glob("*/status"):
+            try:
+                total += int(next(line for line in status.read_text().splitlines()
+                                  if line.startswith("voluntary_ctxt_switches")).split()[1])
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+    return total
+
+
 def _machine() -> list[int]:
     return [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
 
@@ -55,8 +70,10 @@ def main() -> None:
                                                            text=True).stdout.split()]
                 groups = {"workers": workers, "postgres": postgres, "wrk": [wrk.pid]}
                 started, before, machine = time.monotonic(), {k: _cpu_seconds(v) for k, v in groups.items()}, _machine()
+                switches = _switches(workers)
                 time.sleep(args.seconds)
                 elapsed = time.monotonic() - started
+                switches = (_switches(workers) - switches) / elapsed
                 after = {k: _cpu_seconds(v) for k, v in groups.items()}
                 used = {k: sum(after[k]) - sum(before[k]) for k in groups}
                 system = {k: after[k][1] - before[k][1] for k in groups}
@@ -69,7 +86,8 @@ def main() -> None:
           ", ".join(f"{k} {v:.2f} ({system[k]:.2f} in the kernel)" for k, v in used.items()) +
           f"; machine idle {100 * (ticks[3] + ticks[4]) / sum(ticks):.0f} %, in the kernel {100 * ticks[2] / sum(ticks):.0f} %")
     per_send = {k: v / float(rate) * 1000 for k, v in used.items()}
-    print(f"CPU per {'request' if args.bare else 'send'}: " + ", ".join(f"{k} {v:.3f} ms" for k, v in per_send.items()))
+    print(f"CPU per {'request' if args.bare else 'send'}: " + ", ".join(f"{k} {v:.3f} ms" for k, v in per_send.items())
+          + f"; the workers' threads switched out {switches / float(rate):.1f} times")
 
 
 if __name__ == "__main__":
