@@ -184,15 +184,16 @@ class WebhookSender:
     @staticmethod
     def _recorded(delivery: WebhookDelivery, outcome: int | str | None, duration: float,
                   failure: BaseException | None) -> None:
-        if failure is not None:  # the POST was made: its lease runs out, and it is made again
-            why = ("another sender attempted it at the same time" if isinstance(failure, IntegrityError)
-                   else f"{type(failure).__name__}: {failure}")
-            log.warning("%s attempt %d (%s) not recorded: %s; attempted again when its lease ends",
-                        delivery.id, delivery.attempts, outcome, why)
-            return
-        DELIVERIES.labels(delivery.state).inc()
-        DELIVERY_SECONDS.observe(duration)
-        log.info("%s %s attempt %d: %s", delivery.id, delivery.event_type, delivery.attempts, outcome)
+        with log_context.bound(client_id=delivery.client_id):  # on the committer thread, without `wait`
+            if failure is not None:  # the POST was made: its lease runs out, and it is made again
+                why = ("another sender attempted it at the same time" if isinstance(failure, IntegrityError)
+                       else f"{type(failure).__name__}: {failure}")
+                log.warning("%s attempt %d (%s) not recorded: %s; attempted again when its lease ends",
+                            delivery.id, delivery.attempts, outcome, why)
+                return
+            DELIVERIES.labels(delivery.state).inc()
+            DELIVERY_SECONDS.observe(duration)
+            log.info("%s %s attempt %d: %s", delivery.id, delivery.event_type, delivery.attempts, outcome)
 
     def post(self, delivery: WebhookDelivery) -> tuple[int | None, str | None, float]:
         target = self._target(delivery.client_id)

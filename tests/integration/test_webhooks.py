@@ -531,6 +531,26 @@ def test_an_append_submitted_without_waiting_reports_its_outcome(runtime, hooked
         commits.close(wait=True)
 
 
+def test_an_attempt_recorded_first_by_another_sender_is_logged_not_counted(runtime, hooked, sender, caplog):
+    """Without waiting for its commit (the pool's way), an attempt another sender recorded first
+    is refused on the committer thread: a warning names the delivery, and the first record stands."""
+    lifecycle(runtime, hooked.send(), ("fail", "x"))
+    while sender.follow():
+        pass
+    (row,) = [row for row in rows_of(runtime, hooked) if row["state"] == "attempting"]
+    stale = runtime.app.delivery(row["id"])
+    runtime.app.record_attempt(runtime.app.delivery(row["id"]), 200, None, 0.01)  # the other sender
+    sender.attempt(row["id"], stale, wait=False)
+    hooked.received(1)
+    deadline = time.monotonic() + 5
+    while "not recorded" not in caplog.text:
+        assert time.monotonic() < deadline, "no word of the refused record"
+        time.sleep(0.02)
+    assert f"{row['id']} attempt 1 (200) not recorded: another sender attempted it at the same time" in caplog.text
+    after = delivery_row(runtime, row["id"])
+    assert (after["state"], after["attempts"]) == ("delivered", 1)
+
+
 def test_closing_hands_back_the_leases_of_attempts_that_never_started(runtime, hooked, receiver):
     """Leased deliveries still waiting for a thread when the sender closes are free at once for
     the next sender, not after their 60 s lease."""
