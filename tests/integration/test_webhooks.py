@@ -506,17 +506,19 @@ def test_the_follower_reads_the_messages_of_a_batch_in_one_go(runtime, hooked, s
     deliver(sender)  # none left due for the tests after this one
 
 
-def test_an_append_submitted_without_waiting_reports_its_outcome(runtime, hooked):
+def test_an_append_submitted_without_waiting_reports_its_outcome(runtime, workspace):
     """The sender's threads go on while their attempts commit (GroupCommit.submit): each append
     reports once, after its commit, or with the error that refused it; a refused one does not
     hold back the others."""
     commits = GroupCommit(runtime.app.append_events)
+    client, _, _ = runtime.app.create_client(workspace, "No hook", None, 1000, "t")  # no deliveries left behind
+    request, _ = parse_send({"to": f"97798{next(_numbers):08d}", "text": "Your order shipped"})
     try:
-        message = hooked.send()
+        message = runtime.app.send(client.id, workspace, request, 100)
         first, rival = runtime.app.message(message.id), runtime.app.message(message.id)
         first.fail("first", at=runtime.clock.now())
         rival.fail("rival", at=runtime.clock.now())  # the same version again: refused
-        other = hooked.send()
+        other = runtime.app.send(client.id, workspace, request, 100)
         later = runtime.app.message(other.id)
         later.fail("later", at=runtime.clock.now())
         outcomes = queue.Queue()
@@ -549,6 +551,7 @@ def test_an_attempt_recorded_first_by_another_sender_is_logged_not_counted(runti
     assert f"{row['id']} attempt 1 (200) not recorded: another sender attempted it at the same time" in caplog.text
     after = delivery_row(runtime, row["id"])
     assert (after["state"], after["attempts"]) == ("delivered", 1)
+    deliver(sender)  # none left due for the tests after this one
 
 
 def test_closing_hands_back_the_leases_of_attempts_that_never_started(runtime, hooked, receiver):
