@@ -267,20 +267,18 @@ class WebhookSender:
         with self.leasing:
             self.closing = True
         self.pool.shutdown(wait=wait, cancel_futures=True)
-        self._hand_back([delivery_id for delivery_id, future in list(self.futures.items()) if future.cancelled()])
+        never_started = [delivery_id for delivery_id, future in list(self.futures.items()) if future.cancelled()]
+        if never_started:
+            try:
+                with self.runtime.connection() as conn:
+                    webhooks.hand_back(conn, never_started)
+            except Exception as error:
+                log.warning("could not hand back %d leases (%s); they run out in %.0f s",
+                            len(never_started), error, LEASE)
         if wait:  # every attempt has been recorded; otherwise the running ones still record theirs
             self.commits.close(wait=True)
         self.http.close()
         self.targets.close()
-
-    def _hand_back(self, delivery_ids: list[str]) -> None:
-        if delivery_ids:
-            try:
-                with self.runtime.connection() as conn:
-                    webhooks.hand_back(conn, delivery_ids)
-            except Exception as error:
-                log.warning("could not hand back %d leases (%s); they run out in %.0f s",
-                            len(delivery_ids), error, LEASE)
 
 
 Target = tuple[str, str, Optional[str], float]  # URL, secret, previous secret, the previous one's end

@@ -1,6 +1,7 @@
 """Helpers for benchmarks: a throwaway database on the local server, percentiles."""
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -83,6 +84,14 @@ def reported_route(runtime: Any) -> Iterator[str]:
     finally:
         stop.set()
         reporter.join()
+
+
+def send_environ(key: str, body: bytes) -> dict[str, Any]:
+    """The WSGI environ of one POST /v1/sms/send with this key and JSON body (in-process benches)."""
+    return {"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/sms/send", "QUERY_STRING": "", "SERVER_NAME": "bench",
+            "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1", "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(body), "wsgi.errors": sys.stderr, "CONTENT_LENGTH": str(len(body)),
+            "CONTENT_TYPE": "application/json", "HTTP_X_API_KEY": key}
 
 
 def percentile(values: list[float], p: float) -> float:

@@ -15,7 +15,7 @@ import orjson
 from sandesh.domain.settings import Settings
 from sandesh.scripts.bootstrap import bootstrap
 
-from .common import funded_workspace, reported_route, scratch_database
+from .common import funded_workspace, reported_route, scratch_database, send_environ
 
 STAGES = [
     ("falcon app, whole request", "falcon/app.py", "__call__"),
@@ -41,11 +41,7 @@ def main(n: int = 3000) -> None:
                               health=runtime.health)
 
             def send(start_response=lambda status, headers: None) -> None:
-                environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/sms/send", "QUERY_STRING": "",
-                           "SERVER_NAME": "bench", "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1",
-                           "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(body), "wsgi.errors": sys.stderr,
-                           "CONTENT_LENGTH": str(len(body)), "CONTENT_TYPE": "application/json", "HTTP_X_API_KEY": key}
-                b"".join(wsgi(environ, start_response))
+                b"".join(wsgi(send_environ(key, body), start_response))
 
             answered: list[str] = []
             send(lambda status, headers: answered.append(status))

@@ -10,9 +10,7 @@ Uses a scratch database on $SANDESH_TEST_POSTGRES.
 from __future__ import annotations
 
 import argparse
-import io
 import resource
-import sys
 import threading
 import time
 
@@ -21,7 +19,7 @@ import orjson
 from sandesh.domain.settings import Settings
 from sandesh.scripts.bootstrap import bootstrap
 
-from .common import funded_workspace, reported_route, scratch_database
+from .common import funded_workspace, reported_route, scratch_database, send_environ
 
 BODY = orjson.dumps({"to": "9779812345678", "text": "Your Sandesh order 1234 has shipped. Track it at sandesh.example/t/1234"})
 
@@ -45,12 +43,8 @@ def main() -> None:
             answered: list[str] = []
 
             def send() -> None:
-                environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/sms/send", "QUERY_STRING": "",
-                           "SERVER_NAME": "bench", "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1",
-                           "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(BODY), "wsgi.errors": sys.stderr,
-                           "CONTENT_LENGTH": str(len(BODY)), "CONTENT_TYPE": "application/json",
-                           "HTTP_X_API_KEY": key}
-                b"".join(wsgi(environ, lambda status, headers: answered.append(status) if status[0] != "2" else None))
+                b"".join(wsgi(send_environ(key, BODY),
+                              lambda status, headers: answered.append(status) if status[0] != "2" else None))
 
             for _ in range(300):  # warm: the caller cache, prepared statements
                 send()
