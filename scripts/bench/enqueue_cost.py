@@ -12,6 +12,7 @@ script.  Figures in docs/performance.md, "The turn as a function".
 """
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 import uuid
@@ -79,5 +80,12 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def _arguments() -> list[str]:
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser.add_argument("sizes", metavar="N", type=int, nargs="*",
+                        help="messages waiting in the queue, one run each (default: 1000 10000 100000)")
+    return [str(n) for n in parser.parse_args().sizes]
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(_arguments()))

@@ -8,9 +8,9 @@ Prints one JSON line per N: median execution time of 20 runs of each, and whethe
 """
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
-import sys
 
 from sandesh.domain.settings import Settings
 from sandesh.projections import dispatch
@@ -68,5 +68,12 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def _arguments() -> list[str]:
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser.add_argument("sizes", metavar="N", type=int, nargs="+",
+                        help="promotional messages waiting, one scratch database each")
+    return [str(n) for n in parser.parse_args().sizes]
+
+
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main(_arguments()))

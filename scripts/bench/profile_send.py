@@ -4,10 +4,10 @@ the stages of the send path.  Usage: .venv/bin/python -m scripts.bench.profile_s
 """
 from __future__ import annotations
 
+import argparse
 import cProfile
 import io
 import pstats
-import sys
 import time
 
 import orjson
@@ -67,4 +67,6 @@ def main(n: int = 3000) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3000)
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser.add_argument("n", metavar="N", type=int, nargs="?", default=3000, help="sends, one after another (default: 3000)")
+    main(parser.parse_args().n)

@@ -11,8 +11,8 @@ Usage: .venv/bin/python -m scripts.bench.rate_limit_overhead [N]
 """
 from __future__ import annotations
 
+import argparse
 import statistics
-import sys
 import time
 
 import falcon.testing
@@ -80,4 +80,6 @@ def main(n: int = 3000) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3000)
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser.add_argument("n", metavar="N", type=int, nargs="?", default=3000, help="requests of each kind (default: 3000)")
+    main(parser.parse_args().n)
