@@ -51,6 +51,18 @@ def _secret_key() -> str:
     return path.read_text().strip()
 
 
+# Besides the database and the key, the settings a command run beside the service must share
+# with it: the test clock (`sandesh clock advance`), webhook URLs on this machine (`sandesh client
+# update --webhook-url https://localhost:...`), the metrics directory.  Written only when `up` runs
+# with them, and rewritten at each start, so a setting dropped from `up` is dropped here too.
+SHARED = ("SANDESH_CLOCK", "SANDESH_WEBHOOK_ALLOW_PRIVATE", "SANDESH_METRICS_DIR")
+
+
+def local_env(env: dict[str, str]) -> dict[str, str]:
+    """What ./var/sandesh.env gets from the environment `up` runs with."""
+    return {name: env[name] for name in ("DATABASE_URL", "SANDESH_SECRET_KEY", *SHARED) if env.get(name)}
+
+
 def _write_local_env(values: dict[str, str]) -> None:
     path = VAR / "sandesh.env"
     path.write_text("# written by `sandesh up`; read by sandesh commands run in this folder\n"
@@ -86,7 +98,7 @@ def up(args: argparse.Namespace, actor: str) -> int:
         sys.stderr.write("sandesh up: no DATABASE_URL; starting an embedded PostgreSQL under ./var/pg\n")
         env["DATABASE_URL"] = embedded_database(VAR / "pg")
     env.setdefault("SANDESH_SECRET_KEY", _secret_key())
-    _write_local_env({"DATABASE_URL": env["DATABASE_URL"], "SANDESH_SECRET_KEY": env["SANDESH_SECRET_KEY"]})
+    _write_local_env(local_env(env))
     settings = Settings.from_env(env)
     migrate(settings)
     demo = _demo_client(settings, actor)

@@ -13,11 +13,13 @@ from tests.conftest import ROOT, free_port
 
 
 def test_up_starts_an_embedded_database_and_an_api_that_answers_a_new_key(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "SANDESH_SECRET_KEY"}}
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"DATABASE_URL", "SANDESH_SECRET_KEY", "SANDESH_WEBHOOK_ALLOW_PRIVATE"}}
     env["PYTHONPATH"] = str(ROOT)
     port = free_port()
     up = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "up", "--bind", f"127.0.0.1:{port}"],
-                          cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                          cwd=tmp_path, env={**env, "SANDESH_WEBHOOK_ALLOW_PRIVATE": "1"},
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         started = orjson.loads(up.stdout.readline())
         assert started["baseUrl"] == f"http://127.0.0.1:{port}/v1"
@@ -39,6 +41,12 @@ def test_up_starts_an_embedded_database_and_an_api_that_answers_a_new_key(tmp_pa
         assert made.returncode == 0, made.stderr
         key = orjson.loads(made.stdout)["key"]
         assert requests.get(started["baseUrl"] + "/sms/balance", headers={"x-api-key": key}, timeout=5).status_code == 200
+        # ... and the settings `up` runs with: a webhook URL on this machine, allowed for the service, is
+        # allowed for the command too, though its own environment does not say so.
+        hooked = subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "client", "update",
+                                 orjson.loads(made.stdout)["id"], "--webhook-url", "https://localhost:9443/hooks"],
+                                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        assert hooked.returncode == 0, hooked.stderr
         # GET /metrics sums what the API's workers and `worker all`'s children count (in ./var/metrics)
         deadline = time.monotonic() + 30
         while True:
