@@ -27,19 +27,16 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
 from sandesh.domain.settings import Settings
 from sandesh.scripts.bootstrap import bootstrap
 
-from .common import ROOT, reported_route, scratch_database
+from .common import reported_route, scratch_database
 from .cpu_split import _cpu_seconds, _switches
-from .send_bench import _clients, _settle, _wait, _wrk
+from .send_bench import _clients, _serving, _settle, _wrk
 
 PORTS = {"sandesh serve (gthread)": 18731, "bare app (gthread)": 18732,
          "event-loop send (asgi)": 18733, "bare app (asgi)": 18734}
@@ -164,19 +161,6 @@ def _serve(which: str, bind: str) -> None:
     Gunicorn(settings, sandesh_asgi if which == "sandesh" else bare_asgi).run()
 
 
-@contextmanager
-def _server(command: list[str], env: dict[str, str], port: int, ready: str) -> Iterator[list[int]]:
-    server = subprocess.Popen([sys.executable, "-m", *command, f"127.0.0.1:{port}"], env=env, cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait(f"http://127.0.0.1:{port}{ready}", server)
-        time.sleep(2)  # every worker up
-        yield [int(pid) for pid in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()]
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
-
-
 def _measured(port: int, workers: list[int], keys: list[str], seconds: int, database_url: str) -> dict[str, float]:
     _settle(database_url)
     postgres = [int(p) for p in subprocess.run(["pgrep", "-x", "postgres"], capture_output=True, text=True).stdout.split()]
@@ -206,15 +190,14 @@ def main() -> None:
         with reported_route(runtime):
             keys = _clients(env, 1, 1)
             quiet = {**env, "SANDESH_LOG_LEVEL": "WARNING"}
-            commands = {"sandesh serve (gthread)": (["sandesh.scripts.cli", "serve", "--bind"], "/v1/health"),
-                        "bare app (gthread)": (["sandesh.scripts.bench.bare_app"], "/"),
-                        "event-loop send (asgi)": (["sandesh.scripts.bench.event_loop_probe", "serve", "sandesh"],
-                                                   "/v1/health"),
-                        "bare app (asgi)": (["sandesh.scripts.bench.event_loop_probe", "serve", "bare"], "/")}
+            commands = {"sandesh serve (gthread)": ("sandesh.scripts.cli serve --bind", "/v1/health"),
+                        "bare app (gthread)": ("sandesh.scripts.bench.bare_app", "/"),
+                        "event-loop send (asgi)": ("sandesh.scripts.bench.event_loop_probe serve sandesh", "/v1/health"),
+                        "bare app (asgi)": ("sandesh.scripts.bench.event_loop_probe serve bare", "/")}
             runs: dict[str, list[dict[str, float]]] = {name: [] for name in commands}
             for _ in range(args.repeat):
                 for name, (command, ready) in commands.items():
-                    with _server(command, quiet, PORTS[name], ready) as workers:
+                    with _serving(command, quiet, PORTS[name], ready) as workers:
                         runs[name].append(_measured(PORTS[name], workers, keys, args.seconds, env["DATABASE_URL"]))
         runtime.close()
     print(f"wrk -t2 -c32 -d{args.seconds}s, scenario (a), median of {args.repeat} alternating runs; "
