@@ -36,7 +36,7 @@ from sandesh.scripts.bootstrap import bootstrap
 
 from .common import reported_route, scratch_database
 from .cpu_split import _cpu_seconds, _switches
-from .send_bench import _clients, _serving, _settle, _wrk
+from .send_bench import _clients, _median, _serving, _settle, _wrk
 
 PORTS = {"sandesh serve (gthread)": 18731, "bare app (gthread)": 18732,
          "event-loop send (asgi)": 18733, "bare app (asgi)": 18734}
@@ -116,7 +116,7 @@ def sandesh_asgi() -> Any:
                 raise falcon.HTTPBadRequest()
             req.context.message_type = body.get("messageType", "transactional")
             now = sandesh.clock.now()
-            request, problems = sending.parse_send(body, now)
+            request, _ = sending.parse_send(body, now)
             if request is None:
                 raise falcon.HTTPBadRequest()
             collected.clear()
@@ -204,7 +204,7 @@ def main() -> None:
           "CPU per request of the server's workers and of every postgres process")
     print(f"{'server':<26} {'sends/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'non-2xx':>8} {'workers ms':>11} "
           f"{'postgres ms':>12} {'switches':>9} {'ratio':>6}")
-    medians = {name: sorted(r, key=lambda x: x["rps"])[len(r) // 2] for name, r in runs.items()}
+    medians = {name: _median(r) for name, r in runs.items()}
     bare_of = {"sandesh serve (gthread)": "bare app (gthread)", "event-loop send (asgi)": "bare app (asgi)"}
     for name, m in medians.items():
         ratio = f"{m['rps'] / medians[bare_of[name]]['rps']:.0%}" if name in bare_of else ""
