@@ -12,10 +12,10 @@ authentication with the caller cache), called from coroutines; the product's use
 process's group commit, whose committer thread resolves the request's future on the loop.  So no
 request holds a thread while its commit runs.  Left out: Idempotency-Key sends (their claim
 reads the database), and the answer to a refused append (a guard, an outage), which only the
-thread-per-request product renders.  docs/performance.md, "An event loop, measured", has the
-figures and what they mean for the issue.
+thread-per-request product renders.  The figures, and what they mean for the issue:
+docs/performance.md, "An event loop, measured (sixth session)".
 
-Usage: .venv/bin/python -m sandesh.scripts.bench.event_loop_probe [--seconds 6] [--repeat 2]
+Usage: .venv/bin/python -m sandesh.scripts.bench.event_loop_probe [--seconds 6] [--repeat 3]
 Needs wrk.  Uses a scratch database on $SANDESH_TEST_POSTGRES; PostgreSQL's CPU is that of
 every postgres process of the machine, so run it alone.
 """
