@@ -150,7 +150,8 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("serve", help="run the API under gunicorn")
     s.add_argument("--bind", default="127.0.0.1:8000", metavar="HOST:PORT")
-    s.add_argument("--workers", type=positive_int, help="worker processes (default: one per core)")
+    s.add_argument("--workers", type=positive_int,
+                   help="worker processes, each kept to the core with the fewest workers (default: one per core)")
     s.add_argument("--threads", type=positive_int, help="threads per worker (default: 16)")
     s.add_argument("--worker-connections", type=positive_int, metavar="N",
                    help="open connections a worker holds at most; a full worker leaves new ones to the others "

@@ -45,7 +45,27 @@ def options(bind: str, workers: int | None = None, threads: int | None = None, c
         "preload_app": False, "accesslog": None, "loglevel": log_level.lower(),
         "graceful_timeout": 10, "keepalive": 5,
         "child_exit": child_exit,  # a worker that ends: prometheus_client's bookkeeping (scripts/metrics_dir.py)
+        "pre_fork": choose_core, "post_fork": keep_to_core,  # one core per worker
     }
+
+
+def choose_core(server: Any, worker: Any) -> None:
+    """Before a worker is forked (in the arbiter): the core with the fewest live workers, so a
+    worker that replaces a dead one takes the core its predecessor left."""
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    taken = [getattr(w, "sandesh_core", None) for w in server.WORKERS.values()]
+    worker.sandesh_core = min(cores, key=lambda core: (taken.count(core), core)) if cores else None
+
+
+def keep_to_core(server: Any, worker: Any) -> None:
+    """In the new worker, before its threads start: run on the chosen core only
+    (docs/performance.md, "One core per worker")."""
+    core = getattr(worker, "sandesh_core", None)
+    if core is not None:
+        try:
+            os.sched_setaffinity(0, {core})
+        except OSError as error:  # a container may forbid it: the worker runs unpinned
+            server.log.warning("worker %s not kept to core %s: %s", worker.pid, core, error)
 
 
 DEFAULT_WORKERS_PER_CORE = 1
