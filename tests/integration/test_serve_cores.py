@@ -5,16 +5,18 @@ import signal
 import time
 
 import psutil
+import requests
 
 from tests.conftest import Server
 
 
 def _cores_of_workers(server: Server) -> dict[int, list[int]]:
-    """Each live worker's pid and the cores it may run on."""
+    """Each live worker's pid and the cores its threads may run on (all of its threads: the
+    request threads, the committer and the pool's)."""
     found = {}
     for worker in psutil.Process(server.process.pid).children():
         try:
-            found[worker.pid] = sorted(os.sched_getaffinity(worker.pid))
+            found[worker.pid] = sorted(set().union(*(os.sched_getaffinity(t.id) for t in worker.threads())))
         except (ProcessLookupError, psutil.NoSuchProcess):
             pass  # a worker being reaped
     return found
@@ -24,6 +26,8 @@ def _settled(server: Server, count: int, but: int | None = None) -> dict[int, li
     """The workers once there are `count` of them (none with pid `but`) and each has taken its core."""
     deadline = time.monotonic() + 30
     while True:
+        for _ in range(8):  # requests, so that the workers' request threads exist
+            requests.get(server.url + "/v1/health", timeout=5)
         workers = _cores_of_workers(server)
         if len(workers) == count and but not in workers and all(len(cores) == 1 for cores in workers.values()):
             return workers
@@ -44,5 +48,6 @@ def test_each_worker_keeps_to_its_own_core_and_a_replacement_takes_the_core_left
         assert sorted(cores[0] for cores in again.values()) == machine, again
         [newcomer] = set(again) - set(workers)
         assert again[newcomer] == [its_core]
+        assert all(len(psutil.Process(pid).threads()) > 2 for pid in again), "the request threads were seen"
     finally:
         server.stop()
