@@ -24,7 +24,7 @@ from .client import (DEFAULT_GRACE_HOURS, DEFAULT_RATE_LIMIT, Client, check_bran
 from .credentials import new_api_key, new_webhook_secret, sha256_hex, shown_prefix
 from .batch import record as record_batch
 from .errors import (Contended, IdempotencyConflict, IdempotencyKeyTaken, InsufficientBalance, InvalidInput,
-                     InvalidTransition, NameTaken, NotCancelable, NotFound, OtpLimited, Refused)
+                     InvalidTransition, NameTaken, NotFound, OtpLimited, Refused)
 from .inbound import Reply, reply_owner
 from .message import SCHEDULED, TEXT_ERASED, Message, accept, accepted_reply
 from .optout import RECIPIENT, REPLY, STOP, OptOut, held_back, optout_id, stop_word

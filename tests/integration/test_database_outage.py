@@ -14,7 +14,6 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import orjson
 import psycopg
 import pytest
 import requests
