@@ -27,7 +27,10 @@ def _settled(server: Server, count: int, but: int | None = None) -> dict[int, li
     deadline = time.monotonic() + 30
     while True:
         for _ in range(8):  # requests, so that the workers' request threads exist
-            requests.get(server.url + "/v1/health", timeout=5)
+            try:
+                requests.get(server.url + "/v1/health", timeout=5)
+            except requests.ConnectionError:
+                pass  # one the killed worker had taken
         workers = _cores_of_workers(server)
         if len(workers) == count and but not in workers and all(len(cores) == 1 for cores in workers.values()):
             return workers
