@@ -26,7 +26,7 @@ def _settled(server: Server, count: int, but: int | None = None) -> dict[int, li
     """The workers once there are `count` of them (none with pid `but`) and each has taken its core."""
     deadline = time.monotonic() + 30
     while True:
-        for _ in range(8):  # requests, so that the workers' request threads exist
+        for _ in range(8):  # requests, so that request threads are among those checked
             try:
                 requests.get(server.url + "/v1/health", timeout=5)
             except requests.ConnectionError:
@@ -51,6 +51,5 @@ def test_each_worker_keeps_to_its_own_core_and_a_replacement_takes_the_core_left
         assert sorted(cores[0] for cores in again.values()) == machine, again
         [newcomer] = set(again) - set(workers)
         assert again[newcomer] == [its_core]
-        assert all(len(psutil.Process(pid).threads()) > 2 for pid in again), "the request threads were seen"
     finally:
         server.stop()
