@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Iterator, Literal, Protocol, TypeVar
 
 import orjson
 
-from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent, project_aggregate
+from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.persistence import IntegrityError
 
 from . import history, phone
@@ -657,7 +657,7 @@ class Sandesh(Application[str]):
         events: dict[str, list[Any]] = {}
         for stored in self.recorder.select_events_of(list(ids)):  # type: ignore[attr-defined]
             events.setdefault(stored.originator_id, []).append(self.mapper.to_domain_event(stored))
-        found = {key: project_aggregate(None, its_events) for key, its_events in events.items()}
+        found = {key: _projected(its_events) for key, its_events in events.items()}
         return {key: aggregate for key, aggregate in found.items() if isinstance(aggregate, kind)}
 
     def add_deliveries(self, deliveries: list[WebhookDelivery]) -> None:
@@ -768,3 +768,13 @@ def _replayed(prior: Prior, request_hash: str | None) -> Sent:
     if prior.request_hash != request_hash:
         raise IdempotencyConflict(IdempotencyConflict.DIFFERENT_BODY)
     return Sent(prior.response.encode(), replayed=True)
+
+
+def _projected(events: list[Any]) -> Any:
+    """The aggregate its events make, each event applied in turn: eventsourcing's
+    `project_aggregate` without its check of every event against a runtime Protocol, which
+    costs 21 µs an event, seven times the rest (docs/performance.md, "Leased ahead")."""
+    aggregate = None
+    for event in events:
+        aggregate = event.mutate(aggregate)
+    return aggregate

@@ -63,11 +63,15 @@ class WebhookSender:
         self.concurrency = concurrency
         self.per_client = per_client or min(PER_CLIENT, concurrency)
         self.pool = ThreadPoolExecutor(concurrency, thread_name_prefix="webhook")
-        self.in_flight: dict[str, str] = {}  # delivery id -> its client
+        self.in_flight: dict[str, str] = {}  # delivery id -> its client: attempts given to a thread
+        # Leased ahead, waiting for a place, at most as many again as there are places
+        # (docs/design.md, "Webhook sender"): (delivery id, client, the delivery as read with the lease).
+        self.ready: collections.deque[tuple[str, str, WebhookDelivery | None]] = collections.deque()
         self.futures: dict[str, Future[None]] = {}  # delivery id -> its attempt, started or waiting for a thread
         self.lock = threading.Lock()
         self.leasing = threading.Lock()  # one lease at a time (dispatch)
         self.closing = False
+        self.refill_wanted = False
         self.purged_at = 0.0
         self.targets = _Targets(runtime)
         self.templates: dict[str, requests.PreparedRequest] = {}  # webhook URL -> its POST, prepared once
@@ -110,9 +114,10 @@ class WebhookSender:
 
     # Attempts
     def dispatch(self) -> int:
-        """Lease as many due deliveries as there are free threads, at most `per_client` running
-        for any one client, and start their attempts.  One lease at a time per sender (the loop's
-        and those of threads ending an attempt), so the free threads counted are never leased twice."""
+        """Lease due deliveries for the free threads and as many again to wait behind them, at
+        most `per_client` running and as many waiting for any one client, and start what has a
+        place.  One lease at a time per sender (the loop's and those of threads ending an
+        attempt), so no place is leased twice.  Returns how many were leased."""
         with self.leasing:
             return self._lease_and_start()
 
@@ -120,37 +125,61 @@ class WebhookSender:
         if self.closing:
             return 0
         with self.lock:
-            free = self.concurrency - len(self.in_flight)
-            running = collections.Counter(self.in_flight.values())
-        if free <= 0:
-            return 0
-        with self.runtime.connection() as conn:
-            due = webhooks.lease_due(conn, self.clock.now(), free, LEASE, dict(running), self.per_client)
-        try:
-            loaded = self.app.deliveries([delivery_id for delivery_id, _ in due]) if due else {}
-        except Exception:  # each attempt then reads its own, and reports what fails
-            loaded = {}
-        for delivery_id, client_id in due:
+            free = 2 * self.concurrency - len(self.in_flight) - len(self.ready)
+            held = collections.Counter(self.in_flight.values())
+            held.update(client_id for _, client_id, _ in self.ready)
+        due: list[tuple[str, str]] = []
+        if free > 0:
+            with self.runtime.connection() as conn:
+                due = webhooks.lease_due(conn, self.clock.now(), free, LEASE, dict(held), 2 * self.per_client)
+            try:
+                loaded = self.app.deliveries([delivery_id for delivery_id, _ in due]) if due else {}
+            except Exception:  # each attempt then reads its own, and reports what fails
+                loaded = {}
             with self.lock:
-                self.in_flight[delivery_id] = client_id
-            future = self.futures[delivery_id] = self.pool.submit(self._attempt_in_pool, delivery_id,
-                                                                  loaded.get(delivery_id))
-            future.add_done_callback(lambda f, key=delivery_id: None if f.cancelled() else self.futures.pop(key, None))
+                self.ready.extend((delivery_id, client_id, loaded.get(delivery_id)) for delivery_id, client_id in due)
+        self._start_ready()
         return len(due)
 
+    def _start_ready(self) -> None:
+        """Give leased deliveries to the threads, oldest lease first, while a thread is free and
+        their client has fewer than `per_client` running.  Under the lock that `close` takes to
+        stop, so a delivery is either started here or handed back there, never lost between."""
+        with self.lock:
+            if self.closing or not self.ready:
+                return
+            running = collections.Counter(self.in_flight.values())
+            waiting: collections.deque[tuple[str, str, WebhookDelivery | None]] = collections.deque()
+            for delivery_id, client_id, delivery in self.ready:
+                if len(self.in_flight) >= self.concurrency or running[client_id] >= self.per_client:
+                    waiting.append((delivery_id, client_id, delivery))
+                    continue
+                running[client_id] += 1
+                self.in_flight[delivery_id] = client_id
+                future = self.futures[delivery_id] = self.pool.submit(self._attempt_in_pool, delivery_id, delivery)
+                future.add_done_callback(
+                    lambda f, key=delivery_id: None if f.cancelled() else self.futures.pop(key, None))
+            self.ready = waiting
+
     def _refill(self) -> None:
-        """A thread that ended an attempt leases the next at once, rather than waiting for the
-        loop to wake on the commit's notification (docs/design.md, "Webhook sender").  If another
-        thread is leasing, that lease counts this free thread or the next one will; the loop
+        """A thread that ended an attempt starts the next leased one at once, then leases more,
+        rather than waiting for the loop to wake on the commit's notification (docs/design.md,
+        "Webhook sender").  If another thread is leasing, the flag makes that thread lease once
+        more when it is done, so a freed place is never left for the loop to notice.  The loop
         stays the backstop, and an error here (the database is away) is the loop's to report."""
-        if self.closing or not self.leasing.acquire(blocking=False):
-            return
-        try:
-            self._lease_and_start()
-        except Exception:
-            log.debug("lease after an attempt failed; the loop leases again", exc_info=True)
-        finally:
-            self.leasing.release()
+        self._start_ready()
+        self.refill_wanted = True  # before trying the lock; the holder reads it after releasing
+        while self.refill_wanted and not self.closing:
+            if not self.leasing.acquire(blocking=False):
+                return
+            try:
+                self.refill_wanted = False
+                self._lease_and_start()
+            except Exception:
+                log.debug("lease after an attempt failed; the loop leases again", exc_info=True)
+                return
+            finally:
+                self.leasing.release()
 
     def _attempt_in_pool(self, delivery_id: str, delivery: WebhookDelivery | None = None) -> None:
         try:
@@ -264,10 +293,13 @@ class WebhookSender:
     def close(self, wait: bool = True) -> None:
         """Stop leasing, end the attempts (waiting for the running ones if `wait`), and hand back
         the leases of attempts that never started, so that the next sender need not wait them out."""
-        with self.leasing:
+        with self.leasing, self.lock:
             self.closing = True
+            leased_ahead = [delivery_id for delivery_id, _, _ in self.ready]
+            self.ready.clear()
         self.pool.shutdown(wait=wait, cancel_futures=True)
-        never_started = [delivery_id for delivery_id, future in list(self.futures.items()) if future.cancelled()]
+        never_started = leased_ahead + [delivery_id for delivery_id, future in list(self.futures.items())
+                                        if future.cancelled()]
         if never_started:
             try:
                 with self.runtime.connection() as conn:

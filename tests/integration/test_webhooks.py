@@ -463,12 +463,12 @@ def deliveries_due(runtime, sender, hooked, count):
 
 
 def test_a_thread_that_ends_an_attempt_leases_the_next_at_once(runtime, hooked, receiver):
-    """One thread, three deliveries due, one lease by the loop: the thread goes on to the other
-    two by itself, without the loop leasing again."""
+    """One thread, three deliveries due, one lease by the loop (one to attempt, one leased ahead
+    to wait behind it): the thread goes on to the other two by itself, without the loop leasing again."""
     sender = WebhookSender(runtime, concurrency=1, http=webhook_guard.session(True, str(receiver.ca_file)))
     try:
         deliveries_due(runtime, sender, hooked, 3)
-        assert sender.dispatch() == 1
+        assert sender.dispatch() == 2
         hooked.received(3, timeout=5)
     finally:
         sender.close()
@@ -555,18 +555,19 @@ def test_an_attempt_recorded_first_by_another_sender_is_logged_not_counted(runti
 
 
 def test_closing_hands_back_the_leases_of_attempts_that_never_started(runtime, hooked, receiver):
-    """Leased deliveries still waiting for a thread when the sender closes are free at once for
-    the next sender, not after their 60 s lease."""
+    """Leased deliveries still waiting for a thread when the sender closes, those given to the
+    pool and those leased ahead, are free at once for the next sender, not after their 60 s lease."""
     http = webhook_guard.session(True, str(receiver.ca_file))
     sender = WebhookSender(runtime, concurrency=2, http=http)
     release = threading.Event()
     for _ in range(2):
         sender.pool.submit(release.wait)  # both threads busy: the attempts leased next wait for one
     try:
-        deliveries_due(runtime, sender, hooked, 2)
-        assert sender.dispatch() == 2
+        deliveries_due(runtime, sender, hooked, 4)
+        assert sender.dispatch() == 4
         leased = [row for row in rows_of(runtime, hooked) if row["leased_until"] is not None]
-        assert len(leased) == 2
+        assert len(leased) == 4
+        assert len(sender.in_flight) == 2 and len(sender.ready) == 2  # two given to the pool, two leased ahead
         sender.close(wait=False)
         assert all(row["leased_until"] is None for row in rows_of(runtime, hooked)), "handed back"
     finally:
@@ -576,7 +577,7 @@ def test_closing_hands_back_the_leases_of_attempts_that_never_started(runtime, h
         deliver(nxt, timeout=5)
     finally:
         nxt.close()
-    assert len(hooked.received(2, timeout=5)) == 2
+    assert len(hooked.received(4, timeout=5)) == 4
 
 
 # History, redelivery, the command
