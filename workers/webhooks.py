@@ -62,7 +62,9 @@ class WebhookSender:
                                                   concurrency)
         self.concurrency = concurrency
         self.per_client = per_client or min(PER_CLIENT, concurrency)
-        self.pool = ThreadPoolExecutor(concurrency, thread_name_prefix="webhook")
+        # One thread more than the places: the thread that ends an attempt leases the next ones
+        # itself, and the attempt it has just started must not wait for that lease (_refill).
+        self.pool = ThreadPoolExecutor(concurrency + 1, thread_name_prefix="webhook")
         self.in_flight: dict[str, str] = {}  # delivery id -> its client: attempts given to a thread
         # Leased ahead, waiting for a place, at most as many again as there are places
         # (docs/design.md, "Webhook sender"): (delivery id, client, the delivery as read with the lease).
@@ -165,8 +167,10 @@ class WebhookSender:
         """A thread that ended an attempt starts the next leased one at once, then leases more,
         rather than waiting for the loop to wake on the commit's notification (docs/design.md,
         "Webhook sender").  If another thread is leasing, the flag makes that thread lease once
-        more when it is done, so a freed place is never left for the loop to notice.  The loop
-        stays the backstop, and an error here (the database is away) is the loop's to report."""
+        more when it is done, so a freed place is never left for the loop to notice.  One lease
+        runs at a time, so the pool's one thread beyond the places always lets the attempts
+        given to it start while this thread leases.  The loop stays the backstop, and an error
+        here (the database is away) is the loop's to report."""
         self._start_ready()
         self.refill_wanted = True  # before trying the lock; the holder reads it after releasing
         while self.refill_wanted and not self.closing:

@@ -464,7 +464,7 @@ def deliveries_due(runtime, sender, hooked, count):
 
 def test_a_thread_that_ends_an_attempt_leases_the_next_at_once(runtime, hooked, receiver):
     """One thread, three deliveries due, one lease by the loop (one to attempt, one leased ahead
-    to wait behind it): the thread goes on to the other two by itself, without the loop leasing again."""
+    to wait behind it): the sender goes on to the other two by itself, without the loop leasing again."""
     sender = WebhookSender(runtime, concurrency=1, http=webhook_guard.session(True, str(receiver.ca_file)))
     try:
         deliveries_due(runtime, sender, hooked, 3)
@@ -560,8 +560,8 @@ def test_closing_hands_back_the_leases_of_attempts_that_never_started(runtime, h
     http = webhook_guard.session(True, str(receiver.ca_file))
     sender = WebhookSender(runtime, concurrency=2, http=http)
     release = threading.Event()
-    for _ in range(2):
-        sender.pool.submit(release.wait)  # both threads busy: the attempts leased next wait for one
+    for _ in range(3):
+        sender.pool.submit(release.wait)  # every thread busy (two places and the spare): the attempts leased next wait
     try:
         deliveries_due(runtime, sender, hooked, 4)
         assert sender.dispatch() == 4
