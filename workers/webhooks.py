@@ -44,6 +44,7 @@ TOPICS = topics_of(SOURCES)
 CONCURRENCY = 16
 PER_CLIENT = 8    # attempts of one client at once: a receiver that hangs holds at most this many threads
 LEASE = 60.0      # longer than an attempt (10 s) and its recording
+AHEAD = 2         # leased at most: places (and per client, its share) times this; the rest wait behind
 PURGE_EVERY = 60.0
 
 # GET /metrics (docs/design.md, "Metrics"): each attempt by the delivery's state after it.
@@ -66,8 +67,8 @@ class WebhookSender:
         # itself, and the attempt it has just started must not wait for that lease (_refill).
         self.pool = ThreadPoolExecutor(concurrency + 1, thread_name_prefix="webhook")
         self.in_flight: dict[str, str] = {}  # delivery id -> its client: attempts given to a thread
-        # Leased ahead, waiting for a place, at most as many again as there are places
-        # (docs/design.md, "Webhook sender"): (delivery id, client, the delivery as read with the lease).
+        # Leased ahead, waiting for a place (AHEAD; docs/design.md, "Webhook sender"):
+        # (delivery id, client, the delivery as read with the lease).
         self.ready: collections.deque[tuple[str, str, WebhookDelivery | None]] = collections.deque()
         self.futures: dict[str, Future[None]] = {}  # delivery id -> its attempt, started or waiting for a thread
         self.lock = threading.Lock()
@@ -127,13 +128,13 @@ class WebhookSender:
         if self.closing:
             return 0
         with self.lock:
-            free = 2 * self.concurrency - len(self.in_flight) - len(self.ready)
+            free = AHEAD * self.concurrency - len(self.in_flight) - len(self.ready)
             held = collections.Counter(self.in_flight.values())
             held.update(client_id for _, client_id, _ in self.ready)
         due: list[tuple[str, str]] = []
         if free > 0:
             with self.runtime.connection() as conn:
-                due = webhooks.lease_due(conn, self.clock.now(), free, LEASE, dict(held), 2 * self.per_client)
+                due = webhooks.lease_due(conn, self.clock.now(), free, LEASE, dict(held), AHEAD * self.per_client)
             try:
                 loaded = self.app.deliveries([delivery_id for delivery_id, _ in due]) if due else {}
             except Exception:  # each attempt then reads its own, and reports what fails
