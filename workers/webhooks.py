@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import orjson
 import requests
@@ -67,9 +67,8 @@ class WebhookSender:
         # itself, and the attempt it has just started must not wait for that lease (_refill).
         self.pool = ThreadPoolExecutor(concurrency + 1, thread_name_prefix="webhook")
         self.in_flight: dict[str, str] = {}  # delivery id -> its client: attempts given to a thread
-        # Leased ahead, waiting for a place (AHEAD; docs/design.md, "Webhook sender"):
-        # (delivery id, client, the delivery as read with the lease).
-        self.ready: collections.deque[tuple[str, str, WebhookDelivery | None]] = collections.deque()
+        # Leased ahead, waiting for a place (AHEAD; docs/design.md, "Webhook sender").
+        self.ready: collections.deque[_Leased] = collections.deque()
         self.futures: dict[str, Future[None]] = {}  # delivery id -> its attempt, started or waiting for a thread
         self.lock = threading.Lock()
         self.leasing = threading.Lock()  # one lease at a time (dispatch)
@@ -130,39 +129,54 @@ class WebhookSender:
         with self.lock:
             free = AHEAD * self.concurrency - len(self.in_flight) - len(self.ready)
             held = collections.Counter(self.in_flight.values())
-            held.update(client_id for _, client_id, _ in self.ready)
+            held.update(leased.client_id for leased in self.ready)
         due: list[tuple[str, str]] = []
         if free > 0:
+            now = self.clock.now()
             with self.runtime.connection() as conn:
-                due = webhooks.lease_due(conn, self.clock.now(), free, LEASE, dict(held), AHEAD * self.per_client)
+                due = webhooks.lease_due(conn, now, free, LEASE, dict(held), AHEAD * self.per_client)
             try:
                 loaded = self.app.deliveries([delivery_id for delivery_id, _ in due]) if due else {}
             except Exception:  # each attempt then reads its own, and reports what fails
                 loaded = {}
             with self.lock:
-                self.ready.extend((delivery_id, client_id, loaded.get(delivery_id)) for delivery_id, client_id in due)
+                self.ready.extend(_Leased(delivery_id, client_id, loaded.get(delivery_id), now)
+                                  for delivery_id, client_id in due)
         self._start_ready()
         return len(due)
 
     def _start_ready(self) -> None:
         """Give leased deliveries to the threads, oldest lease first, while a thread is free and
         their client has fewer than `per_client` running.  Under the lock that `close` takes to
-        stop, so a delivery is either started here or handed back there, never lost between."""
+        stop, so a delivery is either started here or handed back there, never lost between.
+
+        One that has waited so long that its attempt might not end inside its lease (receivers
+        slower than 10 s in all, which the per-read timeout allows) is not started: once its
+        lease ends, another sender may lease it and attempt it at the same time.  If the lease
+        is still surely ours it is handed back, to be due again at once; otherwise it is left."""
+        stale: list[str] = []
         with self.lock:
             if self.closing or not self.ready:
                 return
+            now = self.clock.now()
             running = collections.Counter(self.in_flight.values())
-            waiting: collections.deque[tuple[str, str, WebhookDelivery | None]] = collections.deque()
-            for delivery_id, client_id, delivery in self.ready:
-                if len(self.in_flight) >= self.concurrency or running[client_id] >= self.per_client:
-                    waiting.append((delivery_id, client_id, delivery))
-                    continue
-                running[client_id] += 1
-                self.in_flight[delivery_id] = client_id
-                future = self.futures[delivery_id] = self.pool.submit(self._attempt_in_pool, delivery_id, delivery)
-                future.add_done_callback(
-                    lambda f, key=delivery_id: None if f.cancelled() else self.futures.pop(key, None))
+            waiting: collections.deque[_Leased] = collections.deque()
+            for leased in self.ready:
+                if leased.at + LEASE - 2 * TIMEOUT < now:
+                    if leased.at + LEASE - TIMEOUT > now:
+                        stale.append(leased.delivery_id)
+                elif len(self.in_flight) >= self.concurrency or running[leased.client_id] >= self.per_client:
+                    waiting.append(leased)
+                else:
+                    running[leased.client_id] += 1
+                    self.in_flight[leased.delivery_id] = leased.client_id
+                    future = self.futures[leased.delivery_id] = self.pool.submit(
+                        self._attempt_in_pool, leased.delivery_id, leased.delivery)
+                    future.add_done_callback(
+                        lambda f, key=leased.delivery_id: None if f.cancelled() else self.futures.pop(key, None))
             self.ready = waiting
+        if stale:
+            self._hand_back(stale)
 
     def _refill(self) -> None:
         """A thread that ended an attempt starts the next leased one at once, then leases more,
@@ -300,25 +314,36 @@ class WebhookSender:
         the leases of attempts that never started, so that the next sender need not wait them out."""
         with self.leasing, self.lock:
             self.closing = True
-            leased_ahead = [delivery_id for delivery_id, _, _ in self.ready]
+            leased_ahead = [leased.delivery_id for leased in self.ready]
             self.ready.clear()
         self.pool.shutdown(wait=wait, cancel_futures=True)
         never_started = leased_ahead + [delivery_id for delivery_id, future in list(self.futures.items())
                                         if future.cancelled()]
         if never_started:
-            try:
-                with self.runtime.connection() as conn:
-                    webhooks.hand_back(conn, never_started)
-            except Exception as error:
-                log.warning("could not hand back %d leases (%s); they run out in %.0f s",
-                            len(never_started), error, LEASE)
+            self._hand_back(never_started)
         if wait:  # every attempt has been recorded; otherwise the running ones still record theirs
             self.commits.close(wait=True)
         self.http.close()
         self.targets.close()
 
+    def _hand_back(self, delivery_ids: list[str]) -> None:
+        """End these leases now, so that the deliveries are due again at once (for any sender)."""
+        try:
+            with self.runtime.connection() as conn:
+                webhooks.hand_back(conn, delivery_ids)
+        except Exception as error:
+            log.warning("could not hand back %d leases (%s); they run out in %.0f s", len(delivery_ids), error, LEASE)
+
 
 Target = tuple[str, str, Optional[str], float]  # URL, secret, previous secret, the previous one's end
+
+
+class _Leased(NamedTuple):
+    """A delivery leased ahead, waiting for a place: read with its lease, leased `at` (service clock)."""
+    delivery_id: str
+    client_id: str
+    delivery: WebhookDelivery | None
+    at: float
 
 
 class _Targets(channels.Remembered):

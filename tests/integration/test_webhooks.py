@@ -26,7 +26,7 @@ from sandesh.scripts.bench.common import funded_workspace
 from tests.conftest import ROOT
 from tests.receiver import Receiver
 from sandesh.workers import webhook_guard
-from sandesh.workers.webhooks import WebhookSender
+from sandesh.workers.webhooks import LEASE, WebhookSender
 
 HEADERS = {"x-service-signature", "x-service-event", "x-service-delivery", "user-agent", "content-type"}
 _paths = itertools.count(1)
@@ -470,6 +470,51 @@ def test_a_thread_that_ends_an_attempt_leases_the_next_at_once(runtime, hooked, 
         deliveries_due(runtime, sender, hooked, 3)
         assert sender.dispatch() == 2
         hooked.received(3, timeout=5)
+    finally:
+        sender.close()
+
+
+def test_a_delivery_leased_ahead_past_its_lease_is_left_to_whoever_leased_it_since(runtime, hooked, receiver):
+    """A delivery that waited behind a slow attempt until its lease ran out may be another
+    sender's by then: the first sender does not attempt it as well."""
+    hooked.receiver.answer(hooked.path, ("hang", 2, 200), 200)
+    first = WebhookSender(runtime, concurrency=1, http=webhook_guard.session(True, str(receiver.ca_file)))
+    second = WebhookSender(runtime, concurrency=1, http=webhook_guard.session(True, str(receiver.ca_file)))
+    try:
+        deliveries_due(runtime, first, hooked, 2)
+        assert first.dispatch() == 2  # one attempted (its receiver takes 2 s), one leased ahead
+        [waiting] = [leased.delivery_id for leased in first.ready]
+        hooked.received(1, timeout=5)
+        with runtime.connection() as conn:
+            advance_clock(conn, LEASE + 1)  # every lease of the first sender has run out
+        deliver(second, timeout=5)  # the second sender leases both and delivers them
+        deadline = time.monotonic() + 5
+        while first.in_flight or first.ready:  # the slow attempt ends; the waiting one is dropped
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(0.5)
+        attempts = collections.Counter(r.headers["x-service-delivery"] for r in receiver.at(hooked.path))
+        assert attempts[waiting] == 1, "attempted by the second sender only"
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_delivery_leased_ahead_too_long_ago_is_handed_back_and_attempted_at_once(runtime, hooked, receiver):
+    """One that waited so long that its attempt might outlive its lease, while the lease is
+    still the sender's, is handed back and leased again at once, not left to wait the lease out."""
+    from sandesh.domain.webhook import TIMEOUT
+    hooked.receiver.answer(hooked.path, ("hang", 2, 200), 200)
+    sender = WebhookSender(runtime, concurrency=1, http=webhook_guard.session(True, str(receiver.ca_file)))
+    try:
+        deliveries_due(runtime, sender, hooked, 2)
+        assert sender.dispatch() == 2  # one attempted (its receiver takes 2 s), one leased ahead
+        [waiting] = [leased.delivery_id for leased in sender.ready]
+        hooked.received(1, timeout=5)
+        with runtime.connection() as conn:
+            advance_clock(conn, LEASE - 1.5 * TIMEOUT)  # 45 s: past the time to start it, inside its lease
+        hooked.received(2, timeout=5)  # within 5 s, not after the 15 s left of its lease
+        assert [r.headers["x-service-delivery"] for r in receiver.at(hooked.path)].count(waiting) == 1
     finally:
         sender.close()
 
