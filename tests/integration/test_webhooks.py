@@ -474,17 +474,24 @@ def test_a_thread_that_ends_an_attempt_leases_the_next_at_once(runtime, hooked, 
         sender.close()
 
 
+def one_slow_attempt_and_one_waiting(runtime, hooked, sender):
+    """Two deliveries due to a sender of one thread: the first attempted (its receiver takes
+    2 s and has it now), the second leased ahead behind it; returns the second's id."""
+    hooked.receiver.answer(hooked.path, ("hang", 2, 200), 200)
+    deliveries_due(runtime, sender, hooked, 2)
+    assert sender.dispatch() == 2
+    [waiting] = [leased.delivery_id for leased in sender.ready]
+    hooked.received(1, timeout=5)
+    return waiting
+
+
 def test_a_delivery_leased_ahead_past_its_lease_is_left_to_whoever_leased_it_since(runtime, hooked, receiver):
     """A delivery that waited behind a slow attempt until its lease ran out may be another
     sender's by then: the first sender does not attempt it as well."""
-    hooked.receiver.answer(hooked.path, ("hang", 2, 200), 200)
     first = WebhookSender(runtime, concurrency=1, http=webhook_guard.session(True, str(receiver.ca_file)))
     second = WebhookSender(runtime, concurrency=1, http=webhook_guard.session(True, str(receiver.ca_file)))
     try:
-        deliveries_due(runtime, first, hooked, 2)
-        assert first.dispatch() == 2  # one attempted (its receiver takes 2 s), one leased ahead
-        [waiting] = [leased.delivery_id for leased in first.ready]
-        hooked.received(1, timeout=5)
+        waiting = one_slow_attempt_and_one_waiting(runtime, hooked, first)
         with runtime.connection() as conn:
             advance_clock(conn, LEASE + 1)  # every lease of the first sender has run out
         deliver(second, timeout=5)  # the second sender leases both and delivers them
@@ -504,13 +511,9 @@ def test_a_delivery_leased_ahead_too_long_ago_is_handed_back_and_attempted_at_on
     """One that waited so long that its attempt might outlive its lease, while the lease is
     still the sender's, is handed back and leased again at once, not left to wait the lease out."""
     from sandesh.domain.webhook import TIMEOUT
-    hooked.receiver.answer(hooked.path, ("hang", 2, 200), 200)
     sender = WebhookSender(runtime, concurrency=1, http=webhook_guard.session(True, str(receiver.ca_file)))
     try:
-        deliveries_due(runtime, sender, hooked, 2)
-        assert sender.dispatch() == 2  # one attempted (its receiver takes 2 s), one leased ahead
-        [waiting] = [leased.delivery_id for leased in sender.ready]
-        hooked.received(1, timeout=5)
+        waiting = one_slow_attempt_and_one_waiting(runtime, hooked, sender)
         with runtime.connection() as conn:
             advance_clock(conn, LEASE - 1.5 * TIMEOUT)  # 45 s: past the time to start it, inside its lease
         hooked.received(2, timeout=5)  # within 5 s, not after the 15 s left of its lease
