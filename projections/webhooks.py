@@ -66,7 +66,7 @@ LEASE = """
 UPDATE webhook_deliveries d SET leased_until = %(until)s FROM (
     SELECT id FROM (
         SELECT id, next_at, row_number() OVER (PARTITION BY client_id ORDER BY next_at) AS nth,
-               %(per_client)s - COALESCE((%(running)s::jsonb ->> client_id)::integer, 0) AS room
+               %(per_client)s - COALESCE((%(held)s::jsonb ->> client_id)::integer, 0) AS room
         FROM (SELECT id, client_id, next_at FROM webhook_deliveries
               WHERE next_at <= %(now)s AND (leased_until IS NULL OR leased_until <= %(now)s)
               ORDER BY next_at LIMIT %(scan)s FOR UPDATE SKIP LOCKED) candidates) ranked
@@ -92,7 +92,7 @@ candidates AS (
         WHERE d.client_id = w.client_id AND d.next_at <= %(now)s
           AND (d.leased_until IS NULL OR d.leased_until <= %(now)s)
         ORDER BY d.next_at
-        LIMIT greatest(%(per_client)s - COALESCE((%(running)s::jsonb ->> w.client_id)::integer, 0), 0)
+        LIMIT greatest(%(per_client)s - COALESCE((%(held)s::jsonb ->> w.client_id)::integer, 0), 0)
         FOR UPDATE SKIP LOCKED) c
     WHERE w.client_id IS NOT NULL)
 UPDATE webhook_deliveries d SET leased_until = %(until)s
@@ -101,18 +101,18 @@ WHERE d.id = due.id RETURNING d.id, d.client_id
 """
 
 
-def lease_due(conn: Any, now: float, limit: int, lease: float, running: dict[str, int] | None = None,
+def lease_due(conn: Any, now: float, limit: int, lease: float, held: dict[str, int] | None = None,
               per_client: int | None = None) -> list[tuple[str, str]]:
     """Up to `limit` due deliveries as (id, client id), each leased to the caller for `lease`
     seconds, oldest due first; no client gets more than `per_client` at once, counting the
-    `running` ones the caller already has of it, so one slow receiver cannot take every
-    thread (docs/design.md, "Webhook sender")."""
-    running = running or {}
+    ones the caller `held` of it already (running or leased ahead), so one slow receiver cannot
+    take every thread (docs/design.md, "Webhook sender")."""
+    held = held or {}
     per_client = per_client or limit
-    any_full = any(count >= per_client for count in running.values())
+    any_full = any(count >= per_client for count in held.values())
     rows = conn.execute(LEASE_AROUND_FULL if any_full else LEASE, {  # one statement: no BEGIN, COMMIT round trips
         "now": now, "limit": limit, "until": now + lease, "per_client": per_client,
-        "running": orjson.dumps(running).decode(), "scan": max(4 * limit, 100)}).fetchall()
+        "held": orjson.dumps(held).decode(), "scan": max(4 * limit, 100)}).fetchall()
     return [(row["id"], row["client_id"]) for row in rows]
 
 
