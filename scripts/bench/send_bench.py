@@ -4,7 +4,8 @@
 
 As installed (the default): `sandesh serve --bind ...` with no other flag, exactly as the README
 starts it, and the bare app under the settings `sandesh serve` picked.  `--tuned` passes
-`--workers 2 --threads 16 --worker-connections connections/2` to both (the earlier figures).
+`--workers 2 --threads 16 --worker-connections connections/2` to both (the earlier figures);
+`--workers N` passes only that, to compare a worker count (docs/performance.md, "One API worker").
 Scenarios: (a) one workspace, one client; (b) one workspace, 8 clients; (c) 8 workspaces.
 Usage: .venv/bin/python -m sandesh.scripts.bench.send_bench [--seconds 6] [--repeat 3] [--connections 32]
 Needs wrk (`apt-get install wrk`).  Uses a scratch database on $SANDESH_TEST_POSTGRES.
@@ -128,14 +129,20 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--scenario", choices=["a", "b", "c"], nargs="+", default=["a", "b", "c"],
                         help="which scenarios to run (default: all three)")
-    parser.add_argument("--tuned", action="store_true",
-                        help="--workers 2 --threads 16 --worker-connections connections/2 for both servers, instead "
-                             "of what `sandesh serve` picks by itself")
+    not_installed = parser.add_mutually_exclusive_group()
+    not_installed.add_argument("--tuned", action="store_true",
+                               help="--workers 2 --threads 16 --worker-connections connections/2 for both servers, "
+                                    "instead of what `sandesh serve` picks by itself")
+    not_installed.add_argument("--workers", type=int, metavar="N",
+                               help="--workers N for both servers, the rest as installed (to compare worker counts)")
     args = parser.parse_args()
+    if args.workers is not None and args.workers < 1:
+        parser.error("--workers: at least 1")
     if not shutil.which("wrk"):
         raise SystemExit("the send benchmark needs wrk: apt-get install wrk")
     flags = (["--workers", "2", "--threads", "16", "--worker-connections", str(args.connections // 2)]
-             if args.tuned else [])
+             if args.tuned else ["--workers", str(args.workers)] if args.workers else [])
+    mode = "tuned" if args.tuned else f"--workers {args.workers}" if args.workers else "as installed"
     with scratch_database() as env:
         runtime = bootstrap(Settings.from_env(env), pool_size=1)
         with reported_route(runtime):
@@ -154,8 +161,8 @@ def main() -> None:
                 _wait("http://127.0.0.1:18702/", bare)
                 settings = options("-", *(int(f) if f.isdigit() else None for f in flags[1::2]))
                 print(f"wrk -t2 -c{args.connections} -d{args.seconds}s, median of {args.repeat} alternating runs; "
-                      f"{'tuned' if args.tuned else 'as installed'}: gunicorn {settings['worker_class']}, "
-                      f"{settings['workers']} workers x {settings['threads']} threads, at most "
+                      f"{mode}: gunicorn {settings['worker_class']}, "
+                      f"{settings['workers']} worker{'s' if settings['workers'] != 1 else ''} x {settings['threads']} threads, at most "
                       f"{settings['worker_connections']} connections each")
                 print(f"{'scenario':<28} {'server':<8} {'sends/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8}"
                       f" {'ratio':>7}")
