@@ -43,6 +43,8 @@ POSITION = "webhooks"
 TOPICS = topics_of(SOURCES)
 CONCURRENCY = 16
 PER_CLIENT = 8    # attempts of one client at once: a receiver that hangs holds at most this many threads
+SLOW = 1.0        # an attempt running longer gives up its place, keeping its thread (docs/design.md, "Webhook sender")
+SLOW_THREADS = 48  # threads beyond the places, for such attempts: the shares of 6 receivers that hang
 LEASE = 60.0      # longer than an attempt (10 s) and its recording
 AHEAD = 2         # leased at most: places (and per client, its share) times this; the rest wait behind
 PURGE_EVERY = 60.0
@@ -60,13 +62,15 @@ class WebhookSender:
         self.runtime, self.app, self.clock = runtime, runtime.app, runtime.clock
         settings = runtime.settings
         self.http = http or webhook_guard.session(settings.webhook_allow_private, settings.requests_ca_bundle,
-                                                  concurrency)
+                                                  concurrency + SLOW_THREADS)
         self.concurrency = concurrency
         self.per_client = per_client or min(PER_CLIENT, concurrency)
-        # One thread more than the places: the thread that ends an attempt leases the next ones
-        # itself, and the attempt it has just started must not wait for that lease (_refill).
-        self.pool = ThreadPoolExecutor(concurrency + 1, thread_name_prefix="webhook")
+        # Beyond the places: threads for slow attempts (SLOW_THREADS), and one more, since the
+        # thread that ends an attempt leases the next ones itself, and the attempt it has just
+        # started must not wait for that lease (_refill).
+        self.pool = ThreadPoolExecutor(concurrency + SLOW_THREADS + 1, thread_name_prefix="webhook")
         self.in_flight: dict[str, str] = {}  # delivery id -> its client: attempts given to a thread
+        self.started: dict[str, float] = {}  # delivery id -> when it was given to a thread (monotonic)
         # Leased ahead, waiting for a place (AHEAD; docs/design.md, "Webhook sender").
         self.ready: collections.deque[_Leased] = collections.deque()
         self.futures: dict[str, Future[None]] = {}  # delivery id -> its attempt, started or waiting for a thread
@@ -127,7 +131,7 @@ class WebhookSender:
         if self.closing:
             return 0
         with self.lock:
-            free = AHEAD * self.concurrency - len(self.in_flight) - len(self.ready)
+            free = AHEAD * self.concurrency - self._places_taken() - len(self.ready)
             held = collections.Counter(self.in_flight.values())
             held.update(leased.client_id for leased in self.ready)
         due: list[tuple[str, str]] = []
@@ -153,23 +157,29 @@ class WebhookSender:
         One that has waited so long that its attempt might not end inside its lease (receivers
         slower than 10 s in all, which the per-read timeout allows) is not started: once its
         lease ends, another sender may lease it and attempt it at the same time.  If the lease
-        is still surely ours it is handed back, to be due again at once; otherwise it is left."""
+        is still surely ours it is handed back, to be due again at once; otherwise it is left.
+
+        An attempt that has run for SLOW seconds no longer takes a place (`_places_taken`): a
+        receiver that hangs holds its share of threads, not the other receivers' places."""
         stale: list[str] = []
         with self.lock:
             if self.closing or not self.ready:
                 return
-            now = self.clock.now()
+            now, started = self.clock.now(), time.monotonic()
             running = collections.Counter(self.in_flight.values())
+            taken = self._places_taken(started)
             waiting: collections.deque[_Leased] = collections.deque()
             for leased in self.ready:
                 if leased.at + LEASE - 2 * TIMEOUT < now:
                     if leased.at + LEASE - TIMEOUT > now:
                         stale.append(leased.delivery_id)
-                elif len(self.in_flight) >= self.concurrency or running[leased.client_id] >= self.per_client:
+                elif taken >= self.concurrency or running[leased.client_id] >= self.per_client:
                     waiting.append(leased)
                 else:
                     running[leased.client_id] += 1
+                    taken += 1
                     self.in_flight[leased.delivery_id] = leased.client_id
+                    self.started[leased.delivery_id] = started
                     future = self.futures[leased.delivery_id] = self.pool.submit(
                         self._attempt_in_pool, leased.delivery_id, leased.delivery)
                     future.add_done_callback(
@@ -177,6 +187,13 @@ class WebhookSender:
             self.ready = waiting
         if stale:
             self._hand_back(stale)
+
+    def _places_taken(self, now: float | None = None) -> int:
+        """Attempts that take a place: those given to a thread, less those running for SLOW
+        seconds, as far as the threads beyond the places (SLOW_THREADS) hold them.  Under `lock`."""
+        since = (now if now is not None else time.monotonic()) - SLOW
+        slow = sum(1 for at in self.started.values() if at < since)
+        return len(self.in_flight) - min(slow, SLOW_THREADS)
 
     def _refill(self) -> None:
         """A thread that ended an attempt starts the next leased one at once, then leases more,
@@ -208,6 +225,7 @@ class WebhookSender:
         finally:
             with self.lock:
                 self.in_flight.pop(delivery_id, None)
+                self.started.pop(delivery_id, None)
         self._refill()
 
     def attempt(self, delivery_id: str, delivery: WebhookDelivery | None = None, wait: bool = True) -> str:

@@ -26,7 +26,7 @@ from sandesh.scripts.bench.common import funded_workspace
 from tests.conftest import ROOT
 from tests.receiver import Receiver
 from sandesh.workers import webhook_guard
-from sandesh.workers.webhooks import LEASE, WebhookSender
+from sandesh.workers.webhooks import LEASE, SLOW_THREADS, WebhookSender
 
 HEADERS = {"x-service-signature", "x-service-event", "x-service-delivery", "user-agent", "content-type"}
 _paths = itertools.count(1)
@@ -454,6 +454,41 @@ def test_a_receiver_that_hangs_holds_at_most_its_share_of_the_threads(runtime, w
         sender.close()  # the two attempts still hanging end within 5 s
 
 
+def test_attempts_that_hang_give_up_their_places_so_two_hanging_receivers_hold_up_no_one(runtime, workspace,
+                                                                                          receiver):
+    """Two receivers that take 6 s each, 6 deliveries to each, then three to a quick one: with
+    4 places and at most 2 for one client, the hanging attempts take all 4 places at first; after
+    a second they give them up (keeping their threads), and the quick ones go."""
+    http = webhook_guard.session(True, str(receiver.ca_file))
+    sender = WebhookSender(runtime, concurrency=4, per_client=2, http=http)
+    hanging = [Hooked(runtime, workspace, receiver) for _ in range(2)]
+    try:
+        quick = Hooked(runtime, workspace, receiver)
+        for hooked in hanging:
+            receiver.answer(hooked.path, ("hang", 6, 200))
+            for _ in range(6):
+                lifecycle(runtime, hooked.send(), ("fail", "x"))
+        sender.step()
+        for hooked in hanging:
+            hooked.received(2, timeout=5)
+        with sender.lock:
+            assert sorted(collections.Counter(sender.in_flight.values()).values()) == [2, 2]
+        started = time.monotonic()
+        for _ in range(3):
+            lifecycle(runtime, quick.send(), ("fail", "x"))
+        while len(receiver.at(quick.path)) < 3:
+            sender.step()
+            assert time.monotonic() - started < 3.5, "the quick receiver waited for the hanging ones"
+            time.sleep(0.05)
+        with sender.lock:
+            held = collections.Counter(sender.in_flight.values())
+            assert held[hanging[0].id] <= 2 and held[hanging[1].id] <= 2  # still their share of threads, no more
+    finally:
+        for hooked in hanging:
+            receiver.answer(hooked.path, 200)
+        sender.close()  # the four attempts still hanging end within 6 s
+
+
 def deliveries_due(runtime, sender, hooked, count):
     """`count` messages that failed, and their deliveries made by the sender's follower (none leased)."""
     for _ in range(count):
@@ -608,8 +643,8 @@ def test_closing_hands_back_the_leases_of_attempts_that_never_started(runtime, h
     http = webhook_guard.session(True, str(receiver.ca_file))
     sender = WebhookSender(runtime, concurrency=2, http=http)
     release = threading.Event()
-    for _ in range(3):
-        sender.pool.submit(release.wait)  # every thread busy (two places and the spare): the attempts leased next wait
+    for _ in range(2 + SLOW_THREADS + 1):  # every thread busy (two places, those for slow attempts, the spare):
+        sender.pool.submit(release.wait)    # the attempts leased next wait
     try:
         deliveries_due(runtime, sender, hooked, 4)
         assert sender.dispatch() == 4
