@@ -1,6 +1,7 @@
 """Webhook deliveries per second to a local HTTPS receiver.
 
-    .venv/bin/python -m sandesh.scripts.bench.webhook_bench [EVENTS] [--concurrency N ...] [--slow N] [--repeat N]
+    .venv/bin/python -m sandesh.scripts.bench.webhook_bench [EVENTS] [--concurrency N ...] [--slow N]
+        [--slow-receivers K] [--repeat N]
 
 In a scratch database: one client whose webhook URL is the example receiver
 (scripts/example_receiver.py, its own process, verifying every signature) behind a trustme
@@ -11,7 +12,8 @@ TLS, recording each attempt as an event).
 
 `--slow N`: the same run again with a second client first, whose receiver takes 10 s to answer
 each request and has N deliveries due before the quick client's; the quick client's rate is
-compared with the run without it.
+compared with the run without it.  `--slow-receivers K`: K such clients, each with its own
+receiver and N deliveries due first.
 """
 from __future__ import annotations
 
@@ -39,9 +41,15 @@ def main() -> None:
                         help=f"sender threads (default: the sender's own, {CONCURRENCY})")
     parser.add_argument("--slow", type=int, default=0, metavar="N",
                         help="also run with N deliveries due first to a receiver that takes 10 s per request")
+    parser.add_argument("--slow-receivers", type=int, default=1, metavar="K",
+                        help="with --slow: K such receivers, N deliveries due first to each (default 1)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="runs of each case, alternating; the medians are printed after them")
     args = parser.parse_args()
+    if args.slow_receivers < 1:
+        parser.error("--slow-receivers: at least 1")
+    slow_ones = "a receiver" if args.slow_receivers == 1 else f"each of {args.slow_receivers} receivers"
+    cost = "the slow receiver costs" if args.slow_receivers == 1 else "the slow receivers cost"
     with tempfile.TemporaryDirectory() as tmp, scratch_database() as env:
         ca = trustme.CA()
         ca.cert_pem.write_to_path(f"{tmp}/ca.pem")
@@ -55,16 +63,16 @@ def main() -> None:
                 print(f"concurrency {concurrency:3d}: {args.events} deliveries in {alone[0]:.2f} s = "
                       f"{args.events / alone[0]:,.0f}/s ({alone[1]} not delivered)", flush=True)
                 if args.slow:
-                    beside = run(env, tmp, args.events, concurrency, slow=args.slow)
+                    beside = run(env, tmp, args.events, concurrency, slow=args.slow, slow_receivers=args.slow_receivers)
                     costs.append(beside[0] / alone[0] - 1)
-                    print(f"concurrency {concurrency:3d}, {args.slow} due first to a receiver taking 10 s: "
+                    print(f"concurrency {concurrency:3d}, {args.slow} due first to {slow_ones} taking 10 s: "
                           f"{args.events} deliveries in {beside[0]:.2f} s = {args.events / beside[0]:,.0f}/s "
                           f"({beside[1]} not delivered), {beside[0] / alone[0] - 1:+.1%} time; after every "
                           f"delivery was created: {beside[2]:.2f} s against {alone[2]:.2f} s, "
                           f"{beside[2] / alone[2] - 1:+.1%}", flush=True)
             if args.repeat > 1:
                 print(f"concurrency {concurrency:3d}, median of {args.repeat}: {statistics.median(rates):,.0f}/s alone"
-                      + (f"; the slow receiver costs {statistics.median(costs):+.1%} time" if costs else ""),
+                      + (f"; {cost} {statistics.median(costs):+.1%} time" if costs else ""),
                       flush=True)
 
 
@@ -83,7 +91,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def run(env: dict[str, str], tmp: str, events: int, concurrency: int, slow: int = 0) -> tuple[float, int, float]:
+def run(env: dict[str, str], tmp: str, events: int, concurrency: int, slow: int = 0,
+        slow_receivers: int = 1) -> tuple[float, int, float]:
     """Seconds until the last delivery was recorded, how many were not delivered, and the seconds
     from the moment every delivery existed until the last was recorded."""
     from sandesh.domain.sending import parse_send
@@ -93,12 +102,12 @@ def run(env: dict[str, str], tmp: str, events: int, concurrency: int, slow: int 
 
     runtime = bootstrap(Settings.from_env(env), pool_size=POOL_SIZE)  # as `sandesh worker webhooks` opens it
     app = runtime.app
-    ws = funded_workspace(app, "Bench", 100 * (events + slow))
+    ws = funded_workspace(app, "Bench", 100 * (events + slow * slow_receivers))
     receivers = []
     try:
         request, _ = parse_send({"to": "9779812345678", "text": "bench"})
         clients = []
-        for name, count, delay in (("Slow", slow, 10.0), ("Bench", events, 0.0)):
+        for name, count, delay in [(f"Slow {i}", slow, 10.0) for i in range(slow_receivers)] + [("Bench", events, 0.0)]:
             if not count:
                 continue
             port = _free_port()
