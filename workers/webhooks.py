@@ -43,7 +43,7 @@ POSITION = "webhooks"
 TOPICS = topics_of(SOURCES)
 CONCURRENCY = 16
 PER_CLIENT = 8    # attempts of one client at once: a receiver that hangs holds at most this many threads
-SLOW = 1.0        # an attempt running longer gives up its place, keeping its thread (docs/design.md, "Webhook sender")
+SLOW = 0.5        # an attempt running longer gives up its place, keeping its thread (docs/design.md, "Webhook sender")
 SLOW_THREADS = 48  # threads beyond the places, for such attempts: the shares of 6 receivers that hang
 LEASE = 60.0      # longer than an attempt (10 s) and its recording
 AHEAD = 2         # leased at most: places (and per client, its share) times this; the rest wait behind
@@ -78,6 +78,7 @@ class WebhookSender:
         self.leasing = threading.Lock()  # one lease at a time (dispatch)
         self.closing = False
         self.refill_wanted = False
+        self.wake: threading.Timer | None = None  # starts waiting deliveries when a running attempt turns slow
         self.purged_at = 0.0
         self.targets = _Targets(runtime)
         self.templates: dict[str, requests.PreparedRequest] = {}  # webhook URL -> its POST, prepared once
@@ -160,7 +161,9 @@ class WebhookSender:
         is still surely ours it is handed back, to be due again at once; otherwise it is left.
 
         An attempt that has run for SLOW seconds no longer takes a place (`_places_taken`): a
-        receiver that hangs holds its share of threads, not the other receivers' places."""
+        receiver that hangs holds its share of threads, not the other receivers' places.  While
+        the places are full and deliveries wait, a timer starts them when the next running
+        attempt turns slow, if none has ended by then."""
         stale: list[str] = []
         with self.lock:
             if self.closing or not self.ready:
@@ -185,8 +188,19 @@ class WebhookSender:
                     future.add_done_callback(
                         lambda f, key=leased.delivery_id: None if f.cancelled() else self.futures.pop(key, None))
             self.ready = waiting
+            if waiting and taken >= self.concurrency and self.wake is None:
+                fresh = [at for at in self.started.values() if at >= started - SLOW]
+                if fresh:
+                    self.wake = threading.Timer(min(fresh) + SLOW - started, self._woken)
+                    self.wake.daemon = True
+                    self.wake.start()
         if stale:
             self._hand_back(stale)
+
+    def _woken(self) -> None:
+        with self.lock:
+            self.wake = None
+        self._start_ready()
 
     def _places_taken(self, now: float | None = None) -> int:
         """Attempts that take a place: those given to a thread, less those running for SLOW
@@ -332,6 +346,8 @@ class WebhookSender:
         the leases of attempts that never started, so that the next sender need not wait them out."""
         with self.leasing, self.lock:
             self.closing = True
+            if self.wake is not None:
+                self.wake.cancel()
             leased_ahead = [leased.delivery_id for leased in self.ready]
             self.ready.clear()
         self.pool.shutdown(wait=wait, cancel_futures=True)

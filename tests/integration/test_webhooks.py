@@ -26,7 +26,7 @@ from sandesh.scripts.bench.common import funded_workspace
 from tests.conftest import ROOT
 from tests.receiver import Receiver
 from sandesh.workers import webhook_guard
-from sandesh.workers.webhooks import LEASE, SLOW_THREADS, WebhookSender
+from sandesh.workers.webhooks import LEASE, SLOW, SLOW_THREADS, WebhookSender
 
 HEADERS = {"x-service-signature", "x-service-event", "x-service-delivery", "user-agent", "content-type"}
 _paths = itertools.count(1)
@@ -487,6 +487,32 @@ def test_attempts_that_hang_give_up_their_places_so_two_hanging_receivers_hold_u
         for hooked in hanging:
             receiver.answer(hooked.path, 200)
         sender.close()  # the four attempts still hanging end within 6 s
+
+
+def test_deliveries_waiting_behind_hanging_attempts_start_when_those_turn_slow_without_the_loop(runtime, workspace,
+                                                                                                receiver):
+    """Two places, both taken by a receiver that hangs 4 s; two deliveries to a quick one leased
+    behind them.  Nothing leases or steps after that: they start once the hanging attempts have
+    run SLOW seconds, not when those end."""
+    http = webhook_guard.session(True, str(receiver.ca_file))
+    sender = WebhookSender(runtime, concurrency=2, per_client=2, http=http)
+    hanging, quick = Hooked(runtime, workspace, receiver), Hooked(runtime, workspace, receiver)
+    try:
+        deliver(sender)  # what earlier tests left due
+        receiver.answer(hanging.path, ("hang", 4, 200))
+        deliveries_due(runtime, sender, hanging, 2)
+        assert sender.dispatch() == 2
+        hanging.received(2, timeout=3)
+        deliveries_due(runtime, sender, quick, 2)
+        leased = time.monotonic()
+        assert sender.dispatch() == 2
+        with sender.lock:
+            assert len(sender.ready) == 2, "both places are taken: the quick ones wait"
+        quick.received(2, timeout=3)
+        assert time.monotonic() - leased < SLOW + 1.5, "they waited for the hanging attempts to end"
+    finally:
+        receiver.answer(hanging.path, 200)
+        sender.close()
 
 
 def deliveries_due(runtime, sender, hooked, count):
