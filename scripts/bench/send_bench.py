@@ -5,7 +5,8 @@
 As installed (the default): `sandesh serve --bind ...` with no other flag, exactly as the README
 starts it, and the bare app under the settings `sandesh serve` picked.  `--tuned` passes
 `--workers 2 --threads 16 --worker-connections connections/2` to both (the earlier figures);
-`--workers N` passes only that, to compare a worker count (docs/performance.md, "One API worker").
+`--workers N` passes only that, to compare a worker count
+(docs/performance.md, "One API worker, measured (ninth session)").
 Scenarios: (a) one workspace, one client; (b) one workspace, 8 clients; (c) 8 workspaces.
 Usage: .venv/bin/python -m sandesh.scripts.bench.send_bench [--seconds 6] [--repeat 3] [--connections 32]
 Needs wrk (`apt-get install wrk`).  Uses a scratch database on $SANDESH_TEST_POSTGRES.
@@ -162,7 +163,8 @@ def main() -> None:
                 settings = options("-", *(int(f) if f.isdigit() else None for f in flags[1::2]))
                 print(f"wrk -t2 -c{args.connections} -d{args.seconds}s, median of {args.repeat} alternating runs; "
                       f"{mode}: gunicorn {settings['worker_class']}, "
-                      f"{settings['workers']} worker{'s' if settings['workers'] != 1 else ''} x {settings['threads']} threads, at most "
+                      f"{settings['workers']} worker{'s' if settings['workers'] != 1 else ''} x "
+                      f"{settings['threads']} threads, at most "
                       f"{settings['worker_connections']} connections each")
                 print(f"{'scenario':<28} {'server':<8} {'sends/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8}"
                       f" {'ratio':>7}")
