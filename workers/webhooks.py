@@ -132,7 +132,7 @@ class WebhookSender:
         if self.closing:
             return 0
         with self.lock:
-            free = AHEAD * self.concurrency - self._places_taken() - len(self.ready)
+            free = AHEAD * self.concurrency - self._places_taken(time.monotonic()) - len(self.ready)
             held = collections.Counter(self.in_flight.values())
             held.update(leased.client_id for leased in self.ready)
         due: list[tuple[str, str]] = []
@@ -151,7 +151,7 @@ class WebhookSender:
         return len(due)
 
     def _start_ready(self) -> None:
-        """Give leased deliveries to the threads, oldest lease first, while a thread is free and
+        """Give leased deliveries to the threads, oldest lease first, while a place is free and
         their client has fewer than `per_client` running.  Under the lock that `close` takes to
         stop, so a delivery is either started here or handed back there, never lost between.
 
@@ -202,11 +202,11 @@ class WebhookSender:
             self.wake = None
         self._start_ready()
 
-    def _places_taken(self, now: float | None = None) -> int:
-        """Attempts that take a place: those given to a thread, less those running for SLOW
-        seconds, as far as the threads beyond the places (SLOW_THREADS) hold them.  Under `lock`."""
-        since = (now if now is not None else time.monotonic()) - SLOW
-        slow = sum(1 for at in self.started.values() if at < since)
+    def _places_taken(self, now: float) -> int:
+        """Attempts that take a place at `now` (monotonic): those given to a thread, less those
+        running for SLOW seconds, as far as the threads beyond the places (SLOW_THREADS) hold
+        them.  Under `lock`."""
+        slow = sum(1 for at in self.started.values() if at < now - SLOW)
         return len(self.in_flight) - min(slow, SLOW_THREADS)
 
     def _refill(self) -> None:
