@@ -101,16 +101,21 @@ class DatabaseState:
                                                        "the others", labels=["sim", "state"])
         parts = GaugeMetricFamily("sandesh_sim_parts_used", "Parts the SIM sent in the pacing window",
                                   labels=["sim"])
+        credit = GaugeMetricFamily("sandesh_sim_credit_paisa", "The SIM's credit as its last balance query answered "
+                                                               "(SIMs with a balance query that found an amount)",
+                                   labels=["sim"])
         for sim in sim_health.pool(conn, now, self.route_window):
             for name in sim_health.STATES:
                 state.add_metric([sim["id"], name], 1 if sim["state"] == name else 0)
             parts.add_metric([sim["id"]], sim["parts_used"])
+            if sim["credit"] is not None:
+                credit.add_metric([sim["id"]], sim["credit"])
         lag = GaugeMetricFamily("sandesh_projection_lag_events", f"Events of the log a followed projection has still "
                                                                  f"to apply (counted up to {COUNT_CAP})",
                                 labels=["projection"])
         for name, events in follower.lags(conn, self.events_table, COUNT_CAP).items():
             lag.add_metric([name], events)
-        return [depth, age, state, parts, lag]
+        return [depth, age, state, parts, credit, lag]
 
 
 class Metrics:

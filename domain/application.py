@@ -33,7 +33,7 @@ from .segments import segment
 from .ports import Caller, IdempotencyKeys, OptOuts, OtpWindows, Prior, Texts
 from .sending import (OtpSendRequest, OtpVerifyRequest, Problem, SendRequest, cost as send_cost,
                       refusal as send_refusal)
-from .sim import SMS_SWITCH_ID, Sim, SmsSwitch, check_sim_name
+from .sim import CLEAR, SMS_SWITCH_ID, Sim, SmsSwitch, check_pin, check_sim_name
 from .topics import topics_of
 from .types import MESSAGE_TYPES, default_rates
 from .webhook import WEBHOOK_STATUS, WebhookDelivery, delivery_id, new_delivery
@@ -205,10 +205,16 @@ class Sandesh(Application[str]):
         return self._change(client_id, Client, "client", lambda c, **kw: c.update(**kw), changes=changes, actor=actor)
 
     # SIMs and the SMS switch
-    def add_sim(self, name: str, port: str, baud: int, host: str | None, actor: str) -> Sim:
+    def add_sim(self, name: str, port: str, baud: int, host: str | None, actor: str,
+                settings: dict[str, object] | None = None) -> Sim:
+        """Register a modem port as a SIM, with its plan's limits and balance query (`settings`,
+        domain/sim.py SETTINGS) when given."""
         if not port.strip():
             raise InvalidInput("--port must name a serial device or pyserial URL")
         sim = Sim(name=check_sim_name(name), port=port.strip(), baud=baud, host=host, actor=actor, at=self.clock.now())
+        extra = {k: v for k, v in (settings or {}).items() if v is not None}
+        if extra:
+            sim.update(extra, actor=actor, at=self.clock.now())
         try:
             self.save(sim)
         except NameTaken as taken:
@@ -221,9 +227,13 @@ class Sandesh(Application[str]):
             return self.add_sim(name, port, baud, host, actor)
         return self._change(sim_id, Sim, "SIM", lambda m, **kw: m.move(**kw), port=port, actor=actor)
 
-    def identify_sim(self, sim_id: str, iccid: str | None, imsi: str | None) -> Sim:
+    def identify_sim(self, sim_id: str, iccid: str | None, imsi: str | None,
+                     device: dict[str, str | None] | None = None) -> Sim:
+        """What the modem says the SIM is, and what the device is with the modes chosen for it."""
         sim = self._get(sim_id, Sim, "SIM")
         sim.identify(iccid, imsi, at=self.clock.now())
+        if device is not None:
+            sim.learn(device, at=self.clock.now())
         try:
             self.save(sim)
         except NameTaken as taken:
@@ -234,25 +244,46 @@ class Sandesh(Application[str]):
         """enable, disable, or release (an operator lifts a quarantine)."""
         return self._change(sim_id, Sim, "SIM", SIM_COMMANDS[command], actor=actor)
 
-    def update_sim(self, sim_id: str, port: str | None, baud: int | None, host: str | None, actor: str) -> Sim:
-        """A new port, baud rate or host for a registered SIM (`sandesh sim update`)."""
+    def update_sim(self, sim_id: str, port: str | None, actor: str, settings: dict[str, object] | None = None,
+                   pin: str | None = None, clear_pin: bool = False) -> Sim:
+        """A new port, settings (domain/sim.py SETTINGS; None leaves one as it is, a value of
+        `CLEAR` removes it) or PIN for a registered SIM (`sandesh sim update`)."""
         sim = self._get(sim_id, Sim, "SIM")
         now = self.clock.now()
         if port is not None:
             sim.move(port.strip(), actor=actor, at=now)
-        changes = {k: v for k, v in (("baud", baud), ("host", host)) if v is not None}
-        if changes or port is None:
+        changes = {k: (None if v is CLEAR else v) for k, v in (settings or {}).items() if v is not None}
+        if pin is not None or clear_pin:
+            sim.set_pin(None if clear_pin else self.sealer.seal(check_pin(pin)), actor=actor, at=now)
+        if changes or (port is None and pin is None and not clear_pin):
             sim.update(changes, actor=actor, at=now)
         self.save(sim)
         return sim
+
+    def sim_pin(self, sealed: str | None) -> str | None:
+        """The PIN a dispatcher enters, opened from the sealed form the registry keeps."""
+        return self.sealer.open(sealed) if sealed else None
+
+    def record_sim_credit(self, sim_id: str, amount: int | None, reply: str, actor: str) -> str | None:
+        """A balance query's answer, with the quarantine for credit it starts or ends; returns the
+        SIM's quarantine after it."""
+        recorded: list[Sim] = []
+
+        def record(sim: Sim, now: float) -> bool:
+            sim.credit_checked(amount, reply, actor=actor, at=now)
+            recorded[:] = [sim]
+            return True
+
+        self._sim_decision(sim_id, record)
+        return recorded[0].quarantine
 
     def quarantine_sim(self, sim_id: str, kind: str, reason: str, actor: str) -> bool:
         """The dispatcher takes a SIM out of the pool; False when it was out already."""
         return self._sim_decision(sim_id, lambda sim, now: sim.quarantine_for(kind, reason, actor=actor, at=now))
 
-    def recover_sim(self, sim_id: str, reason: str, actor: str) -> bool:
+    def recover_sim(self, sim_id: str, kind: str, reason: str, actor: str) -> bool:
         """The dispatcher found the cause of a self-healing quarantine gone."""
-        return self._sim_decision(sim_id, lambda sim, now: sim.recover(reason, actor=actor, at=now))
+        return self._sim_decision(sim_id, lambda sim, now: sim.recover(kind, reason, actor=actor, at=now))
 
     def _sim_decision(self, sim_id: str, decide: Callable[[Sim, float], bool]) -> bool:
         for _ in range(10):  # an operator may change the SIM at the same moment: read it again

@@ -32,6 +32,7 @@ ACTIONS: dict[type, str] = {
     Sim.Quarantined: "sim.quarantined",
     Sim.Recovered: "sim.recovered",
     Sim.Released: "sim.released",
+    Sim.PinSet: "sim.pin_set",
     SmsSwitch.Disabled: "sms.disabled",
     SmsSwitch.Enabled: "sms.enabled",
     WebhookDelivery.Redelivered: "webhook.redelivered",
@@ -41,7 +42,7 @@ ACTIONS: dict[type, str] = {
 
 # Never shown in `details`: no key or secret, not even sealed or hashed (docs/operations.md, "Audit").
 HIDDEN = {"actor", "at", "timestamp", "originator_id", "originator_version",
-          "key_hash", "secret_sealed", "secret_hash", "workspace_id", "originator_topic"}
+          "key_hash", "secret_sealed", "secret_hash", "pin_sealed", "workspace_id", "originator_topic"}
 
 
 def operator_change(event: Any) -> bool:

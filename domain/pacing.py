@@ -18,9 +18,10 @@ SIMS_PER_RESERVED_PART = 4
 PRIORITY = {"otp": 0, "transactional": 1, "promotional": 2}
 
 
-def capacity(part_times: Iterable[float], now: float) -> int:
-    """Parts this SIM may still submit now."""
-    return PARTS_PER_WINDOW - sum(1 for t in part_times if t > now - WINDOW_SECONDS)
+def capacity(part_times: Iterable[float], now: float, per_window: int = PARTS_PER_WINDOW) -> int:
+    """Parts this SIM may still submit now, at `per_window` parts per window (a SIM's plan may
+    set it slower than the interface's 30)."""
+    return per_window - sum(1 for t in part_times if t > now - WINDOW_SECONDS)
 
 
 def otp_reserve(usable_sims: int) -> int:

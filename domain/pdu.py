@@ -108,6 +108,25 @@ def _unpack(data: bytes, count: int, fill_bits: int = 0) -> list[int]:
     return [(bits >> (7 * i)) & 0x7F for i in range(count)]
 
 
+def pack_gsm7(text: str) -> str:
+    """Text as packed GSM 7-bit septets in hex, as devices that pack USSD strings send and answer
+    them (gammu's F_ENCODED_USSD).  Seven spare bits at the end are a CR, not an `@`
+    (TS 23.038 §6.1.2.3.1)."""
+    septets = _septets(text)
+    if len(septets) % 8 == 7:
+        septets.append(0x0D)
+    return _pack(septets).hex().upper()
+
+
+def unpack_gsm7(packed: str) -> str:
+    """The text of packed GSM 7-bit septets in hex; ValueError when it is not hex."""
+    data = bytes.fromhex(packed)
+    septets = _unpack(data, len(data) * 8 // 7)
+    if septets and len(septets) % 8 == 0 and septets[-1] in (0x0D, 0x00):
+        septets.pop()  # the padding of the last octet's seven spare bits
+    return _text_of_septets(septets)
+
+
 # --- Reading ---
 
 class _Reader:

@@ -7,6 +7,8 @@ shows them (docs/design.md, "The SIM pool").  Whether its modem answers right no
 """
 from __future__ import annotations
 
+import re
+
 from eventsourcing.domain import event
 
 from .aggregate import Aggregate
@@ -14,13 +16,18 @@ from .aggregate import Aggregate
 from .credentials import new_id
 from .errors import InvalidInput, InvalidTransition
 from .operators import of_imsi
+from .pacing import PARTS_PER_WINDOW
 
 SMS_SWITCH_ID = "sms_switch"
 
 # Why a SIM is quarantined.  A quarantine for the network lifts itself when the modem is
-# registered again (`Recovered`); the others wait for an operator (`sandesh sim release`).
-NETWORK, FAILURES, SIM_FAULT = "network", "failures", "sim"
-SELF_HEALING = (NETWORK,)
+# registered again, one for credit when a later balance query finds enough (`Recovered`); the
+# others wait for an operator (`sandesh sim release`), and one for a refused PIN for a new PIN.
+NETWORK, FAILURES, SIM_FAULT, PIN, CREDIT = "network", "failures", "sim", "pin", "credit"
+SELF_HEALING = (NETWORK, CREDIT)
+
+# What `sandesh sim add|update` may change besides the port (docs/operations.md, "Modems").
+SETTINGS = ("baud", "host", "daily_cap", "monthly_cap", "pace", "balance_ussd", "min_credit", "balance_every")
 
 
 def check_sim_name(name: str) -> str:
@@ -28,6 +35,38 @@ def check_sim_name(name: str) -> str:
     if not name or len(name) > 64 or name.startswith("sim_"):
         raise InvalidInput("SIM name must be 1 to 64 characters and must not start with 'sim_'")
     return name
+
+
+def check_settings(changes: dict[str, object]) -> dict[str, object]:
+    """A SIM's settings, checked: a cap, pace or interval is a positive whole number or None
+    (none), the pace at most the interface's 30 parts per window."""
+    for name, value in changes.items():
+        if name not in SETTINGS:
+            raise InvalidInput(f"{name} is not a SIM setting")
+        if name in ("baud", "daily_cap", "monthly_cap", "pace", "balance_every", "min_credit"):
+            if value is None and name != "baud":
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or value < (0 if name == "min_credit" else 1):
+                raise InvalidInput(f"{name.replace('_', '-')} must be a positive whole number")
+        if name == "pace" and value is not None and value > PARTS_PER_WINDOW:
+            raise InvalidInput(f"pace is at most {PARTS_PER_WINDOW} parts per 30 minutes (the interface's limit)")
+        if name == "balance_ussd" and value is not None and not USSD.match(str(value)):
+            raise InvalidInput("balance-ussd must be a USSD code such as *400# (digits, * and #, ending in #)")
+    return changes
+
+
+CLEAR = object()  # a setting's value that removes it (`sandesh sim update --daily-cap off`)
+PIN_DIGITS = re.compile(r"^[0-9]{4,8}$")  # TS 31.102: a PIN is 4 to 8 digits
+
+
+def check_pin(pin: str | None) -> str:
+    if pin is None or not PIN_DIGITS.match(pin):
+        raise InvalidInput("a SIM PIN is 4 to 8 digits")
+    return pin
+
+
+DEFAULT_MIN_CREDIT = 1000  # paisa: NPR 10, a few SMS of credit
+USSD = re.compile(r"^[*#][0-9*#]{1,30}#$")
 
 
 class Sim(Aggregate):
@@ -46,7 +85,16 @@ class Sim(Aggregate):
         self.enabled = True
         self.iccid: str | None = None
         self.imsi: str | None = None
-        self.quarantine: str | None = None  # NETWORK, FAILURES or SIM_FAULT while quarantined
+        self.quarantine: str | None = None  # NETWORK, FAILURES, SIM_FAULT, PIN or CREDIT while quarantined
+        self.pin_sealed: str | None = None   # the SIM's PIN, sealed with the server key
+        self.pin_refused = False             # the SIM refused that PIN: it is not entered again
+        self.device: dict[str, str | None] = {}
+        self.daily_cap: int | None = None
+        self.monthly_cap: int | None = None
+        self.pace: int | None = None         # parts per pacing window, when slower than the interface's 30
+        self.balance_ussd: str | None = None
+        self.min_credit: int | None = None   # paisa
+        self.balance_every: int | None = None
 
     @property
     def operator(self) -> str | None:
@@ -62,6 +110,47 @@ class Sim(Aggregate):
     def _identified(self, iccid: str | None, imsi: str | None, at: float) -> None:
         self.iccid = iccid
         self.imsi = imsi
+
+    def learn(self, device: dict[str, str | None], at: float) -> None:
+        """What the modem is and the modes the dispatcher chose for it (workers/device.py)."""
+        if device != self.device:
+            self._device_learned(device=device, at=at)
+
+    @event("DeviceLearned")
+    def _device_learned(self, device: dict[str, str | None], at: float) -> None:
+        self.device = device
+
+    def set_pin(self, pin_sealed: str | None, actor: str, at: float) -> None:
+        """A new PIN (or none): entered the next time the SIM asks; a quarantine for a refused
+        PIN ends with it."""
+        self._pin_set(pin_sealed=pin_sealed, actor=actor, at=at)
+        if self.quarantine == PIN:
+            self._released(actor=actor, at=at)
+
+    @event("PinSet")
+    def _pin_set(self, pin_sealed: str | None, actor: str, at: float) -> None:
+        self.pin_sealed = pin_sealed
+        self.pin_refused = False
+
+    def credit_checked(self, amount: int | None, reply: str, actor: str, at: float) -> None:
+        """A balance query's answer: below the SIM's minimum it is quarantined before its sends fail;
+        a quarantine for credit ends when a later answer shows enough."""
+        self._credit_checked(amount=amount, reply=reply, at=at)
+        if amount is None:
+            return
+        if amount < self.minimum_credit:
+            self.quarantine_for(CREDIT, f"credit NPR {amount / 100:.2f} is below the minimum NPR "
+                                        f"{self.minimum_credit / 100:.2f} ({self.balance_ussd})", actor, at)
+        else:
+            self.recover(CREDIT, f"credit NPR {amount / 100:.2f} again", actor, at)
+
+    @property
+    def minimum_credit(self) -> int:
+        return self.min_credit if self.min_credit is not None else DEFAULT_MIN_CREDIT
+
+    @event("CreditChecked")
+    def _credit_checked(self, amount: int | None, reply: str, at: float) -> None:
+        pass
 
     def disable(self, actor: str, at: float) -> None:
         if not self.enabled:
@@ -85,12 +174,10 @@ class Sim(Aggregate):
         self.port = port
 
     def update(self, changes: dict[str, object], actor: str, at: float) -> None:
-        """A new baud rate or host (the port has its own event, `move`)."""
-        if "baud" in changes and (not isinstance(changes["baud"], int) or changes["baud"] <= 0):
-            raise InvalidInput("baud must be a positive whole number")
-        changed = {k: v for k, v in changes.items() if getattr(self, k) != v}
+        """New settings (SETTINGS, checked by check_settings); the port has its own event, `move`."""
+        changed = {k: v for k, v in check_settings(changes).items() if getattr(self, k) != v}
         if not changed:
-            raise InvalidInput("nothing to change: give --port, --baud or --host with a new value")
+            raise InvalidInput("nothing to change: give a setting with a new value (see `sandesh sim update --help`)")
         self._updated(changes=changed, actor=actor, at=at)
 
     @event("Updated")
@@ -108,10 +195,12 @@ class Sim(Aggregate):
     @event("Quarantined")
     def _quarantined(self, kind: str, reason: str, actor: str, at: float) -> None:
         self.quarantine = kind
+        self.pin_refused = self.pin_refused or kind == PIN
 
-    def recover(self, reason: str, actor: str, at: float) -> bool:
-        """The dispatcher found the cause gone (the modem is registered again)."""
-        if self.quarantine not in SELF_HEALING:
+    def recover(self, kind: str, reason: str, actor: str, at: float) -> bool:
+        """The dispatcher found the cause of a self-healing quarantine of this kind gone (the modem
+        is registered again, the credit is back)."""
+        if self.quarantine != kind or kind not in SELF_HEALING:
             return False
         self._recovered(reason=reason, actor=actor, at=at)
         return True

@@ -341,6 +341,13 @@ def waiting(conn: Any, cap: int) -> dict[str, tuple[int, float | None]]:
     return {types[r["priority"]]: (r["depth"], r["oldest"]) for r in rows}
 
 
+def parts_since(conn: Any, sim_id: str, since: float) -> int:
+    """Parts of this SIM the network accepted since `since` (its plan's day and month: index
+    sent_parts_sim)."""
+    return conn.execute("SELECT count(*) AS parts FROM sent_parts WHERE sim_id = %s AND at >= %s",
+                        (sim_id, since)).fetchone()["parts"]
+
+
 def part_times(conn: Any, sim_id: str, now: float) -> list[float]:
     """When this SIM's parts in the current pacing window were accepted by the network."""
     rows = conn.execute("SELECT at FROM sent_parts WHERE sim_id = %s AND at > %s ORDER BY at",

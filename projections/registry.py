@@ -31,7 +31,8 @@ from sandesh.domain.message import Message
 from sandesh.domain.otp import Otp
 from sandesh.domain.operators import of_imsi
 from sandesh.domain.clock import iso
-from sandesh.domain.sim import Sim, SmsSwitch
+from sandesh.domain.pacing import PARTS_PER_WINDOW
+from sandesh.domain.sim import DEFAULT_MIN_CREDIT, PIN, SETTINGS as SIM_SETTINGS, Sim, SmsSwitch
 from sandesh.domain.workspace import Workspace
 
 NAME = "registry"
@@ -63,6 +64,15 @@ ALTER TABLE sims ADD COLUMN IF NOT EXISTS operator text;
 ALTER TABLE sims ADD COLUMN IF NOT EXISTS quarantine text;
 ALTER TABLE sims ADD COLUMN IF NOT EXISTS quarantine_reason text;
 ALTER TABLE sims ADD COLUMN IF NOT EXISTS state_since double precision;
+ALTER TABLE sims ADD COLUMN IF NOT EXISTS manufacturer text, ADD COLUMN IF NOT EXISTS model text,
+    ADD COLUMN IF NOT EXISTS firmware text, ADD COLUMN IF NOT EXISTS reports text, ADD COLUMN IF NOT EXISTS inbound text,
+    ADD COLUMN IF NOT EXISTS cnmi text, ADD COLUMN IF NOT EXISTS message_store text,
+    ADD COLUMN IF NOT EXISTS pin_sealed text, ADD COLUMN IF NOT EXISTS pin_refused boolean NOT NULL DEFAULT false,
+    ADD COLUMN IF NOT EXISTS daily_cap integer, ADD COLUMN IF NOT EXISTS monthly_cap integer,
+    ADD COLUMN IF NOT EXISTS pace integer, ADD COLUMN IF NOT EXISTS balance_ussd text,
+    ADD COLUMN IF NOT EXISTS min_credit bigint, ADD COLUMN IF NOT EXISTS balance_every integer,
+    ADD COLUMN IF NOT EXISTS credit bigint, ADD COLUMN IF NOT EXISTS credit_reply text,
+    ADD COLUMN IF NOT EXISTS credit_at double precision;
 CREATE TABLE IF NOT EXISTS sms_switch (
     id text PRIMARY KEY, enabled boolean NOT NULL, reason text, updated_at double precision);
 """
@@ -158,7 +168,8 @@ def _client_updated(rows: Rows, e: Any) -> None:
 @handles(Sim.Added)
 def _sim_added(rows: Rows, e: Any) -> None:
     rows.insert("sims", {"id": e.originator_id, "name": e.name, "port": e.port, "baud": e.baud, "host": e.host,
-                         "enabled": True, "created_at": e.at, "updated_at": e.at, "state_since": e.at})
+                         "enabled": True, "created_at": e.at, "updated_at": e.at, "state_since": e.at,
+                         "pin_refused": False})
 
 
 @handles(Sim.Disabled, Sim.Enabled)
@@ -172,7 +183,9 @@ def _sim_port_changed(rows: Rows, e: Any) -> None:
     rows.update("sims", (e.originator_id,), {"port": e.port, "updated_at": e.at})
 
 
-_SIM_COLUMNS = {"baud": "baud", "host": "host"}
+_SIM_COLUMNS = {name: name for name in SIM_SETTINGS}
+_DEVICE_COLUMNS = {"manufacturer": "manufacturer", "model": "model", "firmware": "firmware", "reports": "reports",
+                   "inbound": "inbound", "cnmi": "cnmi", "store": "message_store"}
 
 
 @handles(Sim.Updated)
@@ -187,10 +200,27 @@ def _sim_identified(rows: Rows, e: Any) -> None:
                                              "updated_at": e.at})
 
 
+@handles(Sim.DeviceLearned)
+def _sim_device_learned(rows: Rows, e: Any) -> None:
+    rows.update("sims", (e.originator_id,), {column: e.device.get(name) for name, column in _DEVICE_COLUMNS.items()})
+
+
+@handles(Sim.PinSet)
+def _sim_pin_set(rows: Rows, e: Any) -> None:
+    rows.update("sims", (e.originator_id,), {"pin_sealed": e.pin_sealed, "pin_refused": False, "updated_at": e.at})
+
+
+@handles(Sim.CreditChecked)
+def _sim_credit_checked(rows: Rows, e: Any) -> None:
+    rows.update("sims", (e.originator_id,), {"credit": e.amount, "credit_reply": e.reply, "credit_at": e.at})
+
+
 @handles(Sim.Quarantined)
 def _sim_quarantined(rows: Rows, e: Any) -> None:
-    rows.update("sims", (e.originator_id,), {"quarantine": e.kind, "quarantine_reason": e.reason,
-                                             "state_since": e.at, "updated_at": e.at})
+    changes = {"quarantine": e.kind, "quarantine_reason": e.reason, "state_since": e.at, "updated_at": e.at}
+    if e.kind == PIN:
+        changes["pin_refused"] = True
+    rows.update("sims", (e.originator_id,), changes)
 
 
 @handles(Sim.Recovered, Sim.Released)
@@ -334,9 +364,19 @@ def client_view(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def sim_view(row: dict[str, Any]) -> dict[str, Any]:
+    """A SIM as the `sandesh sim` commands print it: never its PIN, only whether one is set."""
     return {
         "id": row["id"], "name": row["name"], "port": row["port"], "baud": row["baud"], "host": row["host"],
         "enabled": row["enabled"], "iccid": row["iccid"], "imsi": row["imsi"], "operator": row["operator"],
+        "manufacturer": row["manufacturer"], "model": row["model"], "firmware": row["firmware"],
+        "reports": row["reports"], "inbound": row["inbound"], "cnmi": row["cnmi"], "messageStore": row["message_store"],
+        "pin": "refused" if row["pin_refused"] else "set" if row["pin_sealed"] else None,
+        "dailyCap": row["daily_cap"], "monthlyCap": row["monthly_cap"], "pace": row["pace"] or PARTS_PER_WINDOW,
+        "balanceUssd": row["balance_ussd"], "balanceEvery": row["balance_every"],
+        "minCredit": row["min_credit"] if row["min_credit"] is not None else
+        (DEFAULT_MIN_CREDIT if row["balance_ussd"] else None),
+        "credit": row["credit"], "creditAt": iso(row["credit_at"]) if row["credit_at"] else None,
+        "creditReply": row["credit_reply"],
         "createdAt": iso(row["created_at"]),
     }
 

@@ -5,6 +5,7 @@ import argparse
 import getpass
 import os
 import sys
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from sandesh.domain.errors import DomainError
@@ -36,6 +37,60 @@ def hours(text: str) -> float:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours") from None
+
+
+def profile_choices() -> list[str]:
+    from .emulator_profiles import PROFILES
+
+    return list(PROFILES)
+
+
+def profile_names(text: str) -> str:
+    unknown = [name for name in text.split(",") if name not in profile_choices()]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"no emulator profile {', '.join(unknown)}: choose from "
+                                         f"{', '.join(profile_choices())}")
+    return text
+
+
+def cap(text: str) -> int | object:
+    """A positive whole number, or 'off' (the setting is removed)."""
+    from sandesh.domain.sim import CLEAR
+
+    return CLEAR if text == "off" else positive_int(text)
+
+
+def rupees(text: str) -> int:
+    """An amount in NPR with at most two decimals, as paisa."""
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        value = Decimal(-1)
+    if not value.is_finite() or value < 0 or value != value.quantize(Decimal("0.01")):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an amount in NPR (e.g. 10 or 12.50)")
+    return int(value * 100)
+
+
+def _sim_limits(c: argparse.ArgumentParser, clearable: bool) -> None:
+    """The options of a SIM's plan and balance query (docs/operations.md, "Modems")."""
+    number = cap if clearable else positive_int
+    off = "; 'off' removes it" if clearable else ""
+    c.add_argument("--daily-cap", type=number, metavar="PARTS", help=f"parts a day at most, Nepal time{off}")
+    c.add_argument("--monthly-cap", type=number, metavar="PARTS", help=f"parts a calendar month at most, Nepal "
+                                                                       f"time{off}")
+    c.add_argument("--pace", type=number, metavar="N", help=f"parts per 30 minutes, at most 30 (the default){off}")
+    c.add_argument("--balance-ussd", metavar="CODE", help="the USSD code that answers the SIM's credit, e.g. *400#, "
+                   f"asked every 4 hours and after every --balance-every parts{'; off removes it' if clearable else ''}")
+    c.add_argument("--balance-every", type=number, metavar="PARTS",
+                   help=f"ask for the credit again after this many parts (default 50){off}")
+    c.add_argument("--min-credit", type=rupees if not clearable else _rupees_or_off, metavar="NPR",
+                   help=f"below this credit the SIM is quarantined until a later query finds more (default 10){off}")
+
+
+def _rupees_or_off(text: str) -> int | object:
+    from sandesh.domain.sim import CLEAR
+
+    return CLEAR if text == "off" else rupees(text)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -89,22 +144,35 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--rate-limit", type=positive_int, metavar="N")
 
     sim = sub.add_parser("sim", help="manage SIMs").add_subparsers(dest="command", required=True)
-    c = sim.add_parser("add", help="register a modem port")
+    c = sim.add_parser("add", help="register a modem port (docs/operations.md, \"Modems\": probe it first)")
     c.add_argument("--name", required=True)
     c.add_argument("--port", required=True, metavar="DEVICE", help="/dev/serial/by-id/..., /dev/ttyUSB0 or a pyserial URL")
     c.add_argument("--baud", type=positive_int, default=115200)
     c.add_argument("--host", help="the dispatcher host that drives it (default: any)")
-    sim.add_parser("list", help="list SIMs with their state (active, disabled, quarantined, unreachable), "
-                                "reason, since, operator and parts used in the pacing window")
+    _sim_limits(c, clearable=False)
+    sim.add_parser("list", help="list SIMs with their state (active, resting, disabled, quarantined, unreachable), "
+                                "reason, since, the device and the modes chosen for it, operator, credit, and "
+                                "parts used in the pacing window, today and this month")
     for verb, text in (("disable", "take a SIM out of the pool; running dispatchers stop leasing to it within 1 s"),
                        ("enable", "put a disabled SIM back into the pool"),
                        ("release", "lift a quarantine (audited as sim.released)")):
         sim.add_parser(verb, help=text).add_argument("sim", metavar="ID_OR_NAME")
-    c = sim.add_parser("update", help="a new port, baud rate or host; running dispatchers reopen it within 1 s")
+    c = sim.add_parser("update", help="a new port, baud rate, host, PIN or limits; running dispatchers use them "
+                                      "within 1 s")
     c.add_argument("sim", metavar="ID_OR_NAME")
     c.add_argument("--port", metavar="DEVICE")
     c.add_argument("--baud", type=positive_int)
     c.add_argument("--host", help="the dispatcher host that drives it")
+    c.add_argument("--pin", metavar="NNNN", help="the SIM's PIN, 4 to 8 digits, kept sealed and entered when the "
+                   "SIM asks for it ('-' reads it from stdin; 'off' removes it); a new PIN ends a quarantine for a "
+                   "refused one")
+    _sim_limits(c, clearable=True)
+    c = sim.add_parser("probe", help="identify the device on a port and negotiate with it as a dispatcher would, "
+                                     "without registering it: what it is, what it supports and what Sandesh would "
+                                     "use, or which step failed and how the device answered")
+    c.add_argument("port", metavar="PORT", help="/dev/serial/by-id/..., /dev/ttyUSB0 or a pyserial URL")
+    c.add_argument("--baud", type=positive_int, default=115200)
+    c.add_argument("--pin", metavar="NNNN", help="the PIN to enter if the SIM asks for one ('-' reads it from stdin)")
 
     sms = sub.add_parser("sms", help="the global SMS switch").add_subparsers(dest="command", required=True)
     sms.add_parser("disable", help="switch sending off (503 sms_disabled)").add_argument("--reason")
@@ -175,6 +243,12 @@ def parser() -> argparse.ArgumentParser:
     em.add_argument("--register", action="store_true", help="register them as SIMs (or move registered ones)")
     em.add_argument("--phones-log", metavar="PATH", help="where to write what the phones received, as JSON lines")
     em.add_argument("--report-delay", type=float, default=2.0, metavar="S", help="seconds before a status report")
+    em.add_argument("--profile", default="3gpp", metavar="NAME[,NAME...]", type=profile_names,
+                    help="the device family each modem plays, in turn: " + ", ".join(profile_choices()) +
+                         " (docs/operations.md, \"Modems\"; default 3gpp)")
+    em.add_argument("--cmgs-seconds", type=float, metavar="S",
+                    help="the network's time to accept a part (default: the profile's, a few seconds for real "
+                         "devices)")
 
     up = sub.add_parser("up", help="everything for a first look: database, demo client, API and workers")
     up.add_argument("--bind", default="127.0.0.1:8000", metavar="HOST:PORT")

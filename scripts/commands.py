@@ -175,28 +175,65 @@ def client_list(args: argparse.Namespace, settings: Settings, actor: str) -> int
 
 # SIMs and the SMS switch
 
+SIM_SETTINGS_ARGS = ("baud", "host", "daily_cap", "monthly_cap", "pace", "balance_ussd", "min_credit",
+                     "balance_every")
+
+
+def _sim_settings(args: argparse.Namespace) -> dict[str, object]:
+    """The SIM settings given on the command line (None: not given; CLEAR: 'off')."""
+    from sandesh.domain.sim import CLEAR
+
+    settings = {name: getattr(args, name, None) for name in SIM_SETTINGS_ARGS}
+    if settings["balance_ussd"] == "off":
+        settings["balance_ussd"] = CLEAR
+    return settings
+
+
+def _pin(text: str | None) -> str | None:
+    """--pin as given, or read from stdin for '-' (so it stays out of the shell's history)."""
+    import sys
+
+    return sys.stdin.readline().strip() if text == "-" else text
+
+
 def sim_add(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        sim = runtime.app.add_sim(args.name, args.port, args.baud, args.host, actor)
+        sim = runtime.app.add_sim(args.name, args.port, args.baud, args.host, actor,
+                                  {k: v for k, v in _sim_settings(args).items() if k not in ("baud", "host")})
         emit(registry.sim_view(_row(runtime, "sims", sim.id, "SIM")))
     return 0
 
 
 def sim_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     """The SIMs with their state and what their dispatcher last reported: health, signal, parts
-    used in the current pacing window, last error."""
-    from sandesh.domain.pacing import PARTS_PER_WINDOW
+    used in the current pacing window, today and this month, last error."""
     from sandesh.projections import sim_health
 
     with opened(settings) as runtime, runtime.connection() as conn:
         rows = sim_health.pool(conn, runtime.clock.now(), settings.route_window)
     emit({"sims": [{**registry.sim_view(r), "state": r["state"], "reason": r["reason"],
                     "since": iso(r["since"]) if r["since"] else None,
+                    "resumesAt": iso(r["resting_until"]) if r["state"] == "resting" else None,
                     "healthy": r["healthy"], "registered": r["registered"],
-                    "signalDbm": r["signal_dbm"], "partsUsed": r["parts_used"], "partsPerWindow": PARTS_PER_WINDOW,
+                    "signalDbm": r["signal_dbm"], "partsUsed": r["parts_used"],
+                    "partsPerWindow": r["pace"] or sim_health.PARTS_PER_WINDOW,
+                    "partsToday": r["parts_today"], "partsThisMonth": r["parts_month"],
                     "lastError": r["last_error"],
                     "heartbeatAt": iso(r["heartbeat_at"]) if r["heartbeat_at"] else None} for r in rows]})
     return 0
+
+
+def sim_probe(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    """Like `gammu identify` for the operator plugging in a new stick: no database is needed."""
+    from sandesh.workers.sims import probe
+
+    found = probe(args.port, args.baud, _pin(args.pin))
+    emit(found)
+    if found["ok"]:
+        return 0
+    lines = [f"sim probe: {found['failedStep']}: {found['error']}"]
+    lines += [f"  {e['command']} -> {' | '.join(e['answer'] + [e['final']])}" for e in found["dialogue"][-4:]]
+    return fail("\n".join(lines), 1)
 
 
 def _sim_id(runtime: Runtime, id_or_name: str) -> str:
@@ -225,9 +262,11 @@ def sim_release(args: argparse.Namespace, settings: Settings, actor: str) -> int
 
 
 def sim_update(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    pin = _pin(args.pin)
     with opened(settings) as runtime:
         sim_id = _sim_id(runtime, args.sim)
-        runtime.app.update_sim(sim_id, args.port, args.baud, args.host, actor)
+        runtime.app.update_sim(sim_id, args.port, actor, _sim_settings(args), pin=None if pin == "off" else pin,
+                               clear_pin=pin == "off")
         emit(registry.sim_view(_row(runtime, "sims", sim_id, "SIM")))
     return 0
 
@@ -441,8 +480,9 @@ def replay(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 def emulator(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     from .emulator import main as run_emulator
 
-    argv = ["--sims", str(args.sims), "--report-delay", str(args.report_delay)]
+    argv = ["--sims", str(args.sims), "--report-delay", str(args.report_delay), "--profile", args.profile]
     argv += ["--phones-log", args.phones_log] if args.phones_log else []
+    argv += ["--cmgs-seconds", str(args.cmgs_seconds)] if args.cmgs_seconds is not None else []
     argv += ["--register"] if args.register else []
 
     def register(devices: list[tuple[str, str]]) -> None:
@@ -506,6 +546,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("sim", "enable"): sim_enable,
     ("sim", "release"): sim_release,
     ("sim", "update"): sim_update,
+    ("sim", "probe"): sim_probe,
     ("sms", "disable"): sms_disable,
     ("sms", "enable"): sms_enable,
     ("optout", "add"): optout_add,

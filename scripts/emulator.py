@@ -19,6 +19,7 @@ import functools
 import json
 import os
 import random
+import re
 import select
 import signal
 import sys
@@ -28,13 +29,18 @@ import tty
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Iterable, Sequence
 
+from sandesh.scripts.emulator_profiles import PROFILES, Profile
+
 NEPAL = timezone(timedelta(hours=5, minutes=45))
 DEFAULT_SMSC = "9779800000000"
 _MNCS = ("01", "02", "04", "03")
 CTRL_Z, ESC = 0x1A, 0x1B
 BOOT_SECONDS = 0.5
+NOISE_EVERY = 1.0  # seconds between a profile's idle unsolicited lines
 # Commands that a real modem refuses while the SMS stack boots (+CMS ERROR: 512) or without a PIN.
-SMS_COMMANDS = ("+CMGF", "+CPMS", "+CSCA", "+CNMI", "+CSMS", "+CNMA", "+CMGL", "+CMGR", "+CMGD", "+CMGS")
+SMS_COMMANDS = ("+CMGF", "+CPMS", "+CSCA", "+CNMI", "+CSMS", "+CNMA", "+CMGL", "+CMGR", "+CMGD", "+CMGS", "+CUSD")
+# Commands that read the SIM: a SIM still starting answers them busy.
+SIM_COMMANDS = ("+CPIN", "+CIMI", "+CCID", "^ICCID", "+QCCID", "^SCID", "#CCID", "+CRSM")
 
 
 def _luhn_digit(digits: str) -> str:
@@ -61,6 +67,19 @@ def _command_key(cmd: str) -> str:
 
 def _now() -> datetime:
     return datetime.now(NEPAL)
+
+
+def _groups(test_answer: str, expand: bool = False) -> list[list[str]]:
+    """A test command's answer in groups: `+CPMS: ("SM","ME"),("SM")` -> [["SM","ME"], ["SM"]];
+    expanded, `+CNMI: (0-2),(1)` -> [["0","1","2"], ["1"]]."""
+    groups = []
+    for inner in re.findall(r"\(([^()]*)\)", test_answer.split(":", 1)[1]):
+        items = [item.strip().strip('"') for item in inner.split(",") if item.strip()]
+        if expand:
+            items = [str(n) for item in items
+                     for n in range(int(item.split("-")[0]), int(item.split("-")[-1]) + 1)]
+        groups.append(items)
+    return groups
 
 
 class Network:
@@ -99,9 +118,13 @@ class VirtualModem:
     """One modem with one SIM, served on the master side of a pseudo-terminal by a thread."""
 
     def __init__(self, name: str = "emu-1", index: int = 1, *, network: Network | None = None,
-                 smsc: str = DEFAULT_SMSC, store_capacity: int = 20, first_index: int = 0,
+                 smsc: str = DEFAULT_SMSC, store_capacity: int = 20, first_index: int | None = None,
                  report_delay: float = 0.2, reports_enabled: bool = True, signal_rssi: int = 20,
-                 seed: int | None = None, mnc: str | None = None):
+                 seed: int | None = None, mnc: str | None = None, profile: str | Profile = "3gpp",
+                 cmgs_seconds: float | None = None, busy_seconds: float | None = None):
+        self.profile = PROFILES[profile] if isinstance(profile, str) else profile
+        self.cmgs_seconds = self.profile.cmgs_seconds if cmgs_seconds is None else cmgs_seconds
+        self.busy_seconds = self.profile.busy_seconds if busy_seconds is None else busy_seconds
         self.name = name
         self.index = index
         self.network = network if network is not None else Network()
@@ -112,16 +135,23 @@ class VirtualModem:
         self.imsi = f"429{mnc or _MNCS[(index - 1) % len(_MNCS)]}{index:010d}"
         self.imei = (lambda body: body + _luhn_digit(body))(f"86{index:012d}")
         self.store_capacity = store_capacity
-        self.first_index = first_index
+        self.first_index = self.profile.first_index if first_index is None else first_index
         self.report_delay = report_delay
         self.reports_enabled = reports_enabled
         self.rssi = signal_rssi
         self.registration = 1
         self.pin_state = "READY"
+        self.pin = "1234"             # what AT+CPIN="…" must give while the SIM asks for its PIN
+        self.pin_tries = 3            # wrong PINs left before the SIM asks for its PUK
+        self.credit = 500.0           # NPR, what the balance USSD answers
+        self.part_price = 0.0         # NPR taken from the credit per part sent; none left: +CMS ERROR: 50
+        self.ussd_delay = 0.2
+        self.echo_sticky = False      # ATE0 answers OK and echo stays on
         self.random = random.Random(seed if seed is not None else index)
 
         # The SIM store and TP-MR survive a reboot; everything in _reset() does not.
         self.store: dict[int, tuple[int, str]] = {}  # index -> (stat, pdu hex)
+        self.status_store: dict[int, tuple[int, str]] = {}  # "SR": stored status reports, when the profile has it
         self.memory_full = False
         self.refused_inbound: list[str] = []  # PDUs the SMSC keeps retrying while the store is full
         self.next_mr = 0
@@ -141,6 +171,8 @@ class VirtualModem:
         self._lock = threading.RLock()
         self._reset()
         self._booting_until = 0.0
+        self._busy_until = 0.0
+        self._noise_at = 0.0
         self.master_fd, self.slave_fd = os.openpty()
         # Raw mode: the line discipline must pass Ctrl-Z and ESC through and must not echo.
         tty.setraw(self.slave_fd)
@@ -168,6 +200,7 @@ class VirtualModem:
         self._hang_after_pdu = False
 
     def start(self) -> "VirtualModem":
+        self._power_up()
         self._running = True
         self._thread = threading.Thread(target=self._serve, name=f"modem-{self.name}", daemon=True)
         self._thread.start()
@@ -209,6 +242,7 @@ class VirtualModem:
                 return
             with self._lock:
                 self._run_due()
+                self._idle_noise()
                 if data:
                     self._feed(data)
 
@@ -391,6 +425,8 @@ class VirtualModem:
                         self._command(line)
                 elif byte != 0x0A:
                     self._buffer.append(byte)
+            elif self._mode == "waiting":  # for the network's answer to a submit
+                continue
             elif self._mode == "hung-prompt":
                 if byte == ESC:
                     self._mode = "command"
@@ -427,23 +463,32 @@ class VirtualModem:
                 self._respond((), failure)
                 return
         cmd = upper[2:]
+        busy = time.monotonic() < self._busy_until
         if cmd.startswith(SMS_COMMANDS):
             if time.monotonic() < self._booting_until:
                 self._respond((), "+CMS ERROR: 512")
                 return
+            if busy:
+                self._respond((), "ERROR" if self.profile.sms_refused_while_busy else self.profile.busy_answer)
+                return
             if self.pin_state != "READY":
                 self._respond((), "+CMS ERROR: 311")
                 return
+        if busy and cmd.startswith(SIM_COMMANDS) and not self.profile.sms_refused_while_busy:
+            self._respond((), self.profile.busy_answer)
+            return
         try:
             self._dispatch(cmd)
         except (ValueError, IndexError):
-            self._respond((), "ERROR")
+            self._respond((), self.profile.refusal)
 
     def _dispatch(self, cmd: str) -> None:
-        """One command (in capitals, without "AT") to its handler in COMMANDS; ERROR if none."""
-        handler = self.COMMANDS.get(_command_key(cmd))
-        if handler is None:
-            self._respond((), "ERROR")
+        """One command (in capitals, without "AT") to its handler in COMMANDS; the profile's refusal
+        (ERROR, or a vendor's word) if none, or if the profile lacks it."""
+        key = _command_key(cmd)
+        handler = self.COMMANDS.get(key)
+        if handler is None or key in self.profile.unsupported:
+            self._respond((), self.profile.refusal)
         else:
             handler(self, cmd.partition("=")[2])
 
@@ -453,7 +498,7 @@ class VirtualModem:
         self._respond()
 
     def _echo_off(self, args: str) -> None:
-        self.echo = False
+        self.echo = self.echo_sticky
         self._respond()
 
     def _echo_on(self, args: str) -> None:
@@ -461,13 +506,19 @@ class VirtualModem:
         self._respond()
 
     def _identify(self, args: str) -> None:
-        self._respond(["Sandesh", "EMU25", "Revision: EMU25-1.0"])
+        self._respond([self.profile.manufacturer, self.profile.model, f"Revision: {self.profile.firmware}"])
 
     def _manufacturer(self, args: str) -> None:
-        self._respond(["Sandesh"])
+        self._respond([self.profile.manufacturer])
 
     def _model(self, args: str) -> None:
-        self._respond(["EMU25"])
+        self._respond([self.profile.model])
+
+    def _revision(self, args: str) -> None:
+        if self.profile.firmware is None:
+            self._respond((), self.profile.refusal)
+        else:
+            self._respond([self.profile.firmware])
 
     def _serial_number(self, args: str) -> None:
         self._respond([self.imei])
@@ -482,11 +533,45 @@ class VirtualModem:
     def _read_pin(self, args: str) -> None:
         if self.pin_state == "NOT INSERTED":
             self._respond((), self._cme(10))
+        elif self.profile.cpin_no_ok:  # the answer, and no final result after it
+            self._write(f"\r\n+CPIN: {self.pin_state}\r\n")
         else:
             self._respond([f"+CPIN: {self.pin_state}"])
 
+    def _enter_pin(self, args: str) -> None:
+        """AT+CPIN="<pin>": right, the SIM is ready (busy for a moment); wrong, one try fewer;
+        none left, it asks for its PUK (TS 27.007 §8.3)."""
+        if self.pin_state != "SIM PIN":
+            self._respond((), self._cme(3))
+            return
+        if args.split(",")[0].strip().strip('"') == self.pin:
+            self.pin_state, self.pin_tries = "READY", 3
+            self._busy_until = time.monotonic() + min(self.busy_seconds, 0.5)
+            self._respond()
+            return
+        self.pin_tries -= 1
+        if self.pin_tries <= 0:
+            self.pin_state = "SIM PUK"
+        self._respond((), self._cme(16))
+
     def _read_iccid(self, args: str) -> None:
-        self._respond([f"+CCID: {self.iccid}"])
+        answer = self.profile.iccid_answer if self.profile.iccid == "+CCID" else "+CCID: {iccid}"
+        self._respond([answer.format(iccid=self.iccid)])
+
+    def _read_vendor_iccid(self, args: str, key: str) -> None:
+        if key != self.profile.iccid:
+            self._respond((), self.profile.refusal)
+        else:
+            self._respond([self.profile.iccid_answer.format(iccid=self.iccid)])
+
+    def _restricted_sim_access(self, args: str) -> None:
+        """AT+CRSM=176,12258,0,0,10 reads EF_ICCID (TS 27.007 §8.18, TS 31.102): digits in swapped pairs."""
+        if args.replace(" ", "") != "176,12258,0,0,10":
+            self._respond((), self._cme(4))
+            return
+        padded = self.iccid + "F" * (20 - len(self.iccid))
+        swapped = "".join(padded[i + 1] + padded[i] for i in range(0, 20, 2))
+        self._respond([f'+CRSM: 144,0,"{swapped}"'])
 
     def _read_imsi(self, args: str) -> None:
         if self.pin_state != "READY":
@@ -519,8 +604,15 @@ class VirtualModem:
         self._respond([f"+CMGF: {self.cmgf}"])
 
     def _set_cpms(self, args: str) -> None:
+        if args == "?":
+            self._respond([self.profile.cpms_test])
+            return
         names = [a.strip().strip('"') for a in args.split(",")]
-        if not all(n in ("SM", "ME", "MT") for n in names):
+        groups = _groups(self.profile.cpms_test)
+        if len(names) > self.profile.cpms_params:
+            self._respond((), self.profile.refusal)
+            return
+        if not all(i < len(groups) and n in groups[i] for i, n in enumerate(names)):
             self._respond((), "+CMS ERROR: 302")
             return
         self.storages[:len(names)] = names[:3]
@@ -539,8 +631,16 @@ class VirtualModem:
         self._respond([f'+CSCA: "+{self.smsc}",145'])
 
     def _set_cnmi(self, args: str) -> None:
-        values = [int(v) if v.strip() else 0 for v in args.split(",")]
-        self.cnmi = tuple((values + [0] * 5)[:5])
+        if args == "?":
+            self._respond([self.profile.cnmi_test])
+            return
+        values = (([int(v) if v.strip() else 0 for v in args.split(",")]) + [0] * 5)[:5]
+        ranges = [{int(x) for x in group} for group in _groups(self.profile.cnmi_test, expand=True)]
+        if (any(i < len(ranges) and v not in ranges[i] for i, v in enumerate(values))
+                or values[3] in self.profile.cnmi_refused_ds):
+            self._respond((), self.profile.cnmi_refusal)
+            return
+        self.cnmi = tuple(values)
         self._respond()
 
     def _read_cnmi(self, args: str) -> None:
@@ -556,10 +656,62 @@ class VirtualModem:
     def _reboot(self) -> None:
         self._reset()
         self._booting_until = time.monotonic() + BOOT_SECONDS
-        self._schedule(0.05, lambda: self._write("\r\nRDY\r\n"))
-        self._schedule(BOOT_SECONDS, lambda: self._write("\r\n+CPIN: READY\r\n\r\nSMS DONE\r\n"))
+        if self.profile.boot_lines:
+            self._power_up(BOOT_SECONDS)
+        else:
+            self._schedule(0.05, lambda: self._write("\r\nRDY\r\n"))
+            self._schedule(BOOT_SECONDS, lambda: self._write("\r\n+CPIN: READY\r\n\r\nSMS DONE\r\n"))
+
+    def _power_up(self, after: float = 0.0) -> None:
+        """The profile's start: busy for its busy seconds, then its power-up lines."""
+        busy = max(after, self.busy_seconds)
+        self._busy_until = time.monotonic() + busy
+        if self.profile.boot_lines:
+            self._schedule(busy, lambda: self.emit(*self.profile.boot_lines))
+
+    def _idle_noise(self) -> None:
+        if self.profile.noise and time.monotonic() >= self._noise_at and self._mode == "command":
+            self._noise_at = time.monotonic() + NOISE_EVERY
+            self._write(f"\r\n{self.random.choice(self.profile.noise)}\r\n")
+
+    def _noise_line(self) -> list[str]:
+        return [self.random.choice(self.profile.noise)] if self.profile.noise else []
+
+    # --- USSD (TS 27.007 §7.15) ----------------------------------------------------
+
+    def _ussd(self, args: str) -> None:
+        """AT+CUSD=1,"<code>",15: OK now, the network's +CUSD later.  A balance code answers the
+        credit; a device that packs USSD (Huawei) wants the code packed and answers packed."""
+        from sandesh.domain.pdu import pack_gsm7, unpack_gsm7
+
+        fields = [f.strip() for f in args.split(",")]
+        if args.strip() == "?":
+            self._respond(["+CUSD: (0-2)"])
+            return
+        if fields[0] == "2" or len(fields) < 2:
+            self._respond()
+            return
+        request = fields[1].strip('"')
+        if self.profile.ussd_packed:
+            try:
+                request = unpack_gsm7(request)
+            except ValueError:
+                request = ""
+        self._respond()
+        if not request.startswith("*") or not request.endswith("#"):
+            self._schedule(self.ussd_delay, lambda: self.emit("+CUSD: 4"))
+            return
+        # The wording is ours: no capture of a Nepali operator's balance answer is public.
+        text = f"Your balance is Rs. {self.credit:.2f}. Valid till 2027-12-31."
+        answer = pack_gsm7(text) if self.profile.ussd_packed else text
+        self._schedule(self.ussd_delay, lambda: self.emit(f'+CUSD: 0,"{answer}",15'))
 
     # --- the message store ----------------------------------------------------------
+
+    def _memory(self, name: str) -> dict[int, tuple[int, str]]:
+        """A store by name: "SR" holds status reports where the profile has it; the others share
+        the one store a modem with one SIM has."""
+        return self.status_store if name == "SR" else self.store
 
     def _list(self, args: str) -> None:
         stat = int(args or 4)
@@ -567,36 +719,38 @@ class VirtualModem:
             self._respond((), "+CMS ERROR: 302")
             return
         lines = []
-        for index in sorted(self.store):
-            current, pdu = self.store[index]
+        memory = self._memory(self.storages[0])
+        for index in sorted(memory):
+            current, pdu = memory[index]
             if stat == 4 or stat == current:
                 lines += [f"+CMGL: {index},{current},,{tpdu_length(pdu)}", pdu]
                 if current == 0:
-                    self.store[index] = (1, pdu)  # listing marks unread messages read, as modems do
+                    memory[index] = (1, pdu)  # listing marks unread messages read, as modems do
         self._respond(lines)
 
     def _read(self, args: str) -> None:
         index = int(args)
-        if index not in self.store:
+        memory = self._memory(self.storages[0])
+        if index not in memory:
             self._respond((), "+CMS ERROR: 321")
             return
-        current, pdu = self.store[index]
-        self.store[index] = (1, pdu)
+        current, pdu = memory[index]
+        memory[index] = (1, pdu)
         self._respond([f"+CMGR: {current},,{tpdu_length(pdu)}", pdu])
 
     def _delete(self, args: str) -> None:
         index, _, flag = args.partition(",")
         flag_value = int(flag) if flag.strip() else 0
+        memory = self._memory(self.storages[0])
         if flag_value == 0:
             i = int(index)
             if not self.first_index <= i < self.first_index + self.store_capacity:
                 self._respond((), "+CMS ERROR: 321")
                 return
-            self.store.pop(i, None)
-        elif flag_value in (1, 2, 3):
-            self.store = {i: entry for i, entry in self.store.items() if entry[0] == 0}
-        elif flag_value == 4:
-            self.store.clear()
+            memory.pop(i, None)
+        elif flag_value in (1, 2, 3, 4):
+            for i in [i for i, entry in memory.items() if flag_value == 4 or entry[0] != 0]:
+                del memory[i]
         else:
             self._respond((), "+CMS ERROR: 302")
             return
@@ -618,6 +772,8 @@ class VirtualModem:
             return
         self._mode = "pdu"
         self._write("\r\n> ")
+        for line in self._noise_line():  # vendors' lines come between the prompt and +CMGS: too
+            self._write(f"\r\n{line}\r\n")
 
     def _submit(self, pdu: str) -> None:
         from sandesh.domain.pdu import decode_submit
@@ -640,6 +796,10 @@ class VirtualModem:
         if self.memory_full:
             self._respond((), "+CMS ERROR: 322")
             return
+        if self.part_price and self.credit < self.part_price:
+            self._respond((), "+CMS ERROR: 50")  # TS 24.011 cause 50: not subscribed, as no credit reads
+            return
+        self.credit -= self.part_price
         mr = self.next_mr
         self.next_mr = (self.next_mr + 1) % 256
         hang = self._hang_after_pdu
@@ -651,11 +811,20 @@ class VirtualModem:
                           "status_report": submit.status_report, "pdu": pdu, "cmgs_at": self._cmgs_at})
         self.network.submit(self.name, submit)
         if not hang:
-            self._respond([f"+CMGS: {mr}"])
+            self._interleave.extend(self._noise_line())
+            if self.cmgs_seconds:  # the network takes its time; the modem answers nothing meanwhile
+                self._mode = "waiting"
+                self._schedule(self.cmgs_seconds, lambda: self._answer_submit(mr))
+            else:
+                self._respond([f"+CMGS: {mr}"])
         if submit.status_report and self.reports_enabled:
             for i, status in enumerate(self._outcome()):
-                self._schedule(self.report_delay * (i + 1),
+                self._schedule(self.cmgs_seconds + self.report_delay * (i + 1),
                                lambda status=status: self._send_report(mr, submit.to, status))
+
+    def _answer_submit(self, mr: int) -> None:
+        self._mode = "command"
+        self._respond([f"+CMGS: {mr}"])
 
     def _outcome(self) -> list[int]:
         if self._report_script:
@@ -676,9 +845,17 @@ class VirtualModem:
         pdu = encode_status_report(mr, recipient, status, now - timedelta(seconds=self.report_delay), now,
                                    smsc=self.smsc)
         self.reports.append({"mr": mr, "to": recipient, "status": status, "pdu": pdu,
-                             "emitted": self.cnmi[3] == 1})
+                             "emitted": self.cnmi[3] in (1, 2)})
         if self.cnmi[3] == 1:  # +CDS only when AT+CNMI asked for direct reports
             self._write(f"\r\n+CDS: {tpdu_length(pdu)}\r\n{pdu}\r\n")
+        elif self.cnmi[3] == 2:  # stored, and announced with +CDSI (TS 27.005 §3.4.1)
+            name = self.profile.report_store
+            memory = self._memory(name)
+            free = [i for i in range(self.first_index, self.first_index + self.store_capacity) if i not in memory]
+            if free:
+                memory[free[0]] = (0, pdu)
+                if self.cnmi[0]:
+                    self._write(f'\r\n+CDSI: "{name}",{free[0]}\r\n')
 
     # --- the table of AT commands ---------------------------------------------------
 
@@ -687,17 +864,22 @@ class VirtualModem:
         "": _ok, "Z": _ok, "E": _echo_off, "E0": _echo_off, "E1": _echo_on, "I": _identify,
         "+GSN": _serial_number,
         # 3GPP TS 27.007: identification, errors, SIM, signal, registration, functionality
-        "+CGMI": _manufacturer, "+CGMM": _model, "+CGSN": _serial_number,
+        "+CGMI": _manufacturer, "+CGMM": _model, "+CGMR": _revision, "+CGSN": _serial_number,
         "+CMEE=…": _set_cmee, "+CMEE?": _read_cmee,
-        "+CPIN?": _read_pin,
+        "+CPIN?": _read_pin, "+CPIN=…": _enter_pin, "+CRSM=…": _restricted_sim_access,
         "+CIMI": _read_imsi,
         "+CSQ": _signal_quality,
         "+CREG?": functools.partial(_read_registration, name="+CREG"), "+CREG=…": _ok,
         "+CGREG?": functools.partial(_read_registration, name="+CGREG"), "+CGREG=…": _ok,
         "+CEREG?": functools.partial(_read_registration, name="+CEREG"), "+CEREG=…": _ok,
         "+CFUN?": _read_cfun, "+CFUN": _cfun, "+CFUN=": _cfun, "+CFUN=…": _cfun,
+        "+CUSD=…": _ussd,
         # vendor commands
         "+CCID": _read_iccid,
+        "^ICCID?": functools.partial(_read_vendor_iccid, key="^ICCID?"),
+        "+QCCID": functools.partial(_read_vendor_iccid, key="+QCCID"),
+        "^SCID": functools.partial(_read_vendor_iccid, key="^SCID"),
+        "#CCID": functools.partial(_read_vendor_iccid, key="#CCID"),
         "^CURC=…": _ok,
         # 3GPP TS 27.005, PDU mode
         "+CSMS=…": _set_csms, "+CSMS?": _read_csms,
@@ -730,11 +912,15 @@ class Emulator:
 
     def __init__(self, sims: int, phones_log: str | None = None, report_delay: float = 0.2, *,
                  store_capacity: int = 20, smsc: str = DEFAULT_SMSC, reports_enabled: bool = True,
-                 seed: int | None = None, first: int = 1):
+                 seed: int | None = None, first: int = 1, profiles: Sequence[str] = ("3gpp",),
+                 cmgs_seconds: float | None = None, busy_seconds: float | None = None):
+        """`profiles` are given to the modems in turn (scripts/emulator_profiles.py)."""
         self.network = Network(phones_log)
         self.modems = [VirtualModem(f"emu-{i}", i, network=self.network, smsc=smsc, store_capacity=store_capacity,
                                     report_delay=report_delay, reports_enabled=reports_enabled,
-                                    seed=None if seed is None else seed + i)
+                                    seed=None if seed is None else seed + i,
+                                    profile=profiles[(i - first) % len(profiles)], cmgs_seconds=cmgs_seconds,
+                                    busy_seconds=busy_seconds)
                        for i in range(first, first + sims)]
 
     @property
@@ -784,6 +970,10 @@ def control(emulator: Emulator, command: dict[str, Any]) -> dict[str, Any]:
             modem.set_registration(int(command["registration"]))
         if "pin" in command:
             modem.set_pin_state(command["pin"])
+        if "credit" in command:
+            modem.credit = float(command["credit"])
+        if "part_price" in command:
+            modem.part_price = float(command["part_price"])
         if "fail_next" in command:
             modem.fail_next(*command["fail_next"])
         if "silence" in command:
@@ -810,13 +1000,19 @@ def main(argv: Sequence[str] | None = None, *,
     p.add_argument("--report-delay", type=float, default=0.2, help="seconds before a status report")
     p.add_argument("--store-capacity", type=int, default=20)
     p.add_argument("--seed", type=int)
+    p.add_argument("--profile", default="3gpp", help="device families, in turn: " + ", ".join(PROFILES))
+    p.add_argument("--cmgs-seconds", type=float, help="the network's time to accept a part (default: the profile's)")
     args = p.parse_args(argv)
+    profiles = args.profile.split(",")
+    unknown = [name for name in profiles if name not in PROFILES]
+    if unknown:
+        p.error(f"no profile {', '.join(unknown)}: choose from {', '.join(PROFILES)}")
 
     stopping = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stopping.set())
     with Emulator(args.sims, args.phones_log, args.report_delay, store_capacity=args.store_capacity,
-                  seed=args.seed) as emulator:
+                  seed=args.seed, profiles=profiles, cmgs_seconds=args.cmgs_seconds) as emulator:
         if args.register:  # before the devices are printed, so a reader of them finds the SIMs
             if register is None:
                 print("--register: no registration hook wired; modems not registered", file=sys.stderr)
@@ -824,7 +1020,7 @@ def main(argv: Sequence[str] | None = None, *,
                 register(emulator.devices())
         for modem in emulator.modems:
             print(json.dumps({"name": modem.name, "device": modem.device, "iccid": modem.iccid,
-                              "imsi": modem.imsi}), flush=True)
+                              "imsi": modem.imsi, "profile": modem.profile.name}), flush=True)
 
         def read_commands(lines: Iterable[str]) -> None:
             for line in lines:

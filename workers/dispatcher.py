@@ -22,8 +22,8 @@ from typing import Any, Callable
 
 from sandesh.domain.errors import Contended
 from sandesh.domain.inbound import ATTRIBUTION_WINDOW, FLUSH_AFTER, sender_number
-from sandesh.domain.pacing import PARTS_PER_WINDOW, otp_reserve
-from sandesh.domain.pdu import PduError, decode_deliver, decode_status_report
+from sandesh.domain.pacing import otp_reserve
+from sandesh.domain.pdu import PduError, StatusReport, decode, decode_status_report
 from sandesh.domain.routing import Offer, Pool, Waiting, assign
 from sandesh.projections import dispatch, inbound, sim_health
 from sandesh.projections.runtime import Runtime
@@ -38,6 +38,9 @@ LEASE_SECONDS = 30.0        # a lease covers the moment between choosing a messa
 HEARTBEAT_SECONDS = 10.0
 VALIDITY_SECONDS = 24 * 3600  # the TP-VP every SUBMIT asks for
 REPORT_MATCH_WINDOW = 7 * 24 * 3600
+# What an operator may change on a SIM while its thread runs: read with the pool, every second.
+LIVE_SETTINGS = ("name", "pin_sealed", "pin_refused", "daily_cap", "monthly_cap", "pace", "balance_ussd",
+                 "min_credit", "balance_every")
 POOL_EVERY = 1.0            # seconds between reads of the pool, besides notifications
 HOUSEKEEPING_EVERY = 5.0
 
@@ -148,7 +151,7 @@ class Dispatcher:
                 self.retired.append(self.sims.pop(sim_id))
             else:
                 worker.quarantine = row["quarantine"]
-                worker.sim = {**worker.sim, "name": row["name"]}
+                worker.sim = {**worker.sim, **{name: row[name] for name in LIVE_SETTINGS}}
         busy_ids = {w.id for w in self.retired}
         for sim_id, row in wanted.items():
             if sim_id not in self.sims and sim_id not in busy_ids:  # a retiring thread first lets go of the port
@@ -157,18 +160,19 @@ class Dispatcher:
                 worker.start()
         others = [r for r in rows if r["id"] not in self.sims and r["usable"]]
         self._usable_elsewhere = {r["id"] for r in others}
-        self._elsewhere = {r["id"] for r in others if r["parts_used"] < PARTS_PER_WINDOW}
+        self._elsewhere = {r["id"] for r in others if r["has_room"]}
 
     def usable_sims(self) -> set[str]:
         """The SIMs of the whole pool that could send now."""
-        return {w.id for w in self.sims.values() if w.usable} | self._usable_elsewhere
+        now = self.app.clock.now()
+        return {w.id for w in self.sims.values() if w.available(now)} | self._usable_elsewhere
 
     # Scheduling
 
     def tick(self) -> int:
         """Pair the idle SIMs with the head of the queue; returns how many messages were given."""
         now = self.app.clock.now()
-        usable = [w for w in self.sims.values() if w.usable]
+        usable = [w for w in self.sims.values() if w.available(now)]
         room = {w.id: w.left(now) for w in usable}
         offers = [Offer(w.id, w.operator, room[w.id], w.sent) for w in usable if not w.busy and room[w.id] > 0]
         if not offers:
@@ -269,10 +273,10 @@ class Dispatcher:
         def handle(event: Unsolicited) -> None:
             if event.line.startswith("+CDS:") and event.pdu:  # recorded by the SIM's thread, kept until it is
                 worker.jobs.put(("report", event.pdu))
-            elif event.line.startswith("+CMTI:"):  # read by the SIM's own thread, not the reader
-                index = event.line.rsplit(",", 1)[-1].strip()
-                if index.isdigit():
-                    worker.jobs.put(("inbound", int(index)))
+            elif event.line.startswith(("+CMTI:", "+CDSI:")):  # a reply or a report stored: read by the SIM's
+                store, _, index = event.line.split(":", 1)[1].rpartition(",")  # own thread, not the reader
+                if index.strip().isdigit():
+                    worker.jobs.put(("stored", int(index), store.strip().strip('"') or None))
         return handle
 
     def status_report(self, sim_id: str, pdu: str) -> None:
@@ -300,24 +304,39 @@ class Dispatcher:
     # Replies
 
     def drain_store(self, worker: SimWorker) -> None:
-        """Everything the SIM stored while nobody listened (inbound survives a restart there)."""
+        """Everything the SIM stored while nobody listened (inbound survives a restart there), and
+        what a device that announces nothing stored since the last look (docs/operations.md, "Modems")."""
         for index, pdu in worker.modem.stored():
-            self._record_part(worker, index, pdu)
+            self._record_stored(worker, index, pdu)
 
-    def read_inbound(self, worker: SimWorker, index: int) -> None:
+    def read_stored(self, worker: SimWorker, index: int, store: str | None = None) -> None:
+        """A reply (`+CMTI`) or a status report (`+CDSI`) the device stored at `index` of `store`;
+        a store other than the one negotiated (Huawei and ZTE keep reports in "SR") is chosen for
+        the read and the delete, then the usual one again."""
+        other = store if store and worker.device is not None and store != worker.device.store else None
         try:
-            pdu = worker.modem.read_stored(index)
-            if pdu is not None:
-                self._record_part(worker, index, pdu)
+            if other:
+                worker.modem.command(f'AT+CPMS="{other}"')
+            try:
+                pdu = worker.modem.read_stored(index)
+                if pdu is not None:
+                    self._record_stored(worker, index, pdu)
+            finally:
+                if other:
+                    worker.modem.command(f'AT+CPMS="{worker.device.store}"')
         except ModemError as error:
             log.warning("SIM %s: reading stored message %d failed: %s", worker.name, index, error)
 
-    def _record_part(self, worker: SimWorker, index: int, pdu: str) -> None:
+    def _record_stored(self, worker: SimWorker, index: int, pdu: str) -> None:
         """Read, save, then delete, so the SIM store never fills and nothing is lost."""
         try:
-            part = decode_deliver(pdu)
+            part = decode(pdu)
         except PduError as error:
             log.warning("%s: unreadable stored message %d (%s); deleted", worker.name, index, error)
+            worker.modem.delete_stored(index)
+            return
+        if isinstance(part, StatusReport):
+            self.status_report(worker.id, pdu)
             worker.modem.delete_stored(index)
             return
         sender = sender_number(part.sender)

@@ -26,12 +26,14 @@ from sandesh.domain.operators import of_imsi
 from sandesh.domain.pacing import capacity
 from sandesh.domain.pdu import encode_submit
 from sandesh.domain.routing import FAIL, REJECT, RETRY_DELAY, after_refusal
-from sandesh.domain.sim import FAILURES, NETWORK, SIM_FAULT
+from sandesh.domain.sim import CREDIT, FAILURES, NETWORK, PIN
+from sandesh.domain.sim_plan import Plan, Usage, credit_due, credit_of, day_start, month_start
 from sandesh.projections import dispatch, sim_health
 from sandesh.projections.health import is_outage
 from sandesh.projections.runtime import Runtime
 
-from .modem import CmsError, CommandTimeout, Modem, ModemError, NotSubmitted, PortGone, SimNotReady, Unsolicited
+from .device import Device, SimNotReady
+from .modem import CmsError, CommandTimeout, Modem, ModemError, NotSubmitted, PortGone, Unsolicited
 from .sims import attach
 
 log = logging.getLogger("sandesh.dispatcher")
@@ -63,7 +65,7 @@ class Driver(Protocol):
     def reconcile(self, sim_id: str) -> int: ...
     def drain_store(self, worker: SimWorker) -> None: ...
     def status_report(self, sim_id: str, pdu: str) -> None: ...
-    def read_inbound(self, worker: SimWorker, index: int) -> None: ...
+    def read_stored(self, worker: SimWorker, index: int, store: str | None = None) -> None: ...
     def record(self, message_id: str, change: Callable[[Any], None]) -> Any: ...
 
 
@@ -77,6 +79,7 @@ class SimWorker:
         self.name: str = sim["name"]
         self.quarantine: str | None = sim["quarantine"]   # mirror of the log, refreshed by the pool
         self.modem: Modem | None = None
+        self.device: Device | None = None    # what the modem is and the modes chosen for it
         self.jobs: queue.Queue = queue.Queue()
         self.ready = False           # the port is open and the modem initialised
         self.registered = True
@@ -84,6 +87,9 @@ class SimWorker:
         self.inflight = 0            # parts of the message it is sending now
         self.sent = 0                # parts the network accepted from it since this thread started
         self.part_times: deque[float] = deque()
+        self.usage: Usage | None = None      # parts today and this month, loaded when the port opens
+        self.credit_checked_at: float | None = sim.get("credit_at")
+        self.parts_since_credit = 0
         self.refusals_in_row = 0
         self.last_error: str | None = None
         self.reported_at = 0.0
@@ -104,10 +110,24 @@ class SimWorker:
     def usable(self) -> bool:
         return self.ready and self.registered and self.quarantine is None and not self.retiring.is_set()
 
+    @property
+    def plan(self) -> Plan:
+        return Plan(self.sim.get("daily_cap"), self.sim.get("monthly_cap"), self.sim.get("pace"))
+
+    def available(self, now: float) -> bool:
+        """Usable, and not resting at a cap of its plan."""
+        return self.usable and self.resting(now)[0] is None
+
+    def resting(self, now: float) -> tuple[float | None, str | None]:
+        return self.usage.resting(self.plan, now) if self.usage is not None else (None, None)
+
     def left(self, now: float) -> int:
+        """Parts it may take now: its pacing window's room, within what its caps leave."""
         while self.part_times and self.part_times[0] <= now - 1800:
             self.part_times.popleft()
-        return capacity(self.part_times, now) - self.inflight
+        room = capacity(self.part_times, now, self.plan.parts_per_window)
+        capped = self.usage.room(self.plan, now) if self.usage is not None else None
+        return (room if capped is None else min(room, capped)) - self.inflight
 
     def give(self, message_id: str, parts: int) -> None:
         self.busy, self.inflight = True, parts
@@ -163,25 +183,30 @@ class SimWorker:
                            on_gone=self.report_soon)
         try:
             self.modem.open()
-            identity = attach(self.runtime, self.sim, self.modem)
-        except SimNotReady as error:
+            device = attach(self.runtime, self.sim, self.modem)
+        except SimNotReady as error:  # an operator must act: no SIM, a PIN needed or refused, a PUK
             self._trouble(str(error))
             self.modem.close()
-            self.app.quarantine_sim(self.id, SIM_FAULT, f"SIM not ready: {error}", self.dispatcher.me)
-            self.quarantine = SIM_FAULT
+            if self.app.quarantine_sim(self.id, error.kind, str(error), self.dispatcher.me):
+                log.warning("SIM %s quarantined: %s", self.name, error)
+            self.quarantine = self.quarantine or error.kind
+            self.sim = {**self.sim, "pin_refused": self.sim.get("pin_refused") or error.kind == PIN}
             return False
         except ModemError as error:
             self._trouble(str(error))
             self.modem.close()
             return False
-        self.sim = {**self.sim, "iccid": identity.iccid, "imsi": identity.imsi,
-                    "operator": of_imsi(identity.imsi)}
+        self.device = device
+        self.sim = {**self.sim, "iccid": device.iccid, "imsi": device.imsi, "operator": of_imsi(device.imsi)}
         self._recovered_from_trouble()
         # The port is ours alone now: whatever was leased or left submitted on this SIM belongs
         # to a dispatcher that is gone.
         with self.runtime.connection() as conn:
             dispatch.release_leases_of(conn, self.id)
-            self.part_times = deque(dispatch.part_times(conn, self.id, self.app.clock.now()))
+            now = self.app.clock.now()
+            self.part_times = deque(dispatch.part_times(conn, self.id, now))
+            self.usage = Usage(day_start(now), dispatch.parts_since(conn, self.id, day_start(now)),
+                               month_start(now), dispatch.parts_since(conn, self.id, month_start(now)))
         self.dispatcher.reconcile(self.id)
         self.ready = True
         self._heartbeat()
@@ -203,12 +228,12 @@ class SimWorker:
             return
         if job is None:
             return
-        if isinstance(job, tuple):  # ("report", pdu) from a +CDS, ("inbound", index) from a +CMTI, ("heartbeat",)
-            try:
+        if isinstance(job, tuple):  # ("report", pdu) from a +CDS, ("stored", index, store) from a +CMTI or
+            try:                    # a +CDSI, ("heartbeat",)
                 if job[0] == "report":
                     self.dispatcher.status_report(self.id, job[1])
-                elif job[0] == "inbound":
-                    self.dispatcher.read_inbound(self, job[1])
+                elif job[0] == "stored":
+                    self.dispatcher.read_stored(self, job[1], job[2])
             except Exception as error:
                 if is_outage(error):  # not recorded yet: kept for when the database is back
                     self.jobs.put(job)
@@ -246,6 +271,9 @@ class SimWorker:
                 health = self.modem.health()
                 registered, signal = health.registered, health.signal_dbm
                 self._registration(health.registered)
+                if self.device is not None and self.device.polls:  # nothing announces what lands in the store
+                    self.dispatcher.drain_store(self)
+                self._credit_if_due()
             except PortGone as error:
                 self._lost(error)
             except ModemError as error:
@@ -255,11 +283,39 @@ class SimWorker:
         self._report(registered, signal)
 
     def _report(self, registered: bool | None = None, signal: int | None = None) -> None:
+        now = self.app.clock.now()
+        resting_until, why = self.resting(now)
         with self.runtime.connection() as conn:
-            sim_health.record(conn, self.id, healthy=self.usable, registered=registered, signal_dbm=signal,
-                              last_error=self.last_error, dispatcher=self.dispatcher.me,
-                              at=self.app.clock.now(), reachable=self.ready)
+            sim_health.record(conn, self.id, healthy=self.available(now), registered=registered, signal_dbm=signal,
+                              last_error=self.last_error, dispatcher=self.dispatcher.me, at=now,
+                              reachable=self.ready, resting_until=resting_until, resting_reason=why,
+                              parts_today=self.usage.today if self.usage else None,
+                              parts_month=self.usage.this_month if self.usage else None)
         self.reported_at = time.monotonic()
+
+    # Credit
+
+    def _credit_if_due(self) -> None:
+        """The SIM's balance query (its USSD code), when due (domain/sim_plan.py credit_due)."""
+        code, now = self.sim.get("balance_ussd"), self.app.clock.now()
+        if not code or self.device is None or not credit_due(
+                checked_at=self.credit_checked_at, parts_since=self.parts_since_credit,
+                every_parts=self.sim.get("balance_every"), low=self.quarantine == CREDIT, now=now):
+            return
+        self.credit_checked_at, self.parts_since_credit = now, 0
+        try:
+            reply = self.device.ussd_text(*self.modem.ussd(self.device.ussd_request(code))[1:])
+        except ModemError as error:  # asked again at the next interval
+            log.warning("SIM %s: the balance query %s failed: %s", self.name, code, error)
+            return
+        amount = credit_of(reply)
+        if amount is None:
+            log.warning("SIM %s: no amount in the answer to %s: %r", self.name, code, reply)
+        quarantine = self.app.record_sim_credit(self.id, amount, reply[:200], self.dispatcher.me)
+        if quarantine != self.quarantine:
+            log.warning("SIM %s: %s", self.name, "quarantined: credit below its minimum" if quarantine == CREDIT
+                        else "credit again: back in the pool")
+        self.quarantine = quarantine
 
     def _registration(self, registered: bool) -> None:
         was, self.registered = self.registered, registered
@@ -272,7 +328,7 @@ class SimWorker:
         elif not was or self.quarantine == NETWORK:
             if self.last_error == NOT_REGISTERED:
                 self.last_error = None
-            if self.quarantine == NETWORK and self.app.recover_sim(self.id, "registered on the network again",
+            if self.quarantine == NETWORK and self.app.recover_sim(self.id, NETWORK, "registered on the network again",
                                                                    self.dispatcher.me):
                 self.quarantine = None
                 log.info("SIM %s recovered: registered on the network again", self.name)
@@ -332,7 +388,11 @@ class SimWorker:
             SUBMITS.labels(self.id, "accepted").inc()
             now = self.app.clock.now()
             self.part_times.append(now)
+            self.usage.add(now)
+            self.parts_since_credit += 1
             self.sent += 1
+            if self.resting(now)[0] is not None:  # at a cap of its plan: the pool learns it now
+                self.report_soon()
             self.inflight -= 1
             self.refusals_in_row = 0
             self.dispatcher.record(message_id, lambda m, n=number, r=mr: m.part_accepted(n, r, at=now))

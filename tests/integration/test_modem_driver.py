@@ -8,7 +8,8 @@ import pytest
 from sandesh.domain.cms import Action, classify
 from sandesh.domain.pdu import decode_deliver, decode_status_report, encode_submit
 from sandesh.scripts.emulator import Emulator
-from sandesh.workers.modem import (CmsError, CommandTimeout, Modem, ModemError, PortGone, PromptTimeout, SimNotReady,
+from sandesh.workers.device import SimNotReady, negotiate
+from sandesh.workers.modem import (CmsError, CommandTimeout, Modem, ModemError, PortGone, PromptTimeout, Refused,
                                    Timeouts, Unsolicited)
 
 TO = "9779812345678"
@@ -52,7 +53,7 @@ def events():
 def modem(emulator, events):
     driver = Modem(emulator.modems[0].device, timeouts=QUICK, on_unsolicited=events)
     driver.open()
-    driver.init()
+    negotiate(driver)
     yield driver
     driver.close()
 
@@ -64,7 +65,7 @@ def send(modem, text, reference=None):
 
 def test_init_reads_the_sims_identity_and_health(emulator, modem):
     virtual = emulator.modems[0]
-    identity = modem.identity()
+    identity = negotiate(modem)
     assert (identity.iccid, identity.imsi) == (virtual.iccid, virtual.imsi)
     assert identity.iccid != emulator.modems[1].iccid
     health = modem.health()
@@ -131,11 +132,16 @@ def test_cms_errors_are_raised_with_their_code_and_the_next_send_works(emulator,
     assert emulator.received[-1]["text"] == "second"
 
 
-def test_a_plain_error_answer_raises(emulator, modem):
-    emulator.modems[0].fail_next("AT+CSQ", "ERROR")
-    with pytest.raises(ModemError, match=r"^ERROR after AT\+CSQ$") as raised:
+@pytest.mark.parametrize("word", ["ERROR", "COMMAND NOT SUPPORT", "TOO MANY PARAMETERS"])
+def test_a_refusal_in_any_devices_words_ends_the_command_at_once(emulator, modem, word):
+    """Huawei answers COMMAND NOT SUPPORT or TOO MANY PARAMETERS where 3GPP says ERROR: each ends
+    the command as soon as it arrives, never after the command's time-out."""
+    emulator.modems[0].fail_next("AT+CSQ", word)
+    started = time.monotonic()
+    with pytest.raises(Refused, match=rf"^{word} after AT\+CSQ$") as raised:
         modem.command("AT+CSQ")
-    assert type(raised.value) is ModemError  # not a CMS/CME error nor a timeout
+    assert time.monotonic() - started < 0.3 < QUICK.command
+    assert raised.value.word == word and "AT+CSQ" in modem.refused
     assert modem.command("AT+CSQ") == [f"+CSQ: {emulator.modems[0].rssi},99"]  # the next command is answered
 
 
@@ -193,7 +199,7 @@ def test_a_sim_that_is_not_ready_refuses_init(emulator, events):
     driver.open()
     try:
         with pytest.raises(SimNotReady):
-            driver.init()
+            negotiate(driver)
     finally:
         driver.close()
 
@@ -201,7 +207,7 @@ def test_a_sim_that_is_not_ready_refuses_init(emulator, events):
 def test_a_modem_reset_comes_back(emulator, modem):
     modem.command("AT+CFUN=1,1")
     time.sleep(0.7)
-    modem.init()
+    negotiate(modem)
     send(modem, "after reset")
     assert emulator.received[-1]["text"] == "after reset"
 
@@ -210,7 +216,7 @@ def test_one_sims_trouble_never_blocks_another(emulator, events):
     stuck, healthy = (Modem(m.device, timeouts=QUICK, on_unsolicited=events) for m in emulator.modems)
     for driver in (stuck, healthy):
         driver.open()
-        driver.init()
+        negotiate(driver)
     emulator.modems[0].silence(None)
     failures = []
     blocked = threading.Thread(target=lambda: failures.append(pytest.raises(ModemError, send, stuck, "stuck")))
