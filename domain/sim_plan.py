@@ -60,11 +60,14 @@ class Usage:
     month: float
     this_month: int
 
+    def __post_init__(self) -> None:
+        self._day_end, self._month_end = next_day(self.day), next_month(self.month)
+
     def roll(self, now: float) -> None:
-        if now >= next_day(self.day):
-            self.day, self.today = day_start(now), 0
-        if now >= next_month(self.month):
-            self.month, self.this_month = month_start(now), 0
+        if now >= self._day_end:
+            self.day, self.today, self._day_end = day_start(now), 0, next_day(now)
+        if now >= self._month_end:
+            self.month, self.this_month, self._month_end = month_start(now), 0, next_month(now)
 
     def add(self, at: float) -> None:
         self.roll(at)
@@ -82,9 +85,9 @@ class Usage:
         """(until when, why) the SIM rests at a cap, or (None, None)."""
         self.roll(now)
         if plan.monthly_cap is not None and self.this_month >= plan.monthly_cap:
-            return next_month(now), f"monthly cap of {plan.monthly_cap} parts reached"
+            return self._month_end, f"monthly cap of {plan.monthly_cap} parts reached"
         if plan.daily_cap is not None and self.today >= plan.daily_cap:
-            return next_day(now), f"daily cap of {plan.daily_cap} parts reached"
+            return self._day_end, f"daily cap of {plan.daily_cap} parts reached"
         return None, None
 
 

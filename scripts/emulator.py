@@ -1,13 +1,15 @@
 """Virtual GSM modems on pseudo-terminals, for tests and for running Sandesh without hardware.
 
 Each `VirtualModem` answers the AT dialogue of 3GPP TS 27.007 / 27.005 (PDU mode) on a
-/dev/pts/N device that the production driver opens exactly like /dev/ttyUSB0. A shared
+/dev/pts/N device that the production driver opens exactly like /dev/ttyUSB0, or plays a real
+device family's differences from it (a profile of scripts/emulator_profiles.py). A shared
 `Network` reassembles what the modems submit and records what the phones received.
 
-    sandesh emulator --sims 4 --phones-log var/phones.jsonl
+    sandesh emulator --sims 4 --phones-log var/phones.jsonl --profile huawei,quectel
 
 prints one JSON object per modem and runs until SIGINT/SIGTERM. Lines of JSON on stdin
-control the modems, e.g. {"sim": "emu-1", "inbound": {"from": "+9779812345678", "text": "hi"}}.
+control the modems, e.g. {"sim": "emu-1", "inbound": {"from": "+9779812345678", "text": "hi"}},
+{"sim": "emu-2", "pin": "SIM PIN"}, {"sim": "emu-1", "credit": 8.5, "part_price": 1.0}.
 """
 from __future__ import annotations
 

@@ -331,8 +331,8 @@ def cnmi_candidates(supported: list[set[int]] | None, direct_reports: bool = Tru
         if (ds == 1 and not direct_reports) or not (allowed(1, mt) and allowed(3, ds)):
             continue
         found += [(mode, mt, bm, ds, bfr) for mode in (2, 1, 3) if allowed(0, mode)]
-    if allowed(0, 0) and allowed(1, 0) and allowed(3, 0):
-        found.append((0, 0, bm, 0, bfr))  # no indications at all: the store is polled
+    if allowed(0, 0) and allowed(1, 0):  # no indications at all: the store is polled, reports stored if it can
+        found += [(0, 0, bm, ds, bfr) for ds in (2, 0) if allowed(3, ds)]
     return found
 
 
