@@ -87,7 +87,7 @@ class Sim(Aggregate):
         self.imsi: str | None = None
         self.quarantine: str | None = None  # NETWORK, FAILURES, SIM_FAULT, PIN or CREDIT while quarantined
         self.pin_sealed: str | None = None   # the SIM's PIN, sealed with the server key
-        self.pin_refused = False             # the SIM refused that PIN: it is not entered again
+        self.pin_refused = False             # the SIM refused that PIN (or asked for one, none set): not entered again
         self.device: dict[str, str | None] = {}
         self.daily_cap: int | None = None
         self.monthly_cap: int | None = None

@@ -370,7 +370,7 @@ def sim_view(row: dict[str, Any]) -> dict[str, Any]:
         "enabled": row["enabled"], "iccid": row["iccid"], "imsi": row["imsi"], "operator": row["operator"],
         "manufacturer": row["manufacturer"], "model": row["model"], "firmware": row["firmware"],
         "reports": row["reports"], "inbound": row["inbound"], "cnmi": row["cnmi"], "messageStore": row["message_store"],
-        "pin": "refused" if row["pin_refused"] else "set" if row["pin_sealed"] else None,
+        "pin": ("refused" if row["pin_refused"] else "set") if row["pin_sealed"] else None,
         "dailyCap": row["daily_cap"], "monthlyCap": row["monthly_cap"], "pace": row["pace"] or PARTS_PER_WINDOW,
         "balanceUssd": row["balance_ussd"], "balanceEvery": row["balance_every"],
         "minCredit": row["min_credit"] if row["min_credit"] is not None else

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable
+from typing import Callable, Iterable, Iterator, TypeVar
 
 from sandesh.domain.pdu import pack_gsm7, unpack_gsm7
 from sandesh.domain.sim import PIN, SIM_FAULT
@@ -29,6 +29,8 @@ from .modem import CmeError, CmsError, CommandTimeout, Modem, ModemError, PortGo
 
 DIRECT, STORED, NONE = "direct", "stored", "none"   # how status reports reach us
 INDICATED, POLLED = "indicated", "polled"           # how we learn that a reply was stored
+
+T = TypeVar("T")
 
 BUSY_FOR = 30.0  # seconds of busy answers waited out per command after power-up
 # TS 27.007 §9.2: CME 14 SIM busy; TS 27.005 §3.2.5: CMS 314 SIM busy; 512 and 515 are the
@@ -119,7 +121,8 @@ class StepFailed(ModemError):
 
 class SimNotReady(ModemError):
     """The SIM cannot be used until an operator acts: no SIM, a PIN needed or refused, a PUK.
-    `kind` is the quarantine it gets: SIM_FAULT, or PIN for a PIN it refused."""
+    `kind` is the quarantine it gets: PIN for a PIN needed or refused (a new PIN ends it),
+    SIM_FAULT for the rest."""
 
     def __init__(self, kind: str, reason: str, answer: list[str] | None = None):
         super().__init__(reason, answer)
@@ -208,7 +211,7 @@ def unlock(talk: Dialogue, pin: str | None, pin_refused: bool) -> None:
     state = pin_state(talk)
     if state == "SIM PIN":
         if pin is None:
-            raise SimNotReady(SIM_FAULT, "the SIM asks for its PIN: set it with `sandesh sim update SIM --pin NNNN`")
+            raise SimNotReady(PIN, "the SIM asks for its PIN: set it with `sandesh sim update SIM --pin NNNN`")
         if pin_refused:
             raise SimNotReady(PIN, "the SIM refused the PIN set for it, which is not tried again (3 wrong tries lock "
                                    "a SIM): set the right one with `sandesh sim update SIM --pin NNNN`")
@@ -283,20 +286,29 @@ def store_candidates(options: list[list[str]] | None) -> list[str]:
     return usable or [s for s in STORE_PREFERENCE if s in options[0]] or list(options[0][:1])
 
 
-def _choose_store(talk: Dialogue) -> str:
+def _first_taken(talk: Dialogue, step: str, name: str, tries: Iterable[tuple[str, T]]) -> T:
+    """The value of the first (command, value) the device takes; else the step fails with every answer."""
     tried: list[str] = []
+    for command, value in tries:
+        try:
+            talk.ask(command)
+            return value
+        except (Refused, CmeError, CmsError) as error:
+            tried.append(f"{command}: {error}")
+    raise StepFailed(step, name, f"the device took no {name} setting Sandesh can use ({'; '.join(tried)})")
+
+
+def _choose_store(talk: Dialogue) -> str:
     options = parse_lists(talk.maybe("AT+CPMS=?"), "+CPMS:")
     given = min(3, len(options)) if options else 3  # as many stores as the device lists groups (Wavecom: 2)
-    for store in store_candidates(options):
-        quoted = f'"{store}"'
-        for command in dict.fromkeys(("AT+CPMS=" + ",".join([quoted] * given), f"AT+CPMS={quoted}")):
-            try:
-                talk.ask(command)
-                return store
-            except (Refused, CmeError, CmsError) as error:
-                tried.append(f"{command}: {error}")
-    raise StepFailed("message store", "AT+CPMS", "the device took no message store Sandesh can use (" +
-                     "; ".join(tried) + ")")
+
+    def tries() -> Iterator[tuple[str, str]]:
+        for store in store_candidates(options):
+            quoted = f'"{store}"'
+            for command in dict.fromkeys(("AT+CPMS=" + ",".join([quoted] * given), f"AT+CPMS={quoted}")):
+                yield command, store
+
+    return _first_taken(talk, "message store", "AT+CPMS", tries())
 
 
 def _needs_acks(talk: Dialogue) -> bool:
@@ -338,16 +350,9 @@ def cnmi_candidates(supported: list[set[int]] | None, direct_reports: bool = Tru
 
 def _choose_indications(talk: Dialogue, acks: bool) -> tuple[int, ...]:
     supported = parse_ranges(talk.maybe("AT+CNMI=?"), "+CNMI:")
-    tried: list[str] = []
-    for values in cnmi_candidates(supported, direct_reports=not acks)[:8]:
-        command = "AT+CNMI=" + ",".join(map(str, values))
-        try:
-            talk.ask(command)
-            return values
-        except (Refused, CmeError, CmsError) as error:
-            tried.append(f"{command}: {error}")
-    raise StepFailed("indications", "AT+CNMI", "the device took no AT+CNMI setting Sandesh can use (" +
-                     "; ".join(tried) + ")")
+    candidates = cnmi_candidates(supported, direct_reports=not acks)[:8]
+    return _first_taken(talk, "indications", "AT+CNMI",
+                        (("AT+CNMI=" + ",".join(map(str, values)), values) for values in candidates))
 
 
 # Identity

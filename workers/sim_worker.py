@@ -26,9 +26,9 @@ from sandesh.domain.operators import of_imsi
 from sandesh.domain.pacing import capacity
 from sandesh.domain.pdu import encode_submit
 from sandesh.domain.routing import FAIL, REJECT, RETRY_DELAY, after_refusal
-from sandesh.domain.sim import CREDIT, FAILURES, NETWORK, PIN
+from sandesh.domain.sim import CREDIT, FAILURES, NETWORK
 from sandesh.domain.sim_plan import Plan, Usage, credit_due, credit_of, day_start, month_start
-from sandesh.projections import dispatch, sim_health
+from sandesh.projections import dispatch, registry, sim_health
 from sandesh.projections.health import is_outage
 from sandesh.projections.runtime import Runtime
 
@@ -179,6 +179,10 @@ class SimWorker:
         self._hand_back()  # anything given before the port was lost is leased again by someone
         if self.modem is not None:
             self.modem.close()
+        with self.runtime.connection() as conn:  # its PIN as the log has it now, not as the pool read it last
+            row = registry.find_sim(conn, "id", self.id)
+        if row is not None:
+            self.sim = {**self.sim, "pin_sealed": row["pin_sealed"], "pin_refused": row["pin_refused"]}
         self.modem = Modem(self.sim["port"], self.sim["baud"], on_unsolicited=self.dispatcher.unsolicited_for(self),
                            on_gone=self.report_soon)
         try:
@@ -190,7 +194,6 @@ class SimWorker:
             if self.app.quarantine_sim(self.id, error.kind, str(error), self.dispatcher.me):
                 log.warning("SIM %s quarantined: %s", self.name, error)
             self.quarantine = self.quarantine or error.kind
-            self.sim = {**self.sim, "pin_refused": self.sim.get("pin_refused") or error.kind == PIN}
             return False
         except ModemError as error:
             self._trouble(str(error))

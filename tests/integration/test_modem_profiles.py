@@ -3,6 +3,7 @@ over pseudo-terminals opened by the same pyserial code that opens /dev/ttyUSB0: 
 not assumed (docs/operations.md, "Modems")."""
 import dataclasses
 import time
+from contextlib import contextmanager
 
 import pytest
 
@@ -36,6 +37,17 @@ def opened(virtual: VirtualModem, **options) -> Modem:
     return driver
 
 
+@contextmanager
+def driving(profile="3gpp", **options):
+    """A virtual modem playing `profile` and a driver on its port, every exchange recorded."""
+    with VirtualModem("p", 3, profile=profile, **options) as virtual:
+        driver = opened(virtual)
+        try:
+            yield virtual, driver
+        finally:
+            driver.close()
+
+
 def asked(driver: Modem, command: str) -> list:
     return [e for e in driver.transcript if e.command == command]
 
@@ -46,122 +58,90 @@ def test_every_profile_is_tested():
 
 @pytest.mark.parametrize("name", sorted(PROFILES))
 def test_each_family_is_identified_and_given_modes_it_takes(name):
-    with VirtualModem(f"p-{name}", 3, profile=name, cmgs_seconds=0.05) as virtual:
-        driver = opened(virtual)
-        try:
-            device = negotiate(driver)
-            manufacturer, model, firmware, cnmi, reports = EXPECTED[name]
-            assert (device.manufacturer, device.model, device.firmware) == (manufacturer, model, firmware)
-            assert (device.iccid, device.imsi) == (virtual.iccid, virtual.imsi)
-            assert (device.cnmi, device.reports, device.inbound) == (cnmi, reports, INDICATED)
-            assert virtual.cnmi == tuple(int(v) for v in cnmi.split(","))  # what the device holds now
-            [mr] = [driver.send_part(p.pdu, p.length) for p in encode_submit(TO, f"hello {name}")]
-            assert virtual.sent[-1]["mr"] == mr and virtual.network.received[-1]["text"] == f"hello {name}"
-        finally:
-            driver.close()
+    with driving(name, cmgs_seconds=0.05) as (virtual, driver):
+        device = negotiate(driver)
+        manufacturer, model, firmware, cnmi, reports = EXPECTED[name]
+        assert (device.manufacturer, device.model, device.firmware) == (manufacturer, model, firmware)
+        assert (device.iccid, device.imsi) == (virtual.iccid, virtual.imsi)
+        assert (device.cnmi, device.reports, device.inbound) == (cnmi, reports, INDICATED)
+        assert virtual.cnmi == tuple(int(v) for v in cnmi.split(","))  # what the device holds now
+        [mr] = [driver.send_part(p.pdu, p.length) for p in encode_submit(TO, f"hello {name}")]
+        assert virtual.sent[-1]["mr"] == mr and virtual.network.received[-1]["text"] == f"hello {name}"
 
 
 def test_a_cpin_answer_without_ok_completes_the_command_at_once_for_a_known_family():
     """Old Wavecom firmware sends `+CPIN: READY` and nothing after it (gammu F_CPIN_NO_OK)."""
-    with VirtualModem("wavecom", 3, profile="wavecom", busy_seconds=0) as virtual:
-        driver = opened(virtual)
-        try:
-            started = time.monotonic()
-            negotiate(driver)
-            assert time.monotonic() - started < 1.0 < QUICK.command
-            [cpin] = asked(driver, "AT+CPIN?")
-            assert cpin.answer == ["+CPIN: READY"] and cpin.final == "(none)"
-        finally:
-            driver.close()
+    with driving("wavecom", busy_seconds=0) as (virtual, driver):
+        started = time.monotonic()
+        negotiate(driver)
+        assert time.monotonic() - started < 1.0 < QUICK.command
+        [cpin] = asked(driver, "AT+CPIN?")
+        assert cpin.answer == ["+CPIN: READY"] and cpin.final == "(none)"
 
 
 def test_an_unknown_device_that_omits_ok_after_cpin_costs_half_a_second_once():
     quirky = dataclasses.replace(PROFILES["3gpp"], cpin_no_ok=True)
-    with VirtualModem("quirky", 3, profile=quirky) as virtual:
-        driver = opened(virtual)
-        try:
-            started = time.monotonic()
-            assert driver.command("AT+CPIN?", complete_on="+CPIN:") == ["+CPIN: READY"]
-            first = time.monotonic() - started
-            started = time.monotonic()
-            assert driver.command("AT+CPIN?", complete_on="+CPIN:") == ["+CPIN: READY"]
-            assert 0.4 < first < 1.0 and time.monotonic() - started < 0.2  # learned: at once from then on
-        finally:
-            driver.close()
+    with driving(quirky) as (virtual, driver):
+        started = time.monotonic()
+        assert driver.command("AT+CPIN?", complete_on="+CPIN:") == ["+CPIN: READY"]
+        first = time.monotonic() - started
+        started = time.monotonic()
+        assert driver.command("AT+CPIN?", complete_on="+CPIN:") == ["+CPIN: READY"]
+        assert 0.4 < first < 1.0 and time.monotonic() - started < 0.2  # learned: at once from then on
 
 
 def test_command_not_support_ends_at_once_and_a_refused_command_is_not_asked_again():
     """Huawei sticks lack AT+CCID and (3G) AT+CEREG?: each costs no time, once."""
-    with VirtualModem("huawei", 3, profile="huawei") as virtual:
-        driver = opened(virtual)
-        try:
-            started = time.monotonic()
-            with pytest.raises(Refused, match="COMMAND NOT SUPPORT"):
-                driver.command("AT+CCID")
-            assert time.monotonic() - started < 0.3
-            device = negotiate(driver)
-            assert time.monotonic() - started < 1.0
-            assert device.iccid == virtual.iccid  # from AT^ICCID?, whose answer is not an unsolicited ^ line
-            for _ in range(3):
-                assert driver.health().registered
-            assert [e.final for e in asked(driver, "AT+CEREG?")] == ["COMMAND NOT SUPPORT"]  # once, not per heartbeat
-            assert len(asked(driver, "AT+CREG?")) == 3
-        finally:
-            driver.close()
+    with driving("huawei") as (virtual, driver):
+        started = time.monotonic()
+        with pytest.raises(Refused, match="COMMAND NOT SUPPORT"):
+            driver.command("AT+CCID")
+        assert time.monotonic() - started < 0.3
+        device = negotiate(driver)
+        assert time.monotonic() - started < 1.0
+        assert device.iccid == virtual.iccid  # from AT^ICCID?, whose answer is not an unsolicited ^ line
+        for _ in range(3):
+            assert driver.health().registered
+        assert [e.final for e in asked(driver, "AT+CEREG?")] == ["COMMAND NOT SUPPORT"]  # once, not per heartbeat
+        assert len(asked(driver, "AT+CREG?")) == 3
 
 
 def test_narrow_cnmi_ranges_are_read_not_guessed():
     """A Cinterion MC75i answers +CMS ERROR: 538 to AT+CNMI=2,1,0,1,0; its AT+CNMI=? says what it takes."""
-    with VirtualModem("cinterion", 3, profile="cinterion", busy_seconds=0) as virtual:
-        driver = opened(virtual)
-        try:
-            device = negotiate(driver)
-            assert [e.command for e in driver.transcript if e.command.startswith("AT+CNMI")] == [
-                "AT+CNMI=?", "AT+CNMI=2,1,0,2,1"]
-            assert (device.reports, device.cnmi) == (STORED, "2,1,0,2,1")
-        finally:
-            driver.close()
+    with driving("cinterion", busy_seconds=0) as (virtual, driver):
+        device = negotiate(driver)
+        assert [e.command for e in driver.transcript if e.command.startswith("AT+CNMI")] == [
+            "AT+CNMI=?", "AT+CNMI=2,1,0,2,1"]
+        assert (device.reports, device.cnmi) == (STORED, "2,1,0,2,1")
 
 
 def test_a_setting_the_device_lists_but_refuses_is_followed_by_the_next():
     """Qualcomm-based ZTE sticks list direct reports (ds 1) in AT+CNMI=? and refuse them."""
-    with VirtualModem("zte", 3, profile="zte") as virtual:
-        driver = opened(virtual)
-        try:
-            device = negotiate(driver)
-            tried = [(e.command, e.final) for e in driver.transcript if e.command.startswith("AT+CNMI=")]
-            assert tried[1:] == [("AT+CNMI=2,1,0,1,0", "+CMS ERROR: 303"), ("AT+CNMI=1,1,0,1,0", "+CMS ERROR: 303"),
-                                 ("AT+CNMI=3,1,0,1,0", "+CMS ERROR: 303"), ("AT+CNMI=2,1,0,2,0", "OK")]
-            assert device.reports == STORED
-            assert device.iccid == virtual.iccid  # no AT+CCID: read from EF_ICCID with AT+CRSM, pairs swapped back
-            assert asked(driver, "AT+CRSM=176,12258,0,0,10")[0].answer[0].startswith('+CRSM: 144,0,"98')
-        finally:
-            driver.close()
+    with driving("zte") as (virtual, driver):
+        device = negotiate(driver)
+        tried = [(e.command, e.final) for e in driver.transcript if e.command.startswith("AT+CNMI=")]
+        assert tried[1:] == [("AT+CNMI=2,1,0,1,0", "+CMS ERROR: 303"), ("AT+CNMI=1,1,0,1,0", "+CMS ERROR: 303"),
+                             ("AT+CNMI=3,1,0,1,0", "+CMS ERROR: 303"), ("AT+CNMI=2,1,0,2,0", "OK")]
+        assert device.reports == STORED
+        assert device.iccid == virtual.iccid  # no AT+CCID: read from EF_ICCID with AT+CRSM, pairs swapped back
+        assert asked(driver, "AT+CRSM=176,12258,0,0,10")[0].answer[0].startswith('+CRSM: 144,0,"98')
 
 
 def test_busy_answers_after_power_up_are_waited_out_not_failures():
-    with VirtualModem("quectel", 3, profile="quectel", busy_seconds=1.2) as virtual:
-        driver = opened(virtual)
-        try:
-            device = negotiate(driver)
-            busy = [e for e in driver.transcript if e.final == "+CME ERROR: 14"]
-            assert busy and all(e.command == "AT+CPIN?" for e in busy)
-            assert device.iccid == virtual.iccid
-        finally:
-            driver.close()
+    with driving("quectel", busy_seconds=1.2) as (virtual, driver):
+        device = negotiate(driver)
+        busy = [e for e in driver.transcript if e.final == "+CME ERROR: 14"]
+        assert busy and all(e.command == "AT+CPIN?" for e in busy)
+        assert device.iccid == virtual.iccid
 
 
 def test_sms_commands_refused_until_sms_ready_are_waited_out():
     """SIMCom answers ERROR to SMS commands until it prints "SMS Ready"."""
-    with VirtualModem("simcom", 3, profile="simcom", busy_seconds=1.0) as virtual:
-        driver = opened(virtual)
-        try:
-            negotiate(driver)
-            pdu_mode = asked(driver, "AT+CMGF=0")
-            assert [e.final for e in pdu_mode[:-1]] and {e.final for e in pdu_mode[:-1]} == {"ERROR"}
-            assert pdu_mode[-1].final == "OK"
-        finally:
-            driver.close()
+    with driving("simcom", busy_seconds=1.0) as (virtual, driver):
+        negotiate(driver)
+        pdu_mode = asked(driver, "AT+CMGF=0")
+        assert [e.final for e in pdu_mode[:-1]] and {e.final for e in pdu_mode[:-1]} == {"ERROR"}
+        assert pdu_mode[-1].final == "OK"
 
 
 def test_vendor_lines_between_the_prompt_and_cmgs_and_seconds_per_submit(tmp_path):
@@ -182,16 +162,12 @@ def test_vendor_lines_between_the_prompt_and_cmgs_and_seconds_per_submit(tmp_pat
 
 
 def test_echo_that_stays_on_after_ate0():
-    with VirtualModem("echo", 3) as virtual:
+    with driving() as (virtual, driver):
         virtual.echo_sticky = True
-        driver = opened(virtual)
-        try:
-            device = negotiate(driver)
-            assert virtual.echo and device.iccid == virtual.iccid
-            [mr] = [driver.send_part(p.pdu, p.length) for p in encode_submit(TO, "echoed")]
-            assert virtual.sent[-1]["mr"] == mr
-        finally:
-            driver.close()
+        device = negotiate(driver)
+        assert virtual.echo and device.iccid == virtual.iccid
+        [mr] = [driver.send_part(p.pdu, p.length) for p in encode_submit(TO, "echoed")]
+        assert virtual.sent[-1]["mr"] == mr
 
 
 def test_stored_reports_land_in_the_store_the_device_names():
@@ -219,72 +195,52 @@ def test_stored_reports_land_in_the_store_the_device_names():
 
 def test_a_device_without_indications_is_polled():
     silent = dataclasses.replace(PROFILES["3gpp"], cnmi_test="+CNMI: (0),(0),(0),(0),(0)")
-    with VirtualModem("silent", 3, profile=silent) as virtual:
-        driver = opened(virtual)
-        try:
-            device = negotiate(driver)
-            assert (device.cnmi, device.reports, device.inbound, device.polls) == ("0,0,0,0,0", NONE, POLLED, True)
-        finally:
-            driver.close()
+    with driving(silent) as (virtual, driver):
+        device = negotiate(driver)
+        assert (device.cnmi, device.reports, device.inbound, device.polls) == ("0,0,0,0,0", NONE, POLLED, True)
 
 
 def test_the_pin_is_entered_when_the_sim_asks_and_a_refused_one_never_again():
-    with VirtualModem("locked", 3) as virtual:
+    with driving() as (virtual, driver):
         virtual.set_pin_state("SIM PIN")
-        driver = opened(virtual)
-        try:
-            with pytest.raises(SimNotReady) as needed:
-                negotiate(driver)
-            assert needed.value.kind == SIM_FAULT and "--pin" in str(needed.value)
-            with pytest.raises(SimNotReady) as refused:
-                negotiate(driver, "0000")
-            assert refused.value.kind == PIN and virtual.pin_tries == 2
-            with pytest.raises(SimNotReady) as again:
-                negotiate(driver, "0000", pin_refused=True)
-            assert again.value.kind == PIN and virtual.pin_tries == 2  # not tried: 3 wrong tries lock a SIM
-            assert all("0000" not in e.command for e in driver.transcript)  # never shown, even to a probe
-            device = negotiate(driver, "1234")
-            assert virtual.pin_state == "READY" and device.iccid == virtual.iccid
-        finally:
-            driver.close()
+        with pytest.raises(SimNotReady) as needed:
+            negotiate(driver)
+        assert needed.value.kind == PIN and "--pin" in str(needed.value)
+        with pytest.raises(SimNotReady) as refused:
+            negotiate(driver, "0000")
+        assert refused.value.kind == PIN and virtual.pin_tries == 2
+        with pytest.raises(SimNotReady) as again:
+            negotiate(driver, "0000", pin_refused=True)
+        assert again.value.kind == PIN and virtual.pin_tries == 2  # not tried: 3 wrong tries lock a SIM
+        assert all("0000" not in e.command for e in driver.transcript)  # never shown, even to a probe
+        device = negotiate(driver, "1234")
+        assert virtual.pin_state == "READY" and device.iccid == virtual.iccid
 
 
 def test_a_locked_sim_is_named_as_such():
-    with VirtualModem("puk", 3) as virtual:
+    with driving() as (virtual, driver):
         virtual.set_pin_state("SIM PUK")
-        driver = opened(virtual)
-        try:
-            with pytest.raises(SimNotReady, match="SIM PUK") as locked:
-                negotiate(driver, "1234")
-            assert locked.value.kind == SIM_FAULT
-        finally:
-            driver.close()
+        with pytest.raises(SimNotReady, match="SIM PUK") as locked:
+            negotiate(driver, "1234")
+        assert locked.value.kind == SIM_FAULT
 
 
 @pytest.mark.parametrize("name", ["3gpp", "huawei"])
 def test_the_balance_query_is_read_whether_the_device_packs_ussd_or_not(name):
-    with VirtualModem(name, 3, profile=name) as virtual:
+    with driving(name) as (virtual, driver):
         virtual.credit = 123.45
-        driver = opened(virtual)
-        try:
-            device = negotiate(driver)
-            request = device.ussd_request("*400#")
-            assert request == ("2A1A0C3602" if name == "huawei" else "*400#")  # gammu's F_ENCODED_USSD
-            mode, raw, dcs = driver.ussd(request)
-            assert (mode, dcs) == (0, 15)
-            assert device.ussd_text(raw, dcs) == "Your balance is Rs. 123.45. Valid till 2027-12-31."
-        finally:
-            driver.close()
+        device = negotiate(driver)
+        request = device.ussd_request("*400#")
+        assert request == ("2A1A0C3602" if name == "huawei" else "*400#")  # gammu's F_ENCODED_USSD
+        mode, raw, dcs = driver.ussd(request)
+        assert (mode, dcs) == (0, 15)
+        assert device.ussd_text(raw, dcs) == "Your balance is Rs. 123.45. Valid till 2027-12-31."
 
 
 def test_a_failed_step_names_itself_the_command_and_the_answer():
     refusing = dataclasses.replace(PROFILES["3gpp"], cnmi_test="+CNMI: (0-3),(0-3),(0-3),(0-2),(0,1)",
                                    cnmi_refused_ds=frozenset({0, 1, 2}))
-    with VirtualModem("refusing", 3, profile=refusing) as virtual:
-        driver = opened(virtual)
-        try:
-            with pytest.raises(StepFailed) as failed:
-                negotiate(driver)
-            assert failed.value.step == "indications" and "+CMS ERROR: 303" in str(failed.value)
-        finally:
-            driver.close()
+    with driving(refusing) as (virtual, driver):
+        with pytest.raises(StepFailed) as failed:
+            negotiate(driver)
+        assert failed.value.step == "indications" and "+CMS ERROR: 303" in str(failed.value)

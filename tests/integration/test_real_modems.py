@@ -102,26 +102,30 @@ def test_a_device_that_announces_nothing_is_polled(runtime, account, sandesh):
 
 
 def test_a_pin_is_entered_a_wrong_one_quarantines_once_and_a_new_one_releases(runtime, account, sandesh):
-    with pool(runtime, sandesh) as emulator:
+    with pool(runtime, sandesh) as emulator, running_dispatcher(runtime):
         modem = emulator.modems[0]
-        modem.set_pin_state("SIM PIN")  # the SIM was swapped for one with a PIN
-        done = command(sandesh, "sim", "update", modem.name, "--pin", "-", stdin="4321\n")
+        modem.set_pin_state("SIM PIN")  # the SIM was swapped for one with a PIN, and the modem restarted
+        sandesh("sim", "update", modem.name, "--port", modem.device + "x")  # ... found again on its port:
+        sandesh("sim", "update", modem.name, "--port", modem.device)       # the dispatcher opens it anew
+        listed = until(lambda: (s := sims(sandesh)[modem.name])["state"] == "quarantined" and s)
+        assert listed["pin"] is None and "asks for its PIN" in listed["reason"]
+        done = command(sandesh, "sim", "update", modem.name, "--pin", "-", stdin="4321\n")  # a wrong one
         assert done.returncode == 0, done.stderr
         assert orjson.loads(done.stdout)["pin"] == "set" and "4321" not in done.stdout
-        with running_dispatcher(runtime):
-            listed = until(lambda: (s := sims(sandesh)[modem.name])["state"] == "quarantined" and s)
-            assert listed["pin"] == "refused" and "refused its PIN" in listed["reason"]
-            time.sleep(3)  # the thread tries to open the port again and again: never with the refused PIN
-            assert modem.pin_tries == 2 and modem.pin_state == "SIM PIN"
-            sandesh("sim", "update", modem.name, "--pin", "1234")
-            listed = until(lambda: (s := sims(sandesh)[modem.name])["state"] == "active" and s)
-            assert listed["pin"] == "set" and modem.pin_state == "READY"
-            message = send(runtime, account)
-            wait_for_status(runtime, [message.id], {"delivered"})
-        trail = audit(sandesh)
-        actions = [line["action"] for line in trail if line["simId"] == listed["id"]]
-        assert actions.count("sim.pin_set") == 2 and "sim.quarantined" in actions and "sim.released" in actions
-        assert "4321" not in str(trail) and "1234" not in str(trail)
+        listed = until(lambda: (s := sims(sandesh)[modem.name])["pin"] == "refused" and s)
+        assert listed["state"] == "quarantined" and "refused its PIN" in listed["reason"]
+        time.sleep(3)  # the thread opens the port again and again: never with the refused PIN
+        assert modem.pin_tries == 2 and modem.pin_state == "SIM PIN"
+        sandesh("sim", "update", modem.name, "--pin", "1234")
+        listed = until(lambda: (s := sims(sandesh)[modem.name])["state"] == "active" and s)
+        assert listed["pin"] == "set" and modem.pin_state == "READY"
+        message = send(runtime, account)
+        wait_for_status(runtime, [message.id], {"delivered"})
+    trail = audit(sandesh)
+    actions = [line["action"] for line in trail if line["simId"] == listed["id"]]
+    assert actions.count("sim.pin_set") == 2 and actions.count("sim.quarantined") == 2
+    assert actions.count("sim.released") == 2  # each new PIN ended the quarantine for the PIN
+    assert "4321" not in str(trail) and "1234" not in str(trail)
 
 
 def test_a_sim_at_its_daily_cap_rests_until_nepal_midnight_and_the_pool_works_around_it(runtime, account, sandesh):
