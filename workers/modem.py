@@ -33,10 +33,10 @@ FINAL = re.compile(r"^(OK|ERROR|NO CARRIER|BUSY|NO ANSWER|NO DIALTONE|COMMAND NO
                    r"|\+CME ERROR: ?(.+)|\+CMS ERROR: ?(.+))$")
 REFUSALS = ("ERROR", "COMMAND NOT SUPPORT", "TOO MANY PARAMETERS")  # the device does not take the command
 # Lines a device sends by itself: TS 27.005/27.007 indications, and what vendors print at boot
-# or while idle (Huawei ^RSSI/^BOOT/^MODE/^SRVST, Quectel +QIND, SIMCom "Call Ready"/"SMS Ready",
+# or while idle (Huawei ^RSSI/^BOOT/^MODE/^SRVST, Quectel +QIND/+QUSIM, SIMCom "Call Ready"/"SMS Ready",
 # Cinterion ^SYSSTART, Wavecom +WIND, ZTE +ZPASR/+ZUSIMR/+ZDONR, Telit #QSS).
 UNSOLICITED = ("+CMTI:", "+CDS:", "+CDSI:", "+CMT:", "RING", "^", "+CBM:", "+CUSD:", "RDY", "SMS DONE",
-               "+QIND:", "Call Ready", "SMS Ready", "+PBREADY", "+WIND:", "+ZPASR:", "+ZUSIMR:",
+               "+QIND:", "+QUSIM:", "Call Ready", "SMS Ready", "+PBREADY", "+WIND:", "+ZPASR:", "+ZUSIMR:",
                "+ZDONR:", "#QSS:", "+CIEV:", "+STIN:")
 # +CREG/+CEREG are left to answers: we never enable their unsolicited form (AT+CREG=0).
 TWO_LINE = ("+CDS:", "+CMT:", "+CBM:")  # the PDU follows on the next line

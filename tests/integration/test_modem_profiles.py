@@ -193,6 +193,16 @@ def test_stored_reports_land_in_the_store_the_device_names():
             driver.close()
 
 
+def test_direct_reports_are_not_chosen_where_they_would_need_acknowledging():
+    """With AT+CSMS service 1, +CDS must be acknowledged with AT+CNMA (TS 27.005 §3.4.1): a device
+    that cannot go back to service 0 gets its reports stored instead."""
+    with driving() as (virtual, driver):
+        virtual.csms = 1
+        virtual.fail_next("AT+CSMS=0", "ERROR")
+        device = negotiate(driver)
+        assert (device.cnmi, device.reports) == ("2,1,0,2,0", STORED)
+
+
 def test_a_device_without_indications_is_polled():
     silent = dataclasses.replace(PROFILES["3gpp"], cnmi_test="+CNMI: (0),(0),(0),(0),(0)")
     with driving(silent) as (virtual, driver):
