@@ -31,6 +31,7 @@ from .optout import RECIPIENT, REPLY, STOP, OptOut, held_back, optout_id, stop_w
 from .otp import LIFETIME as OTP_LIFETIME, RESEND_COOLDOWN, Otp, Outcome, NO_ACTIVE_OTP, code_text, hash_code, new_code, otp_id
 from .segments import segment
 from .ports import Caller, IdempotencyKeys, OptOuts, OtpWindows, Prior, Texts
+from .steps import Append, Steps, run
 from .sending import (OtpSendRequest, OtpVerifyRequest, Problem, SendRequest, cost as send_cost,
                       refusal as send_refusal)
 from .sim import CLEAR, SMS_SWITCH_ID, Sim, SmsSwitch, check_pin, check_sim_name
@@ -312,26 +313,35 @@ class Sandesh(Application[str]):
     # Messages
     def send_sms(self, caller: Caller, request: SendRequest, idempotency_key: str | None = None,
                  request_hash: str | None = None) -> Sent:
+        return run(self.send_sms_steps(caller, request, idempotency_key, request_hash), self.append)
+
+    def send_sms_steps(self, caller: Caller, request: SendRequest, idempotency_key: str | None = None,
+                       request_hash: str | None = None) -> Steps[Sent]:
         """POST /v1/sms/send after validation, in the order of docs/api.md, "Order of checks":
         the Idempotency-Key (a replay, or 409 while a twin runs or for another body), then the
         refusals (Refused), then the charge (InsufficientBalance).  `request_hash` is
         sending.request_hash of the body."""
-        return self._idempotent(caller, idempotency_key, request_hash,
-                                lambda key, hash_: self._accept(caller, request, key, hash_))
+        return (yield from self._idempotent(caller, idempotency_key, request_hash,
+                                            lambda key, hash_: self._accept(caller, request, key, hash_)))
 
     def send_batch(self, caller: Caller, items: list[SendRequest | list[Problem]], item_error: ItemError,
                    idempotency_key: str | None = None, request_hash: str | None = None) -> Sent:
+        return run(self.send_batch_steps(caller, items, item_error, idempotency_key, request_hash), self.append)
+
+    def send_batch_steps(self, caller: Caller, items: list[SendRequest | list[Problem]], item_error: ItemError,
+                         idempotency_key: str | None = None, request_hash: str | None = None) -> Steps[Sent]:
         """POST /v1/sms/send/batch after the body's own checks: each item (a request, or the
         problems that made it invalid) is judged alone by the rules of a single send; the
         accepted ones are charged together in one append, or none is (InsufficientBalance).
         One Idempotency-Key covers the batch (docs/api.md, "Batch sends")."""
-        return self._idempotent(caller, idempotency_key, request_hash,
-                                lambda key, hash_: self._accept_batch(caller, items, item_error, key, hash_))
+        return (yield from self._idempotent(
+            caller, idempotency_key, request_hash,
+            lambda key, hash_: self._accept_batch(caller, items, item_error, key, hash_)))
 
     def _idempotent(self, caller: Caller, key: str | None, request_hash: str | None,
-                    accept: Callable[[str | None, str | None], bytes]) -> Sent:
+                    accept: Callable[[str | None, str | None], Steps[bytes]]) -> Steps[Sent]:
         if key is None:
-            return Sent(accept(None, None))
+            return Sent((yield from accept(None, None)))
         assert self.idempotency is not None, "the wiring gives the application its idempotency keys"
         with self.idempotency.claim(caller.client_id, key, self.clock.now()) as claim:
             if claim.running_elsewhere:
@@ -339,7 +349,7 @@ class Sandesh(Application[str]):
             if claim.prior is not None:
                 return _replayed(claim.prior, request_hash)
             try:
-                return Sent(accept(key, request_hash))
+                return Sent((yield from accept(key, request_hash)))
             except IdempotencyKeyTaken:  # a twin committed between our claim and our append
                 taken = self.idempotency.prior(caller.client_id, key, self.clock.now())
                 if taken is None:
@@ -347,7 +357,7 @@ class Sandesh(Application[str]):
                 return _replayed(taken, request_hash)
 
     def _accept_batch(self, caller: Caller, items: list[SendRequest | list[Problem]], item_error: ItemError,
-                      key: str | None, request_hash: str | None) -> bytes:
+                      key: str | None, request_hash: str | None) -> Steps[bytes]:
         now = self.clock.now()
         results: list[dict[str, Any]] = []
         messages: list[Message] = []
@@ -374,7 +384,7 @@ class Sandesh(Application[str]):
         if messages or batch:
             total = sum(m.cost for m in messages)
             try:
-                self.append(*messages, *batch)
+                yield Append((*messages, *batch))
             except InsufficientBalance as short:
                 raise InsufficientBalance(f"The workspace balance is lower than the cost of the batch's "
                                           f"{len(messages)} accepted messages ({total} paisa); none was sent.",
@@ -382,7 +392,7 @@ class Sandesh(Application[str]):
         return body
 
     def _accept(self, caller: Caller, request: SendRequest, key: str | None = None,
-                request_hash: str | None = None) -> bytes:
+                request_hash: str | None = None) -> Steps[bytes]:
         code = send_refusal(request.message_type, caller.allowed_types, caller.sms_enabled, caller.has_route)
         if code:
             raise Refused(code)
@@ -390,7 +400,8 @@ class Sandesh(Application[str]):
             raise Refused("recipient_opted_out")
         cost = send_cost(caller.rates, request.message_type, request.segments)
         try:
-            message = self.send(caller.client_id, caller.workspace_id, request, cost, key, request_hash)
+            message = yield from self._send_steps(caller.client_id, caller.workspace_id, request, cost, key,
+                                                  request_hash)
         except InsufficientBalance as short:
             raise InsufficientBalance(f"The workspace balance is lower than the message cost ({cost} paisa).",
                                       cost=cost) from short
@@ -406,9 +417,14 @@ class Sandesh(Application[str]):
              idempotency_key: str | None = None, request_hash: str | None = None) -> Message:
         """Accept a message at a known cost: its Accepted event, the debit and the idempotency
         record commit together (InsufficientBalance, IdempotencyKeyTaken from the store's guards)."""
+        return run(self._send_steps(client_id, workspace_id, request, cost, idempotency_key, request_hash),
+                   self.append)
+
+    def _send_steps(self, client_id: str, workspace_id: str, request: SendRequest, cost: int,
+                    idempotency_key: str | None, request_hash: str | None) -> Steps[Message]:
         message = self._message(client_id, workspace_id, request, cost, idempotency_key, request_hash,
                                 self.clock.now())
-        self.append(message)
+        yield Append((message,))
         return message
 
     def _message(self, client_id: str, workspace_id: str, request: SendRequest, cost: int,
@@ -424,13 +440,16 @@ class Sandesh(Application[str]):
         )
 
     def cancel_message(self, client_id: str, message_id: str) -> Message:
+        return run(self.cancel_message_steps(client_id, message_id), self.save)
+
+    def cancel_message_steps(self, client_id: str, message_id: str) -> Steps[Message]:
         """POST /v1/sms/messages/:id/cancel: a scheduled or queued message that no modem was
         handed yet is canceled and refunded in full; otherwise NotCancelable with its status.
         A SIM submitting it at the same moment races on its version: one of the two wins."""
         found = self.message(message_id)
         if found is None or found.client_id != client_id:
             raise NotFound(f"no message {message_id!r}")
-        return self.change_message(message_id, lambda m: m.cancel(at=self.clock.now()))
+        return (yield from self.change_message_steps(message_id, lambda m: m.cancel(at=self.clock.now())))
 
     def release_scheduled(self, message_ids: list[str]) -> int:
         """Scheduled messages whose `sendAt` came join the queue; returns how many were released or failed
@@ -457,6 +476,9 @@ class Sandesh(Application[str]):
 
     # One-time passwords
     def send_otp(self, caller: Caller, request: OtpSendRequest, calling_ip: str) -> OtpSent:
+        return run(self.send_otp_steps(caller, request, calling_ip), self.append)
+
+    def send_otp_steps(self, caller: Caller, request: OtpSendRequest, calling_ip: str) -> Steps[OtpSent]:
         """POST /v1/sms/otp/send after validation, in the order of docs/api.md, "OTP": the calling
         IP's limit, the refusals (Refused), the cooldown and the per-number and per-end-user-IP
         windows (OtpLimited, always with its retry_after), the charge (InsufficientBalance)."""
@@ -465,8 +487,8 @@ class Sandesh(Application[str]):
         if code:
             raise Refused(code)
         try:
-            message, otp = self._issue_otp(caller.client_id, caller.workspace_id, caller.brand, request.to,
-                                           request.purpose, request.ip, caller.rates["otp"])
+            message, otp = yield from self._issue_otp(caller.client_id, caller.workspace_id, caller.brand,
+                                                      request.to, request.purpose, request.ip, caller.rates["otp"])
         except OtpLimited as limit:
             if limit.retry_after is not None:
                 raise
@@ -484,7 +506,7 @@ class Sandesh(Application[str]):
             raise OtpLimited("caller_ip", wait)
 
     def _issue_otp(self, client_id: str, workspace_id: str, brand: str, to: str, purpose: str, ip: str | None,
-                   rate: int) -> tuple[Message, Otp]:
+                   rate: int) -> Steps[tuple[Message, Otp]]:
         """A new code for client + number + purpose, sent as an `otp` message and charged at `rate`
         per segment; the message, the code's hash and the charge commit together."""
         for _ in range(3):
@@ -502,13 +524,16 @@ class Sandesh(Application[str]):
                              idempotency_key=None, request_hash=None, at=now, expires_at=now + OTP_LIFETIME)
             otp.issue(code_hash=hash_code(self.otp_key, otp.id, code), message_id=message.id, ip=ip, at=now)
             try:
-                self.append(message, otp)
+                yield Append((message, otp))
                 return message, otp
             except IntegrityError:
                 continue  # another send for this code won the race on its version: look again
         raise OtpLimited("cooldown", RESEND_COOLDOWN)
 
     def verify_otp(self, caller: Caller, request: OtpVerifyRequest, calling_ip: str) -> Outcome:
+        return run(self.verify_otp_steps(caller, request, calling_ip), self.save)
+
+    def verify_otp_steps(self, caller: Caller, request: OtpVerifyRequest, calling_ip: str) -> Steps[Outcome]:
         """POST /v1/sms/otp/verify after validation: the calling IP's limit, then the check of
         docs/api.md, "OTP" (verify results); concurrent checks race on the code's version, so one code
         is verified once."""
@@ -522,7 +547,7 @@ class Sandesh(Application[str]):
             if not otp.pending_events:
                 return outcome
             try:
-                self.save(otp)
+                yield Append((otp,))
                 return outcome
             except IntegrityError:
                 continue
@@ -639,6 +664,9 @@ class Sandesh(Application[str]):
 
     # Sending: the dispatcher's steps (workers/dispatcher.py, workers/sim_worker.py)
     def change_message(self, message_id: str, change: Callable[[Message], None]) -> Message:
+        return run(self.change_message_steps(message_id, change), self.save)
+
+    def change_message_steps(self, message_id: str, change: Callable[[Message], None]) -> Steps[Message]:
         """Apply `change` to the message as the log has it now and append what it decided.
         The sender and the status-report reader both write to a message: a version conflict
         means the other one wrote first, so read it again."""
@@ -646,7 +674,7 @@ class Sandesh(Application[str]):
             message = self._get(message_id, Message, "message")
             change(message)
             try:
-                self.save(message)
+                yield Append((message,))
                 return message
             except IntegrityError:
                 continue
