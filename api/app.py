@@ -1,11 +1,17 @@
-"""create_app(): the Falcon app from explicit collaborators (Falcon's "look" tutorial style)."""
+"""create_app(): the Falcon ASGI app from explicit collaborators (Falcon's "look" tutorial style).
+
+Every endpoint and middleware is a coroutine on the worker's event loop; what reads the
+database runs on the bounded `Blocking` threads and a use case's appends are awaited on the
+group commit (api/waiting.py; docs/design.md, "The event loop")."""
 from __future__ import annotations
 
 import logging
+import time
 from ssl import RAND_bytes
 from typing import Any, Callable, ContextManager
 
 import falcon
+import falcon.asgi
 import falcon.media
 import orjson
 
@@ -13,35 +19,50 @@ from sandesh.domain import log_context
 from sandesh.domain.application import Sandesh
 from sandesh.domain.errors import DomainError
 from sandesh.projections.callers import Callers
+from sandesh.projections.group_commit import GroupCommit
 from sandesh.projections.health import DatabaseHealth, is_outage
 
 from .auth import Authentication
 from .errors import ApiError, from_domain
 from .health import Health, Ready
 from .messages import CancelMessage, MessageStatus
-from .metrics import DatabaseState, Metrics, RequestMetrics
+from .metrics import UNMATCHED, DatabaseState, Metrics, RequestMetrics
 from .openapi import OpenApi
 from .otp import OtpSend, OtpVerify
 from .resources import Balance
 from .send import Send, SendBatch
+from .waiting import Blocking, Commit
 
 log = logging.getLogger("sandesh.api")
 
 _HTTP_CODES = {400: "invalid_request", 404: "not_found", 405: "method_not_allowed", 413: "invalid_request"}
 
 
-class RequestId:
-    """Every response carries x-request-id, echoing the caller's when it sent one."""
+access = logging.getLogger("sandesh.access")
 
-    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+
+class RequestId:
+    """Every response carries x-request-id, echoing the caller's when it sent one; every request
+    writes one access line (docs/operations.md, "Logs"): method, route template (never the path's
+    values, a query string or a key), status, milliseconds, bytes, and the request, client and
+    workspace ids from the log context."""
+
+    async def process_request(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        req.context.started = time.perf_counter()
         given = req.get_header("x-request-id")
         req.context.request_id = given[:128] if given else RAND_bytes(16).hex()  # no thread switch, unlike uuid4()
-        log_context.clear()  # a gunicorn thread serves one request after another
-        log_context.set_fields(request_id=req.context.request_id)
+        log_context.set_fields(request_id=req.context.request_id)  # each request is a task of its own context
 
-    def process_response(self, req: falcon.Request, resp: falcon.Response, resource: Any, req_succeeded: bool) -> None:
-        log_context.clear()  # what this thread logs next is not about this request
+    async def process_response(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, resource: Any,
+                               req_succeeded: bool) -> None:
         resp.set_header("x-request-id", req.context.request_id)
+        if access.isEnabledFor(logging.INFO):
+            milliseconds = (time.perf_counter() - req.context.started) * 1000
+            size = len(await resp.render_body() or b"")  # rendered once: Falcon keeps it for the answer
+            access.info("%s %s %d %.1f ms %d B request %s", req.method, req.uri_template or UNMATCHED,
+                        resp.status_code, milliseconds, size, req.context.request_id, extra={"access": {
+                            "method": req.method, "route": req.uri_template or UNMATCHED,
+                            "status": resp.status_code, "ms": round(milliseconds, 2), "bytes": size}})
 
 
 def _render(resp: falcon.Response, error: ApiError) -> None:
@@ -53,11 +74,13 @@ def _render(resp: falcon.Response, error: ApiError) -> None:
         resp.set_header(name, value)
 
 
-def _api_error(req: falcon.Request, resp: falcon.Response, error: ApiError, params: dict) -> None:
+async def _api_error(req: falcon.asgi.Request, resp: falcon.asgi.Response, error: ApiError, params: dict,
+                     ws: Any = None) -> None:
     _render(resp, error)
 
 
-def _http_error(req: falcon.Request, resp: falcon.Response, error: falcon.HTTPError, params: dict) -> None:
+async def _http_error(req: falcon.asgi.Request, resp: falcon.asgi.Response, error: falcon.HTTPError, params: dict,
+                      ws: Any = None) -> None:
     code = _HTTP_CODES.get(error.status_code, "server_error" if error.status_code >= 500 else "invalid_request")
     api_error = ApiError(code, error.description if code == "invalid_request" and error.description else None)
     api_error.status = error.status_code
@@ -89,13 +112,15 @@ class DatabaseGate:
     def __init__(self, health: DatabaseHealth):
         self.health = health
 
-    def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: Any, params: dict) -> None:
+    async def process_resource(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, resource: Any,
+                               params: dict) -> None:
         if self.health.down and not getattr(resource, "public", False):
             raise outage_error()
 
 
-def _errors(health: DatabaseHealth) -> Callable[[falcon.Request, falcon.Response, Exception, dict], None]:
-    def handle(req: falcon.Request, resp: falcon.Response, error: Exception, params: dict) -> None:
+def _errors(health: DatabaseHealth) -> Callable[..., Any]:
+    async def handle(req: falcon.asgi.Request, resp: falcon.asgi.Response, error: Exception, params: dict,
+                     ws: Any = None) -> None:
         answer = from_domain(error) if isinstance(error, DomainError) else None
         if answer is not None:
             _render(resp, answer)
@@ -108,30 +133,33 @@ def _errors(health: DatabaseHealth) -> Callable[[falcon.Request, falcon.Response
 
 
 def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], *, route_window: float,
-               health: DatabaseHealth, rate_limit: bool = True, trusted_proxies: tuple[str, ...] = (),
-               callers: Callers | None = None) -> falcon.App:
+               health: DatabaseHealth, commits: GroupCommit, blocking_threads: int = 4, rate_limit: bool = True,
+               trusted_proxies: tuple[str, ...] = (), callers: Callers | None = None) -> falcon.asgi.App:
     """`route_window`: Settings.route_window, how recent a SIM's healthy heartbeat must be for it to be a route;
     `health`: this process's view of the database (an outage is a 503, never a 500 or a hang);
+    `commits`: the process's group commit, which the requests' appends await;
+    `blocking_threads`: the threads that read the database for requests (the pool's connections);
     `callers`: the process's caller cache (without one, every request reads its caller from the database)."""
     callers = callers or Callers(connection, route_window)
-    authentication = Authentication(connection, sandesh.clock, callers, rate_limit=rate_limit)
-    app = falcon.App(middleware=[RequestMetrics(), RequestId(), DatabaseGate(health), authentication])
+    blocking, commit = Blocking(blocking_threads), Commit(commits)
+    authentication = Authentication(connection, sandesh.clock, callers, blocking, rate_limit=rate_limit)
+    app = falcon.asgi.App(middleware=[RequestMetrics(), RequestId(), DatabaseGate(health), authentication])
     json_handler = falcon.media.JSONHandler(dumps=lambda o: orjson.dumps(o).decode(), loads=orjson.loads)
     app.resp_options.media_handlers[falcon.MEDIA_JSON] = json_handler
     app.req_options.media_handlers[falcon.MEDIA_JSON] = json_handler
-    app.add_route("/v1/sms/balance", Balance(connection))
-    app.add_route("/v1/sms/send", Send(sandesh))
-    app.add_route("/v1/sms/send/batch", SendBatch(sandesh))
-    app.add_route("/v1/sms/messages/{message_id}", MessageStatus(sandesh, connection))
-    app.add_route("/v1/sms/messages/{message_id}/cancel", CancelMessage(sandesh))
-    app.add_route("/v1/sms/otp/send", OtpSend(sandesh, trusted_proxies))
-    app.add_route("/v1/sms/otp/verify", OtpVerify(sandesh, trusted_proxies))
+    app.add_route("/v1/sms/balance", Balance(connection, blocking))
+    app.add_route("/v1/sms/send", Send(sandesh, blocking, commit))
+    app.add_route("/v1/sms/send/batch", SendBatch(sandesh, blocking, commit))
+    app.add_route("/v1/sms/messages/{message_id}", MessageStatus(sandesh, connection, blocking))
+    app.add_route("/v1/sms/messages/{message_id}/cancel", CancelMessage(sandesh, blocking, commit))
+    app.add_route("/v1/sms/otp/send", OtpSend(sandesh, blocking, commit, trusted_proxies))
+    app.add_route("/v1/sms/otp/verify", OtpVerify(sandesh, blocking, commit, trusted_proxies))
     app.add_route("/v1/health", Health())
     app.add_route("/v1/openapi.json", OpenApi())
     app.add_route("/v1/ready", Ready(connection, sandesh.clock, health, sandesh.recorder.events_table_name,
-                                     route_window))
+                                     route_window, blocking))
     app.add_route("/metrics", Metrics(DatabaseState(connection, sandesh.clock, health,
-                                                    sandesh.recorder.events_table_name, route_window)))
+                                                    sandesh.recorder.events_table_name, route_window), blocking))
     app.add_error_handler(Exception, _errors(health))
     app.add_error_handler(falcon.HTTPError, _http_error)
     app.add_error_handler(ApiError, _api_error)

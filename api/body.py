@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import falcon
+import falcon.asgi
 import orjson
 
 from .errors import ApiError, detail
@@ -12,12 +12,12 @@ from .errors import ApiError, detail
 MAX_BODY_BYTES = 64 * 1024
 
 
-def json_object(req: falcon.Request, max_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
+async def json_object(req: falcon.asgi.Request, max_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
     content_type = (req.content_type or "").split(";")[0].strip().lower()
     if content_type != "application/json":
         raise ApiError("invalid_request", "content-type must be application/json.",
                        details=[detail([], "content-type must be application/json", "invalid_content_type")])
-    raw = req.bounded_stream.read(max_bytes + 1)
+    raw = await req.stream.read(max_bytes + 1)
     if len(raw) > max_bytes:
         raise ApiError("invalid_request", "The body is too large.",
                        details=[detail([], f"at most {max_bytes} bytes", "too_large")])

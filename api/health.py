@@ -10,11 +10,14 @@ from __future__ import annotations
 from typing import Any, Callable, ContextManager
 
 import falcon
+import falcon.asgi
 import orjson
 
 from sandesh.domain.clock import Clock
 from sandesh.projections import follower, sim_health
 from sandesh.projections.health import DatabaseHealth, is_outage
+
+from .waiting import Blocking
 
 MAX_LAG = 10_000  # events; at 500 sends/s the projections trail by a few (docs/performance.md)
 RETRY_AFTER = "2"
@@ -23,7 +26,7 @@ RETRY_AFTER = "2"
 class Health:
     public = True  # no key, and answered while the database is away
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         resp.content_type = falcon.MEDIA_JSON
         resp.data = b'{"status":"ok"}'
 
@@ -32,11 +35,20 @@ class Ready:
     public = True
 
     def __init__(self, connection: Callable[[], ContextManager[Any]], clock: Clock, health: DatabaseHealth,
-                 events_table: str, route_window: float):
+                 events_table: str, route_window: float, blocking: Blocking):
         self.connection, self.clock, self.health = connection, clock, health
         self.events_table, self.route_window = events_table, route_window
+        self.blocking = blocking
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        ready, body = await self.blocking(self._checks)
+        resp.content_type = falcon.MEDIA_JSON
+        if not ready:
+            resp.status = falcon.HTTP_503
+            resp.set_header("Retry-After", RETRY_AFTER)
+        resp.data = body
+
+    def _checks(self) -> tuple[bool, bytes]:
         checks: dict[str, Any] = {"database": "unreachable", "projectionLag": None, "route": None}
         reasons: list[str] = []
         if self.health.down:
@@ -58,8 +70,4 @@ class Ready:
                             for name, lag in lags.items() if lag > MAX_LAG]
                 if not route:
                     reasons.append("no SIM is a route: sends answer 503 unavailable")
-        resp.content_type = falcon.MEDIA_JSON
-        if reasons:
-            resp.status = falcon.HTTP_503
-            resp.set_header("Retry-After", RETRY_AFTER)
-        resp.data = orjson.dumps({"ready": not reasons, "reasons": reasons, "checks": checks})
+        return not reasons, orjson.dumps({"ready": not reasons, "reasons": reasons, "checks": checks})

@@ -5,32 +5,35 @@ from __future__ import annotations
 
 from typing import Any
 
-import falcon
+import falcon.asgi
 
 from sandesh.domain.application import Sandesh
 from sandesh.projections import messages
 
 from .errors import ApiError
+from .waiting import Blocking, Commit, drive
 
 
 class MessageStatus:
-    def __init__(self, app: Sandesh, connection: Any):
+    def __init__(self, app: Sandesh, connection: Any, blocking: Blocking):
         self.app = app
         self.connection = connection
+        self.blocking = blocking
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response, message_id: str) -> None:
-        caller = req.context.caller
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, message_id: str) -> None:
         _check_id(message_id)
+        resp.media = await self.blocking(self._read, message_id, req.context.caller.client_id)
+
+    def _read(self, message_id: str, client_id: str) -> dict[str, Any]:
         with self.connection() as conn:
-            row = messages.find(conn, message_id, caller.client_id)
+            row = messages.find(conn, message_id, client_id)
         if row is not None:
-            resp.media = messages.view(row)
-            return
+            return messages.view(row)
         # Not projected yet: the log is the truth, and a 202 means the message is in it.
         message = self.app.message(message_id)
-        if message is None or message.client_id != caller.client_id:
+        if message is None or message.client_id != client_id:
             raise ApiError("not_found", "No message with this id.")
-        resp.media = messages.from_aggregate(message)
+        return messages.from_aggregate(message)
 
 
 def _check_id(message_id: str) -> None:
@@ -41,9 +44,10 @@ def _check_id(message_id: str) -> None:
 class CancelMessage:
     """POST /v1/sms/messages/:id/cancel: 200 with the canceled message, as a lookup shows it."""
 
-    def __init__(self, app: Sandesh):
-        self.app = app
+    def __init__(self, app: Sandesh, blocking: Blocking, commit: Commit):
+        self.app, self.blocking, self.commit = app, blocking, commit
 
-    def on_post(self, req: falcon.Request, resp: falcon.Response, message_id: str) -> None:
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, message_id: str) -> None:
         _check_id(message_id)
-        resp.media = messages.from_aggregate(self.app.cancel_message(req.context.caller.client_id, message_id))
+        steps = self.app.cancel_message_steps(req.context.caller.client_id, message_id)
+        resp.media = messages.from_aggregate(await drive(steps, self.blocking, self.commit))

@@ -17,6 +17,7 @@ import time
 from typing import Any, Callable, ContextManager, Iterator
 
 import falcon
+import falcon.asgi
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -25,6 +26,8 @@ from sandesh.domain.clock import Clock
 from sandesh.domain.types import MESSAGE_TYPES
 from sandesh.projections import dispatch, follower, sim_health
 from sandesh.projections.health import DatabaseHealth, is_outage
+
+from .waiting import Blocking
 
 REQUESTS = Counter("sandesh_http_requests", "HTTP requests answered, by route template, method and status",
                    ["route", "method", "status"])
@@ -41,15 +44,16 @@ COUNT_CAP = 100_000  # queue depth and projection lag are counted up to this (co
 class RequestMetrics:
     """Falcon middleware, first in the chain: it sees every request, the 404s and 503s included."""
 
-    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
-        req.context.started = time.perf_counter()
+    async def process_request(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        req.context.metrics_started = time.perf_counter()
 
-    def process_response(self, req: falcon.Request, resp: falcon.Response, resource: Any, req_succeeded: bool) -> None:
+    async def process_response(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, resource: Any,
+                               req_succeeded: bool) -> None:
         route = req.uri_template or UNMATCHED
         method = req.method if req.method in falcon.COMBINED_METHODS else "other"
         status = resp.status_code
         REQUESTS.labels(route, method, str(status)).inc()
-        REQUEST_SECONDS.labels(route, method).observe(time.perf_counter() - req.context.started)
+        REQUEST_SECONDS.labels(route, method).observe(time.perf_counter() - req.context.metrics_started)
         if route in SEND_ROUTES and method == "POST":
             message_type = SEND_ROUTES[route] or getattr(req.context, "message_type", None)
             SENDS.labels(message_type if message_type in MESSAGE_TYPES else "unknown", _outcome(resp)).inc()
@@ -122,10 +126,15 @@ class Metrics:
     """GET /metrics."""
     public = True  # no key, and answered while the database is away
 
-    def __init__(self, database: DatabaseState):
+    def __init__(self, database: DatabaseState, blocking: Blocking):
         self.database = database
+        self.blocking = blocking
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        resp.content_type = CONTENT_TYPE_LATEST
+        resp.data = await self.blocking(self._scrape)  # the files of every process, and the database
+
+    def _scrape(self) -> bytes:
         # A registry per scrape, as prometheus_client's multiprocess mode asks: the metrics of
         # every process come from the files, none from this process's own registry.
         registry = CollectorRegistry()
@@ -134,5 +143,4 @@ class Metrics:
         else:  # one process (an app built in a test or a benchmark): its own counters
             registry.register(REGISTRY)
         registry.register(self.database)
-        resp.content_type = CONTENT_TYPE_LATEST
-        resp.data = generate_latest(registry)
+        return generate_latest(registry)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import falcon
+import falcon.asgi
 import orjson
 
 from sandesh.domain import sending
@@ -377,6 +378,6 @@ class OpenApi:
     def __init__(self) -> None:
         self.body = orjson.dumps(document())
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         resp.content_type = falcon.MEDIA_JSON
         resp.data = self.body

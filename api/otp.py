@@ -6,20 +6,22 @@ from __future__ import annotations
 from typing import Any
 
 import falcon
+import falcon.asgi
 
 from sandesh.domain import sending
 from sandesh.domain.application import Sandesh
 from sandesh.domain.clock import iso
 
 from .body import json_object, parsed
+from .waiting import Blocking, Commit, drive
 
 
 class _OtpResource:
-    def __init__(self, app: Sandesh, trusted_proxies: tuple[str, ...]):
-        self.app = app
+    def __init__(self, app: Sandesh, blocking: Blocking, commit: Commit, trusted_proxies: tuple[str, ...]):
+        self.app, self.blocking, self.commit = app, blocking, commit
         self.trusted_proxies = trusted_proxies
 
-    def calling_ip(self, req: falcon.Request) -> str:
+    def calling_ip(self, req: falcon.asgi.Request) -> str:
         """The socket peer, or the first X-Forwarded-For hop when the peer is a trusted proxy."""
         peer = req.remote_addr or ""
         forwarded = req.get_header("X-Forwarded-For")
@@ -29,17 +31,19 @@ class _OtpResource:
 
 
 class OtpSend(_OtpResource):
-    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        request = parsed(sending.parse_otp_send, json_object(req))
-        sent = self.app.send_otp(req.context.caller, request, self.calling_ip(req))
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        request = parsed(sending.parse_otp_send, await json_object(req))
+        steps = self.app.send_otp_steps(req.context.caller, request, self.calling_ip(req))
+        sent = await drive(steps, self.blocking, self.commit)
         resp.status = falcon.HTTP_202
         resp.media = {"success": True, "messageId": sent.message.id, "expiresAt": iso(sent.otp.expires_at)}
 
 
 class OtpVerify(_OtpResource):
-    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        request = parsed(sending.parse_otp_verify, json_object(req))
-        outcome = self.app.verify_otp(req.context.caller, request, self.calling_ip(req))
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        request = parsed(sending.parse_otp_verify, await json_object(req))
+        steps = self.app.verify_otp_steps(req.context.caller, request, self.calling_ip(req))
+        outcome = await drive(steps, self.blocking, self.commit)
         body: dict[str, Any] = {"success": True, "verified": outcome.verified}
         if not outcome.verified:
             body["reason"] = outcome.reason

@@ -3,22 +3,22 @@ from __future__ import annotations
 
 from typing import Any, Callable, ContextManager
 
-import falcon
+import falcon.asgi
 
 from sandesh.projections import counters, registry
+
+from .waiting import Blocking
 
 
 class Balance:
     """GET /v1/sms/balance (docs/design.md, "Decisions: balance")."""
 
-    def __init__(self, connection: Callable[[], ContextManager[Any]]):
+    def __init__(self, connection: Callable[[], ContextManager[Any]], blocking: Blocking):
         self.connection = connection
+        self.blocking = blocking
 
-    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        caller = req.context.caller
-        with self.connection() as conn:
-            workspace = registry.workspace_balance(conn, caller.workspace_id)
-            client_counters = counters.for_client(conn, caller.client_id)
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        workspace, client_counters = await self.blocking(self._read, req.context.caller)
         resp.media = {
             "workspaceStatus": workspace["status"],
             "balance": {"amount": workspace["balance"], "currency": "NPR"},
@@ -26,3 +26,7 @@ class Balance:
             "allowedTypes": workspace["types"],
             "counters": client_counters,
         }
+
+    def _read(self, caller: Any) -> tuple[dict[str, Any], dict[str, int]]:
+        with self.connection() as conn:
+            return registry.workspace_balance(conn, caller.workspace_id), counters.for_client(conn, caller.client_id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import falcon
+import falcon.asgi
 
 from sandesh.domain import sending
 from sandesh.domain.application import Sandesh, Sent
@@ -13,13 +14,14 @@ from sandesh.domain.batch import MAX_ITEMS
 
 from .body import json_object, parsed
 from .errors import ApiError, detail, invalid, item_error
+from .waiting import Blocking, Commit, drive
 
 MAX_IDEMPOTENCY_KEY = 255
 # 1,000 items of the longest text a send takes, written with JSON escapes, fit.
 MAX_BATCH_BODY_BYTES = 4 * 1024 * 1024
 
 
-def idempotency_key(req: falcon.Request) -> str | None:
+def idempotency_key(req: falcon.asgi.Request) -> str | None:
     key = req.get_header("Idempotency-Key")
     if key is not None and (not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY or not key.isascii() or not key.isprintable()):
         raise invalid(["Idempotency-Key"], f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} printable ASCII "
@@ -27,7 +29,7 @@ def idempotency_key(req: falcon.Request) -> str | None:
     return key
 
 
-def accepted(resp: falcon.Response, sent: Sent) -> None:
+def accepted(resp: falcon.asgi.Response, sent: Sent) -> None:
     resp.status = falcon.HTTP_202
     resp.content_type = falcon.MEDIA_JSON
     resp.data = sent.body
@@ -36,28 +38,29 @@ def accepted(resp: falcon.Response, sent: Sent) -> None:
 
 
 class Send:
-    def __init__(self, app: Sandesh):
-        self.app = app
+    def __init__(self, app: Sandesh, blocking: Blocking, commit: Commit):
+        self.app, self.blocking, self.commit = app, blocking, commit
 
-    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        body = json_object(req)
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        body = await json_object(req)
         req.context.message_type = body.get("messageType", "transactional")  # the sends metric's type
         now = self.app.clock.now()
         request = parsed(lambda b: sending.parse_send(b, now), body)
         key = idempotency_key(req)
-        accepted(resp, self.app.send_sms(req.context.caller, request, key,
-                                         sending.request_hash(body) if key is not None else None))
+        steps = self.app.send_sms_steps(req.context.caller, request, key,
+                                        sending.request_hash(body) if key is not None else None)
+        accepted(resp, await drive(steps, self.blocking, self.commit))
 
 
 BATCH_FIELDS = ("messages",)
 
 
 class SendBatch:
-    def __init__(self, app: Sandesh):
-        self.app = app
+    def __init__(self, app: Sandesh, blocking: Blocking, commit: Commit):
+        self.app, self.blocking, self.commit = app, blocking, commit
 
-    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        body = json_object(req, MAX_BATCH_BODY_BYTES)
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        body = await json_object(req, MAX_BATCH_BODY_BYTES)
         items = _items(body)
         now = self.app.clock.now()
         requests: list[Any] = []
@@ -70,8 +73,9 @@ class SendBatch:
             requests.append(request if request is not None else
                             [sending.Problem(["messages", index, *p.path], p.message, p.code) for p in problems])
         key = idempotency_key(req)
-        accepted(resp, self.app.send_batch(req.context.caller, requests, item_error, key,
-                                           sending.request_hash(body) if key is not None else None))
+        steps = self.app.send_batch_steps(req.context.caller, requests, item_error, key,
+                                          sending.request_hash(body) if key is not None else None)
+        accepted(resp, await drive(steps, self.blocking, self.commit))
 
 
 def _items(body: dict[str, Any]) -> list[Any]:

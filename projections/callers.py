@@ -41,6 +41,14 @@ class Callers(channels.Remembered):
         self._shares: dict[str, list[float]] = {}  # client id -> [requests left, usable until (monotonic)]
         super().__init__(database_url, channels.CALLERS, "caller-cache")
 
+    def known(self, key_hash: str, now: float) -> tuple[dict[str, Any], bool] | None:
+        """What `find` answers, when the cache holds it (no database read); else None."""
+        row, route = self._rows.get(key_hash), self._route
+        if row is None or not route:
+            return None
+        until = route[0]
+        return row, until is not None and now < until
+
     def find(self, key_hash: str, now: float) -> tuple[dict[str, Any], bool] | None:
         """The key's caller row (request_rate.CALLER) and whether a route exists at `now`;
         None for an unknown key."""
@@ -60,13 +68,20 @@ class Callers(channels.Remembered):
         self._rows[key_hash] = row
         self._route = route
 
-    def within_rate(self, client_id: str, rate: int, now: float) -> bool:
-        """Count one request of the client; False when its rate refuses it."""
+    def within_share(self, client_id: str) -> bool:
+        """Count one request of the client against the share of its rate this process holds;
+        False when none is left (then `within_rate` asks the database)."""
         with self.lock:
             share = self._shares.get(client_id)
             if share is not None and share[0] >= 1 and share[1] > time.monotonic():
                 share[0] -= 1
                 return True
+        return False
+
+    def within_rate(self, client_id: str, rate: int, now: float) -> bool:
+        """Count one request of the client; False when its rate refuses it."""
+        if self.within_share(client_id):
+            return True
         want = max(1, int(rate * SHARE))
         with self._connection() as conn:
             granted = request_rate.take(conn, client_id, rate, want, now)

@@ -11,6 +11,7 @@ from sandesh.domain.application import Sandesh
 from sandesh.domain.clock import Clock
 from sandesh.domain.settings import Settings
 
+from .group_commit import GroupCommit
 from .health import DatabaseHealth
 
 
@@ -20,7 +21,7 @@ class Runtime:
     app: Sandesh
     clock: Clock
     health: DatabaseHealth
-
+    commits: GroupCommit | None = None  # the process's group commit, in the API
     @contextmanager
     def connection(self) -> Iterator[Any]:
         """A pooled autocommit connection (dict rows) shared with the event store."""

@@ -50,14 +50,15 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
         if is_outage(error):
             raise DatabaseUnavailable(db.describe_unreachable(settings, error)) from error
         raise
-    if group_commit:
-        app.append = GroupCommit(app.append_events).save
+    commits = GroupCommit(app.append_events) if group_commit else None
+    if commits is not None:
+        app.append = commits.save
     pool = app.recorder.datastore.pool  # type: ignore[attr-defined]
     pool.timeout = POOL_WAIT_SECONDS
     pool.reconnect_timeout = RECONNECT_GIVE_UP_SECONDS
     pool.kwargs["connect_timeout"] = CONNECT_TIMEOUT_SECONDS
     runtime = Runtime(settings=settings, app=app, clock=clock,
-                      health=DatabaseHealth(settings.database_url, pool))
+                      health=DatabaseHealth(settings.database_url, pool), commits=commits)
     app.idempotency = idempotency.Keys(runtime.connection)
     app.otp_windows = otp_limits.Windows(runtime.connection)
     app.opt_outs = optouts.OptOuts(runtime.connection)

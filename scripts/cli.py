@@ -220,10 +220,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--bind", default="127.0.0.1:8000", metavar="HOST:PORT")
     s.add_argument("--workers", type=positive_int,
                    help="worker processes, each kept to the core with the fewest workers (default: one per core)")
-    s.add_argument("--threads", type=positive_int, help="threads per worker (default: 16)")
     s.add_argument("--worker-connections", type=positive_int, metavar="N",
-                   help="open connections a worker holds at most; a full worker leaves new ones to the others "
-                        "(default: 1000)")
+                   help="open connections a worker process holds at most; past it a new one is answered 503 at "
+                        "once and closed (default: 1000)")
 
     w = sub.add_parser("worker", help="run workers that follow the log (until SIGTERM or Ctrl-C)")
     w.add_argument("command", choices=["dispatch", "webhooks", "projections", "all"], metavar="NAME",

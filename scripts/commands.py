@@ -505,7 +505,7 @@ def serve(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     metrics_dir.use(settings)  # gunicorn's workers inherit it
     from .serve import serve as run_server
 
-    run_server(settings, args.bind, args.workers, args.threads, args.worker_connections)
+    run_server(settings, args.bind, args.workers, args.worker_connections)
     return 0
 
 

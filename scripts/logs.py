@@ -23,6 +23,7 @@ class JsonFormatter(logging.Formatter):
         line = {"time": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds")
                 .replace("+00:00", "Z"), "level": record.levelname, "logger": record.name,
                 "message": record.getMessage()}
+        line.update(getattr(record, "access", ()))  # an access line's method, route, status, ms, bytes
         context = current()
         for field in FIELDS:
             value = getattr(record, field, None) or context.get(field)

@@ -1,14 +1,18 @@
-"""`sandesh serve`: the Falcon app under gunicorn, built in each worker after the fork
-(eventsourcing opens its pool when constructed, so never before the fork)."""
+"""`sandesh serve`: the Falcon ASGI app under gunicorn's asgi worker (guarded against slow
+clients: scripts/guarded_worker.py), built in each worker after the fork (eventsourcing opens
+its pool when constructed, so never before the fork)."""
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any, Callable
 
 from gunicorn.app.base import BaseApplication
+from gunicorn.glogging import Logger
 
 from sandesh.domain.settings import Settings
 
+from .logs import JsonFormatter
 from .metrics_dir import child_exit
 
 
@@ -34,19 +38,31 @@ def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-def options(bind: str, workers: int | None = None, threads: int | None = None, connections: int | None = None,
-            log_level: str = "info") -> dict[str, Any]:
+def options(bind: str, workers: int | None = None, connections: int | None = None, log_level: str = "info",
+            log_format: str = "text") -> dict[str, Any]:
     """The gunicorn settings `sandesh serve` runs with: what the flags give, the rest derived from
-    the machine (docs/performance.md, "Send benchmark as installed").  The send benchmark runs its bare
-    baseline app under the same settings."""
+    the machine (docs/operations.md, "Production")."""
     return {
-        "bind": bind, "workers": workers or DEFAULT_WORKERS_PER_CORE * _cores(), "threads": threads or DEFAULT_THREADS,
-        "worker_class": "gthread", "worker_connections": connections or DEFAULT_CONNECTIONS,
+        "bind": bind, "workers": workers or DEFAULT_WORKERS_PER_CORE * _cores(),
+        "worker_class": "sandesh.scripts.guarded_worker.GuardedWorker",  # the asgi worker, guarded
+        "worker_connections": connections or DEFAULT_CONNECTIONS,
         "preload_app": False, "accesslog": None, "loglevel": log_level.lower(),
-        "graceful_timeout": 10, "keepalive": 5,
+        "logger_class": JsonLogger if log_format == "json" else "gunicorn.glogging.Logger",
+        "graceful_timeout": 10, "keepalive": KEEPALIVE_SECONDS, "asgi_lifespan": "off",
         "child_exit": child_exit,  # a worker that ends: prometheus_client's bookkeeping (scripts/metrics_dir.py)
         "pre_fork": choose_core, "post_fork": keep_to_core,  # one core per worker
     }
+
+
+class JsonLogger(Logger):
+    """gunicorn's own lines (the arbiter's, each worker's) as JSON, like every other line of the
+    process when SANDESH_LOG_FORMAT=json (scripts/logs.py)."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        for log in (self.error_log, self.access_log):
+            for handler in log.handlers:
+                handler.setFormatter(JsonFormatter())
 
 
 def choose_core(server: Any, worker: Any) -> None:
@@ -69,15 +85,11 @@ def keep_to_core(server: Any, worker: Any) -> None:
 
 
 DEFAULT_WORKERS_PER_CORE = 1
-# 16 threads per process (scripts/cli.py's help says so too): 3,350 sends/s against 2,780 with 8
-# and 2,240 with 4, the group commit's batches being larger; 32 and 64 gave no more
-# (docs/performance.md, "The caller cache").
-DEFAULT_THREADS = 16
 DEFAULT_CONNECTIONS = 1000
+KEEPALIVE_SECONDS = 5  # an idle keep-alive connection is closed after this
 
 
-def serve(settings: Settings, bind: str, workers: int | None = None, threads: int | None = None,
-          connections: int | None = None) -> None:
+def serve(settings: Settings, bind: str, workers: int | None = None, connections: int | None = None) -> None:
     settings.require_secret_key()
 
     def load() -> Any:
@@ -89,7 +101,10 @@ def serve(settings: Settings, bind: str, workers: int | None = None, threads: in
         configure_logging(settings)
         runtime = bootstrap(settings, group_commit=True)
         callers = Callers(runtime.connection, settings.route_window, settings.database_url)
+        assert runtime.commits is not None
         return create_app(runtime.app, runtime.connection, route_window=settings.route_window,
-                          health=runtime.health, trusted_proxies=settings.trusted_proxies, callers=callers)
+                          health=runtime.health, commits=runtime.commits, blocking_threads=settings.pool_size,
+                          trusted_proxies=settings.trusted_proxies, callers=callers)
 
-    Gunicorn(options(bind, workers, threads, connections, settings.log_level), load).run()
+    logging.captureWarnings(True)  # a warning is a log line too, in the log's format
+    Gunicorn(options(bind, workers, connections, settings.log_level, settings.log_format), load).run()

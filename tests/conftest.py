@@ -143,12 +143,15 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, env: dict[str, str], workers: int = 2):
+    """A real `sandesh serve` (with `args` added to its command line), its output in `log`."""
+
+    def __init__(self, env: dict[str, str], workers: int = 2, args: tuple[str, ...] = ()):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(Path(env.get("SANDESH_TEST_LOGDIR", "/tmp")) / f"sandesh-serve-{self.port}.log", "w+")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "sandesh.scripts.cli", "serve", "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers)],
+            [sys.executable, "-m", "sandesh.scripts.cli", "serve", "--bind", f"127.0.0.1:{self.port}",
+             "--workers", str(workers), *args],
             env={**env, "PYTHONPATH": str(ROOT)}, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

@@ -1,14 +1,17 @@
-"""Send benchmark: POST /v1/sms/send over HTTP with many connections (wrk), against
-`sandesh serve` and, in the same run, a bare Falcon app that parses the same JSON and answers
-202 under the same gunicorn settings (scripts/serve.options).
+"""Send benchmark, as a user runs the product: POST /v1/sms/send over HTTP (wrk) against
+`sandesh serve` with `sandesh worker all` running beside it (the projections worker follows
+every send; two emulated modems are registered, as `sandesh up` starts them), and against the
+durable baseline (durable_app.py: parse, insert one row, commit, one transaction per request),
+in alternating runs on one scratch database (docs/performance.md, "Send benchmark").
 
-As installed (the default): `sandesh serve --bind ...` with no other flag, exactly as the README
-starts it, and the bare app under the settings `sandesh serve` picked.  `--tuned` passes
-`--workers 2 --threads 16 --worker-connections connections/2` to both (the earlier figures);
-`--workers N` passes only that, to compare a worker count
-(docs/performance.md, "One API worker, measured (ninth session)").
-Scenarios: (a) one workspace, one client; (b) one workspace, 8 clients; (c) 8 workspaces.
-Usage: .venv/bin/python -m sandesh.scripts.bench.send_bench [--seconds 6] [--repeat 3] [--connections 32]
+Scenarios: (a) one workspace, one client; (b) one workspace, 8 clients; (c) 8 workspaces.  For
+each, at each connection count: sends/s of both, their ratio, p50/p99, errors and non-2xx
+answers, and the projections' lag when wrk ends (events, and seconds until caught up); the
+median of --repeat runs.  Then one long run of (a) at the first connection count, for the lag
+at the end of a minute of sends.
+
+Usage: .venv/bin/python -m sandesh.scripts.bench.send_bench [--seconds 10] [--repeat 3]
+       [--connections 32 1000] [--scenario a b c] [--long-seconds 60]
 Needs wrk (`apt-get install wrk`).  Uses a scratch database on $SANDESH_TEST_POSTGRES.
 """
 from __future__ import annotations
@@ -20,24 +23,25 @@ import shutil
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import ContextManager, Iterator
+from typing import Any, Iterator
 
 import requests
 
 from sandesh.domain.settings import Settings
+from sandesh.projections import follower
 from sandesh.scripts.bootstrap import bootstrap
 
-from sandesh.scripts.serve import options
-
-from .common import ROOT, funded_workspace, reported_route, scratch_database
+from .common import ROOT, funded_workspace, scratch_database
 
 LUA = Path(__file__).with_name("send.lua")
+SANDESH, DURABLE = 18701, 18702
+LAG_CAP = 10_000_000
 
 
 def _wait(url: str, process: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
             requests.get(url, timeout=1)
@@ -50,34 +54,48 @@ def _wait(url: str, process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def _serving(module: str, env: dict[str, str], port: int, ready: str) -> Iterator[list[int]]:
-    """A gunicorn server (`python -m module ...`) until the block ends; yields its workers' pids."""
-    server = subprocess.Popen([sys.executable, "-m", *module.split(), f"127.0.0.1:{port}"], env=env, cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def _running(args: list[str], env: dict[str, str], ready: str | None = None) -> Iterator[subprocess.Popen]:
+    """A process of ours until the block ends (SIGTERM, then its exit)."""
+    process = subprocess.Popen([sys.executable, "-m", *args], env=env, cwd=ROOT, stdin=subprocess.PIPE,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait(f"http://127.0.0.1:{port}{ready}", server)
-        time.sleep(2)  # every worker up
-        yield [int(pid) for pid in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()]
+        if ready is not None:
+            _wait(ready, process)
+        yield process
     finally:
-        server.terminate()
-        server.wait(timeout=20)
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
 
 
-def served(env: dict[str, str], port: int) -> ContextManager[list[int]]:
-    """`sandesh serve` as a user starts it (no flag) on a scratch database; yields its workers' pids."""
-    return _serving("sandesh.scripts.cli serve --bind", {**env, "SANDESH_LOG_LEVEL": "WARNING"}, port, "/v1/health")
+def children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
-def served_bare(env: dict[str, str], port: int) -> ContextManager[list[int]]:
-    """The bare baseline app (bare_app.py) under the same gunicorn settings; yields its workers' pids."""
-    return _serving("sandesh.scripts.bench.bare_app", env, port, "/")
+def cmdline(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
 
 
-def wrk_sends(port: int, keys: list[str], connections: int, seconds: int) -> subprocess.Popen:
-    """wrk posting sends with these keys (send.lua) in the background; its output on stdout."""
-    return subprocess.Popen(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "-s", str(LUA),
-                             f"http://127.0.0.1:{port}"], env={**os.environ, "SANDESH_BENCH_KEYS": ",".join(keys)},
-                            stdout=subprocess.PIPE, text=True)
+@contextmanager
+def product(env: dict[str, str], stack: ExitStack) -> Iterator[dict[str, list[int]]]:
+    """The product as a user runs it, on this database: two emulated modems registered, `sandesh
+    worker all` and `sandesh serve` (no flag), sends accepted; yields the pids of its processes
+    by role ("serve" for the API's workers, "projections", "dispatch", "webhooks")."""
+    quiet = {**env, "SANDESH_LOG_LEVEL": "WARNING"}
+    emulator = stack.enter_context(_running(["sandesh.scripts.cli", "emulator", "--sims", "2", "--register"], quiet))
+    time.sleep(3)  # the modems registered
+    assert emulator.poll() is None, "the emulator did not start"
+    workers = stack.enter_context(_running(["sandesh.scripts.cli", "worker", "all"], quiet))
+    serve = stack.enter_context(_running(["sandesh.scripts.cli", "serve", "--bind", f"127.0.0.1:{SANDESH}"], quiet,
+                                         f"http://127.0.0.1:{SANDESH}/v1/health"))
+    time.sleep(2)  # every process up
+    pids = {"serve": children(serve.pid)}
+    for pid in children(workers.pid):
+        role = cmdline(pid).split("worker ", 1)[-1].split()[0]
+        pids[role] = [pid]
+    yield pids
 
 
 def _clients(env: dict[str, str], workspaces: int, per_workspace: int) -> list[str]:
@@ -118,73 +136,86 @@ def _wrk(url: str, keys: list[str], seconds: int, connections: int) -> dict[str,
             "p99": float(fields["p99_ms"]), "non2xx": int(fields["non2xx"]), "errors": int(fields["socket_errors"])}
 
 
+def _lag(runtime: Any) -> tuple[int, float]:
+    """The projections' lag now (events), and the seconds until they caught up (at most 120)."""
+    table = runtime.app.recorder.events_table_name
+    with runtime.connection() as conn:
+        behind = sum(follower.lags(conn, table, LAG_CAP).values())
+    started = time.monotonic()
+    left = behind
+    while left and time.monotonic() - started < 120:
+        time.sleep(0.05)
+        with runtime.connection() as conn:
+            left = sum(follower.lags(conn, table, LAG_CAP).values())
+    return behind, time.monotonic() - started
+
+
+def accepting(keys: list[str]) -> None:
+    """Until a send is accepted: the dispatcher has reported its SIMs (a route)."""
+    deadline = time.monotonic() + 30
+    while _wrk(f"http://127.0.0.1:{SANDESH}", keys, 1, 2)["non2xx"] and time.monotonic() < deadline:
+        time.sleep(1)
+
+
 def _median(runs: list[dict[str, float]]) -> dict[str, float]:
-    """The run with the median throughput (its own latencies come with it)."""
+    """The run with the median throughput (its own latencies and lag come with it)."""
     return sorted(runs, key=lambda r: r["rps"])[len(runs) // 2]
+
+
+def _line(name: str, connections: int, label: str, r: dict[str, float], ratio: str, runs: list[dict[str, float]]) -> str:
+    lag = f"{r['lag_events']:>8.0f} {r['lag_seconds']:>6.2f}" if "lag_events" in r else f"{'':>8} {'':>6}"
+    return (f"{name:<28} {connections:>5} {label:<8} {r['rps']:>8.0f} {r['p50']:>7.2f} {r['p99']:>7.2f} "
+            f"{r['non2xx'] + r['errors']:>8.0f} {ratio:>6} {lag}   runs: " + "/".join(f"{x['rps']:.0f}" for x in runs))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=int, default=6)
-    parser.add_argument("--repeat", type=int, default=3, help="runs per server and scenario; the median is shown")
-    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--seconds", type=int, default=10, help="seconds per run (default 10)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per server, scenario and connection count; "
+                                                              "the median is shown (default 3)")
+    parser.add_argument("--connections", type=int, nargs="+", default=[32, 1000], metavar="N",
+                        help="wrk's open connections (default: 32 1000)")
     parser.add_argument("--scenario", choices=["a", "b", "c"], nargs="+", default=["a", "b", "c"],
                         help="which scenarios to run (default: all three)")
-    not_installed = parser.add_mutually_exclusive_group()
-    not_installed.add_argument("--tuned", action="store_true",
-                               help="--workers 2 --threads 16 --worker-connections connections/2 for both servers, "
-                                    "instead of what `sandesh serve` picks by itself")
-    not_installed.add_argument("--workers", type=int, metavar="N",
-                               help="--workers N for both servers, the rest as installed (to compare worker counts)")
+    parser.add_argument("--long-seconds", type=int, default=60,
+                        help="the long run of scenario (a), for the projections' lag at its end (0: none)")
     args = parser.parse_args()
-    if args.workers is not None and args.workers < 1:
-        parser.error("--workers: at least 1")
     if not shutil.which("wrk"):
         raise SystemExit("the send benchmark needs wrk: apt-get install wrk")
-    flags = (["--workers", "2", "--threads", "16", "--worker-connections", str(args.connections // 2)]
-             if args.tuned else ["--workers", str(args.workers)] if args.workers else [])
-    mode = "tuned" if args.tuned else f"--workers {args.workers}" if args.workers else "as installed"
-    with scratch_database() as env:
+    shapes = {"a": ("(a) 1 workspace, 1 client", 1, 1), "b": ("(b) 1 workspace, 8 clients", 1, 8),
+              "c": ("(c) 8 workspaces", 8, 1)}
+    with scratch_database() as env, ExitStack() as running:
+        scenarios = {shapes[s][0]: _clients(env, *shapes[s][1:]) for s in args.scenario}
+        running.enter_context(product(env, running))
+        running.enter_context(_running(["sandesh.scripts.bench.durable_app", f"127.0.0.1:{DURABLE}"],
+                                       {**env, "SANDESH_LOG_LEVEL": "WARNING"}, f"http://127.0.0.1:{DURABLE}/v1/health"))
         runtime = bootstrap(Settings.from_env(env), pool_size=1)
-        with reported_route(runtime):
-            shapes = {"a": ("(a) 1 workspace, 1 client", 1, 1), "b": ("(b) 1 workspace, 8 clients", 1, 8),
-                      "c": ("(c) 8 workspaces", 8, 1)}
-            scenarios = {shapes[s][0]: _clients(env, *shapes[s][1:]) for s in args.scenario}
-            sandesh = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "serve", "--bind",
-                                        "127.0.0.1:18701", *flags],
-                                       env={**env, "SANDESH_LOG_LEVEL": "WARNING"},
-                                       cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            bare = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.bench.bare_app", "127.0.0.1:18702",
-                                     *flags], cwd=ROOT, env=env,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            try:
-                _wait("http://127.0.0.1:18701/v1/sms/balance", sandesh)
-                _wait("http://127.0.0.1:18702/", bare)
-                settings = options("-", *(int(f) if f.isdigit() else None for f in flags[1::2]))
-                print(f"wrk -t2 -c{args.connections} -d{args.seconds}s, median of {args.repeat} alternating runs; "
-                      f"{mode}: gunicorn {settings['worker_class']}, "
-                      f"{settings['workers']} worker{'s' if settings['workers'] != 1 else ''} x "
-                      f"{settings['threads']} threads, at most "
-                      f"{settings['worker_connections']} connections each")
-                print(f"{'scenario':<28} {'server':<8} {'sends/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8}"
-                      f" {'ratio':>7}")
-                for name, keys in scenarios.items():
-                    runs: dict[str, list[dict[str, float]]] = {"bare": [], "sandesh": []}
-                    for _ in range(args.repeat):  # alternate, so drift and noise hit both alike
-                        for label, url in (("bare", "http://127.0.0.1:18702"), ("sandesh", "http://127.0.0.1:18701")):
-                            _settle(env["DATABASE_URL"])
-                            runs[label].append(_wrk(url, keys, args.seconds, args.connections))
-                    base, real = _median(runs["bare"]), _median(runs["sandesh"])
-                    for label, r in (("bare", base), ("sandesh", real)):
-                        ratio = f"{real['rps'] / base['rps']:.0%}" if label == "sandesh" else ""
-                        spread = "/".join(f"{x['rps']:.0f}" for x in runs[label])
-                        print(f"{name:<28} {label:<8} {r['rps']:>9.0f} {r['p50']:>8.2f} {r['p99']:>8.2f} "
-                              f"{r['non2xx'] + r['errors']:>8} {ratio:>7}   runs: {spread}")
-            finally:
-                for process in (sandesh, bare):
-                    process.terminate()
-                    process.wait(timeout=20)
-        runtime.close()
+        running.callback(runtime.close)
+        accepting(next(iter(scenarios.values())))
+        print(f"wrk -t2 -d{args.seconds}s, median of {args.repeat} alternating runs; sandesh serve and sandesh worker "
+              f"all as installed (no flag); durable: gthread, {os.cpu_count()} workers x 16 threads, a pool of 16")
+        print(f"{'scenario':<28} {'conns':>5} {'server':<8} {'sends/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
+              f"{'errors':>8} {'ratio':>6} {'lag ev':>8} {'lag s':>6}")
+        for connections in args.connections:
+            for name, keys in scenarios.items():
+                runs: dict[str, list[dict[str, float]]] = {"durable": [], "sandesh": []}
+                for _ in range(args.repeat):  # alternate, so drift and noise hit both alike
+                    for label, port in (("durable", DURABLE), ("sandesh", SANDESH)):
+                        _settle(env["DATABASE_URL"])
+                        run = _wrk(f"http://127.0.0.1:{port}", keys, args.seconds, connections)
+                        if label == "sandesh":
+                            run["lag_events"], run["lag_seconds"] = _lag(runtime)
+                        runs[label].append(run)
+                base, real = _median(runs["durable"]), _median(runs["sandesh"])
+                print(_line(name, connections, "durable", base, "", runs["durable"]), flush=True)
+                print(_line(name, connections, "sandesh", real, f"{real['rps'] / base['rps']:.2f}", runs["sandesh"]),
+                      flush=True)
+        if args.long_seconds:
+            name, keys = next(iter(scenarios.items()))
+            _settle(env["DATABASE_URL"])
+            run = _wrk(f"http://127.0.0.1:{SANDESH}", keys, args.long_seconds, args.connections[0])
+            run["lag_events"], run["lag_seconds"] = _lag(runtime)
+            print(f"long run, {args.long_seconds} s: " + _line(name, args.connections[0], "sandesh", run, "", [run]))
 
 
 if __name__ == "__main__":

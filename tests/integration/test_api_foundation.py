@@ -11,24 +11,25 @@ import requests
 
 from sandesh.api.app import create_app
 from sandesh.api.errors import ApiError
+from sandesh.projections.group_commit import GroupCommit
 
 
 class Echo:
     """A POST route for the middleware tests, until the product's own POST endpoints exist."""
 
-    def on_post(self, req, resp):
+    async def on_post(self, req, resp):
         from sandesh.api.body import json_object
 
-        resp.media = {"client": req.context.caller.client_id, "body": json_object(req)}
+        resp.media = {"client": req.context.caller.client_id, "body": await json_object(req)}
 
-    def on_get(self, req, resp):
+    async def on_get(self, req, resp):
         raise RuntimeError("boom: secret internals")
 
 
 @pytest.fixture(scope="module")
 def app(runtime):
     application = create_app(runtime.app, runtime.connection, route_window=runtime.settings.route_window,
-                             health=runtime.health)
+                             health=runtime.health, commits=GroupCommit(runtime.app.append_events))
     application.add_route("/v1/test/echo", Echo())
     return falcon.testing.TestClient(application)
 

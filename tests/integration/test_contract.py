@@ -14,6 +14,7 @@ import requests
 from openapi_spec_validator import validate
 
 from sandesh.api.app import create_app
+from sandesh.projections.group_commit import GroupCommit
 from sandesh.scripts.bench.common import funded_workspace
 from tests import contract
 
@@ -33,7 +34,8 @@ def test_the_document_is_served_without_a_key_and_is_valid_openapi_3_1(server):
 
 
 def test_every_route_of_the_app_is_in_the_document(runtime):
-    app = create_app(runtime.app, runtime.connection, route_window=60, health=runtime.health)
+    app = create_app(runtime.app, runtime.connection, route_window=60, health=runtime.health,
+                     commits=GroupCommit(runtime.app.append_events))
     routes = {(route.path, method.method) for route in falcon.inspect.inspect_routes(app)
               for method in route.methods if not method.internal}
     documented = {(path, method.upper()) for path, item in contract.DOCUMENT["paths"].items()

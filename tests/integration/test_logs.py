@@ -65,3 +65,45 @@ def test_the_formatter_takes_ids_from_the_context_and_from_extra():
     assert orjson.loads(JsonFormatter().format(record))["clientId"] == "cl_9"
     with pytest.raises(AssertionError):
         log_context.set_fields(text="never a text")
+
+
+def test_sandesh_serve_writes_only_json_lines_and_one_access_line_per_request(env, active_client):
+    """Every line on a real `sandesh serve`'s stdout and stderr, gunicorn's own included, is one
+    JSON object; each request writes one access line naming its route template (never the path's
+    values, the query string or a key), status, time, size and ids."""
+    import requests
+
+    from tests.conftest import Server
+
+    served = Server({**env, "SANDESH_LOG_FORMAT": "json"})
+    key = active_client["key"]
+    sent = {
+        "balance": requests.get(served.url + "/v1/sms/balance?secret=hush-7731", timeout=5,
+                                headers={"x-api-key": key, "x-request-id": "log-balance"}),
+        "lookup": requests.get(served.url + "/v1/sms/messages/msg_unknown4411", timeout=5,
+                               headers={"x-api-key": key, "x-request-id": "log-lookup"}),
+        "bad body": requests.post(served.url + "/v1/sms/send", data=b"{not json", timeout=5,
+                                  headers={"x-api-key": key, "x-request-id": "log-bad",
+                                           "content-type": "application/json"}),
+        "no key": requests.get(served.url + "/v1/sms/balance", timeout=5, headers={"x-request-id": "log-nokey"}),
+        "nowhere": requests.get(served.url + "/v1/nowhere/9779812345678", timeout=5,
+                                headers={"x-request-id": "log-404"}),
+    }
+    assert [r.status_code for r in sent.values()] == [200, 404, 400, 401, 404]
+    served.stop()  # its shutdown lines are checked too
+    raw = open(served.log.name).read()
+    lines = [orjson.loads(line) for line in raw.splitlines() if line.strip()]  # raises on a line that is not JSON
+    assert all({"time", "level", "logger", "message"} <= set(line) for line in lines)
+    assert any(line["logger"] == "gunicorn.error" and "Booting worker" in line["message"] for line in lines)
+    access = {line["requestId"]: line for line in lines if line["logger"] == "sandesh.access"}
+    assert len([line for line in lines if line["logger"] == "sandesh.access"]) == len(access)  # one per request
+    balance = access["log-balance"]
+    assert (balance["method"], balance["route"], balance["status"]) == ("GET", "/v1/sms/balance", 200)
+    assert balance["clientId"] == active_client["client"] and balance["workspaceId"] == active_client["workspace"]
+    assert balance["bytes"] > 0 and 0 < balance["ms"] < 5000
+    assert (access["log-lookup"]["route"], access["log-lookup"]["status"]) == ("/v1/sms/messages/{message_id}", 404)
+    assert (access["log-bad"]["route"], access["log-bad"]["status"]) == ("/v1/sms/send", 400)
+    assert access["log-nokey"]["status"] == 401 and "clientId" not in access["log-nokey"]
+    assert access["log-404"]["route"] == "unmatched"
+    for never in (key, "hush-7731", "msg_unknown4411", "9779812345678"):
+        assert never not in raw
