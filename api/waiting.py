@@ -10,8 +10,9 @@ Two kinds of waiting leave that loop:
   request awaits a future that the committer thread resolves: no thread waits for a request
   while its events commit.
 
-`drive` runs a use case with both: the code between two appends runs on a blocking thread
-(it may read the database), each append is awaited on the loop.
+`drive` runs a use case (domain/steps.py) with both: the code between two of its effects runs
+on the loop, each read it yields on a blocking thread (unless a cache answers it), each append
+is awaited on the group commit.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
-from sandesh.domain.steps import Append, Steps
+from sandesh.domain.steps import Append, Effect, Read, Steps
 from sandesh.projections.group_commit import GroupCommit
 
 T = TypeVar("T")
@@ -68,26 +69,40 @@ class _Done:
     value: Any
 
 
-def _advance(steps: Steps[Any], error: BaseException | None) -> Append | _Done:
+def _advance(steps: Steps[Any], result: Any, error: BaseException | None) -> Effect | _Done:
     try:
-        return steps.throw(error) if error is not None else steps.send(None)
+        return steps.throw(error) if error is not None else steps.send(result)
     except StopIteration as done:
         return _Done(done.value)
 
 
 async def drive(steps: Steps[T], blocking: Blocking, commit: Commit) -> T:
-    """A use case to its end: its code on a blocking thread, its appends awaited on the loop."""
+    """A use case to its end (domain/steps.py): its code on the loop, each read on a blocking
+    thread unless a cache answers it, each append awaited on the group commit.  After `Blocks`,
+    its code runs on a blocking thread too."""
+    result: Any = None
     error: BaseException | None = None
+    on_thread = False
     try:
         while True:
-            effect = await blocking(_advance, steps, error)
+            if on_thread:
+                effect = await blocking(_advance, steps, result, error)
+            else:
+                effect = _advance(steps, result, error)
+            result, error = None, None
             if isinstance(effect, _Done):
                 return effect.value
             try:
-                await commit(effect.aggregates)
-                error = None
-            except Exception as refused:  # thrown into the use case at its yield: it may act on it
-                error = refused
+                if isinstance(effect, Append):
+                    await commit(effect.aggregates)
+                elif isinstance(effect, Read):
+                    result = effect.cached(*effect.args) if effect.cached is not None else None
+                    if result is None:
+                        result = await blocking(effect.fn, *effect.args)
+                else:
+                    on_thread = True
+            except Exception as failed:  # thrown into the use case where it asked: it may act on it
+                error = failed
     finally:
         if steps.gi_frame is not None:  # left before its end (the client went away): let it clean up
             asyncio.get_running_loop().run_in_executor(None, _close, steps)

@@ -31,7 +31,7 @@ from .optout import RECIPIENT, REPLY, STOP, OptOut, held_back, optout_id, stop_w
 from .otp import LIFETIME as OTP_LIFETIME, RESEND_COOLDOWN, Otp, Outcome, NO_ACTIVE_OTP, code_text, hash_code, new_code, otp_id
 from .segments import segment
 from .ports import Caller, IdempotencyKeys, OptOuts, OtpWindows, Prior, Texts
-from .steps import Append, Steps, run
+from .steps import Append, Blocks, Read, Steps, run
 from .sending import (OtpSendRequest, OtpVerifyRequest, Problem, SendRequest, cost as send_cost,
                       refusal as send_refusal)
 from .sim import CLEAR, SMS_SWITCH_ID, Sim, SmsSwitch, check_pin, check_sim_name
@@ -343,6 +343,7 @@ class Sandesh(Application[str]):
         if key is None:
             return Sent((yield from accept(None, None)))
         assert self.idempotency is not None, "the wiring gives the application its idempotency keys"
+        yield Blocks()  # the key's lock is held on a connection until the send is decided
         with self.idempotency.claim(caller.client_id, key, self.clock.now()) as claim:
             if claim.running_elsewhere:
                 raise IdempotencyConflict(IdempotencyConflict.RUNNING)
@@ -362,7 +363,8 @@ class Sandesh(Application[str]):
         results: list[dict[str, Any]] = []
         messages: list[Message] = []
         promoted = sorted({i.to for i in items if isinstance(i, SendRequest) and held_back(i.message_type)})
-        opted_out = self._opted_out(caller.workspace_id, promoted) if promoted else set()
+        opted_out = (yield Read(self._opted_out, (caller.workspace_id, promoted))) if promoted else set()
+        key_of_texts = yield from self._text_key(caller.workspace_id)
         for item in items:
             if isinstance(item, list):
                 results.append(item_error("invalid_request", item))
@@ -374,7 +376,8 @@ class Sandesh(Application[str]):
                 results.append(item_error(code, []))
                 continue
             message = self._message(caller.client_id, caller.workspace_id, item,
-                                    send_cost(caller.rates, item.message_type, item.segments), None, None, now)
+                                    send_cost(caller.rates, item.message_type, item.segments), None, None, now,
+                                    key_of_texts)
             messages.append(message)
             results.append(_reply_of(message))
         body = orjson.dumps({"results": results})
@@ -396,7 +399,7 @@ class Sandesh(Application[str]):
         code = send_refusal(request.message_type, caller.allowed_types, caller.sms_enabled, caller.has_route)
         if code:
             raise Refused(code)
-        if held_back(request.message_type) and self._opted_out(caller.workspace_id, [request.to]):
+        if held_back(request.message_type) and (yield Read(self._opted_out, (caller.workspace_id, [request.to]))):
             raise Refused("recipient_opted_out")
         cost = send_cost(caller.rates, request.message_type, request.segments)
         try:
@@ -422,17 +425,20 @@ class Sandesh(Application[str]):
 
     def _send_steps(self, client_id: str, workspace_id: str, request: SendRequest, cost: int,
                     idempotency_key: str | None, request_hash: str | None) -> Steps[Message]:
+        key_of_texts = yield from self._text_key(workspace_id)
         message = self._message(client_id, workspace_id, request, cost, idempotency_key, request_hash,
-                                self.clock.now())
+                                self.clock.now(), key_of_texts)
         yield Append((message,))
         return message
 
     def _message(self, client_id: str, workspace_id: str, request: SendRequest, cost: int,
-                 idempotency_key: str | None, request_hash: str | None, now: float) -> Message:
-        """A new message; its validity (`validFor`) counts from its `sendAt` when it is scheduled."""
+                 idempotency_key: str | None, request_hash: str | None, now: float, key_of_texts: Any) -> Message:
+        """A new message, its text sealed under `key_of_texts` (`_text_key`); its validity
+        (`validFor`) counts from its `sendAt` when it is scheduled."""
         start = request.send_at if request.send_at is not None else now
         return accept(
-            client_id=client_id, workspace_id=workspace_id, to=request.to, text=self.seal(workspace_id, request.text),
+            client_id=client_id, workspace_id=workspace_id, to=request.to,
+            text=self._sealed(key_of_texts, request.text),
             message_type=request.message_type, segments=request.segments, encoding=request.encoding,
             cost=cost, idempotency_key=idempotency_key, request_hash=request_hash, at=now,
             expires_at=start + request.valid_for if request.valid_for is not None else None,
@@ -446,7 +452,7 @@ class Sandesh(Application[str]):
         """POST /v1/sms/messages/:id/cancel: a scheduled or queued message that no modem was
         handed yet is canceled and refunded in full; otherwise NotCancelable with its status.
         A SIM submitting it at the same moment races on its version: one of the two wins."""
-        found = self.message(message_id)
+        found = yield Read(self.message, (message_id,))
         if found is None or found.client_id != client_id:
             raise NotFound(f"no message {message_id!r}")
         return (yield from self.change_message_steps(message_id, lambda m: m.cancel(at=self.clock.now())))
@@ -482,7 +488,7 @@ class Sandesh(Application[str]):
         """POST /v1/sms/otp/send after validation, in the order of docs/api.md, "OTP": the calling
         IP's limit, the refusals (Refused), the cooldown and the per-number and per-end-user-IP
         windows (OtpLimited, always with its retry_after), the charge (InsufficientBalance)."""
-        self._count_calling_ip(caller, calling_ip)
+        yield Read(self._count_calling_ip, (caller, calling_ip))
         code = send_refusal("otp", caller.allowed_types, caller.sms_enabled, caller.has_route)
         if code:
             raise Refused(code)
@@ -494,8 +500,9 @@ class Sandesh(Application[str]):
                 raise
             assert self.otp_windows is not None
             now = self.clock.now()
-            wait = (self.otp_windows.retry_after_number(request.to, now) if limit.limit == "otp_number_limit"
-                    else self.otp_windows.retry_after_ip(caller.client_id, request.ip or "", now))
+            wait = yield (Read(self.otp_windows.retry_after_number, (request.to, now))
+                          if limit.limit == "otp_number_limit"
+                          else Read(self.otp_windows.retry_after_ip, (caller.client_id, request.ip or "", now)))
             raise OtpLimited(limit.limit, wait) from limit
         return OtpSent(message, otp)
 
@@ -509,16 +516,18 @@ class Sandesh(Application[str]):
                    rate: int) -> Steps[tuple[Message, Otp]]:
         """A new code for client + number + purpose, sent as an `otp` message and charged at `rate`
         per segment; the message, the code's hash and the charge commit together."""
+        key_of_texts = yield from self._text_key(workspace_id)
         for _ in range(3):
             now = self.clock.now()
-            otp = self._find(otp_id(client_id, to, purpose), Otp) or Otp(client_id=client_id, to=to, purpose=purpose)
+            otp = (yield Read(self._find, (otp_id(client_id, to, purpose), Otp))) or Otp(client_id=client_id, to=to,
+                                                                                          purpose=purpose)
             wait = otp.cooldown_left(now)
             if wait > 0:
                 raise OtpLimited("cooldown", wait)
             code = new_code()
             text = code_text(code, brand)
             parts = segment(text)
-            message = accept(client_id=client_id, workspace_id=workspace_id, to=to, text=self.seal(workspace_id, text),
+            message = accept(client_id=client_id, workspace_id=workspace_id, to=to, text=self._sealed(key_of_texts, text),
                              message_type="otp",
                              segments=parts.segments, encoding=parts.encoding, cost=rate * parts.segments,
                              idempotency_key=None, request_hash=None, at=now, expires_at=now + OTP_LIFETIME)
@@ -537,10 +546,10 @@ class Sandesh(Application[str]):
         """POST /v1/sms/otp/verify after validation: the calling IP's limit, then the check of
         docs/api.md, "OTP" (verify results); concurrent checks race on the code's version, so one code
         is verified once."""
-        self._count_calling_ip(caller, calling_ip)
+        yield Read(self._count_calling_ip, (caller, calling_ip))
         client_id, to, purpose, code = caller.client_id, request.to, request.purpose, request.code
         for _ in range(10):
-            otp = self._find(otp_id(client_id, to, purpose), Otp)
+            otp = yield Read(self._find, (otp_id(client_id, to, purpose), Otp))
             if otp is None or otp.state is None:
                 return Outcome(False, NO_ACTIVE_OTP)
             outcome = otp.verify(hash_code(self.otp_key, otp.id, code), self.clock.now())
@@ -563,6 +572,15 @@ class Sandesh(Application[str]):
     # Texts: sealed under a key of their owner outside the log (domain/ports.py Texts)
     def seal(self, owner: str, text: str) -> str:
         return self.texts.seal(owner, text) if self.texts is not None else text
+
+    def _text_key(self, owner: str) -> Steps[Any]:
+        """The owner's current key for texts (from the cache of the texts port when it holds it)."""
+        if self.texts is None:
+            return None
+        return (yield Read(self.texts.key, (owner,), self.texts.cached_key))
+
+    def _sealed(self, key: Any, text: str) -> str:
+        return self.texts.seal_with(key, text) if self.texts is not None else text
 
     def open_text(self, sealed: str | None) -> str | None:
         return self.texts.open(sealed) if self.texts is not None else sealed
@@ -671,7 +689,7 @@ class Sandesh(Application[str]):
         The sender and the status-report reader both write to a message: a version conflict
         means the other one wrote first, so read it again."""
         for _ in range(10):
-            message = self._get(message_id, Message, "message")
+            message = yield Read(self._get, (message_id, Message, "message"))
             change(message)
             try:
                 yield Append((message,))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,15 @@ class Texts(Protocol):
 
     def seal(self, owner: str, text: str) -> str:
         """The text as it goes into an event, under the owner's current key."""
+
+    def key(self, owner: str) -> Any:
+        """The owner's current key, for `seal_with` (it may read the database)."""
+
+    def cached_key(self, owner: str) -> Any:
+        """The owner's current key when a cache holds it fresh, else None (no database read)."""
+
+    def seal_with(self, key: Any, text: str) -> str:
+        """The text sealed under a key that `key` or `cached_key` gave."""
 
     def open(self, sealed: str | None) -> str | None:
         """The text, or None when its key was destroyed (a text from before texts were sealed

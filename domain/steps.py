@@ -1,11 +1,20 @@
-"""Use cases written once for two kinds of caller: as generators that yield what they append.
+"""Use cases written once for two kinds of caller: as generators that yield what they read and
+what they append.
 
-A use case that appends yields `Append(aggregates)`; it gets back nothing when the events are
-committed, or the error the append raised, thrown in at the yield, which it may catch and act
-on (a version conflict: read again; a balance guard: say how much).  `run` drives one with a
-blocking append (the `sandesh` command, the workers); the API drives the same generator on its
-event loop and awaits the group commit instead, so no request holds a thread while its events
-commit (api/asgi.py, `drive`).
+- `Append(aggregates)`: their pending events, to be appended; the use case gets back nothing
+  when they are committed, or the error the append raised, thrown in at the yield, which it may
+  catch and act on (a version conflict: read again; a balance guard: say how much).
+- `Read(fn, args, cached)`: `fn(*args)`, work that reads the database (a port, the repository);
+  its result is sent back, its error thrown in.  `cached(*args)`, when given, answers without
+  the database when it can (None: it cannot).
+- `Blocks()`: from here the use case holds a database resource across its steps (an
+  Idempotency-Key's lock) and reads as it goes: the rest of it runs where blocking is allowed.
+
+`run` drives a use case with blocking calls (the `sandesh` command, the workers).  The API drives
+the same generator on its event loop (api/waiting.py, `drive`): the code between two effects
+runs on the loop, a read on a bounded pool of threads (unless its cache answers), an append on
+the group commit, awaited; so no request holds a thread while it commits, and no read blocks
+the loop.
 """
 from __future__ import annotations
 
@@ -20,19 +29,37 @@ class Append:
     aggregates: tuple[Any, ...]
 
 
-Steps = Generator[Append, None, T]
+@dataclass(frozen=True)
+class Read:
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    cached: Callable[..., Any] | None = None
+
+
+@dataclass(frozen=True)
+class Blocks:
+    pass
+
+
+Effect = Append | Read | Blocks
+Steps = Generator[Effect, Any, T]
 
 
 def run(steps: Steps[T], append: Callable[..., Any]) -> T:
-    """Drive a use case to its end, each append done by `append(*aggregates)` before it goes on."""
+    """Drive a use case to its end: each append done by `append(*aggregates)`, each read by a
+    plain call, before it goes on."""
     try:
         effect = next(steps)
         while True:
             try:
-                append(*effect.aggregates)
+                result = None
+                if isinstance(effect, Append):
+                    append(*effect.aggregates)
+                elif isinstance(effect, Read):
+                    result = effect.fn(*effect.args)
             except Exception as error:
                 effect = steps.throw(error)
             else:
-                effect = steps.send(None)
+                effect = steps.send(result)
     except StopIteration as done:
         return done.value

@@ -31,8 +31,10 @@ from . import channels
 from .rows import Add, AppendNew, Computed, Ordered, Rows, Table
 
 CHANNEL = "sandesh_dispatch"
-WORK, POOL, CLOCK = "work", "pool", "clock"  # something to send; the SIM pool changed; the test clock moved
+# Something to send (no OTP among it; or any, an OTP included); the SIM pool changed; the test clock moved.
+WORK, ANY_WORK, POOL, CLOCK = "work", "any-work", "pool", "clock"
 NOTIFY_WORK = f"NOTIFY {CHANNEL}, '{WORK}'"
+NOTIFY_ANY_WORK = f"NOTIFY {CHANNEL}, '{ANY_WORK}'"
 NOTIFY_POOL = f"NOTIFY {CHANNEL}, '{POOL}'"
 NOTIFY_CLOCK = f"NOTIFY {CHANNEL}, '{CLOCK}'"
 

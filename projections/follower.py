@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from types import ModuleType
 from typing import Any, Callable
 
@@ -21,7 +22,7 @@ from sandesh.domain.topics import topics_of
 from . import counters, messages, otps
 from .runtime import Runtime
 from .health import is_outage
-from .rows import SqlRows
+from .rows import BatchedSqlRows
 
 log = logging.getLogger("sandesh.projections")
 
@@ -43,13 +44,15 @@ def read_batch(runtime: Runtime, topics: list[str], after: int, limit: int = BAT
 
 
 def apply_batch(runtime: Runtime, cur: Any, projection: ModuleType, notifications: list[Any]) -> None:
-    """The batch's statements go out in pipeline mode: sent without waiting for each answer
-    (a handler that reads, like the counters' `get`, waits for what it reads)."""
-    rows = SqlRows(cur, projection.ROWS)
+    """The batch's rows are written together (BatchedSqlRows) and its statements go out in
+    pipeline mode: sent without waiting for each answer (a handler that reads, like the
+    counters' `get`, waits for what it reads)."""
+    rows = BatchedSqlRows(cur, projection.ROWS)
     with cur.connection.pipeline():
         for notification in notifications:
             event = runtime.app.mapper.to_domain_event(notification)
             projection.HANDLERS[type(event)](rows, event)
+        rows.flush()
 
 
 def lock_position(cur: Any, name: str) -> int:
@@ -138,14 +141,20 @@ def catch_up(runtime: Runtime) -> int:
     return total
 
 
+STEP_EVERY = 0.1  # seconds: while events keep coming, the projections take them this often, together
+
+
 def run(runtime: Runtime, stop: threading.Event) -> None:
-    """Follow the log until `stop` is set."""
-    follow(runtime, stop, lambda: catch_up(runtime), idle_wait=1.0)
+    """Follow the log until `stop` is set (docs/design.md, "Followed projections in batches")."""
+    follow(runtime, stop, lambda: catch_up(runtime), idle_wait=1.0, every=STEP_EVERY)
 
 
-def follow(runtime: Runtime, stop: threading.Event, step: Callable[[], None], *, idle_wait: float) -> None:
+def follow(runtime: Runtime, stop: threading.Event, step: Callable[[], None], *, idle_wait: float,
+           every: float = 0.0) -> None:
     """The loop of every log follower (projections, webhooks): run `step` after every append
-    (LISTEN on the events table's channel) and at least every `idle_wait` seconds, until `stop`.
+    (LISTEN on the events table's channel) and at least every `idle_wait` seconds, until `stop`;
+    with `every`, no sooner than that after the previous step began, so that appends arriving
+    meanwhile are taken in one step.
 
     It never exits on an error.  A database outage is told once (runtime.health) and waited out
     with capped backoff, the listener reconnecting; any other error is logged and retried."""
@@ -156,10 +165,12 @@ def follow(runtime: Runtime, stop: threading.Event, step: Callable[[], None], *,
             with psycopg.connect(runtime.settings.database_url, autocommit=True, connect_timeout=2) as listener:
                 listener.execute(f'LISTEN "{channel}"')
                 while not stop.is_set():
+                    began = time.monotonic()
                     step()
                     delay = 0.5
                     for _ in listener.notifies(timeout=idle_wait, stop_after=1):
                         pass
+                    stop.wait(every - (time.monotonic() - began))
         except Exception as error:
             if is_outage(error):
                 runtime.health.failed(error)

@@ -332,8 +332,12 @@ def inline_writer(events: list[Any]) -> Callable[[Any], None]:
             dispatch.enqueue_many(cur, accepted)
         if debits:
             _debit_many(rows, debits)
-        # Wake the dispatchers (projections/dispatch.py): new work, or a changed SIM pool.
-        if any(isinstance(e, (Message.Accepted, Message.Requeued, Message.Released)) for e in relevant):
+        # Wake the dispatchers (projections/dispatch.py): new work (one that may be an OTP, or only
+        # sends that are not), or a changed SIM pool.
+        if any(isinstance(e, (Message.Requeued, Message.Released)) or
+               (isinstance(e, Message.Accepted) and e.message_type == "otp") for e in relevant):
+            cur.execute(dispatch.NOTIFY_ANY_WORK)
+        elif any(isinstance(e, Message.Accepted) for e in relevant):
             cur.execute(dispatch.NOTIFY_WORK)
         # ... and tell the API processes' caller caches what to forget (projections/callers.py).
         if any(isinstance(e, Sim.Event) for e in relevant):

@@ -164,6 +164,74 @@ class SqlRows:
         return " AND ".join(f'"{c}" = %s' for c in columns), list(key)
 
 
+class BatchedSqlRows(SqlRows):
+    """SqlRows for a follower's batch of events: consecutive plain inserts into a table go out
+    as one multi-row INSERT, and upserts that only add to a row's columns (counters) are summed
+    per row, until an operation that may see them (an update, a delete, a read, a guard) or
+    `flush`.  A batch of 200 acceptances then costs three statements, not 600."""
+
+    def __init__(self, cur: Any, tables: dict[str, Table]):
+        super().__init__(cur, tables)
+        self._inserts: dict[tuple[str, tuple[str, ...], str | None], list[list[Any]]] = {}
+        self._sums: dict[tuple[str, Key], dict[str, Any]] = {}
+
+    def insert(self, table: str, row: dict[str, Any], *, on_conflict: str | None = None) -> None:
+        values = list(row.values())
+        if any(isinstance(v, Computed) for v in values):
+            self.flush()
+            return super().insert(table, row, on_conflict=on_conflict)
+        if on_conflict == "update":
+            key_columns = self.tables[table].key
+            if all(isinstance(v, Add) for c, v in row.items() if c not in key_columns):
+                key = tuple(row[c] for c in key_columns)
+                summed = self._sums.get((table, key))
+                if summed is None:
+                    self._sums[(table, key)] = dict(row)
+                else:
+                    for column, value in row.items():
+                        if column not in key_columns:
+                            earlier = summed.get(column)
+                            summed[column] = Add(value.amount + (earlier.amount if earlier is not None else 0))
+                return
+            self.flush()
+            return super().insert(table, row, on_conflict=on_conflict)
+        self._inserts.setdefault((table, tuple(row), on_conflict), []).append(values)
+
+    def update(self, table: str, key: Key, changes: dict[str, Any]) -> None:
+        self.flush()
+        super().update(table, key, changes)
+
+    def delete(self, table: str, key: Key, *, older: tuple[str, Any] | None = None) -> None:
+        self.flush()
+        super().delete(table, key, older=older)
+
+    def delete_upto(self, table: str, index: str, group: Key, bound: Any) -> None:
+        self.flush()
+        super().delete_upto(table, index, group, bound)
+
+    def get(self, table: str, key: Key, column: str) -> Any:
+        self.flush()
+        return super().get(table, key, column)
+
+    def guard(self, sql: str, params: Iterable[Any] = ()) -> None:
+        self.flush()
+        super().guard(sql, params)
+
+    def flush(self) -> None:
+        inserts, self._inserts = self._inserts, {}
+        for (table, columns, on_conflict), rows in inserts.items():
+            for start in range(0, len(rows), 500):  # within PostgreSQL's 65,535 parameters
+                chunk = rows[start:start + 500]
+                names = ", ".join(f'"{c}"' for c in columns)
+                one = "(" + ", ".join(["%s"] * len(columns)) + ")"
+                sql = (f"INSERT INTO {table} ({names}) VALUES " + ", ".join([one] * len(chunk))
+                       + (" ON CONFLICT DO NOTHING" if on_conflict == "nothing" else ""))
+                self.cur.execute(sql, [v for row in chunk for v in row])
+        sums, self._sums = self._sums, {}
+        for (table, _), row in sums.items():
+            super().insert(table, row, on_conflict="update")
+
+
 @dataclass
 class _Index:
     spec: Ordered

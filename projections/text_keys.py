@@ -48,7 +48,23 @@ class TextKeys:
         self._lock = threading.Lock()
 
     def seal(self, owner: str, text: str) -> str:
-        key_id, cipher = self._current_key(owner)
+        return self.seal_with(self._current_key(owner), text)
+
+    def key(self, owner: str) -> tuple[str, AESGCM]:
+        """The owner's current key (read from the database when the cache's copy is older than
+        KEY_CACHE_SECONDS), for `seal_with`."""
+        return self._current_key(owner)
+
+    def cached_key(self, owner: str) -> tuple[str, AESGCM] | None:
+        """The owner's current key when the cache holds it fresh; None when `key` must read it."""
+        with self._lock:
+            cached = self._current.get(owner)
+        if cached is not None and time.monotonic() - cached[0] < KEY_CACHE_SECONDS:
+            return cached[1], cached[2]
+        return None
+
+    def seal_with(self, key: tuple[str, AESGCM], text: str) -> str:
+        key_id, cipher = key
         nonce = RAND_bytes(12)  # not os.urandom: docs/performance.md, "Random bytes without a thread switch"
         sealed = cipher.encrypt(nonce, text.encode(), key_id.encode())
         return f"{PREFIX}{key_id}:{base64.b64encode(nonce + sealed).decode()}"
@@ -79,10 +95,9 @@ class TextKeys:
 
     def _current_key(self, owner: str) -> tuple[str, AESGCM]:
         now = time.monotonic()
-        with self._lock:
-            cached = self._current.get(owner)
-        if cached is not None and now - cached[0] < KEY_CACHE_SECONDS:
-            return cached[1], cached[2]
+        cached = self.cached_key(owner)
+        if cached is not None:
+            return cached
         with self._connection() as conn:
             row = conn.execute("SELECT id, sealed FROM text_keys WHERE owner = %s AND shredded_at IS NULL",
                                (owner,)).fetchone()

@@ -63,6 +63,8 @@ class Dispatcher:
         self.route_window = runtime.settings.route_window
         self.heartbeat_seconds = heartbeat_seconds(self.route_window)
         self._wake = threading.Event()
+        self._woken_by: set[str] = set()      # what woke the loop since its last tick
+        self._only_otp_placeable = False      # the last tick could lease only OTP, and found none
         self._pool_changed = threading.Event()
         self._clock_moved = threading.Event()
         self._elsewhere: set[str] = set()      # usable SIMs of other dispatchers with room
@@ -94,9 +96,11 @@ class Dispatcher:
 
     def nudge(self) -> None:
         """A SIM became free, or anything else worth a look."""
+        self._woken_by.add("nudge")
         self._wake.set()
 
     def _notified(self, payload: str) -> None:
+        self._woken_by.add(payload)
         if payload == dispatch.POOL:
             self._pool_changed.set()
         elif payload == dispatch.CLOCK:  # the test clock jumped: heartbeats are stale in service time
@@ -119,7 +123,9 @@ class Dispatcher:
                 if time.monotonic() - last_housekeeping >= HOUSEKEEPING_EVERY:
                     last_housekeeping = time.monotonic()
                     self.housekeeping()
-                self.tick()
+                woken_by, self._woken_by = self._woken_by, set()
+                if not (woken_by == {dispatch.WORK} and self._only_otp_placeable):
+                    self.tick()  # new work that is not an OTP cannot go where only an OTP may
             except Exception as error:  # the loop never dies: a database outage is waited out
                 self.trouble(error)
                 self.stop.wait(1.0)
@@ -175,6 +181,7 @@ class Dispatcher:
         usable = [w for w in self.sims.values() if w.available(now)]
         room = {w.id: w.left(now) for w in usable}
         offers = [Offer(w.id, w.operator, room[w.id], w.sent) for w in usable if not w.busy and room[w.id] > 0]
+        self._only_otp_placeable = False
         if not offers:
             return 0
         pool = Pool(free=sum(max(0, r) for r in room.values()), reserve=otp_reserve(len(usable)),
@@ -197,6 +204,7 @@ class Dispatcher:
                                    limit=max(16, 4 * len(offers)), choose=choose)
         for message_id, sim_id in pairs:
             self.sims[sim_id].give(message_id, sizes[message_id])
+        self._only_otp_placeable = only_otp and not pairs
         return len(pairs)
 
     def record(self, message_id: str, change: Callable[[Any], None]) -> Any:

@@ -37,6 +37,8 @@ from sandesh.projections.runtime import Runtime
 
 from . import webhook_guard
 
+STEP_EVERY = 0.05  # seconds: while appends keep coming, the log is followed this often, not at each
+
 log = logging.getLogger("sandesh.worker.webhooks")
 
 POSITION = "webhooks"
@@ -337,13 +339,16 @@ class WebhookSender:
             self.purged_at = now
 
     def run(self, stop: threading.Event) -> None:
-        """Until `stop`: wake on every append (new events, recorded attempts) and at least
-        twice a second for retries that the clock made due; an outage is waited out."""
-        follower.follow(self.runtime, stop, self.step, idle_wait=0.5)
+        """Until `stop`: wake on appends (new events, recorded attempts; those of one 50 ms
+        together) and at least twice a second for retries that the clock made due; an outage is
+        waited out."""
+        follower.follow(self.runtime, stop, self.step, idle_wait=0.5, every=STEP_EVERY)
 
     def close(self, wait: bool = True) -> None:
-        """Stop leasing, end the attempts (waiting for the running ones if `wait`), and hand back
-        the leases of attempts that never started, so that the next sender need not wait them out."""
+        """Stop leasing, end the attempts (waiting for the running ones if `wait`), hand back the
+        leases of attempts that never started, so that the next sender need not wait them out,
+        and record the attempts that ended: a receiver that got its POST does not get it again
+        after a clean stop."""
         with self.leasing, self.lock:
             self.closing = True
             if self.wake is not None:
@@ -355,8 +360,9 @@ class WebhookSender:
                                         if future.cancelled()]
         if never_started:
             self._hand_back(never_started)
-        if wait:  # every attempt has been recorded; otherwise the running ones still record theirs
-            self.commits.close(wait=True)
+        # What ended is recorded before this returns; without `wait`, an attempt still running
+        # records nothing and is tried again when its lease runs out.
+        self.commits.close(wait=True)
         self.http.close()
         self.targets.close()
 
@@ -453,4 +459,6 @@ def run(runtime: Runtime, stop: threading.Event) -> None:
     try:
         sender.run(stop)
     finally:
-        sender.close(wait=False)
+        # A clean stop lets the running attempts end (each within its 10 s) and records them, so
+        # that no receiver is sent one again (`sandesh worker all` kills a child still running 20 s on).
+        sender.close(wait=True)

@@ -17,7 +17,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from .common import scratch_database
-from .send_bench import SANDESH, _clients, _wrk, accepting, product
+from .send_bench import DURABLE, SANDESH, _clients, _running, _wrk, accepting, children, product
 
 
 def _cpu_seconds(pids: list[int]) -> tuple[float, float]:
@@ -54,17 +54,24 @@ def main() -> None:
     parser.add_argument("--workspaces", type=int, default=1, help="1: scenario (a); 8: scenario (c)")
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--durable", action="store_true", help="the durable baseline (durable_app.py) instead")
     args = parser.parse_args()
     with scratch_database() as env, ExitStack() as running:
         keys = _clients(env, args.workspaces, 1)
-        roles = running.enter_context(product(env, running))
-        accepting(keys)
+        if args.durable:
+            server = running.enter_context(_running(["sandesh.scripts.bench.durable_app", f"127.0.0.1:{DURABLE}"],
+                                                    env, f"http://127.0.0.1:{DURABLE}/v1/health"))
+            time.sleep(2)
+            roles, port = {"durable": children(server.pid)}, DURABLE
+        else:
+            roles, port = running.enter_context(product(env, running)), SANDESH
+            accepting(keys)
         postgres = [int(p) for p in subprocess.run(["pgrep", "-x", "postgres"], capture_output=True,
                                                    text=True).stdout.split()]
         groups = {**roles, "postgres": postgres}
         before = {name: (_cpu_seconds(pids), _switches(pids)) for name, pids in groups.items()}
         machine = _machine()
-        run = _wrk(f"http://127.0.0.1:{SANDESH}", keys, args.seconds, args.connections)
+        run = _wrk(f"http://127.0.0.1:{port}", keys, args.seconds, args.connections)
         after = {name: (_cpu_seconds(pids), _switches(pids)) for name, pids in groups.items()}
         spent = [b - a for a, b in zip(machine, _machine())]
     sends = run["rps"] * args.seconds

@@ -1,7 +1,7 @@
 """Where the CPU goes while sends arrive, as a user runs the product: wrk drives POST
 /v1/sms/send at `sandesh serve` with `sandesh worker all` beside it (send_bench.product), and
-py-spy samples the API's workers and the projections worker (threads on CPU only).  The
-samples are split by process and by the stage of the path they are in.
+py-spy samples the API's workers and each worker process (the thread holding the GIL only).
+The samples are split by process and by the stage of the path they are in.
 
 Usage: .venv/bin/python -m sandesh.scripts.bench.profile_serve [--seconds 10] [--connections 32]
 Needs wrk and py-spy (`pip install py-spy`).  Uses a scratch database on $SANDESH_TEST_POSTGRES.
@@ -69,8 +69,9 @@ def main() -> None:
                                 f"http://127.0.0.1:{SANDESH}"], env={**os.environ, "SANDESH_BENCH_KEYS": ",".join(keys)},
                                stdout=subprocess.PIPE, text=True)
         time.sleep(1)
-        watched = {pid: role for role in ("serve", "projections") for pid in pids.get(role, [])}
-        spies = [subprocess.Popen([spy, "record", "--format", "raw", "--rate", "200", "--duration", str(args.seconds),
+        watched = {pid: role for role in ("serve", "projections", "dispatch", "webhooks") for pid in pids.get(role, [])}
+        spies = [subprocess.Popen([spy, "record", "--gil", "--format", "raw", "--rate", "200", "--duration",
+                                   str(args.seconds),
                                    "--pid", str(pid), "--output", str(Path(folder) / f"{role}-{pid}.txt"),
                                    "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                  for pid, role in watched.items()]
