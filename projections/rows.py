@@ -13,6 +13,7 @@ Both executors see the same operations, so a projection has one definition; `san
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NamedTuple, Protocol
 
@@ -164,6 +165,17 @@ class SqlRows:
         return " AND ".join(f'"{c}" = %s' for c in columns), list(key)
 
 
+MAX_CHUNK = 256  # rows of one multi-row INSERT (within PostgreSQL's 65,535 parameters)
+
+
+@functools.lru_cache(maxsize=256)
+def _multi_insert(table: str, columns: tuple[str, ...], on_conflict: str | None, rows: int) -> str:
+    one = "(" + ", ".join(["%s"] * len(columns)) + ")"
+    names = ", ".join(f'"{c}"' for c in columns)
+    return (f"INSERT INTO {table} ({names}) VALUES " + ", ".join([one] * rows)
+            + (" ON CONFLICT DO NOTHING" if on_conflict == "nothing" else ""))
+
+
 class BatchedSqlRows(SqlRows):
     """SqlRows for a follower's batch of events: consecutive plain inserts into a table go out
     as one multi-row INSERT, and upserts that only add to a row's columns (counters) are summed
@@ -220,13 +232,14 @@ class BatchedSqlRows(SqlRows):
     def flush(self) -> None:
         inserts, self._inserts = self._inserts, {}
         for (table, columns, on_conflict), rows in inserts.items():
-            for start in range(0, len(rows), 500):  # within PostgreSQL's 65,535 parameters
-                chunk = rows[start:start + 500]
-                names = ", ".join(f'"{c}"' for c in columns)
-                one = "(" + ", ".join(["%s"] * len(columns)) + ")"
-                sql = (f"INSERT INTO {table} ({names}) VALUES " + ", ".join([one] * len(chunk))
-                       + (" ON CONFLICT DO NOTHING" if on_conflict == "nothing" else ""))
-                self.cur.execute(sql, [v for row in chunk for v in row])
+            start = 0
+            while start < len(rows):
+                # Chunks of 256, 128, ... 1 rows: few distinct statements, each parsed once by
+                # psycopg (its cache), where a statement per batch size was parsed every time.
+                size = min(MAX_CHUNK, 1 << (len(rows) - start).bit_length() - 1)
+                self.cur.execute(_multi_insert(table, columns, on_conflict, size),
+                                 [v for row in rows[start:start + size] for v in row])
+                start += size
         sums, self._sums = self._sums, {}
         for (table, _), row in sums.items():
             super().insert(table, row, on_conflict="update")

@@ -40,6 +40,11 @@ FULL = _answer("503 Service Unavailable", "unavailable", "Too many open connecti
                "Retry-After: 1\r\n")
 
 
+# Whether gunicorn's C parser is installed is found once, on ASGIProtocol: asked first through a
+# subclass, it would be recorded on the subclass, where ASGIProtocol's parser choice never looks.
+ASGIProtocol._check_h1c_protocol_available()
+
+
 class GuardedProtocol(ASGIProtocol):
     def __init__(self, worker: Any):
         super().__init__(worker)

@@ -49,6 +49,11 @@ def options(bind: str, workers: int | None = None, connections: int | None = Non
         "preload_app": False, "accesslog": None, "loglevel": log_level.lower(),
         "logger_class": JsonLogger if log_format == "json" else "gunicorn.glogging.Logger",
         "graceful_timeout": 10, "keepalive": KEEPALIVE_SECONDS, "asgi_lifespan": "off",
+        # asyncio's loop, not uvloop: with two processes on one listening socket, uvloop took new
+        # connections a few dozen a second, so at 1,000 connections some waited seconds to be
+        # read; asyncio took them all in 2 s, at the same sends/s (docs/performance.md,
+        # "Send benchmark").  gunicorn_h1c, gunicorn's HTTP parser in C, is taken when installed.
+        "asgi_loop": "asyncio",
         "child_exit": child_exit,  # a worker that ends: prometheus_client's bookkeeping (scripts/metrics_dir.py)
         "pre_fork": choose_core, "post_fork": keep_to_core,  # one core per worker
     }

@@ -7,7 +7,7 @@ Runs in one process against a scratch database on the local PostgreSQL:
      limiter on and off, interleaved in blocks so drift hits both alike.  The app has no caller
      cache (as in-process apps), so every request reads its caller; the client's rate is high,
      so the limiter counts it a share at a time (projections/callers.py).
-Usage: .venv/bin/python -m scripts.bench.rate_limit_overhead [N]
+Usage: .venv/bin/python -m sandesh.scripts.bench.rate_limit_overhead [N]
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import falcon.testing
 from sandesh.domain.credentials import sha256_hex
 from sandesh.domain.settings import Settings
 from sandesh.projections import request_rate
+from sandesh.projections.group_commit import GroupCommit
 from sandesh.scripts.bootstrap import bootstrap
 
 from .common import funded_workspace, percentile, reported_route, scratch_database
@@ -59,10 +60,11 @@ def main(n: int = 3000) -> None:
                     plain += _timed(lambda: request_rate.caller(conn, key_hash, window), 100)
 
             headers = {"x-api-key": key}
+            commits = GroupCommit(runtime.app.append_events)
             with_limit = falcon.testing.TestClient(create_app(runtime.app, runtime.connection, route_window=window,
-                                                              health=runtime.health))
+                                                              health=runtime.health, commits=commits))
             without = falcon.testing.TestClient(create_app(runtime.app, runtime.connection, route_window=window,
-                                                           health=runtime.health, rate_limit=False))
+                                                           health=runtime.health, commits=commits, rate_limit=False))
             on: list[float] = []
             off: list[float] = []
             for _ in range(n // 100):
