@@ -368,14 +368,16 @@ def _recent_delivery(runtime: Runtime, delivery_id: str) -> dict[str, Any]:
 
 
 def webhooks_show(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    """A delivery of the last 7 days, its attempts, and the body it sends (kept only in the log)."""
+    """A delivery of the last 7 days, its attempts, and the body it sends (kept only in the log;
+    a reply's is sealed under its workspace's key, and null once the workspace's texts are shredded)."""
     import orjson
 
     from sandesh.projections import webhooks
 
     with opened(settings) as runtime:
         row = _recent_delivery(runtime, args.delivery)
-        emit({**webhooks.view(row, attempts=True), "body": orjson.loads(runtime.app.delivery(row["id"]).body)})
+        body = runtime.app.open_text(runtime.app.delivery(row["id"]).body)
+        emit({**webhooks.view(row, attempts=True), "body": orjson.loads(body) if body is not None else None})
     return 0
 
 

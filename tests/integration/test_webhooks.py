@@ -198,6 +198,23 @@ def test_an_attributed_reply_is_a_message_inbound_event(runtime, hooked, sender)
         got["at"], finished_from, finished_by)
 
 
+def test_webhooks_show_opens_a_reply_delivery_whose_body_is_sealed(runtime, hooked, sender, sandesh):
+    """A message.inbound body holds the reply's text, so it is kept sealed under the workspace's
+    key: `webhooks show` shows it opened, and without it once the texts are shredded."""
+    app = runtime.app
+    message = hooked.send()
+    reply = app.finish_reply(app.store_reply_part(None, "sim_test", message.to[3:], None, 1, 1, "Show me").id,
+                             app.message(message.id))
+    deliver(sender)
+    [row] = [d for d in sandesh("webhooks", "list", "--client", hooked.id)["deliveries"]
+             if d["event"] == "message.inbound"]
+    shown = sandesh("webhooks", "show", row["id"])
+    assert (shown["body"]["type"], shown["body"]["id"], shown["body"]["text"]) == ("message.inbound", reply.id,
+                                                                                   "Show me")
+    sandesh("workspace", "shred-texts", hooked.workspace)
+    assert sandesh("webhooks", "show", row["id"])["body"] is None
+
+
 def test_a_client_without_a_webhook_url_gets_no_deliveries(runtime, workspace, receiver, sender):
     client, _, _ = runtime.app.create_client(workspace, "Silent", None, 100, "t")
     request, _ = parse_send({"to": "9779812000001", "text": "hi"})
