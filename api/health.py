@@ -19,7 +19,7 @@ from sandesh.projections.health import DatabaseHealth, is_outage
 
 from .waiting import Blocking
 
-MAX_LAG = 10_000  # events; at 500 sends/s the projections trail by a few (docs/performance.md)
+MAX_LAG = 10_000  # events; under load the projections trail by a few hundred (docs/performance.md, "Send benchmark")
 RETRY_AFTER = "2"
 
 

@@ -3,8 +3,7 @@
 A SIM submits at most 30 parts in any rolling 30 minutes.  Some of the pool's window is held
 for OTP, so a promotional backlog never delays a code: one part per four SIMs (at least one),
 held on the pool as a whole rather than on each SIM.  A reserve per SIM would leave a sixth
-of every window unused under a backlog; this one costs under 1 % of a pool of four
-(docs/design.md, "Pacing").
+of every window unused under a backlog; why the pool's is cheaper: docs/design.md, "Pacing".
 """
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ CREATE INDEX IF NOT EXISTS dispatch_queue_expiring_at ON dispatch_queue (expires
 -- The oldest waiting message per priority (GET /metrics).  Its predicate names `enqueued_at > 0`
 -- (always true) so that no query of the head can use it: on a queue without statistics yet the
 -- planner took it, plus a sort of every waiting message, for the turn probes and the lease
--- (15 ms a probe at 50,000 waiting, docs/performance.md, "The caller cache").
+-- (docs/performance.md, "The caller cache").
 DROP INDEX IF EXISTS dispatch_queue_age;
 CREATE INDEX IF NOT EXISTS dispatch_queue_oldest ON dispatch_queue (priority, enqueued_at)
     WHERE sim_id IS NULL AND enqueued_at > 0;
@@ -90,7 +90,7 @@ CREATE INDEX IF NOT EXISTS scheduled_sends_due ON scheduled_sends (send_at);
 FUNCTIONS = """
 -- A message's turn (`_turn`).  A function, so that each server process plans its two probes
 -- once: written inline, the parse and plan of each enqueue cost more than its insert
--- (0.12 against 0.05 ms of the server's CPU per message: docs/performance.md, "The turn as a function").
+-- (docs/performance.md, "The turn as a function").
 CREATE OR REPLACE FUNCTION public.sandesh_turn(p_client text, p_priority integer) RETURNS bigint
 LANGUAGE plpgsql STABLE AS $$
 BEGIN

@@ -1,5 +1,6 @@
-"""Group commit: many requests' appends in one transaction (eventsourcing-facts: 100 events per
-save gave ~23,000 events/s against ~870 for one per save; every save takes the events table lock).
+"""Group commit: many requests' appends in one transaction (every save takes the events table
+lock, so events saved together cost far less than one save each:
+docs/performance.md, "The group commit's append").
 
 Request threads hand their pending events to one committer thread per process and wait.  The
 committer takes whatever has queued while the previous transaction ran (no added wait when the

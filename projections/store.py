@@ -177,8 +177,8 @@ class SandeshRecorder(PostgresApplicationRecorder):
         committed send) or reads the aggregate again (the workers).
 
         Returns None, not the new notification ids: nothing here reads them (the library then
-        makes no Recordings), and walking every statement's result to find them cost the group
-        commit about 8 % of its CPU (docs/performance.md, "The append's results")."""
+        makes no Recordings), and walking every statement's result to find them costs the group
+        commit CPU (docs/performance.md, "The append's results")."""
         inline: Callable[[Any], None] | None = kwargs.get("inline")
         with self.datastore.get_connection() as conn:
             buffer = StatementBuffer(conn)
