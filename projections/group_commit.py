@@ -2,7 +2,7 @@
 lock, so events saved together cost far less than one save each:
 docs/performance.md, "The group commit's append").
 
-Request threads hand their pending events to one committer thread per process and wait.  The
+Callers hand their pending events to one committer thread per process and wait.  The
 committer takes whatever has queued while the previous transaction ran (no added wait when the
 process is idle), saves it in one append with one inline write, and wakes the requests.  When a
 batch is refused (a balance guard, an idempotency key, a version conflict), each of its items is
@@ -10,7 +10,8 @@ saved on its own, so every request gets its own outcome and nothing is charged f
 Any other failure (the database is away) fails the whole batch at once.
 
 `save` waits for the commit; `submit` does not, and is told the outcome on the committer thread
-(the webhook sender's threads go on to their next POST while their attempts commit).
+(an API request awaits a future it resolves, api/waiting.py; the webhook sender's threads go on
+to their next POST while their attempts commit).
 """
 from __future__ import annotations
 
