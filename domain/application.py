@@ -31,7 +31,7 @@ from .optout import RECIPIENT, REPLY, STOP, OptOut, held_back, optout_id, stop_w
 from .otp import LIFETIME as OTP_LIFETIME, RESEND_COOLDOWN, Otp, Outcome, NO_ACTIVE_OTP, code_text, hash_code, new_code, otp_id
 from .segments import segment
 from .ports import Caller, IdempotencyKeys, OptOuts, OtpWindows, Prior, Texts
-from .steps import Append, Blocks, Read, Steps, run
+from .steps import Append, Blocks, Read, Steps, retried, run
 from .sending import (OtpSendRequest, OtpVerifyRequest, Problem, SendRequest, cost as send_cost,
                       refusal as send_refusal)
 from .sim import CLEAR, SMS_SWITCH_ID, Sim, SmsSwitch, check_pin, check_sim_name
@@ -287,16 +287,13 @@ class Sandesh(Application[str]):
         return self._sim_decision(sim_id, lambda sim, now: sim.recover(kind, reason, actor=actor, at=now))
 
     def _sim_decision(self, sim_id: str, decide: Callable[[Sim, float], bool]) -> bool:
-        for _ in range(10):  # an operator may change the SIM at the same moment: read it again
+        def attempt() -> Steps[tuple[tuple[Any, ...], bool]]:
             sim = self._get(sim_id, Sim, "SIM")
-            if not decide(sim, self.clock.now()):
-                return False
-            try:
-                self.save(sim)
-                return True
-            except IntegrityError:
-                continue
-        raise RuntimeError(f"could not record a decision on SIM {sim_id}")
+            decided = decide(sim, self.clock.now())
+            return ((sim,) if decided else ()), decided
+            yield  # a generator: its reads are plain calls (the dispatcher and the CLI only)
+
+        return run(retried(attempt, f"a decision on SIM {sim_id}"), self.save)
 
     def set_sms_switch(self, on: bool, reason: str | None, actor: str) -> SmsSwitch:
         try:
@@ -517,7 +514,8 @@ class Sandesh(Application[str]):
         """A new code for client + number + purpose, sent as an `otp` message and charged at `rate`
         per segment; the message, the code's hash and the charge commit together."""
         key_of_texts = yield from self._text_key(workspace_id)
-        for _ in range(3):
+
+        def attempt() -> Steps[tuple[tuple[Any, ...], tuple[Message, Otp]]]:
             now = self.clock.now()
             otp = (yield Read(self._find, (otp_id(client_id, to, purpose), Otp))) or Otp(client_id=client_id, to=to,
                                                                                           purpose=purpose)
@@ -532,12 +530,12 @@ class Sandesh(Application[str]):
                              segments=parts.segments, encoding=parts.encoding, cost=rate * parts.segments,
                              idempotency_key=None, request_hash=None, at=now, expires_at=now + OTP_LIFETIME)
             otp.issue(code_hash=hash_code(self.otp_key, otp.id, code), message_id=message.id, ip=ip, at=now)
-            try:
-                yield Append((message, otp))
-                return message, otp
-            except IntegrityError:
-                continue  # another send for this code won the race on its version: look again
-        raise OtpLimited("cooldown", RESEND_COOLDOWN)
+            return (message, otp), (message, otp)
+
+        try:
+            return (yield from retried(attempt, f"a code for {to}", tries=3))
+        except Contended:  # other sends for this code kept winning the race: one of them was just sent
+            raise OtpLimited("cooldown", RESEND_COOLDOWN) from None
 
     def verify_otp(self, caller: Caller, request: OtpVerifyRequest, calling_ip: str) -> Outcome:
         return run(self.verify_otp_steps(caller, request, calling_ip), self.save)
@@ -548,19 +546,15 @@ class Sandesh(Application[str]):
         is verified once."""
         yield Read(self._count_calling_ip, (caller, calling_ip))
         client_id, to, purpose, code = caller.client_id, request.to, request.purpose, request.code
-        for _ in range(10):
+
+        def attempt() -> Steps[tuple[tuple[Any, ...], Outcome]]:
             otp = yield Read(self._find, (otp_id(client_id, to, purpose), Otp))
             if otp is None or otp.state is None:
-                return Outcome(False, NO_ACTIVE_OTP)
+                return (), Outcome(False, NO_ACTIVE_OTP)
             outcome = otp.verify(hash_code(self.otp_key, otp.id, code), self.clock.now())
-            if not otp.pending_events:
-                return outcome
-            try:
-                yield Append((otp,))
-                return outcome
-            except IntegrityError:
-                continue
-        raise RuntimeError("OTP verification kept losing races; giving up")
+            return ((otp,) if otp.pending_events else ()), outcome
+
+        return (yield from retried(attempt, f"the check of a code for {to}"))
 
     def _find(self, aggregate_id: str, kind: type) -> Any:
         try:
@@ -617,22 +611,19 @@ class Sandesh(Application[str]):
         the parts' own key is then destroyed.  A reply no one sent to keeps the parts' key.
         A STOP or START reply changes its sender's opt-out in the same append, so a crash
         never records one without the other (docs/design.md, "Opt-outs")."""
-        for _ in range(10):
+        def attempt() -> Steps[tuple[tuple[Any, ...], Reply]]:
             reply = self._get(reply_id, Reply, "reply")
-            if reply.complete:
-                return reply
+            if reply.complete:  # finished elsewhere
+                return (), reply
             text = "".join(self.open_text(reply.parts[s]) or "" for s in sorted(reply.parts))
             owner = attributed_to.workspace_id if attributed_to else reply_owner(reply.id)
             now = self.clock.now()
             reply.finish(self.seal(owner, text), attributed_to.client_id if attributed_to else None,
                          attributed_to.id if attributed_to else None, at=now)
-            try:
-                self.save(reply, *self._opt_out_by_reply(reply.id, text, attributed_to, now))
-                break
-            except IntegrityError:
-                continue  # finished elsewhere, or an operator changed the opt-out at that moment: read again
-        else:
-            raise Contended(f"could not record reply {reply_id}")
+            return (reply, *self._opt_out_by_reply(reply.id, text, attributed_to, now)), reply
+            yield  # a generator: its reads are plain calls (the dispatcher only)
+
+        reply = run(retried(attempt, f"reply {reply_id}"), self.save)
         if attributed_to is not None and self.texts is not None:
             self.texts.shred(reply_owner(reply.id))
         return reply
@@ -657,16 +648,13 @@ class Sandesh(Application[str]):
         if normalised is None:
             raise InvalidInput(f"{number!r} is not a Nepal mobile number: 977 and 10 digits starting 96, 97 or 98, "
                                "e.g. 9779812345678")
-        for _ in range(10):
+        def attempt() -> Steps[tuple[tuple[Any, ...], bool]]:
             optout = self._opt_out_of(workspace_id, normalised)
-            if not optout.change(opted_out, source, actor, reply_id, at=self.clock.now()):
-                return False
-            try:
-                self.save(optout)
-                return True
-            except IntegrityError:
-                continue  # a reply or another operator changed it at the same moment: read it again
-        raise Contended(f"could not record the opt-out of {normalised}")
+            changed = optout.change(opted_out, source, actor, reply_id, at=self.clock.now())
+            return ((optout,) if changed else ()), changed
+            yield  # a generator: its reads are plain calls (the CLI only)
+
+        return run(retried(attempt, f"the opt-out of {normalised}"), self.save)
 
     def _opt_out_of(self, workspace_id: str, number: str) -> OptOut:
         return self._find(optout_id(workspace_id, number), OptOut) or OptOut(workspace_id=workspace_id, number=number)
@@ -688,15 +676,12 @@ class Sandesh(Application[str]):
         """Apply `change` to the message as the log has it now and append what it decided.
         The sender and the status-report reader both write to a message: a version conflict
         means the other one wrote first, so read it again."""
-        for _ in range(10):
+        def attempt() -> Steps[tuple[tuple[Any, ...], Message]]:
             message = yield Read(self._get, (message_id, Message, "message"))
             change(message)
-            try:
-                yield Append((message,))
-                return message
-            except IntegrityError:
-                continue
-        raise Contended(f"could not record a change to {message_id}")
+            return (message,), message
+
+        return (yield from retried(attempt, f"a change to {message_id}"))
 
     def submit_message(self, message_id: str, sim_id: str) -> Submission:
         """A SIM is about to send a message it leased.  Submitted is recorded before the first

@@ -21,6 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, TypeVar
 
+from eventsourcing.persistence import IntegrityError
+
+from .errors import Contended
+
 T = TypeVar("T")
 
 
@@ -43,6 +47,22 @@ class Blocks:
 
 Effect = Append | Read | Blocks
 Steps = Generator[Effect, Any, T]
+
+
+def retried(attempt: Callable[[], Steps[tuple[tuple[Any, ...], T]]], what: str, tries: int = 10) -> Steps[T]:
+    """Read, decide, append; when another writer appended to the same aggregate first (a version
+    conflict), read again and decide again.  `attempt()` yields its reads and returns what to
+    append (nothing: done, nothing to record) and the result."""
+    for _ in range(tries):
+        aggregates, result = yield from attempt()
+        if not aggregates:
+            return result
+        try:
+            yield Append(aggregates)
+            return result
+        except IntegrityError:
+            continue
+    raise Contended(f"could not record {what}: other writers changed it {tries} times in a row")
 
 
 def run(steps: Steps[T], append: Callable[..., Any]) -> T:
