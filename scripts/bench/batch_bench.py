@@ -1,5 +1,5 @@
 """Batch sends as installed: messages accepted per second through POST /v1/sms/send/batch in
-batches of 1,000, against `sandesh serve` started with no flag (docs/performance.md, "Batch sends (campaigns issue)").
+batches of 1,000, against `sandesh serve` started with no flag (docs/performance.md, "Batch sends").
 
     .venv/bin/python -m sandesh.scripts.bench.batch_bench [--seconds 20] [--concurrency 4] [--repeat 3]
 
