@@ -1,4 +1,4 @@
-"""How far the followed read models trail the log while sends arrive (log trust issue).
+"""How far the followed read models trail the log while sends arrive.
 
     .venv/bin/python -m sandesh.scripts.bench.projection_lag [--rate 500] [--seconds 30]
 

@@ -1,4 +1,4 @@
-"""How fast `sandesh replay` rebuilds every read model (log trust issue).
+"""How fast `sandesh replay` rebuilds every read model.
 
     .venv/bin/python -m sandesh.scripts.bench.replay N [--profile]
 
