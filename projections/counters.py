@@ -4,19 +4,18 @@
 refunds (a canceled message's included); `delivered`, `undelivered` and `failed` count messages
 that reached those statuses (`failed` includes `rejected`); `otpSent` and `otpVerified` count codes.
 
-Owns `client_counters` and `counted_messages`, a followed projection (follower.py).
+Owns `client_counters` and `counted_messages`, a followed projection (`PROJECTION`, follower.py).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from sandesh.domain.message import Message
 from sandesh.domain.otp import Otp
 
+from .contract import Projection
 from .rows import Add, Rows, Table
 
-NAME = "counters"
-TABLES = ("client_counters", "counted_messages")
 COLUMNS = {"sent": "sent", "delivered": "delivered", "undelivered": "undelivered", "failed": "failed",
            "segments": "segments", "spent": "spent", "otpSent": "otp_sent", "otpVerified": "otp_verified"}
 DDL = """
@@ -27,9 +26,9 @@ CREATE TABLE IF NOT EXISTS client_counters (
 CREATE TABLE IF NOT EXISTS counted_messages (message_id text PRIMARY KEY, client_id text NOT NULL);
 """
 
-ROWS = {"client_counters": Table("client_counters", ("client_id",)),
-        "counted_messages": Table("counted_messages", ("message_id",))}
-HANDLERS: dict[type, Callable[[Rows, Any], None]] = {}
+PROJECTION = Projection(name="counters", tables={"client_counters": Table("client_counters", ("client_id",)),
+                                                 "counted_messages": Table("counted_messages", ("message_id",))},
+                        ddl=DDL)
 
 
 def _add(rows: Rows, client_id: str, **amounts: int) -> None:
@@ -37,22 +36,43 @@ def _add(rows: Rows, client_id: str, **amounts: int) -> None:
                 on_conflict="update")
 
 
-def _accepted(rows: Rows, e: Any) -> None:
+@PROJECTION.on(Message.Accepted)
+def _accepted(rows: Rows, e: Message.Accepted) -> None:
     _add(rows, e.client_id, sent=1, segments=e.segments, spent=e.cost)
     rows.insert("counted_messages", {"message_id": e.originator_id, "client_id": e.client_id})
 
 
-HANDLERS[Message.Accepted] = _accepted
-HANDLERS[Message.Delivered] = lambda rows, e: _add(rows, _client_of(rows, e), delivered=1)
-HANDLERS[Message.Undelivered] = lambda rows, e: _add(rows, _client_of(rows, e), undelivered=1)
-HANDLERS[Message.Failed] = lambda rows, e: _add(rows, _client_of(rows, e), failed=1, spent=-e.refund)
-HANDLERS[Message.Rejected] = HANDLERS[Message.Failed]
-HANDLERS[Message.Canceled] = lambda rows, e: _add(rows, _client_of(rows, e), spent=-e.refund)
-HANDLERS[Otp.Issued] = lambda rows, e: _add(rows, e.client_id, otp_sent=1)
-HANDLERS[Otp.Verified] = lambda rows, e: _add(rows, e.client_id, otp_verified=1)
+@PROJECTION.on(Message.Delivered)
+def _delivered(rows: Rows, e: Message.Delivered) -> None:
+    _add(rows, _client_of(rows, e), delivered=1)
 
 
-def _client_of(rows: Rows, e: Any) -> str:
+@PROJECTION.on(Message.Undelivered)
+def _undelivered(rows: Rows, e: Message.Undelivered) -> None:
+    _add(rows, _client_of(rows, e), undelivered=1)
+
+
+@PROJECTION.on(Message.Failed, Message.Rejected)
+def _failed(rows: Rows, e: Message.Failed | Message.Rejected) -> None:
+    _add(rows, _client_of(rows, e), failed=1, spent=-e.refund)
+
+
+@PROJECTION.on(Message.Canceled)
+def _canceled(rows: Rows, e: Message.Canceled) -> None:
+    _add(rows, _client_of(rows, e), spent=-e.refund)
+
+
+@PROJECTION.on(Otp.Issued)
+def _otp_issued(rows: Rows, e: Otp.Issued) -> None:
+    _add(rows, e.client_id, otp_sent=1)
+
+
+@PROJECTION.on(Otp.Verified)
+def _otp_verified(rows: Rows, e: Otp.Verified) -> None:
+    _add(rows, e.client_id, otp_verified=1)
+
+
+def _client_of(rows: Rows, e: Message.Event) -> str:
     """Status events do not repeat the client: the counters keep who sent each message."""
     return rows.get("counted_messages", (e.originator_id,), "client_id")
 

@@ -77,12 +77,12 @@ def create_tables(conn: psycopg.Connection) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         conn.execute(OWN_DDL + request_rate.DDL + sim_health.DDL)
         conn.execute(otp_limits.DDL)
-        conn.execute(registry.DDL)
+        conn.execute(registry.PROJECTION.ddl)
         conn.execute(dispatch.FUNCTIONS)
         conn.execute(follower.POSITIONS_DDL)
         conn.execute(text_keys.DDL)
         for projection in follower.FOLLOWED.values():
-            conn.execute(projection.DDL)
+            conn.execute(projection.ddl)
 
 
 def read_clock_offset(conn: Any) -> float:

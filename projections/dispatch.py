@@ -1,11 +1,12 @@
 """What the dispatcher asks of PostgreSQL: the head of the queue, leases, pacing history,
 status-report matching; and the channel that wakes it (docs/design.md, "The queue").
 
-Owns `dispatch_queue`, `sent_parts`, `awaiting_reports` and `scheduled_sends`: inline read models written by the
-handlers below in the transaction that appends their events (composed into registry.py's
-inline writer, which also debits and refunds the balance with `enqueue` and `dequeue`, and
-rebuilt by `sandesh replay registry`).  A lease is not history: it lives only on the queue
-row, for the moment between choosing a message and appending its `Submitted` event.
+Owns `dispatch_queue`, `sent_parts`, `awaiting_reports` and `scheduled_sends` (`MODEL`): inline
+read models written by the handlers below in the transaction that appends their events (part of
+registry.py's projection, whose handlers of `Accepted`, `Failed`, `Rejected` and `Canceled` call
+`enqueue` and `dequeue` beside the debit and the refund; rebuilt by `sandesh replay registry`).
+A lease is not history: it lives only on the queue row, for the moment between choosing a
+message and appending its `Submitted` event.
 sim_health.py's pool counts `sent_parts` (a read).
 
 The head of the queue is read from one index, in (priority, turn, age) order.  A message's
@@ -19,6 +20,7 @@ joins the queue then, its turn taken at that moment.
 """
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any, Callable
 
@@ -28,7 +30,8 @@ from sandesh.domain.pacing import PRIORITY, WINDOW_SECONDS
 from sandesh.domain.settings import Settings
 
 from . import channels
-from .rows import Add, AppendNew, Computed, Ordered, Rows, Table
+from .contract import ReadModel
+from .rows import Add, AppendNew, Batching, Computed, Ordered, Rows, Table
 
 CHANNEL = "sandesh_dispatch"
 # Something to send (no OTP among it; or any, an OTP included); the SIM pool changed; the test clock moved.
@@ -44,9 +47,6 @@ NOTIFY_CLOCK = f"NOTIFY {CHANNEL}, '{CLOCK}'"
 # from the same queue at once).  Two int keys: a space apart from the idempotency keys' locks.
 TURN_LOCK = "SELECT pg_advisory_xact_lock(7305, 1)"
 
-TABLES = ("dispatch_queue", "sent_parts", "awaiting_reports", "scheduled_sends")
-# Written by the dispatcher's lease, not by events: `sandesh replay --check` leaves them out.
-WORKING_COLUMNS = {"dispatch_queue": ("leased_by", "leased_sim", "leased_until")}
 DDL = """
 CREATE TABLE IF NOT EXISTS dispatch_queue (
     message_id text PRIMARY KEY, client_id text NOT NULL, message_type text NOT NULL, priority integer NOT NULL,
@@ -102,22 +102,14 @@ BEGIN
 END $$;
 """
 
-ROWS = {
-    "dispatch_queue": Table("dispatch_queue", ("message_id",), (
-        Ordered("client_turns", ("client_id", "priority"), "turn"),
-        Ordered("waiting_turns", ("priority",), "turn", where=lambda row: row["sim_id"] is None))),
-    "sent_parts": Table("sent_parts", ("message_id", "part", "at")),
-    "awaiting_reports": Table("awaiting_reports", ("message_id",)),
-    "scheduled_sends": Table("scheduled_sends", ("message_id",)),
-}
-
-
+@functools.lru_cache(maxsize=4096)  # a value of its arguments alone; a batch send asks for few of them
 def _turn(client_id: str, priority: int) -> Computed:
     """One more than the client's last turn of this priority in the queue, and never below the
     turn the queue is serving now (the lowest waiting one).  Written as ORDER BY ... LIMIT 1 so
     that each reads one index entry even before the table has statistics (max() and min() were
     planned as a scan of every row of the client while a new queue grew).  Live, the two probes
-    are the function `sandesh_turn` (DDL above); a replay computes the same from its memory."""
+    are the function `sandesh_turn` (DDL above); a replay computes the same from its memory; an
+    append of many, `enqueue_many` below."""
     def compute(memory: Any) -> int:
         last = memory.highest("dispatch_queue", "client_turns", (client_id, priority))
         serving = memory.lowest("dispatch_queue", "waiting_turns", (priority,))
@@ -125,32 +117,12 @@ def _turn(client_id: str, priority: int) -> Computed:
     return Computed("public.sandesh_turn(%s, %s)", (client_id, priority), compute)
 
 
-# The inline writers, run in the append's transaction (projections/store.py StatementBuffer).
-
-def enqueue(rows: Rows, e: Any) -> None:
-    """An accepted message joins the queue, or waits for its `sendAt` (registry.py writes it
-    with the debit); a released one joins the queue then."""
-    if getattr(e, "send_at", None) is not None:
-        rows.insert("scheduled_sends", {"message_id": e.originator_id, "send_at": e.send_at})
-    else:
-        _join_queue(rows, e)
-
-
-def _join_queue(rows: Rows, e: Any) -> None:
-    """The queue row of an `Accepted` or `Released` event (both carry the message's fixed fields)."""
-    priority = PRIORITY[e.message_type]
-    rows.insert("dispatch_queue", {
-        "message_id": e.originator_id, "client_id": e.client_id, "message_type": e.message_type,
-        "priority": priority, "to": e.to, "operator": of_number(e.to), "parts": e.segments, "enqueued_at": e.at,
-        "not_before": e.at, "expires_at": getattr(e, "expires_at", None), "turn": _turn(e.client_id, priority)})
-
-
-# Many acceptances of one append (a batch send) join the queue in one statement; the turns are
-# those `enqueue` gives one event after another (and replay gives): per (client, priority), one
-# more than the client's last turn and never below the turn being served, which, when nothing of
-# that priority waits, is the turn of the append's first message of that priority.  Each probe
-# of the queue runs once per (client, priority) or per priority, never per message, and reads
-# one index entry (ORDER BY ... LIMIT 1), whatever the statistics say about the queue's size.
+# Many queue rows of one append (a batch send, a group commit) in one statement, with the turns
+# `_turn` gives them one after another (and replay gives): per (client, priority), one more than
+# the client's last turn and never below the turn being served, which, when nothing of that
+# priority waits, is the turn of the append's first message of that priority.  Each probe of the
+# queue runs once per (client, priority) or per priority, never per message, and reads one index
+# entry (ORDER BY ... LIMIT 1), whatever the statistics say about the queue's size.
 _ENQUEUE_MANY = """
 WITH new AS MATERIALIZED (
   SELECT * FROM unnest(%(ids)s::text[], %(clients)s::text[], %(types)s::text[], %(priorities)s::integer[],
@@ -180,69 +152,109 @@ FROM new n JOIN base b USING (client_id, priority)
 ENQUEUE_MANY_FROM = 16  # below this, a statement per message is as quick
 
 
-def enqueue_many(cur: Any, events: list[Any]) -> None:
-    """`enqueue` for the acceptances of one append, live only (registry.py's inline writer):
-    the scheduled ones into `scheduled_sends` and the rest into the queue, a statement each."""
-    scheduled = [e for e in events if getattr(e, "send_at", None) is not None]
-    if scheduled:
-        cur.execute("INSERT INTO scheduled_sends (message_id, send_at)"
-                    " SELECT * FROM unnest(%s::text[], %s::double precision[])",
-                    ([e.originator_id for e in scheduled], [e.send_at for e in scheduled]))
-    queued = [e for e in events if getattr(e, "send_at", None) is None]
-    if queued:
-        cur.execute(_ENQUEUE_MANY, {
-            "ids": [e.originator_id for e in queued], "clients": [e.client_id for e in queued],
-            "types": [e.message_type for e in queued], "priorities": [PRIORITY[e.message_type] for e in queued],
-            "tos": [e.to for e in queued], "operators": [of_number(e.to) for e in queued],
-            "parts": [e.segments for e in queued], "ats": [e.at for e in queued],
-            "expires": [getattr(e, "expires_at", None) for e in queued]})
+def enqueue_many(cur: Any, rows: list[dict[str, Any]]) -> None:
+    """The queue rows of one append, in the order its events came, as one statement: their
+    `turn`, a `_turn`, computed there, and their `not_before`, their `enqueued_at` (`_join_queue`)."""
+    assert all(r["not_before"] == r["enqueued_at"] for r in rows)
+    cur.execute(_ENQUEUE_MANY, {
+        "ids": [r["message_id"] for r in rows], "clients": [r["client_id"] for r in rows],
+        "types": [r["message_type"] for r in rows], "priorities": [r["priority"] for r in rows],
+        "tos": [r["to"] for r in rows], "operators": [r["operator"] for r in rows],
+        "parts": [r["parts"] for r in rows], "ats": [r["enqueued_at"] for r in rows],
+        "expires": [r["expires_at"] for r in rows]})
 
 
-def _released(rows: Rows, e: Any) -> None:
-    rows.delete("scheduled_sends", (e.originator_id,))
-    _join_queue(rows, e)
+def schedule_many(cur: Any, rows: list[dict[str, Any]]) -> None:
+    """The scheduled messages of one append as one statement."""
+    cur.execute("INSERT INTO scheduled_sends (message_id, send_at)"
+                " SELECT * FROM unnest(%s::text[], %s::double precision[])",
+                ([r["message_id"] for r in rows], [r["send_at"] for r in rows]))
 
 
-def dequeue(rows: Rows, e: Any) -> None:
+MODEL = ReadModel(
+    tables={
+        "dispatch_queue": Table("dispatch_queue", ("message_id",), (
+            Ordered("client_turns", ("client_id", "priority"), "turn"),
+            Ordered("waiting_turns", ("priority",), "turn", where=lambda row: row["sim_id"] is None)),
+            Batching(lock=TURN_LOCK, insert_many=enqueue_many, many_from=ENQUEUE_MANY_FROM)),
+        "sent_parts": Table("sent_parts", ("message_id", "part", "at")),
+        "awaiting_reports": Table("awaiting_reports", ("message_id",)),
+        "scheduled_sends": Table("scheduled_sends", ("message_id",), (),
+                                 Batching(insert_many=schedule_many, many_from=ENQUEUE_MANY_FROM)),
+    },
+    ddl=DDL,
+    # Written by the dispatcher's lease, not by events: `sandesh replay --check` leaves them out.
+    working_columns={"dispatch_queue": ("leased_by", "leased_sim", "leased_until")})
+ROWS = MODEL.tables  # the old name, for scripts/bench/enqueue_cost.py
+
+
+# The handlers, run in the append's transaction (projections/store.py StatementBuffer).
+
+def enqueue(rows: Rows, e: Message.Accepted) -> None:
+    """An accepted message joins the queue, or waits for its `sendAt` (registry.py writes it
+    with the debit)."""
+    if getattr(e, "send_at", None) is not None:  # events stored before scheduling have no send_at
+        rows.insert("scheduled_sends", {"message_id": e.originator_id, "send_at": e.send_at})
+    else:
+        _join_queue(rows, e)
+
+
+def _join_queue(rows: Rows, e: Message.Accepted | Message.Released) -> None:
+    """The queue row of an `Accepted` or `Released` event (both carry the message's fixed fields)."""
+    priority = PRIORITY[e.message_type]
+    rows.insert("dispatch_queue", {
+        "message_id": e.originator_id, "client_id": e.client_id, "message_type": e.message_type,
+        "priority": priority, "to": e.to, "operator": of_number(e.to), "parts": e.segments, "enqueued_at": e.at,
+        "not_before": e.at, "expires_at": getattr(e, "expires_at", None), "turn": _turn(e.client_id, priority)})
+
+
+def dequeue(rows: Rows, e: Message.Failed | Message.Rejected | Message.Canceled) -> None:
     """A failed, rejected or canceled message leaves the queue, or the schedule (registry.py
     writes it with the refund)."""
     rows.delete("dispatch_queue", (e.originator_id,))
     rows.delete("scheduled_sends", (e.originator_id,))
 
 
-def _submitted(rows: Rows, e: Any) -> None:
+# The events only these tables record; `Accepted`, `Failed`, `Rejected` and `Canceled` are registry.py's.
+
+@MODEL.on(Message.Released)
+def _released(rows: Rows, e: Message.Released) -> None:
+    rows.delete("scheduled_sends", (e.originator_id,))
+    _join_queue(rows, e)
+
+
+@MODEL.on(Message.Submitted)
+def _submitted(rows: Rows, e: Message.Submitted) -> None:
     rows.update("dispatch_queue", (e.originator_id,), {"sim_id": e.sim_id})
 
 
-def _outcome_unknown(rows: Rows, e: Any) -> None:
+@MODEL.on(Message.OutcomeUnknown)
+def _outcome_unknown(rows: Rows, e: Message.OutcomeUnknown) -> None:
     rows.update("dispatch_queue", (e.originator_id,), {"unknown_since": e.at})
 
 
-def _part_accepted(rows: Rows, e: Any) -> None:
+@MODEL.on(Message.PartAccepted)
+def _part_accepted(rows: Rows, e: Message.PartAccepted) -> None:
     rows.insert("sent_parts", {"message_id": e.originator_id, "part": e.part, "sim_id": e.sim_id, "mr": e.mr,
                                "to": e.to, "at": e.at})
 
 
-def _requeued(rows: Rows, e: Any) -> None:
+@MODEL.on(Message.Requeued)
+def _requeued(rows: Rows, e: Message.Requeued) -> None:
     rows.update("dispatch_queue", (e.originator_id,), {
         "sim_id": None, "leased_by": None, "leased_sim": None, "leased_until": None, "attempts": Add(1),
         "not_before": e.not_before, "failed_sims": AppendNew(getattr(e, "sim_id", None))})
 
 
-def _sent(rows: Rows, e: Any) -> None:
+@MODEL.on(Message.Sent)
+def _sent(rows: Rows, e: Message.Sent) -> None:
     rows.delete("dispatch_queue", (e.originator_id,))
     rows.insert("awaiting_reports", {"message_id": e.originator_id, "sent_at": e.at}, on_conflict="nothing")
 
 
-def _report_settled(rows: Rows, e: Any) -> None:
+@MODEL.on(Message.Delivered, Message.Undelivered, Message.ReportUnknown)
+def _report_settled(rows: Rows, e: Message.Delivered | Message.Undelivered | Message.ReportUnknown) -> None:
     rows.delete("awaiting_reports", (e.originator_id,))
-
-
-# The events only these tables record; `Accepted`, `Failed` and `Rejected` are registry.py's.
-HANDLERS: dict[type, Callable[[Rows, Any], None]] = {
-    Message.Submitted: _submitted, Message.OutcomeUnknown: _outcome_unknown, Message.PartAccepted: _part_accepted,
-    Message.Requeued: _requeued, Message.Sent: _sent, Message.Delivered: _report_settled,
-    Message.Undelivered: _report_settled, Message.ReportUnknown: _report_settled, Message.Released: _released}
 
 
 # What the dispatcher asks

@@ -3,36 +3,29 @@
 Owns `projection_positions`.  A follower's position lives there and is updated in the
 same transaction as what it did with a batch; the position row is locked first, so two
 runners (or a runner and a replay) never handle the same event twice.  `positioned_step` is
-that step for any follower: the followed projections below, and the webhook sender
+that step for any follower: the followed projections below (`FOLLOWED`), and the webhook sender
 (workers/webhooks.py), which turns its batches into deliveries.  Live runs and replays use the
-same handlers (`apply_batch`).
+same handlers (projections/contract.py, `Projection.apply`).
 """
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from types import ModuleType
 from typing import Any, Callable
 
 import psycopg
 
-from sandesh.domain.topics import topics_of
-
 from . import counters, messages, otps
+from .contract import Projection
 from .runtime import Runtime
 from .health import is_outage
-from .rows import BatchedSqlRows
 
 log = logging.getLogger("sandesh.projections")
 
-FOLLOWED: dict[str, ModuleType] = {messages.NAME: messages, counters.NAME: counters, otps.NAME: otps}
+FOLLOWED: dict[str, Projection] = {p.name: p for p in (messages.PROJECTION, counters.PROJECTION, otps.PROJECTION)}
 POSITIONS_DDL = "CREATE TABLE IF NOT EXISTS projection_positions (name text PRIMARY KEY, position bigint NOT NULL);"
 BATCH = 1000
-
-
-def topics(projection: ModuleType) -> list[str]:
-    return topics_of(projection.HANDLERS)
 
 
 def read_batch(runtime: Runtime, topics: list[str], after: int, limit: int = BATCH,
@@ -43,16 +36,10 @@ def read_batch(runtime: Runtime, topics: list[str], after: int, limit: int = BAT
                                                       inclusive_of_start=False)
 
 
-def apply_batch(runtime: Runtime, cur: Any, projection: ModuleType, notifications: list[Any]) -> None:
-    """The batch's rows are written together (BatchedSqlRows) and its statements go out in
-    pipeline mode: sent without waiting for each answer (a handler that reads, like the
-    counters' `get`, waits for what it reads)."""
-    rows = BatchedSqlRows(cur, projection.ROWS)
-    with cur.connection.pipeline():
-        for notification in notifications:
-            event = runtime.app.mapper.to_domain_event(notification)
-            projection.HANDLERS[type(event)](rows, event)
-        rows.flush()
+def apply_batch(runtime: Runtime, cur: Any, projection: Projection, notifications: list[Any]) -> None:
+    """The batch's events, decoded, written by the projection's live executor (`follow`)."""
+    to_event = runtime.app.mapper.to_domain_event
+    projection.follow(cur, (to_event(notification) for notification in notifications))
 
 
 def lock_position(cur: Any, name: str) -> int:
@@ -80,7 +67,7 @@ def lags(conn: Any, events_table: str, cap: int) -> dict[str, int]:
         found[name] = conn.execute(
             f'SELECT count(*) AS n FROM (SELECT 1 FROM "{events_table}" WHERE notification_id > %s'
             " AND topic = ANY(%s) ORDER BY notification_id LIMIT %s) waiting",
-            (read_position(conn, name), topics(projection), cap), prepare=True).fetchone()["n"]
+            (read_position(conn, name), projection.topics(), cap), prepare=True).fetchone()["n"]
     return found
 
 
@@ -123,9 +110,9 @@ def _newest(runtime: Runtime, cur: Any) -> int:
     return row["max"] or 0
 
 
-def step(runtime: Runtime, projection: ModuleType, limit: int = BATCH) -> int:
+def step(runtime: Runtime, projection: Projection, limit: int = BATCH) -> int:
     """Apply the next batch of events; returns how many were applied."""
-    return positioned_step(runtime, projection.NAME, topics(projection),
+    return positioned_step(runtime, projection.name, projection.topics(),
                            lambda cur, batch: apply_batch(runtime, cur, projection, batch), limit)
 
 

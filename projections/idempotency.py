@@ -2,9 +2,9 @@
 
 A request with a key holds a session advisory lock on (client, key) while it runs, so a
 concurrent twin sees "still running" (409).  The record itself is written by the append that
-accepts the message (`remember`, called by the registry's inline writer), so key, message and
-charge commit together;
-its primary key is the backstop when two requests race past the lock check.
+accepts the message (`remember`, called by registry.py's handler of `Message.Accepted`), so key,
+message and charge commit together; its primary key is the backstop when two requests race past
+the lock check.  Owns `idempotency_keys` (`MODEL`), part of registry.py's inline projection.
 """
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ from typing import Any, Callable, ContextManager, Iterator
 
 import orjson
 
-from sandesh.domain.message import accepted_reply
+from sandesh.domain.batch import Batch
+from sandesh.domain.message import Message, accepted_reply
 from sandesh.domain.ports import Claim, Prior
 
+from .contract import ReadModel
 from .rows import Rows, Table
 
 IDEMPOTENCY_RETENTION = 24 * 3600  # docs/api.md, "Idempotency"
-TABLES = ("idempotency_keys",)
 DDL = """
 CREATE TABLE IF NOT EXISTS idempotency_keys (
     client_id text NOT NULL, key text NOT NULL, request_hash text NOT NULL, message_id text NOT NULL,
@@ -28,12 +29,12 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
 """
 
 
-ROWS = {"idempotency_keys": Table("idempotency_keys", ("client_id", "key"))}
+MODEL = ReadModel(tables={"idempotency_keys": Table("idempotency_keys", ("client_id", "key"))}, ddl=DDL)
 
 
-def remember(rows: Rows, e: Any) -> None:
-    """Inside the append of a Message.Accepted (the registry's inline writer): keep its key with
-    the 202 body; the primary key refuses a second commit under the same key."""
+def remember(rows: Rows, e: Message.Accepted) -> None:
+    """Inside the append of a Message.Accepted: keep its key with the 202 body; the primary key
+    refuses a second commit under the same key."""
     if e.idempotency_key is None:
         return
     rows.delete("idempotency_keys", (e.client_id, e.idempotency_key),
@@ -45,7 +46,7 @@ def remember(rows: Rows, e: Any) -> None:
                                      "response": orjson.dumps(reply).decode(), "created_at": e.at})
 
 
-def remember_batch(rows: Rows, e: Any) -> None:
+def remember_batch(rows: Rows, e: Batch.Accepted) -> None:
     """Inside the append of a batch's messages: its key with the batch's 202 body."""
     rows.delete("idempotency_keys", (e.client_id, e.idempotency_key),
                 older=("created_at", e.at - IDEMPOTENCY_RETENTION))

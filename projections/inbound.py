@@ -1,21 +1,21 @@
 """Replies from phones (docs/design.md, "Decisions: SIMs, modems and replies"): the `replies` table.
 
-Owns `replies`: an inline read model written by the handlers below in the transaction that
-appends the reply's events (composed into registry.py's inline writer, rebuilt by `sandesh
-replay registry`), and the queries on it: a multi-part reply still gathering parts, those to
+Owns `replies` (`MODEL`): an inline read model written by the handlers below in the transaction
+that appends the reply's events (part of registry.py's projection, rebuilt by `sandesh replay
+registry`), and the queries on it: a multi-part reply still gathering parts, those to
 complete by force, and the operator's list.  A reply's text is kept only in the encrypted log.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from psycopg.types.json import Jsonb
 
 from sandesh.domain.inbound import Reply
 
+from .contract import ReadModel
 from .rows import Add, Rows, Table
 
-TABLES = ("replies",)
 DDL = """
 CREATE TABLE IF NOT EXISTS replies (
     id text PRIMARY KEY, sim_id text NOT NULL, sender text NOT NULL, reference integer, total integer NOT NULL,
@@ -26,25 +26,24 @@ CREATE INDEX IF NOT EXISTS replies_in_reply_to ON replies (in_reply_to) WHERE in
 """
 
 
-ROWS = {"replies": Table("replies", ("id",))}
+MODEL = ReadModel(tables={"replies": Table("replies", ("id",))}, ddl=DDL)
 
 
-def _opened(rows: Rows, e: Any) -> None:
+@MODEL.on(Reply.Opened)
+def _opened(rows: Rows, e: Reply.Opened) -> None:
     rows.insert("replies", {"id": e.originator_id, "sim_id": e.sim_id, "sender": e.sender, "reference": e.reference,
                             "total": e.total, "opened_at": e.at})
 
 
-def _part_stored(rows: Rows, e: Any) -> None:
+@MODEL.on(Reply.PartStored)
+def _part_stored(rows: Rows, e: Reply.PartStored) -> None:
     rows.update("replies", (e.originator_id,), {"parts": Add(1)})
 
 
-def _received(rows: Rows, e: Any) -> None:
+@MODEL.on(Reply.Received)
+def _received(rows: Rows, e: Reply.Received) -> None:
     rows.update("replies", (e.originator_id,), {"received_at": e.at, "client_id": e.client_id,
                                                 "in_reply_to": e.in_reply_to, "missing": Jsonb(e.missing)})
-
-
-HANDLERS: dict[type, Callable[[Rows, Any], None]] = {
-    Reply.Opened: _opened, Reply.PartStored: _part_stored, Reply.Received: _received}
 
 
 def open_reply(conn: Any, sim_id: str, sender: str, reference: int | None, total: int) -> str | None:

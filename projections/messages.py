@@ -1,17 +1,16 @@
 """Read model of message status: what GET /v1/sms/messages/:id returns (docs/design.md, "Decisions: message lookup").
 
-Owns `messages`, a followed projection (follower.py)."""
+Owns `messages`, a followed projection (`PROJECTION`, follower.py)."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from sandesh.domain.clock import iso
 from sandesh.domain.message import QUEUED, ROUTE, SCHEDULED, Message
 
+from .contract import Projection
 from .rows import Rows, Table
 
-NAME = "messages"
-TABLES = ("messages",)
 DDL = """
 CREATE TABLE IF NOT EXISTS messages (
     id text PRIMARY KEY, client_id text NOT NULL, workspace_id text NOT NULL, "to" text NOT NULL,
@@ -23,31 +22,28 @@ ALTER TABLE messages ADD COLUMN IF NOT EXISTS expires_at double precision;
 ALTER TABLE messages ADD COLUMN IF NOT EXISTS send_at double precision;
 """
 
-ROWS = {"messages": Table("messages", ("id",))}
-HANDLERS: dict[type, Callable[[Rows, Any], None]] = {}
+PROJECTION = Projection(name="messages", tables={"messages": Table("messages", ("id",))}, ddl=DDL)
 
 
-def _accepted(rows: Rows, e: Any) -> None:
+@PROJECTION.on(Message.Accepted)
+def _accepted(rows: Rows, e: Message.Accepted) -> None:
+    send_at = getattr(e, "send_at", None)  # events stored before scheduling have none
     rows.insert("messages", {
         "id": e.originator_id, "client_id": e.client_id, "workspace_id": e.workspace_id, "to": e.to,
-        "status": SCHEDULED if getattr(e, "send_at", None) is not None else QUEUED, "route": ROUTE, "message_type": e.message_type, "segments": e.segments,
-        "encoding": e.encoding, "cost": e.cost, "error": None, "created_at": e.at, "updated_at": e.at,
-        "expires_at": getattr(e, "expires_at", None), "send_at": getattr(e, "send_at", None)})
+        "status": SCHEDULED if send_at is not None else QUEUED, "route": ROUTE, "message_type": e.message_type,
+        "segments": e.segments, "encoding": e.encoding, "cost": e.cost, "error": None, "created_at": e.at,
+        "updated_at": e.at, "expires_at": getattr(e, "expires_at", None), "send_at": send_at})
 
-
-HANDLERS[Message.Accepted] = _accepted
 
 _STATUS = {Message.Submitted: "submitted", Message.Sent: "sent", Message.Delivered: "delivered",
            Message.Undelivered: "undelivered", Message.Failed: "failed", Message.Rejected: "rejected",
            Message.Requeued: "queued", Message.Released: "queued", Message.Canceled: "canceled"}
 
 
-def _status(rows: Rows, e: Any) -> None:
+@PROJECTION.on(*_STATUS)
+def _status(rows: Rows, e: Message.Event) -> None:
     rows.update("messages", (e.originator_id,),
                 {"status": _STATUS[type(e)], "error": getattr(e, "error", None), "updated_at": e.at})
-
-
-HANDLERS.update({cls: _status for cls in _STATUS})
 
 
 def view(record: dict[str, Any]) -> dict[str, Any]:

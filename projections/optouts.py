@@ -1,8 +1,8 @@
 """Opt-outs of promotional messages (docs/design.md, "Opt-outs"): the `opt_outs` table.
 
-Owns `opt_outs`: one row per workspace + number opted out now, an inline read model written
-by the handlers below in the transaction that appends the opt-out's events (composed into
-registry.py's inline writer, rebuilt by `sandesh replay registry`), and the queries on it: the
+Owns `opt_outs` (`MODEL`): one row per workspace + number opted out now, an inline read model
+written by the handlers below in the transaction that appends the opt-out's events (part of
+registry.py's projection, rebuilt by `sandesh replay registry`), and the queries on it: the
 check of every promotional send (`OptOuts`, the application's port) and the operator's list.
 """
 from __future__ import annotations
@@ -12,27 +12,26 @@ from typing import Any, Callable, ContextManager
 from sandesh.domain.clock import iso
 from sandesh.domain.optout import OptOut
 
+from .contract import ReadModel
 from .rows import Rows, Table
 
-TABLES = ("opt_outs",)
 DDL = """
 CREATE TABLE IF NOT EXISTS opt_outs (
     workspace_id text NOT NULL, number text NOT NULL, since double precision NOT NULL, source text NOT NULL,
     reply_id text, CONSTRAINT opt_outs_pkey PRIMARY KEY (workspace_id, number));
 """
-ROWS = {"opt_outs": Table("opt_outs", ("workspace_id", "number"))}
+MODEL = ReadModel(tables={"opt_outs": Table("opt_outs", ("workspace_id", "number"))}, ddl=DDL)
 
 
-def _opted_out(rows: Rows, e: Any) -> None:
+@MODEL.on(OptOut.OptedOut)
+def _opted_out(rows: Rows, e: OptOut.OptedOut) -> None:
     rows.insert("opt_outs", {"workspace_id": e.workspace_id, "number": e.number, "since": e.at, "source": e.source,
                              "reply_id": e.reply_id}, on_conflict="update")
 
 
-def _opted_in(rows: Rows, e: Any) -> None:
+@MODEL.on(OptOut.OptedIn)
+def _opted_in(rows: Rows, e: OptOut.OptedIn) -> None:
     rows.delete("opt_outs", (e.workspace_id, e.number))
-
-
-HANDLERS: dict[type, Callable[[Rows, Any], None]] = {OptOut.OptedOut: _opted_out, OptOut.OptedIn: _opted_in}
 
 
 def opted_out(conn: Any, workspace_id: str, numbers: list[str]) -> set[str]:

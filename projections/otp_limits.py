@@ -12,13 +12,17 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, ContextManager
 
+from sandesh.domain.otp import Otp
+
+from .contract import ReadModel
 from .rows import Ordered, Rows, Table
 
 NUMBER_LIMIT, NUMBER_WINDOW = 3, 600
 END_USER_IP_LIMIT, END_USER_IP_WINDOW = 10, 600
 CALLER_IP_LIMIT, CALLER_IP_WINDOW = 60, 60
 
-# The inline table of issued codes, part of the registry (rebuilt by `sandesh replay registry`).
+# The inline table of issued codes (`MODEL`), part of registry.py's projection (rebuilt by
+# `sandesh replay registry`), written by `guard_issue`.
 ISSUES_DDL = """
 CREATE TABLE IF NOT EXISTS otp_issues (
     otp_id text NOT NULL, number text NOT NULL, client_id text NOT NULL, ip text, at double precision NOT NULL);
@@ -66,10 +70,11 @@ def hit_caller_ip(conn: Any, client_id: str, ip: str, now: float) -> int | None:
     return wait_seconds(row["oldest"], CALLER_IP_WINDOW, now)
 
 
-ISSUES_ROWS = {"otp_issues": Table("otp_issues", (), (Ordered("by_number", ("number",), "at"),))}
+MODEL = ReadModel(tables={"otp_issues": Table("otp_issues", (), (Ordered("by_number", ("number",), "at"),))},
+                  ddl=ISSUES_DDL)
 
 
-def guard_issue(rows: Rows, e: Any) -> None:
+def guard_issue(rows: Rows, e: Otp.Issued) -> None:
     """Inside the append of an `Issued` event: refuse it when a window is full, then count it."""
     rows.guard("SELECT pg_advisory_xact_lock(hashtextextended('otp-number ' || %s, 0))", (e.to,))
     rows.delete_upto("otp_issues", "by_number", (e.to,), e.at - NUMBER_WINDOW)

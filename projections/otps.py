@@ -1,16 +1,13 @@
 """Read model of OTP codes for operators and counters: state and attempts, never the code.
 
-Owns `otps`, a followed projection (follower.py)."""
+Owns `otps`, a followed projection (`PROJECTION`, follower.py)."""
 from __future__ import annotations
-
-from typing import Any, Callable
 
 from sandesh.domain.otp import ACTIVE, EXPIRED, LOCKED, USED, Otp
 
+from .contract import Projection
 from .rows import Add, Rows, Table
 
-NAME = "otps"
-TABLES = ("otps",)
 DDL = """
 CREATE TABLE IF NOT EXISTS otps (
     id text PRIMARY KEY, client_id text NOT NULL, "to" text NOT NULL, purpose text NOT NULL, state text,
@@ -19,32 +16,33 @@ CREATE TABLE IF NOT EXISTS otps (
 CREATE INDEX IF NOT EXISTS otps_client ON otps (client_id, "to");
 """
 
-ROWS = {"otps": Table("otps", ("id",))}
-HANDLERS: dict[type, Callable[[Rows, Any], None]] = {}
+PROJECTION = Projection(name="otps", tables={"otps": Table("otps", ("id",))}, ddl=DDL)
 
 
-def _opened(rows: Rows, e: Any) -> None:
+@PROJECTION.on(Otp.Opened)
+def _opened(rows: Rows, e: Otp.Opened) -> None:
     rows.insert("otps", {"id": e.originator_id, "client_id": e.client_id, "to": e.to, "purpose": e.purpose})
 
 
-def _issued(rows: Rows, e: Any) -> None:
+@PROJECTION.on(Otp.Issued)
+def _issued(rows: Rows, e: Otp.Issued) -> None:
     rows.update("otps", (e.originator_id,), {"state": ACTIVE, "wrong_attempts": 0, "message_id": e.message_id,
                                              "issued_at": e.at, "expires_at": e.at + 300, "updated_at": e.at})
 
 
-def _attempt_failed(rows: Rows, e: Any) -> None:
+@PROJECTION.on(Otp.AttemptFailed)
+def _attempt_failed(rows: Rows, e: Otp.AttemptFailed) -> None:
     rows.update("otps", (e.originator_id,), {"wrong_attempts": Add(1), "updated_at": e.at})
 
 
-def _locked(rows: Rows, e: Any) -> None:
+@PROJECTION.on(Otp.Locked)
+def _locked(rows: Rows, e: Otp.Locked) -> None:
     rows.update("otps", (e.originator_id,), {"wrong_attempts": Add(1), "state": LOCKED, "updated_at": e.at})
 
 
-def _state(state: str) -> Callable[[Rows, Any], None]:
-    def handler(rows: Rows, e: Any) -> None:
-        rows.update("otps", (e.originator_id,), {"state": state, "updated_at": e.at})
-    return handler
+_STATE = {Otp.Verified: USED, Otp.Expired: EXPIRED}
 
 
-HANDLERS.update({Otp.Opened: _opened, Otp.Issued: _issued, Otp.AttemptFailed: _attempt_failed,
-                 Otp.Locked: _locked, Otp.Verified: _state(USED), Otp.Expired: _state(EXPIRED)})
+@PROJECTION.on(*_STATE)
+def _ended(rows: Rows, e: Otp.Verified | Otp.Expired) -> None:
+    rows.update("otps", (e.originator_id,), {"state": _STATE[type(e)], "updated_at": e.at})

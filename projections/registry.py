@@ -1,29 +1,29 @@
 """Inline read models of operator state: workspaces (with the balance ledger), clients, SIMs,
-the SMS switch, and the inline writer that composes every inline read model.  Written in the
-transaction that appends their events (projections/store.py), so a key rotation or a disable
-takes effect at once in every API process, and rebuilt from the log by `sandesh replay
-registry` with the very same handlers.
+the SMS switch; and `PROJECTION`, the inline projection that these tables and those of the other
+inline read models make together.  Written in the transaction that appends their events
+(projections/store.py), so a key rotation or a disable takes effect at once in every API
+process, and rebuilt from the log by `sandesh replay registry` with the very same handlers.
 
-Owns `workspaces`, `clients`, `sims`, `sms_switch`.  Other modules read these tables:
+Owns `workspaces`, `clients`, `sims`, `sms_switch` (`OWN`).  Other modules read these tables:
 request_rate.py (the caller: clients, workspaces, sms_switch) and sim_health.py (the pool and
 the route rule: sims).
 
-The inline registry (`HANDLERS`, `DDL`, `TABLES`, `inline_writer`) is these tables and those
-of the other inline read models, each written by its owner's handlers: dispatch.py
-(`dispatch_queue`, `sent_parts`, `awaiting_reports`), idempotency.py (`idempotency_keys`),
-inbound.py (`replies`), optouts.py (`opt_outs`), otp_limits.py
-(`otp_issues`), webhooks.py (`webhook_deliveries`).  An event several of them record is
-written here in a fixed order: an acceptance debits, keeps its key, then queues; a failure
-leaves the queue, then refunds.
+The projection's other tables are written by their owners' handlers: dispatch.py
+(`dispatch_queue`, `sent_parts`, `awaiting_reports`, `scheduled_sends`), idempotency.py
+(`idempotency_keys`), inbound.py (`replies`), optouts.py (`opt_outs`), otp_limits.py
+(`otp_issues`), webhooks.py (`webhook_deliveries`).  An event several of them record has its
+handler here, which writes them in a fixed order: an acceptance debits, keeps its key, then
+queues; a failure leaves the queue, then refunds.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from psycopg.types.json import Jsonb
 
 from . import channels, dispatch, idempotency, inbound, optouts, otp_limits, webhooks
-from .rows import Add, Old, Rows, SqlRows, Table
+from .contract import Projection, ReadModel
+from .rows import Add, Batching, Key, Old, Rows, Table
 
 from sandesh.domain.batch import Batch
 from sandesh.domain.client import Client
@@ -34,14 +34,6 @@ from sandesh.domain.clock import iso
 from sandesh.domain.pacing import PARTS_PER_WINDOW
 from sandesh.domain.sim import DEFAULT_MIN_CREDIT, PIN, SETTINGS as SIM_SETTINGS, Sim, SmsSwitch
 from sandesh.domain.workspace import Workspace
-
-NAME = "registry"
-OWN_TABLES = ("workspaces", "clients", "sims", "sms_switch")
-# Every inline table, in the order `sandesh replay registry` locks them (projections/replay.py).
-TABLES = ("workspaces", "clients", "sims", "sms_switch", "idempotency_keys", "otp_issues", "dispatch_queue",
-          "sent_parts", "replies", "awaiting_reports", "scheduled_sends", *webhooks.TABLES, *optouts.TABLES)
-assert sorted(TABLES) == sorted((*OWN_TABLES, *idempotency.TABLES, "otp_issues", *dispatch.TABLES, *inbound.TABLES,
-                                 *webhooks.TABLES, *optouts.TABLES))
 
 OWN_DDL = """
 CREATE TABLE IF NOT EXISTS workspaces (
@@ -76,30 +68,31 @@ ALTER TABLE sims ADD COLUMN IF NOT EXISTS manufacturer text, ADD COLUMN IF NOT E
 CREATE TABLE IF NOT EXISTS sms_switch (
     id text PRIMARY KEY, enabled boolean NOT NULL, reason text, updated_at double precision);
 """
-WORKING_COLUMNS = {**dispatch.WORKING_COLUMNS, **webhooks.WORKING_COLUMNS}
-RETAINED = webhooks.RETAINED
-DDL = OWN_DDL + idempotency.DDL + dispatch.DDL + inbound.DDL + otp_limits.ISSUES_DDL + webhooks.DDL + optouts.DDL
 
-ROWS: dict[str, Table] = {
-    "workspaces": Table("workspaces", ("id",)), "clients": Table("clients", ("id",)),
-    "sims": Table("sims", ("id",)), "sms_switch": Table("sms_switch", ("id",)),
-    **idempotency.ROWS, **otp_limits.ISSUES_ROWS, **dispatch.ROWS, **inbound.ROWS, **webhooks.ROWS, **optouts.ROWS}
-assert sorted(ROWS) == sorted(TABLES)
-
-Handler = Callable[[Rows, Any], None]
-HANDLERS: dict[type, Handler] = {}
+_ADD_TO_BALANCES = """
+WITH locked AS (SELECT id FROM workspaces WHERE id = ANY(%(ids)s) ORDER BY id FOR UPDATE)
+UPDATE workspaces w SET balance = w.balance + d.amount
+FROM unnest(%(ids)s::text[], %(amounts)s::bigint[]) AS d(id, amount)
+WHERE w.id = d.id AND w.id IN (SELECT id FROM locked)
+"""
 
 
-def handles(*event_classes: type) -> Callable[[Handler], Handler]:
-    def register(function: Handler) -> Handler:
-        for cls in event_classes:
-            HANDLERS[cls] = function
-        return function
-    return register
+def _add_to_balances(cur: Any, sums: dict[Key, dict[str, Any]]) -> None:
+    """The debits and refunds of one append, summed per workspace, in one statement that locks
+    the rows in id order (rows.py, `Batching`)."""
+    assert all(columns.keys() == {"balance"} for columns in sums.values())
+    ids = sorted(workspace_id for (workspace_id,) in sums)
+    cur.execute(_ADD_TO_BALANCES, {"ids": ids, "amounts": [sums[(i,)]["balance"] for i in ids]})
 
 
-@handles(Workspace.Created)
-def _workspace_created(rows: Rows, e: Any) -> None:
+OWN = ReadModel(tables={"workspaces": Table("workspaces", ("id",), batching=Batching(add_many=_add_to_balances)),
+                        "clients": Table("clients", ("id",)), "sims": Table("sims", ("id",)),
+                        "sms_switch": Table("sms_switch", ("id",))},
+                ddl=OWN_DDL)
+
+
+@OWN.on(Workspace.Created)
+def _workspace_created(rows: Rows, e: Workspace.Created) -> None:
     rows.insert("workspaces", {"id": e.originator_id, "name": e.name, "status": "pending", "rates": Jsonb(e.rates),
                                "types": Jsonb(e.types), "created_at": e.at, "updated_at": e.at})
 
@@ -107,28 +100,29 @@ def _workspace_created(rows: Rows, e: Any) -> None:
 _WORKSPACE_STATUS = {Workspace.Activated: "active", Workspace.Suspended: "suspended", Workspace.Reinstated: "active"}
 
 
-@handles(*_WORKSPACE_STATUS)
-def _workspace_status(rows: Rows, e: Any) -> None:
+@OWN.on(*_WORKSPACE_STATUS)
+def _workspace_status(rows: Rows,
+                      e: Workspace.Activated | Workspace.Suspended | Workspace.Reinstated) -> None:
     rows.update("workspaces", (e.originator_id,), {"status": _WORKSPACE_STATUS[type(e)], "updated_at": e.at})
 
 
-@handles(Workspace.Credited)
-def _workspace_credited(rows: Rows, e: Any) -> None:
+@OWN.on(Workspace.Credited)
+def _workspace_credited(rows: Rows, e: Workspace.Credited) -> None:
     rows.update("workspaces", (e.originator_id,), {"balance": Add(e.amount), "updated_at": e.at})
 
 
-@handles(Workspace.RatesSet)
-def _workspace_rates(rows: Rows, e: Any) -> None:
+@OWN.on(Workspace.RatesSet)
+def _workspace_rates(rows: Rows, e: Workspace.RatesSet) -> None:
     rows.update("workspaces", (e.originator_id,), {"rates": Jsonb(e.rates), "updated_at": e.at})
 
 
-@handles(Workspace.TypesSet)
-def _workspace_types(rows: Rows, e: Any) -> None:
+@OWN.on(Workspace.TypesSet)
+def _workspace_types(rows: Rows, e: Workspace.TypesSet) -> None:
     rows.update("workspaces", (e.originator_id,), {"types": Jsonb(e.types), "updated_at": e.at})
 
 
-@handles(Client.Created)
-def _client_created(rows: Rows, e: Any) -> None:
+@OWN.on(Client.Created)
+def _client_created(rows: Rows, e: Client.Created) -> None:
     rows.insert("clients", {
         "id": e.originator_id, "workspace_id": e.workspace_id, "brand": e.brand, "webhook_url": e.webhook_url,
         "rate_limit": e.rate_limit, "key_hash": e.key_hash, "key_prefix": e.key_prefix,
@@ -136,14 +130,14 @@ def _client_created(rows: Rows, e: Any) -> None:
         "updated_at": e.at})
 
 
-@handles(Client.KeyRotated)
-def _client_key_rotated(rows: Rows, e: Any) -> None:
+@OWN.on(Client.KeyRotated)
+def _client_key_rotated(rows: Rows, e: Client.KeyRotated) -> None:
     rows.update("clients", (e.originator_id,), {"key_hash": e.key_hash, "key_prefix": e.key_prefix,
                                                 "updated_at": e.at})
 
 
-@handles(Client.SecretRotated)
-def _client_secret_rotated(rows: Rows, e: Any) -> None:
+@OWN.on(Client.SecretRotated)
+def _client_secret_rotated(rows: Rows, e: Client.SecretRotated) -> None:
     keep_previous = e.grace_hours > 0
     rows.update("clients", (e.originator_id,), {
         "previous_secret_sealed": Old("secret_sealed") if keep_previous else None,
@@ -151,35 +145,35 @@ def _client_secret_rotated(rows: Rows, e: Any) -> None:
         "secret_sealed": e.secret_sealed, "secret_hash": e.secret_hash, "updated_at": e.at})
 
 
-@handles(Client.Disabled, Client.Enabled)
-def _client_enabled(rows: Rows, e: Any) -> None:
+@OWN.on(Client.Disabled, Client.Enabled)
+def _client_enabled(rows: Rows, e: Client.Disabled | Client.Enabled) -> None:
     rows.update("clients", (e.originator_id,), {"enabled": isinstance(e, Client.Enabled), "updated_at": e.at})
 
 
 _CLIENT_COLUMNS = {"brand": "brand", "webhook_url": "webhook_url", "rate_limit": "rate_limit"}
 
 
-@handles(Client.Updated)
-def _client_updated(rows: Rows, e: Any) -> None:
+@OWN.on(Client.Updated)
+def _client_updated(rows: Rows, e: Client.Updated) -> None:
     for field, value in e.changes.items():
         rows.update("clients", (e.originator_id,), {_CLIENT_COLUMNS[field]: value, "updated_at": e.at})
 
 
-@handles(Sim.Added)
-def _sim_added(rows: Rows, e: Any) -> None:
+@OWN.on(Sim.Added)
+def _sim_added(rows: Rows, e: Sim.Added) -> None:
     rows.insert("sims", {"id": e.originator_id, "name": e.name, "port": e.port, "baud": e.baud, "host": e.host,
                          "enabled": True, "created_at": e.at, "updated_at": e.at, "state_since": e.at,
                          "pin_refused": False})
 
 
-@handles(Sim.Disabled, Sim.Enabled)
-def _sim_enabled(rows: Rows, e: Any) -> None:
+@OWN.on(Sim.Disabled, Sim.Enabled)
+def _sim_enabled(rows: Rows, e: Sim.Disabled | Sim.Enabled) -> None:
     rows.update("sims", (e.originator_id,), {"enabled": isinstance(e, Sim.Enabled), "updated_at": e.at,
                                              "state_since": e.at})
 
 
-@handles(Sim.PortChanged)
-def _sim_port_changed(rows: Rows, e: Any) -> None:
+@OWN.on(Sim.PortChanged)
+def _sim_port_changed(rows: Rows, e: Sim.PortChanged) -> None:
     rows.update("sims", (e.originator_id,), {"port": e.port, "updated_at": e.at})
 
 
@@ -188,86 +182,71 @@ _DEVICE_COLUMNS = {"manufacturer": "manufacturer", "model": "model", "firmware":
                    "inbound": "inbound", "cnmi": "cnmi", "store": "message_store"}
 
 
-@handles(Sim.Updated)
-def _sim_updated(rows: Rows, e: Any) -> None:
+@OWN.on(Sim.Updated)
+def _sim_updated(rows: Rows, e: Sim.Updated) -> None:
     for field, value in e.changes.items():
         rows.update("sims", (e.originator_id,), {_SIM_COLUMNS[field]: value, "updated_at": e.at})
 
 
-@handles(Sim.Identified)
-def _sim_identified(rows: Rows, e: Any) -> None:
+@OWN.on(Sim.Identified)
+def _sim_identified(rows: Rows, e: Sim.Identified) -> None:
     rows.update("sims", (e.originator_id,), {"iccid": e.iccid, "imsi": e.imsi, "operator": of_imsi(e.imsi),
                                              "updated_at": e.at})
 
 
-@handles(Sim.DeviceLearned)
-def _sim_device_learned(rows: Rows, e: Any) -> None:
+@OWN.on(Sim.DeviceLearned)
+def _sim_device_learned(rows: Rows, e: Sim.DeviceLearned) -> None:
     rows.update("sims", (e.originator_id,), {column: e.device.get(name) for name, column in _DEVICE_COLUMNS.items()})
 
 
-@handles(Sim.PinSet)
-def _sim_pin_set(rows: Rows, e: Any) -> None:
+@OWN.on(Sim.PinSet)
+def _sim_pin_set(rows: Rows, e: Sim.PinSet) -> None:
     rows.update("sims", (e.originator_id,), {"pin_sealed": e.pin_sealed, "pin_refused": False, "updated_at": e.at})
 
 
-@handles(Sim.CreditChecked)
-def _sim_credit_checked(rows: Rows, e: Any) -> None:
+@OWN.on(Sim.CreditChecked)
+def _sim_credit_checked(rows: Rows, e: Sim.CreditChecked) -> None:
     rows.update("sims", (e.originator_id,), {"credit": e.amount, "credit_reply": e.reply, "credit_at": e.at})
 
 
-@handles(Sim.Quarantined)
-def _sim_quarantined(rows: Rows, e: Any) -> None:
+@OWN.on(Sim.Quarantined)
+def _sim_quarantined(rows: Rows, e: Sim.Quarantined) -> None:
     changes = {"quarantine": e.kind, "quarantine_reason": e.reason, "state_since": e.at, "updated_at": e.at}
     if e.kind == PIN:
         changes["pin_refused"] = True
     rows.update("sims", (e.originator_id,), changes)
 
 
-@handles(Sim.Recovered, Sim.Released)
-def _sim_back(rows: Rows, e: Any) -> None:
+@OWN.on(Sim.Recovered, Sim.Released)
+def _sim_back(rows: Rows, e: Sim.Recovered | Sim.Released) -> None:
     rows.update("sims", (e.originator_id,), {"quarantine": None, "quarantine_reason": None, "state_since": e.at,
                                              "updated_at": e.at})
 
 
-@handles(SmsSwitch.Disabled, SmsSwitch.Enabled)
-def _sms_switch(rows: Rows, e: Any) -> None:
+@OWN.on(SmsSwitch.Disabled, SmsSwitch.Enabled)
+def _sms_switch(rows: Rows, e: SmsSwitch.Disabled | SmsSwitch.Enabled) -> None:
     on = isinstance(e, SmsSwitch.Enabled)
     rows.insert("sms_switch", {"id": e.originator_id, "enabled": on, "reason": None if on else e.reason,
                                "updated_at": e.at}, on_conflict="update")
 
 
-_DEBIT_MANY = """
-WITH locked AS (SELECT id FROM workspaces WHERE id = ANY(%(ids)s) ORDER BY id FOR UPDATE)
-UPDATE workspaces w SET balance = w.balance - d.amount
-FROM unnest(%(ids)s::text[], %(amounts)s::bigint[]) AS d(id, amount)
-WHERE w.id = d.id AND w.id IN (SELECT id FROM locked)
-"""
-
-
-def _debit_many(rows: SqlRows, debits: dict[str, int]) -> None:
-    """Several workspaces' debits in one statement (live only: a group commit's); rows are
-    locked in id order, so two committers never wait on each other's rows in opposite orders."""
-    if len(debits) == 1:
-        [(workspace_id, amount)] = debits.items()
-        return _debit(rows, workspace_id, amount)
-    ids = sorted(debits)
-    rows.cur.execute(_DEBIT_MANY, {"ids": ids, "amounts": [debits[i] for i in ids]})
-
-
 def _debit(rows: Rows, workspace_id: str, amount: int) -> None:
-    """The charge at acceptance; the CHECK on the balance refuses it, and the whole append, when short."""
+    """The charge at acceptance (an append's charges and refunds are summed per workspace:
+    `_add_to_balances`); the CHECK on the balance refuses it, and the whole append, when short."""
     rows.update("workspaces", (workspace_id,), {"balance": Add(-amount)})
 
 
-@handles(Message.Accepted)
-def _message_accepted(rows: Rows, e: Any) -> None:
+# The events several inline read models record.
+
+@OWN.on(Message.Accepted)
+def _message_accepted(rows: Rows, e: Message.Accepted) -> None:
     _debit(rows, e.workspace_id, e.cost)
     idempotency.remember(rows, e)
     dispatch.enqueue(rows, e)
 
 
-@handles(Message.Failed, Message.Rejected, Message.Canceled)
-def _message_ended(rows: Rows, e: Any) -> None:
+@OWN.on(Message.Failed, Message.Rejected, Message.Canceled)
+def _message_ended(rows: Rows, e: Message.Failed | Message.Rejected | Message.Canceled) -> None:
     """Out of the queue; refunded when no segment was accepted by the network, and in full when
     canceled (docs/design.md, "Decisions: money")."""
     dispatch.dequeue(rows, e)
@@ -275,20 +254,14 @@ def _message_ended(rows: Rows, e: Any) -> None:
         rows.update("workspaces", (e.workspace_id,), {"balance": Add(e.refund)})
 
 
-@handles(Batch.Accepted)
-def _batch_accepted(rows: Rows, e: Any) -> None:
+@OWN.on(Batch.Accepted)
+def _batch_accepted(rows: Rows, e: Batch.Accepted) -> None:
     idempotency.remember_batch(rows, e)
 
 
-@handles(Otp.Issued)
-def _otp_issued(rows: Rows, e: Any) -> None:
+@OWN.on(Otp.Issued)
+def _otp_issued(rows: Rows, e: Otp.Issued) -> None:
     otp_limits.guard_issue(rows, e)
-
-
-# The other inline read models' events, each recorded by one of them alone.
-for _owner in (dispatch, inbound, webhooks, optouts):
-    assert not HANDLERS.keys() & _owner.HANDLERS.keys(), f"{_owner.__name__}: an event written here already"
-    HANDLERS.update(_owner.HANDLERS)
 
 
 NOTIFY_CALLER = f"NOTIFY {channels.CALLERS}, '{channels.CALLER}'"
@@ -302,51 +275,32 @@ def _changes_callers(e: Any) -> bool:
         isinstance(e, Workspace.Event) and not isinstance(e, Workspace.Credited))
 
 
-def inline_writer(events: list[Any]) -> Callable[[Any], None]:
-    """What the application hands to the recorder: write these events' rows on its cursor.
+def _notices(events: Sequence[Any]) -> list[str]:
+    """What an append of these events tells those who listen: the dispatchers (projections/
+    dispatch.py) of new work, one that may be an OTP or only sends that are not, and of a changed
+    SIM pool; the API processes' caller caches (projections/callers.py) of what to forget."""
+    notices = []
+    if any(isinstance(e, (Message.Requeued, Message.Released)) or
+           (isinstance(e, Message.Accepted) and e.message_type == "otp") for e in events):
+        notices.append(dispatch.NOTIFY_ANY_WORK)
+    elif any(isinstance(e, Message.Accepted) for e in events):
+        notices.append(dispatch.NOTIFY_WORK)
+    if any(isinstance(e, Sim.Event) for e in events):
+        notices += [dispatch.NOTIFY_POOL, NOTIFY_ROUTE]
+    if any(_changes_callers(e) for e in events):
+        notices.append(NOTIFY_CALLER)
+    return notices
 
-    A group commit's many acceptances debit each workspace once, by their sum, in one statement."""
-    relevant = [e for e in events if type(e) in HANDLERS]
 
-    accepted = [e for e in relevant if isinstance(e, Message.Accepted)]
-    together = len(accepted) >= dispatch.ENQUEUE_MANY_FROM and not any(
-        isinstance(e, Message.Released) for e in relevant)  # a batch send: the queue in one statement
+PROJECTION = Projection.composed(
+    "registry", (OWN, idempotency.MODEL, dispatch.MODEL, inbound.MODEL, otp_limits.MODEL, webhooks.MODEL, optouts.MODEL),
+    # the order `sandesh replay registry` locks them (projections/replay.py)
+    order=("workspaces", "clients", "sims", "sms_switch", "idempotency_keys", "otp_issues", "dispatch_queue",
+           "sent_parts", "replies", "awaiting_reports", "scheduled_sends", "webhook_deliveries", "opt_outs"),
+    inline=True, notices=_notices)
 
-    queueing = any(isinstance(e, Message.Released) or (isinstance(e, Message.Accepted) and getattr(e, "send_at", None) is None)
-                   for e in relevant)
-
-    def write(cur: Any) -> None:
-        rows = SqlRows(cur, ROWS)
-        debits: dict[str, int] = {}
-        if queueing:
-            cur.execute(dispatch.TURN_LOCK)
-        for event in relevant:
-            if isinstance(event, Message.Accepted):
-                debits[event.workspace_id] = debits.get(event.workspace_id, 0) + event.cost
-                idempotency.remember(rows, event)
-                if not together:
-                    dispatch.enqueue(rows, event)
-            else:
-                HANDLERS[type(event)](rows, event)
-        if together:
-            dispatch.enqueue_many(cur, accepted)
-        if debits:
-            _debit_many(rows, debits)
-        # Wake the dispatchers (projections/dispatch.py): new work (one that may be an OTP, or only
-        # sends that are not), or a changed SIM pool.
-        if any(isinstance(e, (Message.Requeued, Message.Released)) or
-               (isinstance(e, Message.Accepted) and e.message_type == "otp") for e in relevant):
-            cur.execute(dispatch.NOTIFY_ANY_WORK)
-        elif any(isinstance(e, Message.Accepted) for e in relevant):
-            cur.execute(dispatch.NOTIFY_WORK)
-        # ... and tell the API processes' caller caches what to forget (projections/callers.py).
-        if any(isinstance(e, Sim.Event) for e in relevant):
-            cur.execute(dispatch.NOTIFY_POOL)
-            cur.execute(NOTIFY_ROUTE)
-        if any(_changes_callers(e) for e in relevant):
-            cur.execute(NOTIFY_CALLER)
-
-    return write
+# What the application hands to the recorder (scripts/bootstrap.py): write an append's rows on its cursor.
+inline_writer: Callable[[Sequence[Any]], Callable[[Any], None]] = PROJECTION.inline_writer
 
 
 # Views for the operator command and the API (one place that turns rows into JSON).
@@ -386,7 +340,7 @@ def sim_view(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def fetch_one(conn: Any, table: str, key: str, value: str) -> dict[str, Any] | None:
-    assert table in OWN_TABLES and key in {"id", "name"}
+    assert table in OWN.tables and key in {"id", "name"}
     with conn.cursor() as cur:
         cur.execute(f"SELECT * FROM {table} WHERE {key} = %s", (value,))
         return cur.fetchone()

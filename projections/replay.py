@@ -4,8 +4,8 @@ One pass reads the log: each event is decoded once and handed to every projectio
 rebuilt, whose handlers run on rows in memory (rows.py, `MemoryRows`); each projection's
 tables are then made in a scratch schema and filled with COPY.  The swap catches up the events
 appended since with the same handlers on SQL (`SqlRows`) and moves the tables in, in one
-transaction that holds what the live writer holds: for followed projections the position row;
-for the inline registry the registry tables and then the events table lock (the order live
+transaction that holds what the live writer holds: for a followed projection its position row;
+for the inline one (the registry) its tables and then the events table lock (the order live
 appends take them), so no event is missed or applied twice while the API runs.
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ import queue
 import sys
 import threading
 import time
+from types import SimpleNamespace
 from typing import Any, Iterator
 
 import psycopg
@@ -23,25 +24,19 @@ from psycopg.types.json import Jsonb
 from sandesh.domain.topics import topics_of
 
 from . import follower, registry
+from .contract import Projection
 from .rows import MemoryRows, SqlRows
 from .runtime import Runtime
 
-NAMES = ("registry", *follower.FOLLOWED)
-
-
-class _Registry:
-    """The inline registry seen as a projection: its handlers, tables and DDL."""
-    NAME = registry.NAME
-    TABLES = registry.TABLES
-    DDL = registry.DDL
-    WORKING_COLUMNS = registry.WORKING_COLUMNS
-    RETAINED = registry.RETAINED
-    HANDLERS = registry.HANDLERS
-    ROWS = registry.ROWS
+PROJECTIONS: dict[str, Projection] = {registry.PROJECTION.name: registry.PROJECTION, **follower.FOLLOWED}
+NAMES = tuple(PROJECTIONS)
 
 
 def projection(name: str) -> Any:
-    return _Registry if name == registry.NAME else follower.FOLLOWED[name]
+    """The old shape, with `TABLES` and `WORKING_COLUMNS`, for callers not yet reading
+    `PROJECTIONS[name]` (tests/integration/test_projections.py, `all_read_models`)."""
+    found = PROJECTIONS[name]
+    return SimpleNamespace(NAME=found.name, TABLES=tuple(found.tables), WORKING_COLUMNS=found.working_columns)
 
 
 class Progress:
@@ -77,19 +72,18 @@ class Progress:
         sys.stderr.flush()
 
 
-def _apply_batch(runtime: Runtime, conn: Any, schema: str, view: Any, after: int,
+def _apply_batch(runtime: Runtime, conn: Any, schema: str, view: Projection, after: int,
                  upto: int | None = None) -> tuple[int, int]:
     """Apply the next batch of events after `after` (not past `upto`) into `schema` with SQL;
     returns (new position, count).  Used for the events appended after the one pass."""
-    batch = follower.read_batch(runtime, topics_of(view.HANDLERS), after, upto=upto)
+    batch = follower.read_batch(runtime, view.topics(), after, upto=upto)
     if not batch:
         return after, 0
     with conn.cursor() as cur:
         cur.execute(f'SET LOCAL search_path = "{schema}"')
-        rows = SqlRows(cur, view.ROWS)
+        rows = SqlRows(cur, view.tables)
         for notification in batch:
-            event = runtime.app.mapper.to_domain_event(notification)
-            view.HANDLERS[type(event)](rows, event)
+            view.apply(rows, runtime.app.mapper.to_domain_event(notification))
         cur.execute("SET LOCAL search_path = public")
     return batch[-1].id, len(batch)
 
@@ -140,15 +134,15 @@ def _read(runtime: Runtime, topics: list[str]) -> Iterator[list[Any]]:
                 thread.join(0.05)
 
 
-def _fold(runtime: Runtime, views: dict[str, Any], defaults: dict[str, dict[str, Any]],
+def _fold(runtime: Runtime, views: dict[str, Projection], defaults: dict[str, dict[str, Any]],
           progress: Progress) -> tuple[int, MemoryRows, dict[str, int]]:
     """Every event of the log, decoded once, through each view's handlers on rows in memory.
     Returns the position reached, the rows, and how many events each view handled."""
-    tables = {name: spec for view in views.values() for name, spec in view.ROWS.items()}
+    tables = {name: spec for view in views.values() for name, spec in view.tables.items()}
     memory = MemoryRows(tables, defaults)
-    handlers: dict[type, list[tuple[str, Any]]] = {}
+    handlers: dict[type, list[tuple[str, Any]]] = {}  # each view's handler of each class, looked up once
     for name, view in views.items():
-        for cls, handler in view.HANDLERS.items():
+        for cls, handler in view.handlers.items():
             handlers.setdefault(cls, []).append((name, handler))
     counts = dict.fromkeys(views, 0)
     to_event = runtime.app.mapper.to_domain_event
@@ -164,12 +158,12 @@ def _fold(runtime: Runtime, views: dict[str, Any], defaults: dict[str, dict[str,
     return position, memory, counts
 
 
-def _create(conn: Any, schema: str, view: Any) -> None:
+def _create(conn: Any, schema: str, view: Projection) -> None:
     conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     conn.execute(f'CREATE SCHEMA "{schema}"')
     with conn.transaction():
         conn.execute(f'SET LOCAL search_path = "{schema}"')
-        conn.execute(view.DDL)
+        conn.execute(view.ddl)
 
 
 def _columns(conn: Any, schema: str, table: str) -> list[dict[str, Any]]:
@@ -178,10 +172,10 @@ def _columns(conn: Any, schema: str, table: str) -> list[dict[str, Any]]:
                         (schema, table)).fetchall()
 
 
-def _defaults(conn: Any, schema: str, view: Any) -> dict[str, dict[str, Any]]:
+def _defaults(conn: Any, schema: str, view: Projection) -> dict[str, dict[str, Any]]:
     """Each table's column DEFAULTs, evaluated by the server, as the rows in memory start."""
     found = {}
-    for table in view.ROWS:
+    for table in view.tables:
         columns = _columns(conn, schema, table)
         given = [c for c in columns if c["column_default"] is not None]
         values = conn.execute("SELECT " + ", ".join(f'{c["column_default"]} AS "{c["column_name"]}"'
@@ -190,10 +184,10 @@ def _defaults(conn: Any, schema: str, view: Any) -> dict[str, dict[str, Any]]:
     return found
 
 
-def _load(conn: Any, schema: str, view: Any, memory: MemoryRows) -> int:
+def _load(conn: Any, schema: str, view: Projection, memory: MemoryRows) -> int:
     """COPY the view's rows from memory into its scratch tables; returns how many rows."""
     total = 0
-    for table in view.ROWS:
+    for table in view.tables:
         columns = _columns(conn, schema, table)
         names = [c["column_name"] for c in columns]
         json = [i for i, c in enumerate(columns) if c["data_type"] in ("jsonb", "json")]
@@ -207,7 +201,7 @@ def _load(conn: Any, schema: str, view: Any, memory: MemoryRows) -> int:
                 copy.write_row(values)
         total += len(memory.rows[table])
     with conn.cursor() as cur:
-        for table in view.ROWS:
+        for table in view.tables:
             cur.execute(f'ANALYZE "{schema}"."{table}"')
     return total
 
@@ -215,7 +209,7 @@ def _load(conn: Any, schema: str, view: Any, memory: MemoryRows) -> int:
 def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str]) -> dict[str, Any]:
     """Each named projection's tables made in schema `prefix + name` from the whole log, in one
     pass.  Returns the position reached and per view its events, rows and seconds."""
-    views = {name: projection(name) for name in names}
+    views = {name: PROJECTIONS[name] for name in names}
     defaults: dict[str, dict[str, Any]] = {}
     for name, view in views.items():
         _create(conn, f"{prefix}{name}", view)
@@ -242,7 +236,7 @@ def rebuild_all(runtime: Runtime, names: list[str]) -> dict[str, Any]:
         for name in names:
             began = time.monotonic()
             progress = Progress(f"{name} (swap)", 0)
-            position = _swap(runtime, conn, name, f"rebuild_{name}", projection(name), built["position"], progress)
+            position = _swap(runtime, conn, f"rebuild_{name}", PROJECTIONS[name], built["position"], progress)
             done = built["projections"][name]
             results[name] = {"events": done["events"] + progress.done, "rows": done["rows"],
                              "seconds": round(done["seconds"] + time.monotonic() - began, 3), "position": position}
@@ -269,28 +263,25 @@ def check(runtime: Runtime, names: list[str]) -> dict[str, Any]:
 
 def _check_one(runtime: Runtime, conn: Any, name: str, position: int) -> dict[str, Any]:
     """The live tables are read in one REPEATABLE READ snapshot, together with how far into the
-    log they are (the log's head for the inline registry, whose rows commit with their events;
-    the position row for a followed projection); the rebuilt tables are caught up to exactly
-    that point inside the same transaction and compared.  The live path is never blocked:
-    nothing is locked but the rows the snapshot reads."""
-    view = projection(name)
+    log they are (the log's head for an inline projection, whose rows commit with their events;
+    the position row for a followed one); the rebuilt tables are caught up to exactly that
+    point inside the same transaction and compared.  The live path is never blocked: nothing is
+    locked but the rows the snapshot reads."""
+    view = PROJECTIONS[name]
     schema = f"check_{name}"
-    if name != registry.NAME:  # a live follower behind the pass is moved on, by the step its worker takes
+    if not view.inline:  # a live follower behind the pass is moved on, by the step its worker takes
         while follower.read_position(conn, name) < position and follower.step(runtime, view):
             pass
     with conn.transaction(force_rollback=True):
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        upto = (_log_head(runtime, conn) if name == registry.NAME
-                else follower.read_position(conn, name))
+        upto = _log_head(runtime, conn) if view.inline else follower.read_position(conn, name)
         count = 1
         while count and position < upto:
             position, count = _apply_batch(runtime, conn, schema, view, position, upto=upto)
         now = runtime.clock.now()
-        working = getattr(view, "WORKING_COLUMNS", {})
-        retained = getattr(view, "RETAINED", {})
-        tables = {table: _compare(conn, schema, table, working.get(table, ()),
-                                  retained[table](now) if table in retained else "true")
-                  for table in view.TABLES}
+        tables = {table: _compare(conn, schema, table, view.working_columns.get(table, ()),
+                                  view.retained[table](now) if table in view.retained else "true")
+                  for table in view.tables}
     return {"position": upto, "tables": tables}
 
 
@@ -326,7 +317,7 @@ SWAP_ATTEMPTS = 30
 SWAP_LOCK_TIMEOUT = "200ms"  # below the server's deadlock_timeout (1 s): the swap is the one that yields
 
 
-def _swap(runtime: Runtime, conn: Any, name: str, schema: str, view: Any, position: int, progress: Progress) -> int:
+def _swap(runtime: Runtime, conn: Any, schema: str, view: Projection, position: int, progress: Progress) -> int:
     """Catch up, then catch up the rest under the live writer's locks and move the tables in.
 
     The events appended during the pass are applied first without any lock, so the locked
@@ -343,7 +334,7 @@ def _swap(runtime: Runtime, conn: Any, name: str, schema: str, view: Any, positi
         try:
             with conn.transaction():
                 conn.execute(f"SET LOCAL lock_timeout = '{SWAP_LOCK_TIMEOUT}'")
-                caught_up, applied = _swap_once(runtime, conn, name, schema, view, position)
+                caught_up, applied = _swap_once(runtime, conn, schema, view, position)
             progress.advance(applied)  # counted once it committed
             return caught_up
         except (psycopg.errors.DeadlockDetected, psycopg.errors.LockNotAvailable):
@@ -353,23 +344,23 @@ def _swap(runtime: Runtime, conn: Any, name: str, schema: str, view: Any, positi
     raise AssertionError("unreachable")
 
 
-def _swap_once(runtime: Runtime, conn: Any, name: str, schema: str, view: Any, position: int) -> tuple[int, int]:
-    if name == registry.NAME:
-        tables = ", ".join(f"public.{t}" for t in view.TABLES)
+def _swap_once(runtime: Runtime, conn: Any, schema: str, view: Projection, position: int) -> tuple[int, int]:
+    if view.inline:
+        tables = ", ".join(f"public.{t}" for t in view.tables)
         conn.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")
         conn.execute(f"LOCK TABLE public.{runtime.app.recorder.events_table_name} IN EXCLUSIVE MODE")
     else:
-        follower.lock_position(conn, name)
+        follower.lock_position(conn, view.name)
     count, applied = 1, 0
     while count:  # the events appended since, under the lock
         position, count = _apply_batch(runtime, conn, schema, view, position)
         applied += count
-    for table in view.TABLES:
+    for table in view.tables:
         conn.execute(f"DROP TABLE IF EXISTS public.{table}")
         conn.execute(f'ALTER TABLE "{schema}".{table} SET SCHEMA public')
-    if name != registry.NAME:
-        follower.set_position(conn, name, position)
-    else:  # the API processes' caller caches read these tables (projections/callers.py)
+    if not view.inline:
+        follower.set_position(conn, view.name, position)
+    else:  # the registry: the API processes' caller caches read its tables (projections/callers.py)
         conn.execute(registry.NOTIFY_CALLER)
         conn.execute(registry.NOTIFY_ROUTE)
     conn.execute(f'DROP SCHEMA "{schema}"')

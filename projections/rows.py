@@ -9,7 +9,8 @@ no statement per event, which is what lets a replay run at the speed it reads th
 (docs/design.md, "One handler, two executors").
 
 Both executors see the same operations, so a projection has one definition; `sandesh replay
---check` compares what the two made.
+--check` compares what the two made.  Their variants only group operations: `BatchedSqlRows`
+(a follower's batch) and `AppendRows` (the events of one append, per each table's `Batching`).
 """
 from __future__ import annotations
 
@@ -61,16 +62,30 @@ class Ordered:
     where: Callable[[dict[str, Any]], bool] | None = None
 
 
+Key = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Batching:
+    """How one append writes a table that several of its events touch (`AppendRows`; the other
+    executors ignore it).  `lock`: a statement the append runs first when it inserts into the
+    table.  `insert_many(cur, rows)`: the table's plain inserts wait, in order, and from
+    `many_from` of them on go as this one statement.  `add_many(cur, sums)`: updates that only
+    add (`Add`) are summed per row and written last, several rows in one statement."""
+    lock: str | None = None
+    insert_many: Callable[[Any, list[dict[str, Any]]], None] | None = None
+    many_from: int = 2
+    add_many: Callable[[Any, dict[Key, dict[str, Any]]], None] | None = None
+
+
 @dataclass(frozen=True)
 class Table:
     """A table as the executors need it: its primary key (none: rows are only inserted and
-    deleted by range) and the memory indexes its operations use."""
+    deleted by range), the memory indexes its operations use, and how an append batches them."""
     name: str
     key: tuple[str, ...]
     ordered: tuple[Ordered, ...] = ()
-
-
-Key = tuple[Any, ...]
+    batching: Batching = Batching()
 
 
 class Rows(Protocol):
@@ -243,6 +258,98 @@ class BatchedSqlRows(SqlRows):
         sums, self._sums = self._sums, {}
         for (table, _), row in sums.items():
             super().insert(table, row, on_conflict="update")
+
+
+class _Held:
+    """A cursor that keeps the statements given to it, for `AppendRows` to pass on at its end."""
+
+    def __init__(self) -> None:
+        self.statements: list[tuple[Any, Any]] = []
+
+    def execute(self, query: Any, params: Any = None) -> None:
+        self.statements.append((query, params))
+
+
+class AppendRows(SqlRows):
+    """SqlRows for the events of one append, on its StatementBuffer (projections/store.py), which
+    records statements and never reads.  Each table's `Batching` applies: its lock is taken
+    first; its waiting inserts go out before any operation that may see them (another on that
+    table, a guard) or at `finish`; its summed additions are written at `finish`, last, so that
+    the rows they lock (balances) are held for the shortest time and, several at once, locked in
+    key order: two appends never wait on each other's rows in opposite orders.  No handler of an
+    inline table reads a summed column.  The statements reach `cur` at `finish`."""
+
+    def __init__(self, cur: Any, tables: dict[str, Table]):
+        super().__init__(_Held(), tables)
+        self._target = cur
+        self._locks: list[str] = []
+        self._waiting: dict[str, list[dict[str, Any]]] = {}
+        self._sums: dict[str, dict[Key, dict[str, Any]]] = {}
+
+    def insert(self, table: str, row: dict[str, Any], *, on_conflict: str | None = None) -> None:
+        batching = self.tables[table].batching
+        if batching.lock is not None and batching.lock not in self._locks:
+            self._locks.append(batching.lock)
+        if batching.insert_many is not None and on_conflict is None:
+            self._waiting.setdefault(table, []).append(row)
+            return
+        self._flush(table)
+        super().insert(table, row, on_conflict=on_conflict)
+
+    def update(self, table: str, key: Key, changes: dict[str, Any]) -> None:
+        if self.tables[table].batching.add_many is not None and all(type(v) is Add for v in changes.values()):
+            row = self._sums.setdefault(table, {}).setdefault(key, {})
+            for column, value in changes.items():
+                row[column] = row.get(column, 0) + value.amount
+            return
+        self._flush(table)
+        super().update(table, key, changes)
+
+    def delete(self, table: str, key: Key, *, older: tuple[str, Any] | None = None) -> None:
+        self._flush(table)
+        super().delete(table, key, older=older)
+
+    def delete_upto(self, table: str, index: str, group: Key, bound: Any) -> None:
+        self._flush(table)
+        super().delete_upto(table, index, group, bound)
+
+    def get(self, table: str, key: Key, column: str) -> Any:
+        raise TypeError("an append's inline writer only writes: it reads nothing back")
+
+    def guard(self, sql: str, params: Iterable[Any] = ()) -> None:
+        for table in list(self._waiting):
+            self._flush(table)
+        super().guard(sql, params)
+
+    def finish(self) -> None:
+        for table in list(self._waiting):
+            self._flush(table)
+        sums, self._sums = self._sums, {}
+        for table, rows in sums.items():
+            if len(rows) == 1:
+                [(key, amounts)] = rows.items()
+                super().update(table, key, {column: Add(n) for column, n in amounts.items()})
+            else:
+                add_many = self.tables[table].batching.add_many
+                assert add_many is not None
+                add_many(self.cur, rows)
+        held, self.cur.statements = self.cur.statements, []
+        for lock in self._locks:
+            self._target.execute(lock)
+        for query, params in held:
+            self._target.execute(query, params)
+
+    def _flush(self, table: str) -> None:
+        rows = self._waiting.pop(table, None)
+        if not rows:
+            return
+        batching = self.tables[table].batching
+        if len(rows) >= batching.many_from:
+            assert batching.insert_many is not None
+            batching.insert_many(self.cur, rows)
+        else:
+            for row in rows:
+                super().insert(table, row)
 
 
 @dataclass

@@ -4,7 +4,7 @@ Written inline with the deliveries' events, so the sender finds due deliveries w
 and several senders lease them with SKIP LOCKED.  Rows older than 7 days are forgotten
 (`purge`); the log keeps their events.
 
-Owns `webhook_deliveries`: its handlers are composed into registry.py's inline writer.
+Owns `webhook_deliveries` (`MODEL`), part of registry.py's inline projection.
 """
 from __future__ import annotations
 
@@ -15,11 +15,8 @@ import orjson
 from sandesh.domain.clock import iso
 from sandesh.domain.webhook import HISTORY, WebhookDelivery
 
+from .contract import ReadModel
 from .rows import JsonAppend, Rows, Table
-
-TABLES = ("webhook_deliveries",)
-# Written by the sender's lease, not by events: `sandesh replay --check` leaves it out.
-WORKING_COLUMNS = {"webhook_deliveries": ("leased_until",)}
 
 
 def retained(now: float) -> str:
@@ -27,7 +24,6 @@ def retained(now: float) -> str:
     return f"created_at >= {float(now - HISTORY)!r}"
 
 
-RETAINED = {"webhook_deliveries": retained}
 DDL = """
 CREATE TABLE IF NOT EXISTS webhook_deliveries (
     id text PRIMARY KEY, client_id text NOT NULL, event_type text NOT NULL, subject text NOT NULL,
@@ -41,25 +37,29 @@ CREATE INDEX IF NOT EXISTS webhook_deliveries_client_due ON webhook_deliveries (
 """
 
 
-ROWS = {"webhook_deliveries": Table("webhook_deliveries", ("id",))}
+MODEL = ReadModel(
+    tables={"webhook_deliveries": Table("webhook_deliveries", ("id",))}, ddl=DDL,
+    # Written by the sender's lease, not by events: `sandesh replay --check` leaves it out.
+    working_columns={"webhook_deliveries": ("leased_until",)},
+    retained={"webhook_deliveries": retained})
 
 
-def _created(rows: Rows, e: Any) -> None:
+@MODEL.on(WebhookDelivery.Created)
+def _created(rows: Rows, e: WebhookDelivery.Created) -> None:
     rows.insert("webhook_deliveries", {
         "id": e.originator_id, "client_id": e.client_id, "event_type": e.event_type, "subject": e.subject,
         "status": e.status, "redelivery_of": e.redelivery_of, "state": "attempting", "next_at": e.at,
         "created_at": e.at, "updated_at": e.at}, on_conflict="nothing")
 
 
-def _attempted(rows: Rows, e: Any) -> None:
+@MODEL.on(WebhookDelivery.Attempted)
+def _attempted(rows: Rows, e: WebhookDelivery.Attempted) -> None:
     attempt = {"attempt": e.attempt, "at": iso(e.at), "statusCode": e.status_code, "error": e.error,
                "durationMs": round(e.duration * 1000)}
     rows.update("webhook_deliveries", (e.originator_id,), {
         "state": e.state, "attempts": e.attempt, "next_at": e.next_at, "leased_until": None,
         "history": JsonAppend([attempt]), "updated_at": e.at})
 
-
-HANDLERS = {WebhookDelivery.Created: _created, WebhookDelivery.Attempted: _attempted}
 
 # The oldest due deliveries, a bounded window of them, ranked by each client's room.
 LEASE = """
