@@ -12,12 +12,12 @@ what is due next.
 """
 from __future__ import annotations
 
-import collections
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, NamedTuple, Optional
+from typing import Any, Optional
 
 import orjson
 import requests
@@ -36,6 +36,8 @@ from sandesh.projections.group_commit import GroupCommit
 from sandesh.projections.runtime import Runtime
 
 from . import webhook_guard
+from .webhook_schedule import LEASE, PER_CLIENT, SLOW_THREADS, Leased, WebhookSchedule
+from .webhook_schedule import SLOW  # noqa: F401  (the tests read it here)
 
 STEP_EVERY = 0.05  # seconds: while appends keep coming, the log is followed this often, not at each
 
@@ -43,12 +45,7 @@ log = logging.getLogger("sandesh.worker.webhooks")
 
 POSITION = "webhooks"
 TOPICS = topics_of(SOURCES)
-CONCURRENCY = 16
-PER_CLIENT = 8    # attempts of one client at once: a receiver that hangs holds at most this many threads
-SLOW = 0.5        # an attempt running longer gives up its place, keeping its thread (docs/design.md, "Webhook sender")
-SLOW_THREADS = 48  # threads beyond the places, for such attempts: the shares of 6 receivers that hang
-LEASE = 60.0      # longer than an attempt (10 s) and its recording
-AHEAD = 2         # leased at most: places (and per client, its share) times this; the rest wait behind
+CONCURRENCY = 16  # places: attempts that run at once, slow ones aside (docs/design.md, "Webhook sender")
 PURGE_EVERY = 60.0
 
 # GET /metrics (docs/design.md, "Metrics"): each attempt by the delivery's state after it.
@@ -66,20 +63,14 @@ class WebhookSender:
         self.http = http or webhook_guard.session(settings.webhook_allow_private, settings.requests_ca_bundle,
                                                   concurrency + SLOW_THREADS)
         self.concurrency = concurrency
-        self.per_client = per_client or min(PER_CLIENT, concurrency)
-        # Beyond the places: threads for slow attempts (SLOW_THREADS), and one more, since the
-        # thread that ends an attempt leases the next ones itself, and the attempt it has just
-        # started must not wait for that lease (_refill).
+        self.schedule = WebhookSchedule(concurrency, per_client or min(PER_CLIENT, concurrency))
+        # Beyond the places: threads for slow attempts, and one more, since the thread that ends
+        # an attempt leases the next ones itself, and the attempt it has just started must not
+        # wait for that lease (docs/design.md, "Webhook sender").
         self.pool = ThreadPoolExecutor(concurrency + SLOW_THREADS + 1, thread_name_prefix="webhook")
-        self.in_flight: dict[str, str] = {}  # delivery id -> its client: attempts given to a thread
-        self.started: dict[str, float] = {}  # delivery id -> when it was given to a thread (monotonic)
-        # Leased ahead, waiting for a place (AHEAD; docs/design.md, "Webhook sender").
-        self.ready: collections.deque[_Leased] = collections.deque()
         self.futures: dict[str, Future[None]] = {}  # delivery id -> its attempt, started or waiting for a thread
-        self.lock = threading.Lock()
-        self.leasing = threading.Lock()  # one lease at a time (dispatch)
-        self.closing = False
-        self.refill_wanted = False
+        self.lock = threading.Lock()  # every call into the schedule holds it
+        self.turn_ended = threading.Condition(self.lock)  # the loop and `close` wait here for a lease to end
         self.wake: threading.Timer | None = None  # starts waiting deliveries when a running attempt turns slow
         self.purged_at = 0.0
         self.targets = _Targets(runtime)
@@ -87,6 +78,20 @@ class WebhookSender:
         self.commits = GroupCommit(self.app.append_events)  # the attempts of all threads, appended together
         for outcome in OUTCOMES:  # each series exists from the start, at 0
             DELIVERIES.labels(outcome)
+
+    @property
+    def per_client(self) -> int:
+        return self.schedule.per_client
+
+    @property
+    def in_flight(self) -> dict[str, str]:
+        """Delivery id -> its client, for each attempt given to a thread."""
+        return dict(self.schedule.running)
+
+    @property
+    def ready(self) -> Sequence[Leased]:
+        """The deliveries leased ahead, waiting for a place, oldest lease first."""
+        return self.schedule.waiting
 
     # Following the log
     def follow(self, limit: int = 500) -> int:
@@ -123,115 +128,85 @@ class WebhookSender:
 
     # Attempts
     def dispatch(self) -> int:
-        """Lease due deliveries for the free threads and as many again to wait behind them, at
-        most `per_client` running and as many waiting for any one client, and start what has a
-        place.  One lease at a time per sender (the loop's and those of threads ending an
-        attempt), so no place is leased twice.  Returns how many were leased."""
-        with self.leasing:
+        """Once no other lease runs, lease due deliveries for the free places and as many again
+        to wait behind them, and start those that have a place.  Returns how many were leased."""
+        with self.lock:
+            while self.schedule.leasing:
+                self.turn_ended.wait()
+            if not self.schedule.take_turn():
+                return 0
+        try:
             return self._lease_and_start()
+        finally:
+            self._end_turn(again=False)
+
+    def _refill(self) -> None:
+        """A thread that ended an attempt starts the next waiting one at once, then leases more,
+        rather than wait for the loop to wake on its commit's notification (docs/design.md,
+        "Webhook sender").  The loop stays the backstop, and an error here (the database is
+        away) is the loop's to report."""
+        self._start_ready()
+        with self.lock:
+            leasing = self.schedule.ask_turn()
+        while leasing:
+            again = False
+            try:
+                self._lease_and_start()
+                again = True
+            except Exception:
+                log.debug("lease after an attempt failed; the loop leases again", exc_info=True)
+            finally:
+                leasing = self._end_turn(again)
+
+    def _end_turn(self, again: bool) -> bool:
+        with self.lock:
+            leasing = self.schedule.end_turn(again)
+            if not leasing:
+                self.turn_ended.notify_all()
+            return leasing
 
     def _lease_and_start(self) -> int:
-        if self.closing:
-            return 0
         with self.lock:
-            free = AHEAD * self.concurrency - self._places_taken(time.monotonic()) - len(self.ready)
-            held = collections.Counter(self.in_flight.values())
-            held.update(leased.client_id for leased in self.ready)
+            room = self.schedule.room(time.monotonic())
         due: list[tuple[str, str]] = []
-        if free > 0:
+        if room.deliveries > 0:
             now = self.clock.now()
             with self.runtime.connection() as conn:
-                due = webhooks.lease_due(conn, now, free, LEASE, dict(held), AHEAD * self.per_client)
+                due = webhooks.lease_due(conn, now, room.deliveries, LEASE, room.held, room.per_client)
             try:
                 loaded = self.app.deliveries([delivery_id for delivery_id, _ in due]) if due else {}
             except Exception:  # each attempt then reads its own, and reports what fails
                 loaded = {}
             with self.lock:
-                self.ready.extend(_Leased(delivery_id, client_id, loaded.get(delivery_id), now)
-                                  for delivery_id, client_id in due)
+                self.schedule.leased([(delivery_id, client_id, loaded.get(delivery_id))
+                                      for delivery_id, client_id in due], now)
         self._start_ready()
         return len(due)
 
     def _start_ready(self) -> None:
-        """Give leased deliveries to the threads, oldest lease first, while a place is free and
-        their client has fewer than `per_client` running.  Under the lock that `close` takes to
-        stop, so a delivery is either started here or handed back there, never lost between.
-
-        One that has waited so long that its attempt might not end inside its lease (receivers
-        slower than 10 s in all, which the per-read timeout allows) is not started: once its
-        lease ends, another sender may lease it and attempt it at the same time.  If the lease
-        is still surely ours it is handed back, to be due again at once; otherwise it is left.
-
-        An attempt that has run for SLOW seconds no longer takes a place (`_places_taken`): a
-        receiver that hangs holds its share of threads, not the other receivers' places.  While
-        the places are full and deliveries wait, a timer starts them when the next running
-        attempt turns slow, if none has ended by then."""
-        stale: list[str] = []
+        """Give the threads what the schedule starts, under the lock that `close` takes to stop,
+        so a delivery is either started here or handed back there, never lost between."""
         with self.lock:
-            if self.closing or not self.ready:
+            if not self.schedule.waiting:
                 return
-            now, started = self.clock.now(), time.monotonic()
-            running = collections.Counter(self.in_flight.values())
-            taken = self._places_taken(started)
-            waiting: collections.deque[_Leased] = collections.deque()
-            for leased in self.ready:
-                if leased.at + LEASE - 2 * TIMEOUT < now:
-                    if leased.at + LEASE - TIMEOUT > now:
-                        stale.append(leased.delivery_id)
-                elif taken >= self.concurrency or running[leased.client_id] >= self.per_client:
-                    waiting.append(leased)
-                else:
-                    running[leased.client_id] += 1
-                    taken += 1
-                    self.in_flight[leased.delivery_id] = leased.client_id
-                    self.started[leased.delivery_id] = started
-                    future = self.futures[leased.delivery_id] = self.pool.submit(
-                        self._attempt_in_pool, leased.delivery_id, leased.delivery)
-                    future.add_done_callback(
-                        lambda f, key=leased.delivery_id: None if f.cancelled() else self.futures.pop(key, None))
-            self.ready = waiting
-            if waiting and taken >= self.concurrency and self.wake is None:
-                fresh = [at for at in self.started.values() if at >= started - SLOW]
-                if fresh:
-                    self.wake = threading.Timer(min(fresh) + SLOW - started, self._woken)
-                    self.wake.daemon = True
-                    self.wake.start()
-        if stale:
-            self._hand_back(stale)
+            starts = self.schedule.start(self.clock.now(), time.monotonic())
+            for leased in starts.attempts:
+                future = self.futures[leased.delivery_id] = self.pool.submit(
+                    self._attempt_in_pool, leased.delivery_id, leased.delivery)
+                future.add_done_callback(
+                    lambda f, key=leased.delivery_id: None if f.cancelled() else self.futures.pop(key, None))
+            if starts.wake_in is not None:
+                self.wake = threading.Timer(starts.wake_in, self._woken)
+                self.wake.daemon = True
+                self.wake.start()
+        if starts.hand_back:
+            self._hand_back(starts.hand_back)
 
     def _woken(self) -> None:
         with self.lock:
+            self.schedule.woken()
             self.wake = None
         self._start_ready()
-
-    def _places_taken(self, now: float) -> int:
-        """Attempts that take a place at `now` (monotonic): those given to a thread, less those
-        running for SLOW seconds, as far as the threads beyond the places (SLOW_THREADS) hold
-        them.  Under `lock`."""
-        slow = sum(1 for at in self.started.values() if at < now - SLOW)
-        return len(self.in_flight) - min(slow, SLOW_THREADS)
-
-    def _refill(self) -> None:
-        """A thread that ended an attempt starts the next leased one at once, then leases more,
-        rather than waiting for the loop to wake on the commit's notification (docs/design.md,
-        "Webhook sender").  If another thread is leasing, the flag makes that thread lease once
-        more when it is done, so a freed place is never left for the loop to notice.  One lease
-        runs at a time, so the pool's one thread beyond the places always lets the attempts
-        given to it start while this thread leases.  The loop stays the backstop, and an error
-        here (the database is away) is the loop's to report."""
-        self._start_ready()
-        self.refill_wanted = True  # before trying the lock; the holder reads it after releasing
-        while self.refill_wanted and not self.closing:
-            if not self.leasing.acquire(blocking=False):
-                return
-            try:
-                self.refill_wanted = False
-                self._lease_and_start()
-            except Exception:
-                log.debug("lease after an attempt failed; the loop leases again", exc_info=True)
-                return
-            finally:
-                self.leasing.release()
 
     def _attempt_in_pool(self, delivery_id: str, delivery: WebhookDelivery | None = None) -> None:
         try:
@@ -240,8 +215,7 @@ class WebhookSender:
             log.exception("attempt of %s failed to run; it is retried when its lease ends", delivery_id)
         finally:
             with self.lock:
-                self.in_flight.pop(delivery_id, None)
-                self.started.pop(delivery_id, None)
+                self.schedule.ended(delivery_id)
         self._refill()
 
     def attempt(self, delivery_id: str, delivery: WebhookDelivery | None = None, wait: bool = True) -> str:
@@ -349,12 +323,12 @@ class WebhookSender:
         leases of attempts that never started, so that the next sender need not wait them out,
         and record the attempts that ended: a receiver that got its POST does not get it again
         after a clean stop."""
-        with self.leasing, self.lock:
-            self.closing = True
+        with self.lock:
+            while self.schedule.leasing:
+                self.turn_ended.wait()
+            leased_ahead = self.schedule.close()
             if self.wake is not None:
                 self.wake.cancel()
-            leased_ahead = [leased.delivery_id for leased in self.ready]
-            self.ready.clear()
         self.pool.shutdown(wait=wait, cancel_futures=True)
         never_started = leased_ahead + [delivery_id for delivery_id, future in list(self.futures.items())
                                         if future.cancelled()]
@@ -376,14 +350,6 @@ class WebhookSender:
 
 
 Target = tuple[str, str, Optional[str], float]  # URL, secret, previous secret, the previous one's end
-
-
-class _Leased(NamedTuple):
-    """A delivery leased ahead, waiting for a place: read with its lease, leased `at` (service clock)."""
-    delivery_id: str
-    client_id: str
-    delivery: WebhookDelivery | None
-    at: float
 
 
 class _Targets(channels.Remembered):
