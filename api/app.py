@@ -156,10 +156,10 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     app.add_route("/v1/sms/otp/verify", OtpVerify(sandesh, blocking, commit, trusted_proxies))
     app.add_route("/v1/health", Health())
     app.add_route("/v1/openapi.json", OpenApi())
-    app.add_route("/v1/ready", Ready(connection, sandesh.clock, health, sandesh.recorder.events_table_name,
+    app.add_route("/v1/ready", Ready(connection, sandesh.clock, health, sandesh.log.recorder.events_table_name,
                                      route_window, blocking))
     app.add_route("/metrics", Metrics(DatabaseState(connection, sandesh.clock, health,
-                                                    sandesh.recorder.events_table_name, route_window), blocking))
+                                                    sandesh.log.recorder.events_table_name, route_window), blocking))
     app.add_error_handler(Exception, _errors(health))
     app.add_error_handler(falcon.HTTPError, _http_error)
     app.add_error_handler(ApiError, _api_error)

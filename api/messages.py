@@ -30,7 +30,7 @@ class MessageStatus:
         if row is not None:
             return messages.view(row)
         # Not projected yet: the log is the truth, and a 202 means the message is in it.
-        message = self.app.message(message_id)
+        message = self.app.history.message(message_id)
         if message is None or message.client_id != client_id:
             raise ApiError("not_found", "No message with this id.")
         return messages.from_aggregate(message)
@@ -49,5 +49,5 @@ class CancelMessage:
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, message_id: str) -> None:
         _check_id(message_id)
-        steps = self.app.cancel_message_steps(req.context.caller.client_id, message_id)
+        steps = self.app.sending.cancel_message_steps(req.context.caller.client_id, message_id)
         resp.media = messages.from_aggregate(await drive(steps, self.blocking, self.commit))

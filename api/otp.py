@@ -33,7 +33,7 @@ class _OtpResource:
 class OtpSend(_OtpResource):
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         request = parsed(sending.parse_otp_send, await json_object(req))
-        steps = self.app.send_otp_steps(req.context.caller, request, self.calling_ip(req))
+        steps = self.app.otp.send_otp_steps(req.context.caller, request, self.calling_ip(req))
         sent = await drive(steps, self.blocking, self.commit)
         resp.status = falcon.HTTP_202
         resp.media = {"success": True, "messageId": sent.message.id, "expiresAt": iso(sent.otp.expires_at)}
@@ -42,7 +42,7 @@ class OtpSend(_OtpResource):
 class OtpVerify(_OtpResource):
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         request = parsed(sending.parse_otp_verify, await json_object(req))
-        steps = self.app.verify_otp_steps(req.context.caller, request, self.calling_ip(req))
+        steps = self.app.otp.verify_otp_steps(req.context.caller, request, self.calling_ip(req))
         outcome = await drive(steps, self.blocking, self.commit)
         body: dict[str, Any] = {"success": True, "verified": outcome.verified}
         if not outcome.verified:

@@ -1,6 +1,6 @@
 """POST /v1/sms/send and POST /v1/sms/send/batch (docs/api.md, "POST /v1/sms/send", "Batch
 sends"; the checks in the order of docs/api.md, "Order of checks"): parse the body and the
-Idempotency-Key header, call the use case (Sandesh.send_sms, Sandesh.send_batch), render its 202."""
+Idempotency-Key header, call the use case (domain/usecases/sending.py), render its 202 (answers.py)."""
 from __future__ import annotations
 
 from typing import Any
@@ -9,11 +9,15 @@ import falcon
 import falcon.asgi
 
 from sandesh.domain import sending
-from sandesh.domain.application import Sandesh, Sent
+import orjson
+
+from sandesh.domain.application import Sandesh
+from sandesh.domain.usecases.sending import Accepted, BatchAccepted, Replayed
 from sandesh.domain.batch import MAX_ITEMS
 
 from .body import json_object, parsed
-from .errors import ApiError, detail, invalid, item_error
+from .answers import accepted as accepted_body, batch_answer
+from .errors import ApiError, detail, invalid
 from .waiting import Blocking, Commit, drive
 
 MAX_IDEMPOTENCY_KEY = 255
@@ -29,12 +33,16 @@ def idempotency_key(req: falcon.asgi.Request) -> str | None:
     return key
 
 
-def accepted(resp: falcon.asgi.Response, sent: Sent) -> None:
+def accepted(resp: falcon.asgi.Response, sent: Accepted | BatchAccepted | Replayed) -> None:
     resp.status = falcon.HTTP_202
     resp.content_type = falcon.MEDIA_JSON
-    resp.data = sent.body
-    if sent.replayed:
+    if isinstance(sent, Replayed):
+        resp.data = sent.response.encode()
         resp.set_header("Idempotent-Replayed", "true")
+    elif isinstance(sent, Accepted):
+        resp.data = orjson.dumps(accepted_body(sent.message))
+    else:
+        resp.data = batch_answer(sent.results).encode()
 
 
 class Send:
@@ -47,7 +55,7 @@ class Send:
         now = self.app.clock.now()
         request = parsed(lambda b: sending.parse_send(b, now), body)
         key = idempotency_key(req)
-        steps = self.app.send_sms_steps(req.context.caller, request, key,
+        steps = self.app.sending.send_sms_steps(req.context.caller, request, key,
                                         sending.request_hash(body) if key is not None else None)
         accepted(resp, await drive(steps, self.blocking, self.commit))
 
@@ -73,7 +81,7 @@ class SendBatch:
             requests.append(request if request is not None else
                             [sending.Problem(["messages", index, *p.path], p.message, p.code) for p in problems])
         key = idempotency_key(req)
-        steps = self.app.send_batch_steps(req.context.caller, requests, item_error, key,
+        steps = self.app.sending.send_batch_steps(req.context.caller, requests, key,
                                           sending.request_hash(body) if key is not None else None)
         accepted(resp, await drive(steps, self.blocking, self.commit))
 

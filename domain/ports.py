@@ -54,6 +54,14 @@ class OtpWindows(Protocol):
     def retry_after_ip(self, client_id: str, ip: str, now: float) -> int: ...
 
 
+class Sealer(Protocol):
+    """Seals small secrets at rest (webhook secrets, SIM PINs) under the server's key."""
+
+    def seal(self, plaintext: str) -> str: ...
+
+    def open(self, sealed: str) -> str: ...
+
+
 class Texts(Protocol):
     """Message and reply texts, encrypted under a key of their owner (a workspace, or a reply
     still gathering parts) that is kept outside the log, so destroying the key erases every

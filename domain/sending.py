@@ -24,6 +24,14 @@ class Problem:
 
 
 @dataclass(frozen=True)
+class ItemRefused:
+    """A batch item judged alone and refused: `code` is the error code a single send would get
+    (invalid_request with its `problems`, forbidden, recipient_opted_out, ...)."""
+    code: str
+    problems: tuple[Problem, ...] = ()
+
+
+@dataclass(frozen=True)
 class SendRequest:
     to: str
     text: str

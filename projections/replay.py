@@ -83,7 +83,7 @@ def _apply_batch(runtime: Runtime, conn: Any, schema: str, view: Projection, aft
         cur.execute(f'SET LOCAL search_path = "{schema}"')
         rows = SqlRows(cur, view.tables)
         for notification in batch:
-            view.apply(rows, runtime.app.mapper.to_domain_event(notification))
+            view.apply(rows, runtime.app.log.mapper.to_domain_event(notification))
         cur.execute("SET LOCAL search_path = public")
     return batch[-1].id, len(batch)
 
@@ -95,7 +95,7 @@ def _read(runtime: Runtime, topics: list[str]) -> Iterator[list[Any]]:
     """The log's stored events of these topics in batches of tuples (id, originator id,
     version, topic, state), read ahead by a thread on a connection of its own while the last
     batch is folded (the server's work and the network wait overlap the folding)."""
-    table = f'public."{runtime.app.recorder.events_table_name}"'
+    table = f'public."{runtime.app.log.recorder.events_table_name}"'
     query = (f"SELECT notification_id, originator_id, originator_version, topic, state FROM {table}"
              " WHERE notification_id > %s AND topic = ANY(%s) ORDER BY notification_id LIMIT %s")
     ahead: queue.Queue[Any] = queue.Queue(maxsize=2)
@@ -145,7 +145,7 @@ def _fold(runtime: Runtime, views: dict[str, Projection], defaults: dict[str, di
         for cls, handler in view.handlers.items():
             handlers.setdefault(cls, []).append((name, handler))
     counts = dict.fromkeys(views, 0)
-    to_event = runtime.app.mapper.to_domain_event
+    to_event = runtime.app.log.mapper.to_domain_event
     position = 0
     for batch in _read(runtime, topics_of(handlers)):
         for notification_id, originator_id, version, topic, state in batch:
@@ -214,7 +214,7 @@ def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str]) -> dict[s
     for name, view in views.items():
         _create(conn, f"{prefix}{name}", view)
         defaults.update(_defaults(conn, f"{prefix}{name}", view))
-    progress = Progress("log" if len(names) > 1 else names[0], runtime.app.recorder.max_notification_id() or 0)
+    progress = Progress("log" if len(names) > 1 else names[0], runtime.app.log.recorder.max_notification_id() or 0)
     started = time.monotonic()
     position, memory, counts = _fold(runtime, views, defaults, progress)
     progress.close()
@@ -286,7 +286,7 @@ def _check_one(runtime: Runtime, conn: Any, name: str, position: int) -> dict[st
 
 
 def _log_head(runtime: Runtime, conn: Any) -> int:
-    table = runtime.app.recorder.events_table_name
+    table = runtime.app.log.recorder.events_table_name
     return conn.execute(f'SELECT coalesce(max(notification_id), 0) AS head FROM public."{table}"').fetchone()["head"]
 
 
@@ -348,7 +348,7 @@ def _swap_once(runtime: Runtime, conn: Any, schema: str, view: Projection, posit
     if view.inline:
         tables = ", ".join(f"public.{t}" for t in view.tables)
         conn.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")
-        conn.execute(f"LOCK TABLE public.{runtime.app.recorder.events_table_name} IN EXCLUSIVE MODE")
+        conn.execute(f"LOCK TABLE public.{runtime.app.log.recorder.events_table_name} IN EXCLUSIVE MODE")
     else:
         follower.lock_position(conn, view.name)
     count, applied = 1, 0

@@ -1,18 +1,30 @@
-"""The handle every process holds on the running store: settings, the application over the
-log, the service clock and the database's health.  It is built by the wiring in
+"""The handle every process holds on the running store: settings, the use cases over the log,
+the service clock, pooled connections and the database's health.  It is built by the wiring in
 `scripts/bootstrap.py`; code here and in the workers only uses it."""
 from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, ContextManager, Iterator
 
 from sandesh.domain.application import Sandesh
 from sandesh.domain.clock import Clock
 from sandesh.domain.settings import Settings
+from sandesh.domain.usecases.log import Log
 
 from .group_commit import GroupCommit
 from .health import DatabaseHealth
+
+
+def pooled_connections(log: Log) -> Callable[[], ContextManager[Any]]:
+    """Pooled autocommit connections (dict rows), shared with the event store."""
+    datastore = log.recorder.datastore  # type: ignore[attr-defined]
+
+    @contextmanager
+    def connection() -> Iterator[Any]:
+        with datastore.get_connection() as conn:
+            yield conn
+    return connection
 
 
 @dataclass
@@ -20,13 +32,13 @@ class Runtime:
     settings: Settings
     app: Sandesh
     clock: Clock
+    connection: Callable[[], ContextManager[Any]]  # runtime.connection(): a pooled connection
     health: DatabaseHealth
     commits: GroupCommit | None = None  # the process's group commit, in the API
-    @contextmanager
-    def connection(self) -> Iterator[Any]:
-        """A pooled autocommit connection (dict rows) shared with the event store."""
-        with self.app.recorder.datastore.get_connection() as conn:  # type: ignore[attr-defined]
-            yield conn
+
+    @property
+    def log(self) -> Log:
+        return self.app.log
 
     def close(self) -> None:
         self.app.close()

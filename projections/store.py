@@ -24,7 +24,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from eventsourcing.cryptography import AESCipher
 from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent, Transcoder
-from eventsourcing.postgres import PostgresApplicationRecorder
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresFactory
 import psycopg
 import psycopg_pool
 from psycopg import ClientCursor
@@ -81,8 +81,8 @@ class OrjsonTranscoder(Transcoder):
 
 class Cipher(AESCipher):
     """eventsourcing's AESCipher, same format (nonce, tag, ciphertext), with one AESGCM object
-    kept instead of one made per event: decrypting an event takes 1.4 µs instead of 3.2 µs,
-    which a replay of millions of events feels (docs/performance.md)."""
+    kept instead of one made per event, which a replay of millions of events feels
+    (docs/performance.md, "Replay")."""
 
     def __init__(self, environment: Any):
         super().__init__(environment)
@@ -203,6 +203,27 @@ class SandeshRecorder(PostgresApplicationRecorder):
                 raise
 
 
+# An outage answers within 2 s (docs/reliability.md): a request waits at most this long for a
+# pooled connection (the library's default is 30 s), a connection attempt at most 2 s, and a
+# pool slot whose reconnection keeps failing is given up after 2 s so that the first request
+# after the database returns opens a fresh connection instead of waiting out a backoff.
+POOL_WAIT_SECONDS = 1.5
+CONNECT_TIMEOUT_SECONDS = 2
+RECONNECT_GIVE_UP_SECONDS = 2.0
+
+
+class SandeshFactory(PostgresFactory):
+    """The library's PostgreSQL store, with the pool's waits of an outage set where the pool is
+    made (the library's environment names only some of them)."""
+
+    def __init__(self, env: Any):
+        super().__init__(env)
+        pool = self.datastore.pool
+        pool.timeout = POOL_WAIT_SECONDS
+        pool.reconnect_timeout = RECONNECT_GIVE_UP_SECONDS
+        pool.kwargs["connect_timeout"] = CONNECT_TIMEOUT_SECONDS
+
+
 class Sealer:
     """Encrypts small secrets (webhook secrets; the keys of texts) at rest with a key derived from
     the server key, one per purpose."""
@@ -224,7 +245,7 @@ def eventsourcing_env(settings: Settings, *, create_table: bool = False, pool_si
     params = conninfo_to_dict(settings.database_url)
     cipher_key = base64.b64encode(derive_key(settings.require_secret_key(), "event-store")).decode()
     return {
-        "PERSISTENCE_MODULE": "eventsourcing.postgres",
+        "PERSISTENCE_MODULE": "sandesh.projections.store:SandeshFactory",
         "POSTGRES_DBNAME": str(params.get("dbname") or "sandesh"),
         "POSTGRES_HOST": str(params.get("host") or "127.0.0.1"),
         "POSTGRES_PORT": str(params.get("port") or "5432"),

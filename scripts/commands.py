@@ -9,6 +9,8 @@ from sandesh.domain.clock import iso, parse_iso
 from sandesh.domain.errors import InvalidInput, NotFound
 from sandesh.domain.settings import Settings
 from sandesh.domain.types import parse_rates, parse_types
+from sandesh.domain.usecases.operators import Operators
+from sandesh.domain.usecases.sims import Sims
 from sandesh.projections import registry
 from sandesh.projections.runtime import Runtime
 
@@ -56,46 +58,47 @@ def workspace_create(args: argparse.Namespace, settings: Settings, actor: str) -
     types = parse_types(args.types) if args.types is not None else None
     rates = parse_rates(args.rate)
     with opened(settings) as runtime:
-        workspace = runtime.app.create_workspace(args.name, types, rates, actor)
+        workspace = runtime.app.operators.create_workspace(args.name, types, rates, actor)
         emit(_workspace(runtime, workspace.id))
     return 0
 
 
-def _workspace_command(command: str, args: argparse.Namespace, settings: Settings, actor: str, **kwargs: Any) -> int:
+def _workspace_command(change: Callable[[Operators], object], args: argparse.Namespace, settings: Settings) -> int:
     with opened(settings) as runtime:
-        runtime.app.change_workspace(args.workspace, command, actor, **kwargs)
+        change(runtime.app.operators)
         emit(_workspace(runtime, args.workspace))
     return 0
 
 
 def workspace_activate(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    return _workspace_command("activate", args, settings, actor)
+    return _workspace_command(lambda ops: ops.activate_workspace(args.workspace, actor), args, settings)
 
 
 def workspace_suspend(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    return _workspace_command("suspend", args, settings, actor)
+    return _workspace_command(lambda ops: ops.suspend_workspace(args.workspace, actor), args, settings)
 
 
 def workspace_reinstate(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    return _workspace_command("reinstate", args, settings, actor)
+    return _workspace_command(lambda ops: ops.reinstate_workspace(args.workspace, actor), args, settings)
 
 
 def workspace_credit(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    return _workspace_command("credit", args, settings, actor, amount=args.amount, note=args.note)
+    return _workspace_command(lambda ops: ops.credit_workspace(args.workspace, args.amount, args.note, actor),
+                              args, settings)
 
 
 def workspace_set_rates(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    return _workspace_command("set_rates", args, settings, actor, rates=parse_rates(args.rates))
+    return _workspace_command(lambda ops: ops.set_rates(args.workspace, parse_rates(args.rates), actor), args, settings)
 
 
 def workspace_set_types(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    return _workspace_command("set_types", args, settings, actor, types=parse_types(args.types))
+    return _workspace_command(lambda ops: ops.set_types(args.workspace, parse_types(args.types), actor), args, settings)
 
 
 def workspace_shred_texts(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     """Destroy the keys of the workspace's texts (docs/design.md, "Erasing texts")."""
     with opened(settings) as runtime:
-        keys = runtime.app.shred_texts(args.workspace, actor)
+        keys = runtime.app.operators.shred_texts(args.workspace, actor)
         emit({"workspaceId": args.workspace, "keysDestroyed": keys})
     return 0
 
@@ -117,7 +120,7 @@ def workspace_list(args: argparse.Namespace, settings: Settings, actor: str) -> 
 
 def client_create(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        client, key, secret = runtime.app.create_client(
+        client, key, secret = runtime.app.operators.create_client(
             args.workspace, args.brand, args.webhook_url, args.rate_limit, actor)
         emit({**_client(runtime, client.id), "key": key, "webhookSecret": secret})
     return 0
@@ -125,37 +128,40 @@ def client_create(args: argparse.Namespace, settings: Settings, actor: str) -> i
 
 def client_rotate_key(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        client, key = runtime.app.rotate_key(args.client, actor)
+        client, key = runtime.app.operators.rotate_key(args.client, actor)
         emit({"id": client.id, "key": key, "keyPrefix": client.key_prefix})
     return 0
 
 
 def client_rotate_secret(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        client, secret = runtime.app.rotate_secret(args.client, args.grace_hours, actor)
+        client, secret = runtime.app.operators.rotate_secret(args.client, args.grace_hours, actor)
         until = client.previous_secret_until
         emit({"id": client.id, "webhookSecret": secret, "previousSecretValidUntil": iso(until) if until else None})
     return 0
 
 
-def _client_command(command: str, args: argparse.Namespace, settings: Settings, actor: str) -> int:
+def _client_command(enable: bool, args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        runtime.app.change_client(args.client, command, actor)
+        if enable:
+            runtime.app.operators.enable_client(args.client, actor)
+        else:
+            runtime.app.operators.disable_client(args.client, actor)
         emit(_client(runtime, args.client))
     return 0
 
 
 def client_disable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    return _client_command("disable", args, settings, actor)
+    return _client_command(False, args, settings, actor)
 
 
 def client_enable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    return _client_command("enable", args, settings, actor)
+    return _client_command(True, args, settings, actor)
 
 
 def client_update(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        runtime.app.update_client(args.client, args.brand, args.webhook_url, args.rate_limit, actor)
+        runtime.app.operators.update_client(args.client, args.brand, args.webhook_url, args.rate_limit, actor)
         emit(_client(runtime, args.client))
     return 0
 
@@ -198,7 +204,7 @@ def _pin(text: str | None) -> str | None:
 
 def sim_add(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        sim = runtime.app.add_sim(args.name, args.port, args.baud, args.host, actor,
+        sim = runtime.app.sims.add_sim(args.name, args.port, args.baud, args.host, actor,
                                   {k: v for k, v in _sim_settings(args).items() if k not in ("baud", "host")})
         emit(registry.sim_view(_row(runtime, "sims", sim.id, "SIM")))
     return 0
@@ -241,31 +247,31 @@ def _sim_id(runtime: Runtime, id_or_name: str) -> str:
     return _row(runtime, "sims", id_or_name, "SIM", key)["id"]
 
 
-def _sim_command(command: str, args: argparse.Namespace, settings: Settings, actor: str) -> int:
+def _sim_command(change: Callable[[Sims, str], object], args: argparse.Namespace, settings: Settings) -> int:
     with opened(settings) as runtime:
         sim_id = _sim_id(runtime, args.sim)
-        runtime.app.change_sim(sim_id, command, actor)
+        change(runtime.app.sims, sim_id)
         emit(registry.sim_view(_row(runtime, "sims", sim_id, "SIM")))
     return 0
 
 
 def sim_disable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    return _sim_command("disable", args, settings, actor)
+    return _sim_command(lambda sims, sim: sims.disable_sim(sim, actor), args, settings)
 
 
 def sim_enable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    return _sim_command("enable", args, settings, actor)
+    return _sim_command(lambda sims, sim: sims.enable_sim(sim, actor), args, settings)
 
 
 def sim_release(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    return _sim_command("release", args, settings, actor)
+    return _sim_command(lambda sims, sim: sims.release_sim(sim, actor), args, settings)
 
 
 def sim_update(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     pin = _pin(args.pin)
     with opened(settings) as runtime:
         sim_id = _sim_id(runtime, args.sim)
-        runtime.app.update_sim(sim_id, args.port, actor, _sim_settings(args), pin=None if pin == "off" else pin,
+        runtime.app.sims.update_sim(sim_id, args.port, actor, _sim_settings(args), pin=None if pin == "off" else pin,
                                clear_pin=pin == "off")
         emit(registry.sim_view(_row(runtime, "sims", sim_id, "SIM")))
     return 0
@@ -273,7 +279,7 @@ def sim_update(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 
 def _sms_switch(on: bool, reason: str | None, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        switch = runtime.app.set_sms_switch(on, reason, actor)
+        switch = runtime.app.operators.set_sms_switch(on, reason, actor)
         emit({"enabled": switch.enabled, "reason": switch.reason})
     return 0
 
@@ -295,7 +301,7 @@ def _optout_change(opted_out: bool, args: argparse.Namespace, settings: Settings
     from sandesh.projections import optouts
 
     with opened(settings) as runtime:
-        change = runtime.app.opt_out if opted_out else runtime.app.opt_in
+        change = runtime.app.operators.opt_out if opted_out else runtime.app.operators.opt_in
         changed = change(args.workspace, args.number, OPERATOR, actor)
         number = phone.normalise(args.number.strip()) or args.number
         with runtime.connection() as conn:
@@ -332,7 +338,7 @@ def inbound_list(args: argparse.Namespace, settings: Settings, actor: str) -> in
         with runtime.connection() as conn:
             rows = inbound.received(conn, args.unattributed, args.limit)
         emit({"replies": [{"id": r["id"], "simId": r["sim_id"], "from": r["sender"],
-                           "text": runtime.app.open_text(runtime.app.reply(r["id"]).text), "parts": r["parts"], "total": r["total"],
+                           "text": runtime.app.texts.open(runtime.app.dispatch.reply(r["id"]).text), "parts": r["parts"], "total": r["total"],
                            "missingParts": r["missing"], "clientId": r["client_id"], "inReplyTo": r["in_reply_to"],
                            "at": iso(r["received_at"])} for r in rows]})
     return 0
@@ -343,7 +349,7 @@ def message_history(args: argparse.Namespace, settings: Settings, actor: str) ->
     from sandesh.projections import inbound
 
     with opened(settings) as runtime, runtime.connection() as conn:
-        emit(runtime.app.message_history(args.message, inbound.replies_to(conn, args.message),
+        emit(runtime.app.history.message_history(args.message, inbound.replies_to(conn, args.message),
                                          lambda client_id: registry.webhook_url(conn, client_id)))
     return 0
 
@@ -376,7 +382,7 @@ def webhooks_show(args: argparse.Namespace, settings: Settings, actor: str) -> i
 
     with opened(settings) as runtime:
         row = _recent_delivery(runtime, args.delivery)
-        body = runtime.app.open_text(runtime.app.delivery(row["id"]).body)
+        body = runtime.app.texts.open(runtime.app.webhooks.delivery(row["id"]).body)
         emit({**webhooks.view(row, attempts=True), "body": orjson.loads(body) if body is not None else None})
     return 0
 
@@ -386,7 +392,7 @@ def webhooks_redeliver(args: argparse.Namespace, settings: Settings, actor: str)
 
     with opened(settings) as runtime:
         _recent_delivery(runtime, args.delivery)
-        again = runtime.app.redeliver(args.delivery, actor)
+        again = runtime.app.webhooks.redeliver(args.delivery, actor)
         emit(webhooks.view(_recent_delivery(runtime, again.id)))
     return 0
 
@@ -399,7 +405,7 @@ def audit(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     except ValueError:
         raise InvalidInput(f"--since {args.since!r} is not an ISO 8601 time, e.g. 2026-11-21T00:00:00Z") from None
     with opened(settings) as runtime:
-        for line in runtime.app.audit(args.workspace, args.client, since, args.limit):
+        for line in runtime.app.history.audit(args.workspace, args.client, since, args.limit):
             emit_line(line)
     return 0
 

@@ -80,10 +80,10 @@ def _demo_client(settings: Settings, actor: str) -> dict[str, str] | None:
             if registry.any_client(conn):
                 return None
         app = runtime.app
-        workspace = app.create_workspace("Demo", None, {}, actor)
-        app.change_workspace(workspace.id, "activate", actor)
-        app.change_workspace(workspace.id, "credit", actor, amount=100_000, note="demo balance")
-        client, key, secret = app.create_client(workspace.id, "Demo", None, None, actor)
+        workspace = app.operators.create_workspace("Demo", None, {}, actor)
+        app.operators.activate_workspace(workspace.id, actor)
+        app.operators.credit_workspace(workspace.id, 100_000, "demo balance", actor)
+        client, key, secret = app.operators.create_client(workspace.id, "Demo", None, None, actor)
         return {"workspaceId": workspace.id, "clientId": client.id, "key": key, "webhookSecret": secret}
     finally:
         runtime.close()

@@ -210,7 +210,7 @@ class Dispatcher:
     def record(self, message_id: str, change: Callable[[Any], None]) -> Any:
         """Apply `change` to the message and append what it decided (Sandesh.change_message)."""
         try:
-            return self.app.change_message(message_id, change)
+            return self.app.dispatch.change_message(message_id, change)
         except Contended as error:
             raise ModemError(str(error)) from None
 
@@ -233,7 +233,7 @@ class Dispatcher:
         while True:
             with self.runtime.connection() as conn:
                 due = dispatch.due_scheduled(conn, self.app.clock.now())
-            now_released = self.app.release_scheduled(due) if due else 0
+            now_released = self.app.sending.release_scheduled(due) if due else 0
             released += now_released
             if not now_released:  # none left, or none of these could move: look again next time
                 return released
@@ -350,19 +350,19 @@ class Dispatcher:
         sender = sender_number(part.sender)
         with self.runtime.connection() as conn:
             open_reply = inbound.open_reply(conn, worker.id, sender, part.reference, part.total)
-        reply = self.app.store_reply_part(open_reply, worker.id, sender, part.reference, part.total,
+        reply = self.app.dispatch.store_reply_part(open_reply, worker.id, sender, part.reference, part.total,
                                           part.sequence, part.text)
         worker.modem.delete_stored(index)
         if reply.all_parts:
             self._finish_reply(reply.id)
 
     def _finish_reply(self, reply_id: str) -> None:
-        reply = self.app.reply(reply_id)
+        reply = self.app.dispatch.reply(reply_id)
         attributed = None
         if reply.sender.startswith("+") and reply.sender[1:].isdigit():
             with self.runtime.connection() as conn:
                 message_id = dispatch.last_sent_to(conn, reply.sim_id, reply.sender[1:],
                                                    self.app.clock.now() - ATTRIBUTION_WINDOW)
-            attributed = self.app.message(message_id) if message_id else None
-        self.app.finish_reply(reply_id, attributed)
+            attributed = self.app.history.message(message_id) if message_id else None
+        self.app.dispatch.finish_reply(reply_id, attributed)
 

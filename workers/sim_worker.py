@@ -20,7 +20,8 @@ from typing import Any, Callable, Protocol
 from prometheus_client import Counter
 
 from sandesh.domain import log_context
-from sandesh.domain.application import RELEASE, SEND, Sandesh, Submission
+from sandesh.domain.application import Sandesh
+from sandesh.domain.usecases.dispatch import RELEASE, SEND, Submission
 from sandesh.domain.cms import REPEATS_BEFORE_QUARANTINE, Action, classify
 from sandesh.domain.operators import of_imsi
 from sandesh.domain.pacing import capacity
@@ -191,7 +192,7 @@ class SimWorker:
         except SimNotReady as error:  # an operator must act: no SIM, a PIN needed or refused, a PUK
             self._trouble(str(error))
             self.modem.close()
-            if self.app.quarantine_sim(self.id, error.kind, str(error), self.dispatcher.me):
+            if self.app.sims.quarantine_sim(self.id, error.kind, str(error), self.dispatcher.me):
                 log.warning("SIM %s quarantined: %s", self.name, error)
             self.quarantine = self.quarantine or error.kind
             return False
@@ -314,7 +315,7 @@ class SimWorker:
         amount = credit_of(reply)
         if amount is None:
             log.warning("SIM %s: no amount in the answer to %s: %r", self.name, code, reply)
-        quarantine = self.app.record_sim_credit(self.id, amount, reply[:200], self.dispatcher.me)
+        quarantine = self.app.sims.record_sim_credit(self.id, amount, reply[:200], self.dispatcher.me)
         if quarantine != self.quarantine:
             log.warning("SIM %s: %s", self.name, "quarantined: credit below its minimum" if quarantine == CREDIT
                         else "credit again: back in the pool")
@@ -324,14 +325,14 @@ class SimWorker:
         was, self.registered = self.registered, registered
         if not registered:
             self.last_error = NOT_REGISTERED
-            if self.quarantine is None and self.app.quarantine_sim(self.id, NETWORK, NOT_REGISTERED,
+            if self.quarantine is None and self.app.sims.quarantine_sim(self.id, NETWORK, NOT_REGISTERED,
                                                                    self.dispatcher.me):
                 self.quarantine = NETWORK
                 log.warning("SIM %s quarantined: %s", self.name, NOT_REGISTERED)
         elif not was or self.quarantine == NETWORK:
             if self.last_error == NOT_REGISTERED:
                 self.last_error = None
-            if self.quarantine == NETWORK and self.app.recover_sim(self.id, NETWORK, "registered on the network again",
+            if self.quarantine == NETWORK and self.app.sims.recover_sim(self.id, NETWORK, "registered on the network again",
                                                                    self.dispatcher.me):
                 self.quarantine = None
                 log.info("SIM %s recovered: registered on the network again", self.name)
@@ -358,7 +359,7 @@ class SimWorker:
             self._send_one(message_id)
 
     def _send_one(self, message_id: str) -> None:
-        submission = self.app.submit_message(message_id, self.id) if self.usable else Submission(RELEASE)
+        submission = self.app.dispatch.submit_message(message_id, self.id) if self.usable else Submission(RELEASE)
         if submission.action == RELEASE:
             with self.runtime.connection() as conn:
                 dispatch.release(conn, [message_id])
@@ -426,6 +427,6 @@ class SimWorker:
         self.dispatcher.record(message_id, decide)
 
     def _quarantine(self, kind: str, reason: str) -> None:
-        if self.quarantine is None and self.app.quarantine_sim(self.id, kind, reason, self.dispatcher.me):
+        if self.quarantine is None and self.app.sims.quarantine_sim(self.id, kind, reason, self.dispatcher.me):
             log.warning("SIM %s quarantined: %s", self.name, reason)
         self.quarantine = self.quarantine or kind

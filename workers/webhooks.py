@@ -75,7 +75,7 @@ class WebhookSender:
         self.purged_at = 0.0
         self.targets = _Targets(runtime)
         self.templates: dict[str, requests.PreparedRequest] = {}  # webhook URL -> its POST, prepared once
-        self.commits = GroupCommit(self.app.append_events)  # the attempts of all threads, appended together
+        self.commits = GroupCommit(self.app.log.append_events)  # the attempts of all threads, appended together
         for outcome in OUTCOMES:  # each series exists from the start, at 0
             DELIVERIES.labels(outcome)
 
@@ -100,11 +100,11 @@ class WebhookSender:
 
     def _deliveries_of(self, cur: Any, batch: list[Any]) -> None:
         now, known = self.clock.now(), _Batch(self.app, cur)
-        events = [self.app.mapper.to_domain_event(n) for n in batch]
+        events = [self.app.log.mapper.to_domain_event(n) for n in batch]
         known.read_messages({e.in_reply_to if isinstance(e, Reply.Received) else e.originator_id
                              for e in events if e.at >= now - HISTORY} - {None})
         deliveries = [d for e in events if (d := self._delivery(known, e, now))]
-        self.app.add_deliveries(deliveries)
+        self.app.webhooks.add_deliveries(deliveries)
 
     @staticmethod
     def _delivery(known: "_Batch", event: Any, now: float) -> WebhookDelivery | None:
@@ -115,9 +115,9 @@ class WebhookSender:
                 return None
             # the body holds the reply's text: it is kept sealed under the workspace's key, like the text
             owner = known.message(event.in_reply_to).workspace_id
-            body = inbound_event(event.originator_id, event.sender, known.app.open_text(event.text), event.at,
+            body = inbound_event(event.originator_id, event.sender, known.app.texts.open(event.text), event.at,
                                  event.in_reply_to)
-            sealed = known.app.seal(owner, orjson.dumps(body).decode())
+            sealed = known.app.texts.seal(owner, orjson.dumps(body).decode())
             return new_delivery(event.client_id, INBOUND, event.originator_id, None, sealed, at=now)
         message = known.message(event.originator_id)
         if not known.has_url(message.client_id):
@@ -174,7 +174,7 @@ class WebhookSender:
             with self.runtime.connection() as conn:
                 due = webhooks.lease_due(conn, now, room.deliveries, LEASE, room.held, room.per_client)
             try:
-                loaded = self.app.deliveries([delivery_id for delivery_id, _ in due]) if due else {}
+                loaded = self.app.webhooks.deliveries([delivery_id for delivery_id, _ in due]) if due else {}
             except Exception:  # each attempt then reads its own, and reports what fails
                 loaded = {}
             with self.lock:
@@ -223,17 +223,17 @@ class WebhookSender:
         `delivery`: as read with the lease (all of a lease's in one round trip), else read now.
         Without `wait`, the thread goes on while the attempt commits (docs/design.md,
         "Webhook sender"); the delivery stays leased until then, so no one attempts it again meanwhile."""
-        delivery = delivery or self.app.delivery(delivery_id)
+        delivery = delivery or self.app.webhooks.delivery(delivery_id)
         if delivery.state in (DELIVERED, DEAD):
             return delivery.state
         log_context.set_fields(client_id=delivery.client_id)
         status_code, error, duration = self.post(delivery)
         outcome = status_code if status_code is not None else error
         if wait:
-            self.app.record_attempt(delivery, status_code, error, duration, self.commits.save)
+            self.app.webhooks.record_attempt(delivery, status_code, error, duration, self.commits.save)
             self._recorded(delivery, outcome, duration, None)
         else:
-            self.app.record_attempt(delivery, status_code, error, duration, lambda *aggregates: self.commits.submit(
+            self.app.webhooks.record_attempt(delivery, status_code, error, duration, lambda *aggregates: self.commits.submit(
                 *aggregates, then=lambda failure: self._recorded(delivery, outcome, duration, failure)))
         return delivery.state
 
@@ -256,7 +256,7 @@ class WebhookSender:
         if target is None:
             return None, "the client has no webhook URL", 0.0
         url, secrets = target
-        raw = self.app.open_text(delivery.body)
+        raw = self.app.texts.open(delivery.body)
         if raw is None:
             return None, "its text was erased (sandesh workspace shred-texts)", 0.0
         body = raw.encode()
@@ -400,11 +400,11 @@ class _Batch:
     def read_messages(self, message_ids: set[str]) -> None:
         """The messages of a whole batch in one round trip, rather than one per event."""
         if message_ids:
-            self.messages.update(self.app.aggregates_of(message_ids, Message))
+            self.messages.update(self.app.log.aggregates_of(message_ids, Message))
 
     def message(self, message_id: str) -> Message:
         if message_id not in self.messages:
-            self.messages[message_id] = self.app.repository.get(message_id)
+            self.messages[message_id] = self.app.log.repository.get(message_id)
         return self.messages[message_id]
 
 

@@ -37,10 +37,10 @@ def scratch_database() -> Iterator[dict[str, str]]:
 
 def funded_workspace(app: Any, name: str, amount: int, actor: str = "bench", rates: dict[str, int] | None = None) -> str:
     """An active workspace with `amount` paisa of balance, made through the operator use cases."""
-    workspace = app.create_workspace(name, None, rates or {}, actor)
-    app.change_workspace(workspace.id, "activate", actor)
+    workspace = app.operators.create_workspace(name, None, rates or {}, actor)
+    app.operators.activate_workspace(workspace.id, actor)
     if amount:
-        app.change_workspace(workspace.id, "credit", actor, amount=amount, note=None)
+        app.operators.credit_workspace(workspace.id, amount, None, actor)
     return workspace.id
 
 
@@ -51,7 +51,7 @@ def bench_clients(app: Any, name: str, workspaces: int, per_workspace: int) -> l
     for w in range(workspaces):
         workspace = funded_workspace(app, f"{name} {w}", 10**12, "bench")
         for c in range(per_workspace):
-            client, _, _ = app.create_client(workspace, f"{name} {w}.{c}", None, 10_000, "bench")
+            client, _, _ = app.operators.create_client(workspace, f"{name} {w}.{c}", None, 10_000, "bench")
             made.append((client.id, workspace))
     return made
 
@@ -64,7 +64,7 @@ def reported_route(runtime: Any) -> Iterator[str]:
     from sandesh.projections import sim_health
     from sandesh.workers.dispatcher import heartbeat_seconds
 
-    sim = runtime.app.add_sim(f"bench-{uuid.uuid4().hex[:6]}", "loop://", 115200, None, "bench")
+    sim = runtime.app.sims.add_sim(f"bench-{uuid.uuid4().hex[:6]}", "loop://", 115200, None, "bench")
     stop = threading.Event()
 
     def report() -> None:

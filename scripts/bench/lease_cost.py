@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
         with scratch_database() as env:
             runtime = bootstrap(Settings.from_env(env), pool_size=2)
             workspace = funded_workspace(runtime.app, "Lease", 10**13)
-            client = runtime.app.create_client(workspace, "Lease", None, 10**6, "bench")[0]
+            client = runtime.app.operators.create_client(workspace, "Lease", None, 10**6, "bench")[0]
             fill(runtime, workspace, client.id, n)
             now = runtime.clock.now()
             params = {"now": now, "recent": now - 7 * 86400, "sim": "sim_x", "max_priority": 2, "limit": 16}

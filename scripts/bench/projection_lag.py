@@ -51,7 +51,7 @@ def main() -> None:
 
 def warm_up(app, database_url: str, client: tuple[str, str], request) -> None:
     """Wait until the worker has started and follows the log: one send reaches `messages`."""
-    message = app.send(client[0], client[1], request, 100)
+    message = app.sending.send(client[0], client[1], request, 100)
     deadline = time.monotonic() + 30
     with psycopg.connect(database_url, autocommit=True) as conn:
         while not conn.execute("SELECT 1 FROM messages WHERE id = %s", (message.id,)).fetchone():
@@ -82,7 +82,7 @@ def measure(runtime, database_url: str, rate: int, seconds: float) -> dict:
             if due > now:
                 time.sleep(due - now)
             client_id, workspace_id = clients[n % len(clients)]
-            message = app.send(client_id, workspace_id, request, 100)
+            message = app.sending.send(client_id, workspace_id, request, 100)
             done = time.monotonic()
             with lock:
                 sent[0] += 1

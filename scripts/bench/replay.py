@@ -49,19 +49,19 @@ def fill(runtime, events: int) -> int:
             now = app.clock.now()
             key = f"order-{i}" if i % 50 == 0 else None
             message = accept(client_id=client_id, workspace_id=workspace_id, to=request.to,
-                             text=app.seal(workspace_id, request.text),
+                             text=app.texts.seal(workspace_id, request.text),
                              message_type="transactional", segments=1, encoding=request.encoding, cost=100,
                              idempotency_key=key, request_hash="h" if key else None, at=now)
             message.submit("sim_bench", at=now)
             message.part_accepted(1, i % 256, at=now)
             message.report(1, 0, at=now)
             batch += message.collect_events()
-        app.append_events(batch)
+        app.log.append_events(batch)
         made += BATCH_MESSAGES
         if made % 10_000 < BATCH_MESSAGES:
             rate = made * EVENTS_PER_MESSAGE / (time.monotonic() - started)
             sys.stderr.write(f"  made {made * EVENTS_PER_MESSAGE:,} events ({rate:,.0f}/s)\n")
-    return app.recorder.max_notification_id() or 0
+    return app.log.recorder.max_notification_id() or 0
 
 
 def main() -> None:

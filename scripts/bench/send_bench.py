@@ -104,7 +104,7 @@ def _clients(env: dict[str, str], workspaces: int, per_workspace: int) -> list[s
     for w in range(workspaces):
         ws = funded_workspace(runtime.app, f"Bench {w}", 10**12)
         for c in range(per_workspace):
-            keys.append(runtime.app.create_client(ws, f"B{w}.{c}", None, 10**6, "bench")[1])
+            keys.append(runtime.app.operators.create_client(ws, f"B{w}.{c}", None, 10**6, "bench")[1])
     runtime.close()
     return keys
 
@@ -138,7 +138,7 @@ def _wrk(url: str, keys: list[str], seconds: int, connections: int) -> dict[str,
 
 def _lag(runtime: Any) -> tuple[int, float]:
     """The projections' lag now (events), and the seconds until they caught up (at most 120)."""
-    table = runtime.app.recorder.events_table_name
+    table = runtime.app.log.recorder.events_table_name
     with runtime.connection() as conn:
         behind = sum(follower.lags(conn, table, LAG_CAP).values())
     started = time.monotonic()

@@ -111,13 +111,13 @@ def run(env: dict[str, str], tmp: str, events: int, concurrency: int, slow: int 
             if not count:
                 continue
             port = _free_port()
-            made, _, secret = app.create_client(ws, name, f"https://localhost:{port}/hooks", 1000, "bench")
+            made, _, secret = app.operators.create_client(ws, name, f"https://localhost:{port}/hooks", 1000, "bench")
             receivers.append(_receiver(env, tmp, port, secret, delay))
             clients.append(made)
             for _ in range(count):
-                message = app.send(made.id, ws, request, 100)
+                message = app.sending.send(made.id, ws, request, 100)
                 message.fail("bench", at=runtime.clock.now())
-                app.save(message)
+                app.log.save(message)
         client = clients[-1]
         sender = WebhookSender(runtime, concurrency=concurrency)
         stop = threading.Event()

@@ -29,7 +29,7 @@ class Echo:
 @pytest.fixture(scope="module")
 def app(runtime):
     application = create_app(runtime.app, runtime.connection, route_window=runtime.settings.route_window,
-                             health=runtime.health, commits=GroupCommit(runtime.app.append_events))
+                             health=runtime.health, commits=GroupCommit(runtime.app.log.append_events))
     application.add_route("/v1/test/echo", Echo())
     return falcon.testing.TestClient(application)
 

@@ -15,7 +15,7 @@ from openapi_spec_validator import validate
 
 from sandesh.api.app import create_app
 from sandesh.projections.group_commit import GroupCommit
-from sandesh.scripts.bench.common import funded_workspace
+from tests.helpers import funded_workspace
 from tests import contract
 
 EXAMPLES = 100  # per operation and mode: about 600 requests, some 15 s
@@ -35,7 +35,7 @@ def test_the_document_is_served_without_a_key_and_is_valid_openapi_3_1(server):
 
 def test_every_route_of_the_app_is_in_the_document(runtime):
     app = create_app(runtime.app, runtime.connection, route_window=60, health=runtime.health,
-                     commits=GroupCommit(runtime.app.append_events))
+                     commits=GroupCommit(runtime.app.log.append_events))
     routes = {(route.path, method.method) for route in falcon.inspect.inspect_routes(app)
               for method in route.methods if not method.internal}
     documented = {(path, method.upper()) for path, item in contract.DOCUMENT["paths"].items()

@@ -8,7 +8,7 @@ from sandesh.api.health import MAX_LAG
 from sandesh.domain.message import accept
 from sandesh.domain.sending import parse_send
 from sandesh.projections import follower
-from sandesh.scripts.bench.common import funded_workspace
+from tests.helpers import funded_workspace
 from tests.conftest import Route
 
 
@@ -42,10 +42,10 @@ def test_ready_is_503_with_the_reason_until_a_sim_is_a_route(server, runtime, sa
 
         # projections far behind the log (no worker follows it here): not ready, and by how much
         workspace = funded_workspace(runtime.app, "Lagging", 10**9, "t")
-        client, _, _ = runtime.app.create_client(workspace, "Lagging", None, 1000, "t")
+        client, _, _ = runtime.app.operators.create_client(workspace, "Lagging", None, 1000, "t")
         request, _ = parse_send({"to": "9779812345678", "text": "lag"})
         for start in range(0, MAX_LAG + 1, 1000):
-            runtime.app.append_events([event for _ in range(1000) for event in accept(
+            runtime.app.log.append_events([event for _ in range(1000) for event in accept(
                 client_id=client.id, workspace_id=workspace, to=request.to, text=request.text,
                 message_type="transactional", segments=1, encoding=request.encoding, cost=1,
                 idempotency_key=None, request_hash=None, at=runtime.clock.now()).collect_events()])

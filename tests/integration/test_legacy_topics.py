@@ -23,20 +23,20 @@ def test_an_aggregate_stored_under_old_topics_loads_and_is_projected(runtime):
     created, activated = workspace.collect_events()
     # as an old process wrote them: the old module in the stored topic and in the aggregate's topic
     old_created = type(created)(**{**created.__dict__, "originator_topic": legacy(created.originator_topic)})
-    stored = [app.mapper.to_stored_event(e) for e in (old_created, activated)]
+    stored = [app.log.mapper.to_stored_event(e) for e in (old_created, activated)]
     stored = [StoredEvent(s.originator_id, s.originator_version, legacy(s.topic), s.state) for s in stored]
-    app.recorder.insert_events(stored)
+    app.log.recorder.insert_events(stored)
 
     with runtime.connection() as conn:
         topics = [r["topic"] for r in conn.execute(
-            f'SELECT topic FROM "{app.recorder.events_table_name}" WHERE originator_id = %s ORDER BY originator_version',
+            f'SELECT topic FROM "{app.log.recorder.events_table_name}" WHERE originator_id = %s ORDER BY originator_version',
             (workspace.id,))]
     assert topics == ["domain.workspace:Workspace.Created", "domain.workspace:Workspace.Activated"]
 
-    loaded = app.repository.get(workspace.id)
+    loaded = app.log.repository.get(workspace.id)
     assert type(loaded) is Workspace and (loaded.name, loaded.status, loaded.version) == ("Before the move", "active", 2)
 
-    selected = app.recorder.select_notifications(start=1, limit=10_000, topics=topics_of([Workspace.Activated]))
+    selected = app.log.recorder.select_notifications(start=1, limit=10_000, topics=topics_of([Workspace.Activated]))
     assert workspace.id in {n.originator_id for n in selected}
 
     replay.replay(runtime, ["registry"])  # the registry is rebuilt from the log, old topics included

@@ -12,7 +12,7 @@ import pytest
 
 from sandesh.domain import log_context
 from sandesh.domain.sending import parse_send
-from sandesh.scripts.bench.common import funded_workspace
+from tests.helpers import funded_workspace
 from sandesh.scripts.logs import JsonFormatter
 from tests.conftest import ROOT
 
@@ -20,15 +20,15 @@ from tests.conftest import ROOT
 def test_the_webhook_worker_logs_json_lines_naming_the_client_and_nothing_secret(runtime, env, receiver, tmp_path):
     app = runtime.app
     workspace = funded_workspace(app, "Logs", 10**6, "t")
-    client, key, secret = app.create_client(workspace, "Logs", receiver.url("/logs"), 1000, "t")
+    client, key, secret = app.operators.create_client(workspace, "Logs", receiver.url("/logs"), 1000, "t")
     text = "Log-me-not order 7731"
     request, _ = parse_send({"to": "9779812345678", "text": text})
-    message = app.send(client.id, workspace, request, 100)
+    message = app.sending.send(client.id, workspace, request, 100)
     now = runtime.clock.now()
-    m = app.message(message.id)
+    m = app.history.message(message.id)
     m.submit("sim_logs", at=now)
     m.part_accepted(1, 9, at=now)
-    app.save(m)
+    app.log.save(m)
     stderr = tmp_path / "worker.log"
     with open(stderr, "w") as sink:
         worker = subprocess.Popen(

@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sandesh.domain.sending import parse_send
 from sandesh.projections import follower
-from sandesh.scripts.bench.common import funded_workspace
+from tests.helpers import funded_workspace
 from tests.conftest import ROOT, SECRET_KEY, Server
 from tests.private_postgres import PrivatePostgres
 
@@ -236,13 +236,13 @@ def test_webhook_attempts_are_counted_by_outcome_with_their_duration(server, env
     """The receiver answers the first attempt 500 (a retry is then due: `waiting`), every other 200."""
     app = runtime.app
     workspace = funded_workspace(app, "Hooks", 10**6, "t")
-    client, _, _ = app.create_client(workspace, "Hooks", receiver.url("/metrics-hooks"), 1000, "t")
+    client, _, _ = app.operators.create_client(workspace, "Hooks", receiver.url("/metrics-hooks"), 1000, "t")
     receiver.answer("/metrics-hooks", 500, 200)
     request, _ = parse_send({"to": "9779812345690", "text": "hooked"})
     for _ in range(2):
-        message = app.message(app.send(client.id, workspace, request, 100).id)
+        message = app.history.message(app.sending.send(client.id, workspace, request, 100).id)
         message.fail("no route", at=runtime.clock.now())  # a message.status webhook: failed
-        app.save(message)
+        app.log.save(message)
     worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", "webhooks"],
                               env={**env, "PYTHONPATH": str(ROOT), "REQUESTS_CA_BUNDLE": str(receiver.ca_file)},
                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -263,7 +263,7 @@ def test_no_label_value_is_a_message_id_a_number_or_a_path(server, runtime):
     """Labels are bounded: route templates, fixed types, outcomes and states, the operator's SIM ids."""
     with runtime.connection() as conn:
         ids = {r["id"] for r in conn.execute(
-            f'SELECT DISTINCT originator_id::text AS id FROM "{runtime.app.recorder.events_table_name}"')}
+            f'SELECT DISTINCT originator_id::text AS id FROM "{runtime.app.log.recorder.events_table_name}"')}
         sims = {r["id"] for r in conn.execute("SELECT id FROM sims")}
         numbers = {r["to"] for r in conn.execute('SELECT DISTINCT "to" FROM messages')}
     assert any(i.startswith("msg_") for i in ids) and numbers  # there are some to find

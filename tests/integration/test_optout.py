@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from sandesh.projections import optouts
-from sandesh.scripts.bench.common import funded_workspace
+from tests.helpers import funded_workspace
 from sandesh.scripts.commands import register_emulated
 from sandesh.scripts.emulator import Emulator
 from sandesh.workers import webhook_guard
@@ -54,7 +54,7 @@ class Account:
         self.workspace = funded_workspace(runtime.app, name, 10**6, "t")
         self.path = f"/optout/{next(_paths)}"
         url = receiver.url(self.path) if receiver else None
-        client, self.key, _ = runtime.app.create_client(self.workspace, name, url, 1000, "t")
+        client, self.key, _ = runtime.app.operators.create_client(self.workspace, name, url, 1000, "t")
         self.client = client.id
 
     def send(self, to, message_type="transactional", text="Dashain offer: 20% off all sweets"):
@@ -83,7 +83,7 @@ def delivered_and_replied(runtime, phones, message_id, text):
     """Wait until the message is delivered, then type `text` on its recipient's phone, back to
     the SIM it came from (so the reply is attributed to it)."""
     wait_for_status(runtime, [message_id], {"delivered"})
-    message = runtime.app.message(message_id)
+    message = runtime.app.history.message(message_id)
     with runtime.connection() as conn:
         name = conn.execute("SELECT name FROM sims WHERE id = %s", (message.sim_id,)).fetchone()["name"]
     phones.modem(name).inject_inbound("+" + message.to, text)
@@ -213,16 +213,16 @@ def test_opting_out_is_idempotent_in_the_log(runtime):
 
     app = runtime.app
     ws = funded_workspace(app, "Twice", 10**4, "t")
-    client = app.create_client(ws, "Twice", None, 1000, "t")[0].id
+    client = app.operators.create_client(ws, "Twice", None, 1000, "t")[0].id
     number = a_number()
-    assert app.opt_out(ws, number, "operator", "t") is True
-    assert app.opt_out(ws, "+" + number, "operator", "t") is False
-    assert app.opt_in(ws, a_number(), "operator", "t") is False
+    assert app.operators.opt_out(ws, number, "operator", "t") is True
+    assert app.operators.opt_out(ws, "+" + number, "operator", "t") is False
+    assert app.operators.opt_in(ws, a_number(), "operator", "t") is False
     request, _ = parse_send({"to": number, "text": "Receipt"})
-    message = app.send(client, ws, request, 100)
-    reply = app.store_reply_part(None, "sim_x", "+" + number, None, 1, 1, "STOP")
-    assert app.finish_reply(reply.id, app.message(message.id)).complete
-    assert [type(e).__name__ for e in app._events(optout_id(ws, number))] == ["Opened", "OptedOut"]
+    message = app.sending.send(client, ws, request, 100)
+    reply = app.dispatch.store_reply_part(None, "sim_x", "+" + number, None, 1, 1, "STOP")
+    assert app.dispatch.finish_reply(reply.id, app.history.message(message.id)).complete
+    assert [type(e).__name__ for e in app.log.events_of(optout_id(ws, number))] == ["Opened", "OptedOut"]
     with runtime.connection() as conn:
         assert optouts.find(conn, ws, number)["source"] == "operator"
 
@@ -236,12 +236,12 @@ def test_a_replay_rebuilds_the_opt_outs_from_the_log(runtime, server, phones, sa
     account = Account(runtime, server, "Replayed")
     by_reply, by_operator, back_in = a_number(), a_number(), a_number()
     request, _ = parse_send({"to": by_reply, "text": "Offer", "messageType": "promotional"})
-    message = app.send(account.client, account.workspace, request, 100)
-    reply = app.store_reply_part(None, "sim_x", "+" + by_reply, None, 1, 1, "Unsubscribe")
-    app.finish_reply(reply.id, app.message(message.id))
-    app.opt_out(account.workspace, by_operator, "operator", "t")
-    app.opt_out(account.workspace, back_in, "operator", "t")
-    app.opt_in(account.workspace, back_in, "operator", "t")
+    message = app.sending.send(account.client, account.workspace, request, 100)
+    reply = app.dispatch.store_reply_part(None, "sim_x", "+" + by_reply, None, 1, 1, "Unsubscribe")
+    app.dispatch.finish_reply(reply.id, app.history.message(message.id))
+    app.operators.opt_out(account.workspace, by_operator, "operator", "t")
+    app.operators.opt_out(account.workspace, back_in, "operator", "t")
+    app.operators.opt_in(account.workspace, back_in, "operator", "t")
     before = sandesh("optout", "list", account.workspace)["optOuts"]
     assert [(o["number"], o["source"]) for o in before] == [(by_reply, "reply"), (by_operator, "operator")]
 

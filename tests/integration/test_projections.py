@@ -15,7 +15,7 @@ from sandesh.domain.ports import Caller
 from sandesh.domain.sending import OtpSendRequest, OtpVerifyRequest, parse_send
 from sandesh.domain.topics import topics_of
 from sandesh.projections import follower
-from sandesh.scripts.bench.common import funded_workspace
+from tests.helpers import funded_workspace
 from tests.conftest import ROOT
 
 TABLES = {"workspaces": "id", "clients": "id", "sims": "id", "sms_switch": "id",
@@ -29,7 +29,7 @@ def clients(runtime):
     app, made = runtime.app, []
     for name in ("North", "South"):
         ws = funded_workspace(app, name, 1_000_000, "t", rates={"otp": 150})
-        made += [(ws, app.create_client(ws, f"{name}{i}", None, None, "t")[0].id) for i in range(1 + (name == "North"))]
+        made += [(ws, app.operators.create_client(ws, f"{name}{i}", None, None, "t")[0].id) for i in range(1 + (name == "North"))]
     rng = random.Random(7)
     for i in range(300):
         ws, cl = rng.choice(made)
@@ -37,7 +37,7 @@ def clients(runtime):
         request, _ = parse_send({"to": f"97798{rng.randrange(10**8):08d}", "text": "x" * rng.randrange(1, 400),
                                  "messageType": kind})
         key = f"k{i}" if i % 3 == 0 else None
-        app.send(cl, ws, request, {"transactional": 100, "otp": 150, "promotional": 40}[kind] * request.segments,
+        app.sending.send(cl, ws, request, {"transactional": 100, "otp": 150, "promotional": 40}[kind] * request.segments,
                  key, "h" if key else None)
     for i in range(20):  # codes, wrong tries and verifications
         ws, cl = made[i % len(made)]
@@ -45,8 +45,8 @@ def clients(runtime):
                         rates={"transactional": 100, "otp": 150, "promotional": 100},
                         allowed_types=["transactional", "otp", "promotional"], sms_enabled=True, has_route=True)
         to = f"977981{i:07d}"
-        app.send_otp(caller, OtpSendRequest(to, "login", "203.0.113.9" if i % 2 else None), "198.51.100.1")
-        app.verify_otp(caller, OtpVerifyRequest(to, "login", "not-the-code"), "198.51.100.1")
+        app.otp.send_otp(caller, OtpSendRequest(to, "login", "203.0.113.9" if i % 2 else None), "198.51.100.1")
+        app.otp.verify_otp(caller, OtpVerifyRequest(to, "login", "not-the-code"), "198.51.100.1")
     return made
 
 
@@ -74,7 +74,7 @@ def test_two_runners_at_once_still_apply_each_event_once(runtime, clients):
     ws, cl = clients[0]
     request, _ = parse_send({"to": "9779812345678", "text": "again"})
     for _ in range(200):
-        runtime.app.send(cl, ws, request, 100)
+        runtime.app.sending.send(cl, ws, request, 100)
     threads = [threading.Thread(target=follower.catch_up, args=(runtime,)) for _ in range(3)]
     for t in threads:
         t.start()
@@ -97,7 +97,7 @@ def test_replay_rebuilds_every_read_model_identical_row_for_row(runtime, clients
     assert set(projections) == {"registry", "messages", "counters", "otps"}
     assert projections["messages"]["events"] == 520
     # the log is read once: every event of it, each projection handling its own
-    assert summary["events"] == runtime.app.recorder.max_notification_id()
+    assert summary["events"] == runtime.app.log.recorder.max_notification_id()
     assert all(0 < p["events"] <= summary["events"] for p in projections.values())
     assert projections["registry"]["events"] > projections["messages"]["events"]
     # the whole replay's time, measured inside the command: within the time the command took, and no
@@ -117,7 +117,7 @@ def test_replay_of_one_projection_while_sends_continue(runtime, clients, sandesh
     def keep_sending():
         while not stop.is_set():
             try:
-                sent.append(runtime.app.send(cl, ws, request, 100))
+                sent.append(runtime.app.sending.send(cl, ws, request, 100))
             except Exception as error:  # a send the swap made fail (a deadlock, a timeout)
                 errors.append(error)
 
@@ -177,7 +177,7 @@ def test_replay_check_while_sends_continue_finds_nothing(runtime, clients, sande
 
     def keep_sending():
         while not stop.is_set():
-            sent.append(runtime.app.send(cl, ws, request, 100).id)
+            sent.append(runtime.app.sending.send(cl, ws, request, 100).id)
 
     sender = threading.Thread(target=keep_sending)
     sender.start()
@@ -201,7 +201,7 @@ def test_worker_all_follows_the_log_and_stops_cleanly_on_sigterm(runtime, client
                               env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         request, _ = parse_send({"to": "9779812345678", "text": "followed"})
-        message = runtime.app.send(cl, ws, request, 100)
+        message = runtime.app.sending.send(cl, ws, request, 100)
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             with runtime.connection() as conn:
@@ -223,17 +223,17 @@ def test_a_charge_and_its_message_commit_together_or_not_at_all(runtime, clients
 
     ws, cl = clients[0]
     request, _ = parse_send({"to": "9779812345678", "text": "atomic"})
-    first = runtime.app.send(cl, ws, request, 100)
+    first = runtime.app.sending.send(cl, ws, request, 100)
     with runtime.connection() as conn:
         before = conn.execute("SELECT balance FROM workspaces WHERE id = %s", (ws,)).fetchone()["balance"]
     twin = Message._create(Message.Accepted, id=first.id, client_id=cl, workspace_id=ws, to=request.to, text="twin", message_type="otp",
                    segments=1, encoding="GSM-7", cost=999, idempotency_key=None, request_hash=None, at=0.0,
                    expires_at=None, send_at=None)
     with pytest.raises(IntegrityError):
-        runtime.app.save(twin)  # same id and version: the append fails after the inline debit ran
+        runtime.app.log.save(twin)  # same id and version: the append fails after the inline debit ran
     with runtime.connection() as conn:
         assert conn.execute("SELECT balance FROM workspaces WHERE id = %s", (ws,)).fetchone()["balance"] == before
-    assert runtime.app.open_text(runtime.app.message(first.id).text) == "atomic"
+    assert runtime.app.texts.open(runtime.app.history.message(first.id).text) == "atomic"
 
 
 def test_status_events_count_for_the_client_that_sent_the_message(runtime):
@@ -241,20 +241,20 @@ def test_status_events_count_for_the_client_that_sent_the_message(runtime):
     follower's pipelined batch) and count delivered, undelivered and failed with refunds."""
     app = runtime.app
     ws = funded_workspace(app, "Statuses", 10_000, "t")
-    cl, _, _ = app.create_client(ws, "Statuses", None, 1000, "t")
+    cl, _, _ = app.operators.create_client(ws, "Statuses", None, 1000, "t")
     request, _ = parse_send({"to": "9779812345678", "text": "status"})
     outcomes = []
     for report in (0, 0, 64):  # delivered, delivered, undelivered (TP-ST 64: permanent error)
-        m = app.message(app.send(cl.id, ws, request, 100).id)
+        m = app.history.message(app.sending.send(cl.id, ws, request, 100).id)
         now = runtime.clock.now()
         m.submit("sim_t", at=now)
         m.part_accepted(1, 7, at=now)
         m.report(1, report, at=now)
-        app.save(m)
+        app.log.save(m)
         outcomes.append(m.status)
-    failed = app.message(app.send(cl.id, ws, request, 100).id)
+    failed = app.history.message(app.sending.send(cl.id, ws, request, 100).id)
     failed.fail("CMS 500", at=runtime.clock.now())
-    app.save(failed)
+    app.log.save(failed)
     follower.catch_up(runtime)
     with runtime.connection() as conn:
         row = conn.execute("SELECT * FROM client_counters WHERE client_id = %s", (cl.id,)).fetchone()
@@ -290,7 +290,7 @@ def test_replay_equals_live_after_a_mixed_workload(runtime, sandesh):
 
     app = runtime.app
     ws = funded_workspace(app, "Mixed", 10**7, "t", rates={"otp": 150})
-    cl, _, _ = app.create_client(ws, "Mixed", None, 1000, "t")
+    cl, _, _ = app.operators.create_client(ws, "Mixed", None, 1000, "t")
     caller = Caller(client_id=cl.id, workspace_id=ws, brand="Mixed", workspace_status="active",
                     rates={"transactional": 100, "otp": 150, "promotional": 40},
                     allowed_types=["transactional", "otp", "promotional"], sms_enabled=True, has_route=True)
@@ -298,14 +298,14 @@ def test_replay_equals_live_after_a_mixed_workload(runtime, sandesh):
     for i, kind in enumerate(["transactional", "promotional", "otp"] * 4):
         request, _ = parse_send({"to": f"9779841{i:06d}", "text": f"mixed {i} " * (1 + i * 5), "messageType": kind})
         key = f"mixed-{i}" if i % 2 else None
-        sent.append(app.send(cl.id, ws, request, 100 * request.segments, key, "h" if key else None))
+        sent.append(app.sending.send(cl.id, ws, request, 100 * request.segments, key, "h" if key else None))
 
     now = runtime.clock.now()
-    later = [app.send(cl.id, ws, parse_send({"to": f"977984200000{i}", "text": f"later {i}", "sendAt": iso(now + 60)},
+    later = [app.sending.send(cl.id, ws, parse_send({"to": f"977984200000{i}", "text": f"later {i}", "sendAt": iso(now + 60)},
                                             now)[0], 100) for i in range(3)]
-    app.cancel_message(cl.id, later[0].id)                                              # canceled, refunded
-    app.release_scheduled([later[1].id])                                                # released early
-    app.send_batch(caller, [parse_send({"to": "9779842000100", "text": "batched"})[0], []],
+    app.sending.cancel_message(cl.id, later[0].id)                                              # canceled, refunded
+    app.sending.release_scheduled([later[1].id])                                                # released early
+    app.sending.send_batch(caller, [parse_send({"to": "9779842000100", "text": "batched"})[0], []],
                    lambda code, problems: {"code": code}, "batch-1", "hb")              # a batch's key
     lifecycle(runtime, sent[0], ("submit",), ("accept",), ("report", 0))             # delivered
     lifecycle(runtime, sent[1], ("submit",), ("requeue", "CMS 38"), ("submit",),     # failover, then
@@ -316,21 +316,21 @@ def test_replay_equals_live_after_a_mixed_workload(runtime, sandesh):
     lifecycle(runtime, sent[5], ("submit",), ("requeue", "no prompt"))               # waiting again
     for i in range(3):  # codes: sent, a wrong try, then the right one
         to = f"9779852{i:06d}"
-        issued = app.send_otp(caller, OtpSendRequest(to, "login", "203.0.113.5"), "198.51.100.2")
-        code = re.match(r"(\d{6}) ", app.open_text(app.message(issued.message.id).text)).group(1)
-        app.verify_otp(caller, OtpVerifyRequest(to, "login", "000000" if code != "000000" else "111111"), "198.51.100.2")
+        issued = app.otp.send_otp(caller, OtpSendRequest(to, "login", "203.0.113.5"), "198.51.100.2")
+        code = re.match(r"(\d{6}) ", app.texts.open(app.history.message(issued.message.id).text)).group(1)
+        app.otp.verify_otp(caller, OtpVerifyRequest(to, "login", "000000" if code != "000000" else "111111"), "198.51.100.2")
         if i < 2:
-            app.verify_otp(caller, OtpVerifyRequest(to, "login", code), "198.51.100.2")
-    reply = app.store_reply_part(None, "sim_a", sent[0].to[3:], 9, 2, 2, " later")
-    app.store_reply_part(reply.id, "sim_a", sent[0].to[3:], 9, 2, 1, "Thanks,")
-    app.finish_reply(reply.id, app.message(sent[0].id))
-    stray = app.store_reply_part(None, "sim_b", "NTC", None, 1, 1, "Balance low")
-    app.finish_reply(stray.id, None)
+            app.otp.verify_otp(caller, OtpVerifyRequest(to, "login", code), "198.51.100.2")
+    reply = app.dispatch.store_reply_part(None, "sim_a", sent[0].to[3:], 9, 2, 2, " later")
+    app.dispatch.store_reply_part(reply.id, "sim_a", sent[0].to[3:], 9, 2, 1, "Thanks,")
+    app.dispatch.finish_reply(reply.id, app.history.message(sent[0].id))
+    stray = app.dispatch.store_reply_part(None, "sim_b", "NTC", None, 1, 1, "Balance low")
+    app.dispatch.finish_reply(stray.id, None)
     deliveries = [new_delivery(cl.id, STATUS, m.id, "delivered", {"id": m.id}, at=runtime.clock.now())
                   for m in sent[:2]]
-    app.add_deliveries(deliveries)
-    app.record_attempt(app.delivery(deliveries[0].id), 200, None, 0.012)
-    app.record_attempt(app.delivery(deliveries[1].id), 503, "HTTP 503", 0.02)
+    app.webhooks.add_deliveries(deliveries)
+    app.webhooks.record_attempt(app.webhooks.delivery(deliveries[0].id), 200, None, 0.012)
+    app.webhooks.record_attempt(app.webhooks.delivery(deliveries[1].id), 503, "HTTP 503", 0.02)
     follower.catch_up(runtime)
     live = all_read_models(runtime)
     # the workload reached what it was built to reach
@@ -364,12 +364,12 @@ def test_a_follower_moves_past_the_events_it_does_not_follow(runtime):
             return follower.read_position(conn, name)
 
     ws = funded_workspace(app, "Skipper", 1_000_000, "t")
-    client = app.create_client(ws, "Skipper", None, None, "t")[0].id
+    client = app.operators.create_client(ws, "Skipper", None, None, "t")[0].id
     request, _ = parse_send({"to": "9779811111111", "text": "skip"})
 
     def send():
-        app.send(client, ws, request, 100)
-        return app.recorder.max_notification_id()
+        app.sending.send(client, ws, request, 100)
+        return app.log.recorder.max_notification_id()
 
     last = send()
     while step():
@@ -378,15 +378,15 @@ def test_a_follower_moves_past_the_events_it_does_not_follow(runtime):
 
     def credits(count):
         for _ in range(count):
-            app.change_workspace(ws, "credit", "t", amount=1, note=None)
+            app.operators.credit_workspace(ws, 1, None, "t")
 
     credits(follower.SKIP_FROM - 10)
     assert step() == 0 and position() == last, "a few events of other topics: the position is not written"
     credits(10)
-    assert step() == 0 and position() == app.recorder.max_notification_id(), "moved past them"
+    assert step() == 0 and position() == app.log.recorder.max_notification_id(), "moved past them"
 
     three = [send() for _ in range(3)]
     credits(5)
     assert step(limit=2) == 2 and position() == three[1], "a full batch: up to its last event"
-    assert step(limit=2) == 1 and position() == app.recorder.max_notification_id(), "a short one: up to the newest"
+    assert step(limit=2) == 1 and position() == app.log.recorder.max_notification_id(), "a short one: up to the newest"
     assert handled[-3:] == three

@@ -11,12 +11,12 @@ import time
 import orjson
 import pytest
 
-from sandesh.domain.application import SKIP
+from sandesh.domain.usecases.dispatch import SKIP
 from sandesh.domain.message import TEXT_ERASED
 from sandesh.domain.ports import Caller
 from sandesh.domain.sending import OtpSendRequest, parse_send
 from sandesh.projections import follower, text_keys
-from sandesh.scripts.bench.common import funded_workspace
+from tests.helpers import funded_workspace
 from sandesh.workers import webhook_guard
 from sandesh.workers.webhooks import WebhookSender
 from tests.integration.test_projections import all_read_models
@@ -37,7 +37,7 @@ def sender(runtime, receiver):
 def send(app, client, workspace, text, message_type="transactional"):
     request, problems = parse_send({"to": f"97798{next(_numbers):08d}", "text": text, "messageType": message_type})
     assert not problems
-    return app.send(client, workspace, request, 100 * request.segments)
+    return app.sending.send(client, workspace, request, 100 * request.segments)
 
 
 def strings(value):
@@ -56,11 +56,11 @@ def readable_texts(runtime):
     """What anyone holding the server key could read from the log: every event decrypted, and
     every sealed text in it opened where its key still exists."""
     app, found = runtime.app, []
-    for notification in app.recorder.select_notifications(start=1, limit=10**6):
-        for text in strings(vars(app.mapper.to_domain_event(notification))):
+    for notification in app.log.recorder.select_notifications(start=1, limit=10**6):
+        for text in strings(vars(app.log.mapper.to_domain_event(notification))):
             found.append(text)
             if text.startswith("tk1:"):
-                found.append(app.open_text(text) or "")
+                found.append(app.texts.open(text) or "")
     return found
 
 
@@ -77,16 +77,16 @@ def dump(runtime):
 def test_shredding_erases_every_text_of_one_workspace_and_keeps_everything_else(runtime, receiver, sender, sandesh):
     app = runtime.app
     erased, kept = funded_workspace(app, "Erased", 10**6, "t"), funded_workspace(app, "Kept", 10**6, "t")
-    client, _, _ = app.create_client(erased, "Erased", receiver.url("/erase"), 1000, "t")
-    other, _, _ = app.create_client(kept, "Kept", None, 1000, "t")
+    client, _, _ = app.operators.create_client(erased, "Erased", receiver.url("/erase"), 1000, "t")
+    other, _, _ = app.operators.create_client(kept, "Kept", None, 1000, "t")
     delivered = send(app, client.id, erased, f"{SECRET} order 4411 shipped")
     lifecycle(runtime, delivered, ("submit",), ("accept",), ("report", 0))
     waiting = send(app, client.id, erased, f"{SECRET} order 4412 is waiting")
     caller = Caller(client_id=client.id, workspace_id=erased, brand="Erased", workspace_status="active",
                     rates={"otp": 150}, allowed_types=["transactional", "otp"], sms_enabled=True, has_route=True)
-    code = app.send_otp(caller, OtpSendRequest(f"97798{next(_numbers):08d}", "login", None), "198.51.100.7")
-    part = app.store_reply_part(None, "sim_test", delivered.to[3:], None, 1, 1, f"{SECRET} reply 4413")
-    reply = app.finish_reply(part.id, app.message(delivered.id))
+    code = app.otp.send_otp(caller, OtpSendRequest(f"97798{next(_numbers):08d}", "login", None), "198.51.100.7")
+    part = app.dispatch.store_reply_part(None, "sim_test", delivered.to[3:], None, 1, 1, f"{SECRET} reply 4413")
+    reply = app.dispatch.finish_reply(part.id, app.history.message(delivered.id))
     other_message = send(app, other.id, kept, f"{KEPT} order 4414")
     deliver(sender)
     inbound = [orjson.loads(r.body) for r in receiver.wait("/erase", 3) if b"message.inbound" in r.body]
@@ -113,7 +113,7 @@ def test_shredding_erases_every_text_of_one_workspace_and_keeps_everything_else(
     follower.catch_up(runtime)
     assert all_read_models(runtime) == before
     # the other workspace keeps its texts
-    assert app.open_text(app.message(other_message.id).text) == f"{KEPT} order 4414"
+    assert app.texts.open(app.history.message(other_message.id).text) == f"{KEPT} order 4414"
     assert any(KEPT in t for t in readable_texts(runtime))
     # audited
     actions = [orjson.loads(x) for x in sandesh.run("audit", "--workspace", erased).stdout.splitlines()]
@@ -123,20 +123,20 @@ def test_shredding_erases_every_text_of_one_workspace_and_keeps_everything_else(
     assert all_read_models(runtime) == before
     assert sandesh("replay", "--check")["ok"] is True
     # a message still waiting cannot go out any more: failed as erased, and refunded
-    assert app.submit_message(waiting.id, "sim_test").action == SKIP
-    failed = app.message(waiting.id)
+    assert app.dispatch.submit_message(waiting.id, "sim_test").action == SKIP
+    failed = app.history.message(waiting.id)
     assert (failed.status, failed.error) == ("failed", TEXT_ERASED)
     with runtime.connection() as conn:
         refunded = conn.execute("SELECT balance FROM workspaces WHERE id = %s", (erased,)).fetchone()["balance"]
     assert refunded == before_balance(before, erased) + waiting.cost
     # the next send gets a new key, and can be read
     fresh = send(app, client.id, erased, "A new text after erasure")
-    sealed = app.message(fresh.id).text
-    assert sealed.startswith("tk1:") and sealed.split(":")[1] != app.message(delivered.id).text.split(":")[1]
-    assert app.open_text(sealed) == "A new text after erasure"
+    sealed = app.history.message(fresh.id).text
+    assert sealed.startswith("tk1:") and sealed.split(":")[1] != app.history.message(delivered.id).text.split(":")[1]
+    assert app.texts.open(sealed) == "A new text after erasure"
     # the code's message was sealed under the same key: it is gone too
-    otp_text = app.message(code.message.id).text
-    assert otp_text.startswith("tk1:") and app.open_text(otp_text) is None
+    otp_text = app.history.message(code.message.id).text
+    assert otp_text.startswith("tk1:") and app.texts.open(otp_text) is None
 
 
 def before_balance(models, workspace_id):

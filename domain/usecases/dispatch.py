@@ -1,0 +1,118 @@
+"""What the dispatcher records (workers/dispatcher.py, workers/sim_worker.py): a leased message
+submitted to a SIM, its status reports, and the replies read from a SIM with the opt-outs a
+STOP or START reply asks for."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from eventsourcing.persistence import IntegrityError
+
+from ..clock import Clock
+from ..inbound import Reply, reply_owner
+from ..message import TEXT_ERASED, Message
+from ..optout import RECIPIENT, REPLY, STOP, OptOut, optout_id, stop_word
+from ..ports import Texts
+from ..steps import Read, Steps, retried, run
+from .log import Log
+
+SEND, RELEASE, SKIP = "send", "release", "skip"
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What a SIM does with a message it leased: SEND it (`message` is submitted to it),
+    RELEASE the lease (the message is no longer queued), or SKIP it (it expired, recorded,
+    or another SIM submitted it first)."""
+    action: str
+    message: Message | None = None
+    text: str | None = None  # the message's text, opened (it is sealed in the log)
+
+
+class Dispatch:
+    def __init__(self, log: Log, clock: Clock, texts: Texts):
+        self.log, self.clock, self.texts = log, clock, texts
+
+    def submit_message(self, message_id: str, sim_id: str) -> Submission:
+        """A SIM is about to send a message it leased.  Submitted is recorded before the first
+        AT+CMGS, so a message is never sent twice blindly (docs/design.md, "The dispatcher")."""
+        message = self.log.find(message_id, Message)
+        if message is None or message.status != "queued":
+            return Submission(RELEASE)
+        now = self.clock.now()
+        if message.expired(now):  # it ran out while leased: not sent either
+            self.change_message(message_id, lambda m: m.expire(at=now))
+            return Submission(SKIP)
+        text = self.texts.open(message.text)
+        if text is None:  # its workspace's texts were erased before it went out: failed, refunded
+            self.change_message(message_id, lambda m: m.fail(TEXT_ERASED, at=now))
+            return Submission(SKIP)
+        message.submit(sim_id, at=now)
+        try:
+            self.log.save(message)
+        except IntegrityError:
+            return Submission(SKIP)  # another SIM submitted it first (its lease had been handed back)
+        return Submission(SEND, message, text)
+
+    def change_message(self, message_id: str, change: Callable[[Message], None]) -> Message:
+        return run(self.change_message_steps(message_id, change), self.log.save)
+
+    def change_message_steps(self, message_id: str, change: Callable[[Message], None]) -> Steps[Message]:
+        """Apply `change` to the message as the log has it now and append what it decided.
+        The sender and the status-report reader both write to a message: a version conflict
+        means the other one wrote first, so read it again."""
+        def attempt() -> Steps[tuple[tuple[Message, ...], Message]]:
+            message = yield Read(self.log.get, (message_id, Message, "message"))
+            change(message)
+            return (message,), message
+
+        return (yield from retried(attempt, f"a change to {message_id}"))
+
+    # Replies from recipients
+    def store_reply_part(self, open_reply_id: str | None, sim_id: str, sender: str, reference: int | None,
+                         total: int, sequence: int, text: str) -> Reply:
+        """Record one part read from a SIM (before it is deleted there); duplicates are dropped.
+        A part is sealed under a key of the reply alone until the reply is finished."""
+        now = self.clock.now()
+        reply = self.log.find(open_reply_id, Reply) if open_reply_id else None
+        if reply is None:
+            reply = Reply(sim_id=sim_id, sender=sender, reference=reference, total=max(total, 1), at=now)
+        reply.store_part(sequence, self.texts.seal(reply_owner(reply.id), text), at=now)
+        self.log.save(reply)
+        return reply
+
+    def reply(self, reply_id: str) -> Reply:
+        return self.log.get(reply_id, Reply, "reply")
+
+    def finish_reply(self, reply_id: str, attributed_to: Message | None) -> Reply:
+        """The whole reply, its text sealed under the key of the workspace it is attributed to;
+        the parts' own key is then destroyed.  A reply no one sent to keeps the parts' key.
+        A STOP or START reply changes its sender's opt-out in the same append, so a crash
+        never records one without the other (docs/design.md, "Opt-outs")."""
+        def attempt() -> Steps[tuple[tuple[Reply | OptOut, ...], Reply]]:
+            reply = self.reply(reply_id)
+            if reply.complete:  # finished elsewhere
+                return (), reply
+            text = "".join(self.texts.open(reply.parts[s]) or "" for s in sorted(reply.parts))
+            owner = attributed_to.workspace_id if attributed_to else reply_owner(reply.id)
+            now = self.clock.now()
+            reply.finish(self.texts.seal(owner, text), attributed_to.client_id if attributed_to else None,
+                         attributed_to.id if attributed_to else None, at=now)
+            return (reply, *self._opt_out_by_reply(reply.id, text, attributed_to, now)), reply
+            yield  # a generator: its reads are plain calls (the dispatcher only)
+
+        reply = run(retried(attempt, f"reply {reply_id}"), self.log.save)
+        if attributed_to is not None:
+            self.texts.shred(reply_owner(reply.id))
+        return reply
+
+    def _opt_out_by_reply(self, reply_id: str, text: str, attributed_to: Message | None, now: float) -> list[OptOut]:
+        """The change a STOP or START reply asks for (docs/api.md, "Opt-out"): to the promotional
+        messages of the workspace of the message it answers, for the number that message went to."""
+        word = stop_word(text)
+        if word is None or attributed_to is None:
+            return []
+        workspace_id, number = attributed_to.workspace_id, attributed_to.to
+        optout = (self.log.find(optout_id(workspace_id, number), OptOut)
+                  or OptOut(workspace_id=workspace_id, number=number))
+        return [optout] if optout.change(word == STOP, REPLY, RECIPIENT, reply_id, at=now) else []

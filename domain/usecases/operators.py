@@ -1,0 +1,187 @@
+"""The operators' use cases for workspaces, API clients and their keys, the SMS switch and
+opt-outs (`sandesh workspace|client|switch|optout`, the dashboard).  Each change is an event
+of the aggregate it changes, with its actor: the audit log reads them back (history.py)."""
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+from eventsourcing.application import AggregateNotFoundError
+
+from .. import phone
+from ..client import (DEFAULT_GRACE_HOURS, DEFAULT_RATE_LIMIT, Client, check_brand, check_rate_limit,
+                      check_webhook_url)
+from ..clock import Clock
+from ..credentials import new_api_key, new_webhook_secret, sha256_hex, shown_prefix
+from ..errors import InvalidInput
+from ..optout import OptOut, optout_id
+from ..ports import Sealer, Texts
+from ..sim import SMS_SWITCH_ID, SmsSwitch
+from ..steps import Steps, retried, run
+from ..types import MESSAGE_TYPES, default_rates
+from ..workspace import Workspace
+from .log import Log
+
+T = TypeVar("T", Workspace, Client, SmsSwitch)
+
+
+class Operators:
+    def __init__(self, log: Log, clock: Clock, sealer: Sealer, texts: Texts, webhook_guard: Callable[[str], None]):
+        self.log, self.clock, self.sealer, self.texts = log, clock, sealer, texts
+        self.webhook_guard = webhook_guard  # refuses a webhook URL that points inside the network
+
+    # Workspaces
+    def create_workspace(self, name: str, types: list[str] | None, rates: dict[str, int], actor: str) -> Workspace:
+        if not name.strip():
+            raise InvalidInput("workspace name must not be empty")
+        workspace = Workspace(name=name.strip(), types=types or list(MESSAGE_TYPES),
+                              rates={**default_rates(), **rates}, actor=actor, at=self.clock.now())
+        self.log.save(workspace)
+        return workspace
+
+    def activate_workspace(self, workspace_id: str, actor: str) -> Workspace:
+        workspace = self._workspace(workspace_id)
+        workspace.activate(actor=actor, at=self.clock.now())
+        return self._saved(workspace)
+
+    def suspend_workspace(self, workspace_id: str, actor: str) -> Workspace:
+        workspace = self._workspace(workspace_id)
+        workspace.suspend(actor=actor, at=self.clock.now())
+        return self._saved(workspace)
+
+    def reinstate_workspace(self, workspace_id: str, actor: str) -> Workspace:
+        workspace = self._workspace(workspace_id)
+        workspace.reinstate(actor=actor, at=self.clock.now())
+        return self._saved(workspace)
+
+    def credit_workspace(self, workspace_id: str, amount: int, note: str | None, actor: str) -> Workspace:
+        workspace = self._workspace(workspace_id)
+        workspace.credit(amount=amount, note=note, actor=actor, at=self.clock.now())
+        return self._saved(workspace)
+
+    def set_rates(self, workspace_id: str, rates: dict[str, int], actor: str) -> Workspace:
+        workspace = self._workspace(workspace_id)
+        workspace.set_rates(rates=rates, actor=actor, at=self.clock.now())
+        return self._saved(workspace)
+
+    def set_types(self, workspace_id: str, types: list[str], actor: str) -> Workspace:
+        workspace = self._workspace(workspace_id)
+        workspace.set_types(types=types, actor=actor, at=self.clock.now())
+        return self._saved(workspace)
+
+    def shred_texts(self, workspace_id: str, actor: str) -> int:
+        """`sandesh workspace shred-texts`: destroy the keys of the workspace's texts (audited as
+        workspace.texts_shredded); counts, costs and statuses stay.  Its next send gets a new key."""
+        workspace = self._workspace(workspace_id)
+        keys = self.texts.shred(workspace_id)
+        workspace.shred_texts(keys=keys, actor=actor, at=self.clock.now())
+        self.log.save(workspace)
+        return keys
+
+    # API clients
+    def create_client(self, workspace_id: str, brand: str, webhook_url: str | None, rate_limit: int | None,
+                      actor: str) -> tuple[Client, str, str]:
+        """A new client of the workspace; returns it with its API key and webhook secret, shown once."""
+        self._workspace(workspace_id)
+        key, secret = new_api_key(), new_webhook_secret()
+        client = Client(
+            workspace_id=workspace_id, brand=check_brand(brand), webhook_url=self._webhook_url(webhook_url),
+            rate_limit=check_rate_limit(rate_limit or DEFAULT_RATE_LIMIT),
+            key_hash=sha256_hex(key), key_prefix=shown_prefix(key),
+            secret_sealed=self.sealer.seal(secret), secret_hash=sha256_hex(secret),
+            actor=actor, at=self.clock.now(),
+        )
+        self.log.save(client)
+        return client, key, secret
+
+    def rotate_key(self, client_id: str, actor: str) -> tuple[Client, str]:
+        key = new_api_key()
+        client = self._client(client_id)
+        client.rotate_key(key_hash=sha256_hex(key), key_prefix=shown_prefix(key), actor=actor, at=self.clock.now())
+        return self._saved(client), key
+
+    def rotate_secret(self, client_id: str, grace_hours: float | None, actor: str) -> tuple[Client, str]:
+        """A new webhook secret; the previous one still signs for `grace_hours` (default 24)."""
+        secret = new_webhook_secret()
+        client = self._client(client_id)
+        client.rotate_secret(sealed=self.sealer.seal(secret), secret_hash=sha256_hex(secret),
+                             grace_hours=DEFAULT_GRACE_HOURS if grace_hours is None else grace_hours,
+                             actor=actor, at=self.clock.now())
+        return self._saved(client), secret
+
+    def enable_client(self, client_id: str, actor: str) -> Client:
+        client = self._client(client_id)
+        client.enable(actor=actor, at=self.clock.now())
+        return self._saved(client)
+
+    def disable_client(self, client_id: str, actor: str) -> Client:
+        client = self._client(client_id)
+        client.disable(actor=actor, at=self.clock.now())
+        return self._saved(client)
+
+    def update_client(self, client_id: str, brand: str | None, webhook_url: str | None,
+                      rate_limit: int | None, actor: str) -> Client:
+        """Change what is given (None leaves it as it is)."""
+        changes: dict[str, object] = {}
+        if brand is not None:
+            changes["brand"] = check_brand(brand)
+        if webhook_url is not None:
+            changes["webhook_url"] = self._webhook_url(webhook_url)
+        if rate_limit is not None:
+            changes["rate_limit"] = check_rate_limit(rate_limit)
+        client = self._client(client_id)
+        client.update(changes=changes, actor=actor, at=self.clock.now())
+        return self._saved(client)
+
+    def _webhook_url(self, url: str | None) -> str | None:
+        checked = check_webhook_url(url)
+        if checked is not None:
+            self.webhook_guard(checked)
+        return checked
+
+    # The SMS switch
+    def set_sms_switch(self, on: bool, reason: str | None, actor: str) -> SmsSwitch:
+        try:
+            switch = self.log.repository.get(SMS_SWITCH_ID)
+        except AggregateNotFoundError:
+            switch = SmsSwitch()
+        if on:
+            switch.enable(actor=actor, at=self.clock.now())
+        else:
+            switch.disable(reason=reason, actor=actor, at=self.clock.now())
+        return self._saved(switch)
+
+    # Opt-outs of promotional messages (domain/optout.py)
+    def opt_out(self, workspace_id: str, number: str, source: str, actor: str) -> bool:
+        """The number gets no more promotional messages of the workspace.  False, and nothing
+        appended, when it had opted out already."""
+        return self._change_opt_out(workspace_id, number, True, source, actor)
+
+    def opt_in(self, workspace_id: str, number: str, source: str, actor: str) -> bool:
+        """The number gets the workspace's promotional messages again; False when it had not opted out."""
+        return self._change_opt_out(workspace_id, number, False, source, actor)
+
+    def _change_opt_out(self, workspace_id: str, number: str, opted_out: bool, source: str, actor: str) -> bool:
+        self._workspace(workspace_id)
+        normalised = phone.normalise(number.strip())
+        if normalised is None:
+            raise InvalidInput(f"{number!r} is not a Nepal mobile number: 977 and 10 digits starting 96, 97 or 98, "
+                               "e.g. 9779812345678")
+
+        def attempt() -> Steps[tuple[tuple[OptOut, ...], bool]]:
+            optout = (self.log.find(optout_id(workspace_id, normalised), OptOut)
+                      or OptOut(workspace_id=workspace_id, number=normalised))
+            changed = optout.change(opted_out, source, actor, None, at=self.clock.now())
+            return ((optout,) if changed else ()), changed
+            yield  # a generator: its reads are plain calls (the `sandesh` command only)
+
+        return run(retried(attempt, f"the opt-out of {normalised}"), self.log.save)
+
+    def _workspace(self, workspace_id: str) -> Workspace:
+        return self.log.get(workspace_id, Workspace, "workspace")
+
+    def _client(self, client_id: str) -> Client:
+        return self.log.get(client_id, Client, "client")
+
+    def _saved(self, aggregate: T) -> T:
+        self.log.save(aggregate)
+        return aggregate

@@ -1,0 +1,68 @@
+"""The operators' use cases (domain/usecases/operators.py, sims.py) and the audit trail they leave."""
+from __future__ import annotations
+
+import pytest
+
+from sandesh.domain.errors import InvalidInput, NameTaken, NotFound
+from sandesh.domain.usecases.sending import Accepted
+
+from .conftest import Store, a_number
+from .test_sending import request
+
+
+def test_a_workspace_is_created_pending_activated_credited_and_audited(store: Store):
+    workspace = store.app.operators.create_workspace("Kirana", None, {"otp": 150}, "ops@example")
+    assert workspace.status == "pending" and workspace.rates["otp"] == 150
+    store.app.operators.activate_workspace(workspace.id, "ops@example")
+    store.app.operators.credit_workspace(workspace.id, 5_000, "first payment", "ops@example")
+    assert store.balance(workspace.id) == 5_000
+    actions = [line["action"] for line in store.app.history.audit(workspace_id=workspace.id)]
+    assert actions == ["workspace.created", "workspace.activated", "workspace.credited"]
+    with pytest.raises(InvalidInput):
+        store.app.operators.create_workspace("  ", None, {}, "ops@example")
+    with pytest.raises(NotFound):
+        store.app.operators.activate_workspace("ws_missing", "ops@example")
+
+
+def test_a_clients_key_and_secret_rotate_and_its_webhook_url_is_checked(store: Store):
+    workspace = store.workspace()
+    client, key, secret = store.app.operators.create_client(workspace, "Kirana", "https://example.com/hook", None, "ops")
+    assert client.key_prefix == key[:len(client.key_prefix)]
+    rotated, new_key = store.app.operators.rotate_key(client.id, "ops")
+    assert new_key != key and rotated.key_prefix == new_key[:len(rotated.key_prefix)]
+    _, new_secret = store.app.operators.rotate_secret(client.id, 1, "ops")
+    assert new_secret != secret
+    assert store.app.operators.disable_client(client.id, "ops").enabled is False
+    with pytest.raises(InvalidInput):
+        store.app.operators.update_client(client.id, None, "ftp://example.com", None, "ops")
+
+
+def test_shredding_a_workspaces_texts_makes_its_messages_unreadable_and_fails_the_queued_ones(store: Store):
+    workspace = store.workspace(1_000)
+    sent = store.app.sending.send_sms(store.caller(workspace), request(text="secret text"))
+    assert store.app.texts.open(store.app.history.message(sent.message.id).text) == "secret text"
+    assert store.app.operators.shred_texts(workspace, "ops") >= 1
+    assert store.app.texts.open(store.app.history.message(sent.message.id).text) is None
+    sim = store.app.sims.add_sim(f"sim-{a_number()}", "loop://", 115200, None, "ops")
+    assert store.app.dispatch.submit_message(sent.message.id, sim.id).action == "skip"
+    assert store.app.history.message(sent.message.id).status == "failed"
+    assert store.balance(workspace) == 1_000  # refunded
+    again = store.app.sending.send_sms(store.caller(workspace), request(text="new text"))
+    assert isinstance(again, Accepted)
+    assert store.app.texts.open(store.app.history.message(again.message.id).text) == "new text"
+
+
+def test_a_sims_name_and_iccid_are_its_own_and_its_quarantine_is_decided_once(store: Store):
+    name = f"sim-{a_number()}"
+    sim = store.app.sims.add_sim(name, "/dev/ttyUSB0", 115200, None, "ops")
+    with pytest.raises(NameTaken):
+        store.app.sims.add_sim(name, "/dev/ttyUSB1", 115200, None, "ops")
+    iccid = "8997701" + a_number()[3:]
+    store.app.sims.identify_sim(sim.id, iccid, "429011234567890")
+    other = store.app.sims.add_sim(f"sim-{a_number()}", "/dev/ttyUSB2", 115200, None, "ops")
+    with pytest.raises(NameTaken):
+        store.app.sims.identify_sim(other.id, iccid, None)
+    assert store.app.sims.quarantine_sim(sim.id, "network", "no signal", "dispatcher") is True
+    assert store.app.sims.quarantine_sim(sim.id, "network", "no signal", "dispatcher") is False
+    assert store.app.sims.recover_sim(sim.id, "network", "signal back", "dispatcher") is True
+    assert store.app.sims.disable_sim(sim.id, "ops").enabled is False
