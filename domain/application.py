@@ -45,7 +45,7 @@ class Sandesh:
             sending=Sending(log, clock, texts, idempotency, opt_outs, append, batch_answer),
             otp=Otps(log, clock, texts, otp_windows, otp_key, append),
             dispatch=Dispatch(log, clock, texts),
-            webhooks=Webhooks(log, clock),
+            webhooks=Webhooks(log, clock, sealer),
             history=History(log, texts),
         )
 

@@ -141,22 +141,19 @@ def client_rotate_secret(args: argparse.Namespace, settings: Settings, actor: st
     return 0
 
 
-def _client_command(enable: bool, args: argparse.Namespace, settings: Settings, actor: str) -> int:
+def _client_command(change: Callable[[Operators], object], args: argparse.Namespace, settings: Settings) -> int:
     with opened(settings) as runtime:
-        if enable:
-            runtime.app.operators.enable_client(args.client, actor)
-        else:
-            runtime.app.operators.disable_client(args.client, actor)
+        change(runtime.app.operators)
         emit(_client(runtime, args.client))
     return 0
 
 
 def client_disable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    return _client_command(False, args, settings, actor)
+    return _client_command(lambda ops: ops.disable_client(args.client, actor), args, settings)
 
 
 def client_enable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    return _client_command(True, args, settings, actor)
+    return _client_command(lambda ops: ops.enable_client(args.client, actor), args, settings)
 
 
 def client_update(args: argparse.Namespace, settings: Settings, actor: str) -> int:

@@ -371,7 +371,7 @@ class _Targets(channels.Remembered):
                 row = registry.webhook_target(conn, client_id)
             if row is None or not row["webhook_url"]:
                 return None
-            open_ = self.runtime.app.sealer.open
+            open_ = self.runtime.app.webhooks.client_secret
             previous = row["previous_secret_sealed"]
             target = (row["webhook_url"], open_(row["secret_sealed"]), open_(previous) if previous else None,
                       row["previous_secret_until"] or 0.0)

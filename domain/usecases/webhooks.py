@@ -8,13 +8,18 @@ from eventsourcing.persistence import IntegrityError
 
 from ..clock import Clock
 from ..errors import InvalidTransition
+from ..ports import Sealer
 from ..webhook import WebhookDelivery, new_delivery
 from .log import Log
 
 
 class Webhooks:
-    def __init__(self, log: Log, clock: Clock):
-        self.log, self.clock = log, clock
+    def __init__(self, log: Log, clock: Clock, sealer: Sealer):
+        self.log, self.clock, self.sealer = log, clock, sealer
+
+    def client_secret(self, sealed: str) -> str:
+        """A client's webhook secret, which signs its deliveries, opened from the sealed form the registry keeps."""
+        return self.sealer.open(sealed)
 
     def delivery(self, delivery_id: str) -> WebhookDelivery:
         return self.log.get(delivery_id, WebhookDelivery, "webhook delivery")

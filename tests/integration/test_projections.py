@@ -306,7 +306,7 @@ def test_replay_equals_live_after_a_mixed_workload(runtime, sandesh):
     app.sending.cancel_message(cl.id, later[0].id)                                              # canceled, refunded
     app.sending.release_scheduled([later[1].id])                                                # released early
     app.sending.send_batch(caller, [parse_send({"to": "9779842000100", "text": "batched"})[0], []],
-                   lambda code, problems: {"code": code}, "batch-1", "hb")              # a batch's key
+                           "batch-1", "hb")                                             # a batch's key
     lifecycle(runtime, sent[0], ("submit",), ("accept",), ("report", 0))             # delivered
     lifecycle(runtime, sent[1], ("submit",), ("requeue", "CMS 38"), ("submit",),     # failover, then
               ("accept",), ("report", 0))                                             # delivered
