@@ -185,7 +185,6 @@ MODEL = ReadModel(
     ddl=DDL,
     # Written by the dispatcher's lease, not by events: `sandesh replay --check` leaves them out.
     working_columns={"dispatch_queue": ("leased_by", "leased_sim", "leased_until")})
-ROWS = MODEL.tables  # the old name, for scripts/bench/enqueue_cost.py
 
 
 # The handlers, run in the append's transaction (projections/store.py StatementBuffer).

@@ -14,7 +14,6 @@ import queue
 import sys
 import threading
 import time
-from types import SimpleNamespace
 from typing import Any, Iterator
 
 import psycopg
@@ -30,13 +29,6 @@ from .runtime import Runtime
 
 PROJECTIONS: dict[str, Projection] = {registry.PROJECTION.name: registry.PROJECTION, **follower.FOLLOWED}
 NAMES = tuple(PROJECTIONS)
-
-
-def projection(name: str) -> Any:
-    """The old shape, with `TABLES` and `WORKING_COLUMNS`, for callers not yet reading
-    `PROJECTIONS[name]` (tests/integration/test_projections.py, `all_read_models`)."""
-    found = PROJECTIONS[name]
-    return SimpleNamespace(NAME=found.name, TABLES=tuple(found.tables), WORKING_COLUMNS=found.working_columns)
 
 
 class Progress:

@@ -40,7 +40,7 @@ def _cpu(pid: int) -> float:
 
 def _script(conn: Any, client: str, n: int, inline: bool) -> str:
     buffer = StatementBuffer(conn)  # each statement rendered, as in an append
-    rows = SqlRows(buffer, dispatch.ROWS)
+    rows = SqlRows(buffer, dispatch.MODEL.tables)
     for _ in range(n):
         at = time.time()
         rows.insert("dispatch_queue", {

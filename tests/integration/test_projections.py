@@ -269,9 +269,9 @@ def all_read_models(runtime):
     models = {}
     with runtime.connection() as conn:
         for name in replay.NAMES:
-            view = replay.projection(name)
-            working = getattr(view, "WORKING_COLUMNS", {})
-            for table in view.TABLES:
+            view = replay.PROJECTIONS[name]
+            working = view.working_columns
+            for table in view.tables:
                 rows = [{k: v for k, v in row.items() if k not in working.get(table, ())}
                         for row in conn.execute(f"SELECT * FROM {table}").fetchall()]
                 models[table] = sorted(rows, key=lambda row: orjson.dumps(row, option=orjson.OPT_SORT_KEYS))
