@@ -37,7 +37,6 @@ from sandesh.projections.runtime import Runtime
 
 from . import webhook_guard
 from .webhook_schedule import LEASE, PER_CLIENT, SLOW_THREADS, Leased, WebhookSchedule
-from .webhook_schedule import SLOW  # noqa: F401  (the tests read it here)
 
 STEP_EVERY = 0.05  # seconds: while appends keep coming, the log is followed this often, not at each
 

@@ -26,7 +26,8 @@ from tests.helpers import funded_workspace
 from tests.conftest import ROOT
 from tests.receiver import Receiver
 from sandesh.workers import webhook_guard
-from sandesh.workers.webhooks import LEASE, SLOW, SLOW_THREADS, WebhookSender
+from sandesh.workers.webhook_schedule import LEASE, SLOW, SLOW_THREADS
+from sandesh.workers.webhooks import WebhookSender
 
 HEADERS = {"x-service-signature", "x-service-event", "x-service-delivery", "user-agent", "content-type"}
 _paths = itertools.count(1)
