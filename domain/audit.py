@@ -5,6 +5,7 @@ from typing import Any
 
 from .client import Client
 from .optout import OPERATOR, OptOut
+from .person import Person
 from .sim import Sim, SmsSwitch
 from .webhook import WebhookDelivery
 from .workspace import Workspace
@@ -38,11 +39,17 @@ ACTIONS: dict[type, str] = {
     WebhookDelivery.Redelivered: "webhook.redelivered",
     OptOut.OptedOut: "optout.added",
     OptOut.OptedIn: "optout.removed",
+    Person.Added: "person.added",
+    Person.LinkIssued: "person.link_issued",
+    Person.PasswordSet: "person.password_set",
+    Person.Disabled: "person.disabled",
+    Person.Enabled: "person.enabled",
 }
 
 # Never shown in `details`: no key or secret, not even sealed or hashed (docs/operations.md, "Audit").
 HIDDEN = {"actor", "at", "timestamp", "originator_id", "originator_version",
-          "key_hash", "secret_sealed", "secret_hash", "pin_sealed", "workspace_id", "originator_topic"}
+          "key_hash", "secret_sealed", "secret_hash", "pin_sealed", "workspace_id", "originator_topic",
+          "token_hash", "token_expires", "password_hash"}
 
 
 def operator_change(event: Any) -> bool:
@@ -59,7 +66,7 @@ def audit_line(event: Any, workspace_of_client: dict[str, str]) -> dict[str, Any
     workspace_id = client_id = sim_id = None
     if kind.startswith("workspace."):
         workspace_id = subject
-    elif kind.startswith("optout."):
+    elif kind.startswith(("optout.", "person.")):
         workspace_id = state["workspace_id"]
     elif kind.startswith("client."):
         client_id = subject

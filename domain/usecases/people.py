@@ -1,0 +1,112 @@
+"""The use cases of people who sign in to the dashboard (`sandesh user`, the dashboard's
+set-password and sign-in pages; docs/dashboard.md).  Each change is an event of the person with
+its actor, so the audit trail reads it back (history.py)."""
+from __future__ import annotations
+
+import secrets
+from functools import cached_property
+
+from ..clock import Clock
+from ..credentials import sha256_hex
+from ..errors import InvalidInput, InvalidTransition, NameTaken
+from ..person import (LINK_HOURS, OPERATOR, Person, check_name, check_role, new_link_token, normalise_email,
+                      password_problem, person_id, person_of_token)
+from ..ports import PasswordHasher, SignInFailures
+from ..signin import FAILURES_PER_ACCOUNT, FAILURES_PER_IP, SignInRefused, account_key, ip_key, wait_after
+from ..workspace import Workspace
+from .log import Log
+
+
+class People:
+    def __init__(self, log: Log, clock: Clock, hasher: PasswordHasher, failures: SignInFailures):
+        self.log, self.clock, self.hasher, self.failures = log, clock, hasher, failures
+
+    def add_person(self, email: str, name: str, workspace_id: str | None, role: str | None, operator: bool,
+                   actor: str) -> tuple[Person, str]:
+        """A person of a workspace with a role, or of the operator team; returns them with the
+        token of their one-time set-password link."""
+        email, name = normalise_email(email), check_name(name)
+        if operator:
+            workspace_id, role = None, OPERATOR
+        elif workspace_id is None or role is None:
+            raise InvalidInput("a person of a workspace needs --workspace and --role (or --operator)")
+        else:
+            role = check_role(role)
+            self.log.get(workspace_id, Workspace, "workspace")
+        if self.log.find(person_id(email), Person) is not None:
+            raise NameTaken(f"{email} is a person already (`sandesh user reset` sends them a new link)")
+        token = new_link_token(person_id(email))
+        now = self.clock.now()
+        person = Person(email=email, name=name, workspace_id=workspace_id, role=role, token_hash=sha256_hex(token),
+                        token_expires=now + LINK_HOURS * 3600, actor=actor, at=now)
+        self.log.save(person)
+        return person, token
+
+    def reset_password(self, email: str, actor: str) -> tuple[Person, str]:
+        """A new one-time link; the previous one stops at once.  The password stays until it is replaced."""
+        person = self._person(email)
+        token = new_link_token(person.id)
+        person.issue_link(token, actor=actor, at=self.clock.now())
+        self.log.save(person)
+        return person, token
+
+    def disable_person(self, email: str, actor: str) -> Person:
+        person = self._person(email)
+        person.disable(actor=actor, at=self.clock.now())
+        self.log.save(person)
+        return person
+
+    def enable_person(self, email: str, actor: str) -> Person:
+        person = self._person(email)
+        person.enable(actor=actor, at=self.clock.now())
+        self.log.save(person)
+        return person
+
+    def person_of_link(self, token: str) -> Person | None:
+        """The person a set-password link is for while it is valid, else None."""
+        person = self.log.find(person_of_token(token), Person)
+        return person if person is not None and person.link_valid(token, self.clock.now()) else None
+
+    def set_password(self, token: str, password: str) -> Person:
+        """Through a valid link: InvalidInput says what is wrong with the password,
+        InvalidTransition that the link is not valid."""
+        problem = password_problem(password)
+        if problem:
+            raise InvalidInput(problem)
+        person = self.person_of_link(token)
+        if person is None:
+            raise InvalidTransition("this link is not valid: it was used, replaced or is older than 24 hours")
+        person.set_password(token, self.hasher.hash(password), at=self.clock.now())
+        self.log.save(person)
+        return person
+
+    def sign_in(self, email: str, password: str, ip: str) -> Person:
+        """The person whose email and password these are, or SignInRefused: the same refusal,
+        after the same work (one hash verified), whether the email exists or not."""
+        email = email.strip().lower()
+        now = self.clock.now()
+        keys = [account_key(email), ip_key(ip)]
+        recent = self.failures.recent(keys, now)
+        wait = max(wait_after(recent.get(keys[0], []), FAILURES_PER_ACCOUNT, now),
+                   wait_after(recent.get(keys[1], []), FAILURES_PER_IP, now))
+        if wait:
+            raise SignInRefused(wait)
+        person = self.log.find(person_id(email), Person)
+        known = person is not None and person.password_hash is not None and not person.disabled
+        matches = self.hasher.verify(person.password_hash if known else self._decoy, password)  # type: ignore[union-attr]
+        if not (known and matches):
+            self.failures.record(keys, now)
+            raise SignInRefused()
+        assert person is not None
+        return person
+
+    def person(self, id: str) -> Person | None:
+        return self.log.find(id, Person)
+
+    @cached_property
+    def _decoy(self) -> str:
+        """A hash no password matches, verified when the email is unknown so that answer takes as long."""
+        return self.hasher.hash(secrets.token_urlsafe(32))
+
+    def _person(self, email: str) -> Person:
+        return self.log.get(person_id(normalise_email(email)), Person, "person")
