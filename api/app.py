@@ -23,6 +23,7 @@ from sandesh.projections.group_commit import GroupCommit
 from sandesh.projections.health import DatabaseHealth, is_outage
 
 from .auth import Authentication
+from .dashboard import add_dashboard
 from .errors import ApiError, from_domain
 from .health import Health, Ready
 from .messages import CancelMessage, MessageStatus
@@ -134,12 +135,14 @@ def _errors(health: DatabaseHealth) -> Callable[..., Any]:
 
 def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], *, route_window: float,
                health: DatabaseHealth, commits: GroupCommit, blocking_threads: int = 4, rate_limit: bool = True,
-               trusted_proxies: tuple[str, ...] = (), callers: Callers | None = None) -> falcon.asgi.App:
+               trusted_proxies: tuple[str, ...] = (), callers: Callers | None = None,
+               dashboard_key: bytes | None = None) -> falcon.asgi.App:
     """`route_window`: Settings.route_window, how recent a SIM's healthy heartbeat must be for it to be a route;
     `health`: this process's view of the database (an outage is a 503, never a 500 or a hang);
     `commits`: the process's group commit, which the requests' appends await;
     `blocking_threads`: the threads that read the database for requests (the pool's connections);
-    `callers`: the process's caller cache (without one, every request reads its caller from the database)."""
+    `callers`: the process's caller cache (without one, every request reads its caller from the database);
+    `dashboard_key`: the key of the dashboard's CSRF tokens, the same in every process (a random one without it)."""
     callers = callers or Callers(connection, route_window)
     blocking, commit = Blocking(blocking_threads), Commit(commits)
     authentication = Authentication(connection, sandesh.clock, callers, blocking, rate_limit=rate_limit)
@@ -160,6 +163,8 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
                                      route_window, blocking))
     app.add_route("/metrics", Metrics(DatabaseState(connection, sandesh.clock, health,
                                                     sandesh.log.recorder.events_table_name, route_window), blocking))
+    add_dashboard(app, sandesh, connection, blocking, csrf_key=dashboard_key or RAND_bytes(32),
+                  trusted_proxies=trusted_proxies)
     app.add_error_handler(Exception, _errors(health))
     app.add_error_handler(falcon.HTTPError, _http_error)
     app.add_error_handler(ApiError, _api_error)

@@ -1,0 +1,27 @@
+"""The dashboard under /dashboard (docs/dashboard.md): server-rendered pages in the same app
+as the API, every form working without JavaScript.  People sign in with email and password;
+the pages call the same use cases as the `sandesh` command."""
+from __future__ import annotations
+
+from typing import Any, Callable, ContextManager
+
+import falcon.asgi
+
+from sandesh.domain.application import Sandesh
+
+from ..waiting import Blocking
+from .pages import Home, Overview, SetPassword, SignIn, SignOut, Static
+from .web import Web
+
+
+def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[], ContextManager[Any]],
+                  blocking: Blocking, *, csrf_key: bytes, trusted_proxies: tuple[str, ...]) -> None:
+    web = Web(csrf_key, trusted_proxies)
+    parts = (sandesh, connection, blocking, web)
+    app.add_route("/dashboard", Home(*parts))
+    app.add_route("/dashboard/sign-in", SignIn(*parts))
+    app.add_route("/dashboard/sign-out", SignOut(*parts))
+    app.add_route("/dashboard/sign-out-everywhere", SignOut(*parts, everywhere=True))
+    app.add_route("/dashboard/set-password/{token}", SetPassword(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/overview", Overview(*parts))
+    app.add_route("/dashboard/static/{name}", Static())

@@ -1,0 +1,199 @@
+"""The dashboard's pages (docs/dashboard.md): each parses the request, calls one use case or
+one read-model query on the app's blocking threads (api/waiting.py), and renders a template.
+
+Every resource is `dashboard = True`: the API's key check leaves it alone (api/auth.py); people
+sign in here instead, and an API key never opens a page."""
+from __future__ import annotations
+
+from typing import Any, Callable, ContextManager
+
+import falcon
+import falcon.asgi
+
+from sandesh.domain.application import Sandesh
+from sandesh.domain.errors import InvalidInput, InvalidTransition
+from sandesh.domain.person import OPERATOR
+from sandesh.domain.signin import SignInRefused
+from sandesh.projections import registry, sessions
+
+from ..waiting import Blocking
+from .web import HERE, SESSION, Web
+
+SIGN_IN = "/dashboard/sign-in"
+WRONG = "Email or password is wrong."
+
+
+def waiting_time(seconds: int) -> str:
+    minutes = -(-seconds // 60)
+    return f"{seconds} seconds" if seconds < 60 else f"{minutes} minute{'s' if minutes != 1 else ''}"
+
+
+class Page:
+    dashboard = True
+
+    def __init__(self, app: Sandesh, connection: Callable[[], ContextManager[Any]], blocking: Blocking, web: Web):
+        self.app, self.connection, self.blocking, self.web = app, connection, blocking, web
+
+    async def signed_in(self, req: falcon.asgi.Request) -> dict[str, Any] | None:
+        """The person of the request's session while it lives (its last use moved to now), else None."""
+        session_id = self.web.session_id(req)
+        if session_id is None:
+            return None
+        return await self.blocking(self._touch, session_id)
+
+    @staticmethod
+    def sees(person: dict[str, Any], workspace_id: str) -> bool:
+        """A person sees their own workspace only; the operator team sees every one."""
+        return person["role"] == OPERATOR or person["workspace_id"] == workspace_id
+
+    def _touch(self, session_id: str) -> dict[str, Any] | None:
+        with self.connection() as conn:
+            return sessions.touch(conn, session_id, self.app.clock.now())
+
+
+class Home(Page):
+    """GET /dashboard: the person's workspace, or the sign-in page."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        person = await self.signed_in(req)
+        if person is None:
+            return self.web.redirect(resp, SIGN_IN)
+        if person["role"] == OPERATOR:  # the operator team's pages are part 2
+            return self.web.page(req, resp, "message.html", title="Operator", person=person,
+                                 text="The operator team's pages are not here yet; use the sandesh command.")
+        self.web.redirect(resp, f"/dashboard/w/{person['workspace_id']}/overview")
+
+
+class SignIn(Page):
+    """GET and POST /dashboard/sign-in (docs/dashboard.md, "Signing in")."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        if await self.signed_in(req) is not None:
+            return self.web.redirect(resp, "/dashboard")
+        notice = "Your password is set. Sign in with it." if req.get_param("password") == "set" else None
+        self.web.page(req, resp, "sign_in.html", title="Sign in", email="", error=None, notice=notice)
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        form = await self.web.form(req)
+        if not self.web.csrf_ok(req, form):
+            return self.web.forbidden(req, resp)
+        email = form.get("email", "")
+        try:
+            person = await self.blocking(self.app.people.sign_in, email, form.get("password", ""),
+                                         self.web.calling_ip(req))
+        except SignInRefused as refused:
+            error = (f"Too many failed sign-ins. Wait {waiting_time(refused.wait)} and try again." if refused.wait
+                     else WRONG)
+            return self.web.page(req, resp, "sign_in.html", status=429 if refused.wait else 200, title="Sign in",
+                                 email=email, error=error, notice=None)
+        old = self.web.session_id(req)
+        session_id = await self.blocking(self._begin, person.id, old)
+        self.web.set_cookie(req, resp, SESSION, session_id)  # a new id at every sign-in
+        self.web.redirect(resp, "/dashboard")
+
+    def _begin(self, person_id: str, old: str | None) -> str:
+        with self.connection() as conn:
+            if old:
+                sessions.end(conn, old)
+            return sessions.begin(conn, person_id, self.app.clock.now())
+
+
+class SignOut(Page):
+    """POST /dashboard/sign-out, and /dashboard/sign-out-everywhere (`everywhere`): every
+    session of the person ends."""
+
+    def __init__(self, *args: Any, everywhere: bool = False):
+        super().__init__(*args)
+        self.everywhere = everywhere
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        form = await self.web.form(req)
+        if not self.web.csrf_ok(req, form):
+            return self.web.forbidden(req, resp)
+        session_id = self.web.session_id(req)
+        if session_id:
+            await self.blocking(self._end, session_id)
+        self.web.clear_cookie(req, resp, SESSION)
+        self.web.redirect(resp, SIGN_IN)
+
+    def _end(self, session_id: str) -> None:
+        with self.connection() as conn:
+            person = sessions.touch(conn, session_id, self.app.clock.now())
+            if self.everywhere and person is not None:
+                sessions.end_all(conn, person["id"])
+            else:
+                sessions.end(conn, session_id)
+
+
+class SetPassword(Page):
+    """GET and POST /dashboard/set-password/{token}: the one-time link of `sandesh user add|reset`."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, token: str) -> None:
+        person = await self.blocking(self.app.people.person_of_link, token)
+        if person is None:
+            return self._invalid(req, resp)
+        self.web.page(req, resp, "set_password.html", title="Set your password", email=person.email, error=None)
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, token: str) -> None:
+        form = await self.web.form(req)
+        if not self.web.csrf_ok(req, form):
+            return self.web.forbidden(req, resp)
+        try:
+            person = await self.blocking(self.app.people.set_password, token, form.get("password", ""))
+        except InvalidInput as problem:
+            found = await self.blocking(self.app.people.person_of_link, token)
+            if found is None:
+                return self._invalid(req, resp)
+            return self.web.page(req, resp, "set_password.html", status=400, title="Set your password",
+                                 email=found.email, error=str(problem))
+        except InvalidTransition:
+            return self._invalid(req, resp)
+        await self.blocking(self._end_all, person.id)  # a new password ends every session of the old one
+        self.web.redirect(resp, SIGN_IN + "?password=set")
+
+    def _invalid(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        self.web.page(req, resp, "message.html", status=404, title="Link not valid",
+                      text="This link was used, replaced or is older than 24 hours. Ask for a new one.")
+
+    def _end_all(self, person_id: str) -> None:
+        with self.connection() as conn:
+            sessions.end_all(conn, person_id)
+
+
+class Overview(Page):
+    """GET /dashboard/w/{workspace_id}/overview: status, balance in NPR, rates, allowed types."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
+        person = await self.signed_in(req)
+        if person is None:
+            return self.web.redirect(resp, SIGN_IN)
+        if not self.sees(person, workspace_id):
+            return self.web.not_found(req, resp, person)  # another workspace is not there for them
+        workspace = await self.blocking(self._workspace, workspace_id)
+        if workspace is None:
+            return self.web.not_found(req, resp, person)
+        self.web.page(req, resp, "overview.html", title="Overview", person=person, workspace=workspace,
+                      rupees=rupees)
+
+    def _workspace(self, workspace_id: str) -> dict[str, Any] | None:
+        with self.connection() as conn:
+            row = registry.fetch_one(conn, "workspaces", "id", workspace_id)
+        return registry.workspace_view(row) if row is not None else None
+
+
+def rupees(paisa: int) -> str:
+    return f"NPR {paisa // 100:,}.{paisa % 100:02d}"
+
+
+class Static:
+    """GET /dashboard/static/{name}: the stylesheet, served from the package (nothing from a CDN)."""
+    dashboard = True
+    FILES = {"dashboard.css": "text/css; charset=utf-8"}
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, name: str) -> None:
+        if name not in self.FILES:
+            raise falcon.HTTPNotFound()
+        resp.content_type = self.FILES[name]
+        resp.data = (HERE / "static" / name).read_bytes()
+        resp.set_header("Cache-Control", "public, max-age=3600")
+        resp.set_header("X-Content-Type-Options", "nosniff")

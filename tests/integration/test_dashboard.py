@@ -1,0 +1,247 @@
+"""The dashboard (docs/dashboard.md) in a real browser: Playwright driving Debian's Chromium
+against a real `sandesh serve`, people added with the real `sandesh user` command."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterator
+from urllib.parse import urlsplit
+
+import orjson
+import pytest
+import requests
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+PASSWORD = "a long enough passphrase"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"the dashboard's tests need Chromium at {CHROMIUM}: scripts/test.sh installs it", pytrace=False)
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A fresh browser profile: no cookies."""
+    context = browser.new_context()
+    yield context.new_page()
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def workspaces(sandesh: Any) -> dict[str, str]:
+    acme = sandesh("workspace", "create", "--name", "Acme Pasal", "--types", "transactional,otp",
+                   "--rate", "otp=150")
+    sandesh("workspace", "activate", acme["id"])
+    sandesh("workspace", "credit", acme["id"], "123456")
+    other = sandesh("workspace", "create", "--name", "Other")
+    return {"acme": acme["id"], "other": other["id"]}
+
+
+def add_person(sandesh: Any, workspace: str, email: str, role: str = "owner") -> dict[str, Any]:
+    return sandesh("user", "add", "--email", email, "--name", "Asha Owner", "--workspace", workspace, "--role", role)
+
+
+def link_path(added: dict[str, Any]) -> str:
+    return urlsplit(added["setPasswordLink"]).path
+
+
+def set_password(page: Page, server: Any, added: dict[str, Any], password: str = PASSWORD) -> None:
+    page.goto(server.url + link_path(added))
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Set password").click()
+
+
+def password_was_set(page: Page) -> None:
+    expect(page.get_by_role("status")).to_have_text("Your password is set. Sign in with it.")
+
+
+def sign_in(page: Page, server: Any, email: str, password: str = PASSWORD) -> None:
+    page.goto(server.url + "/dashboard/sign-in")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+
+
+@pytest.fixture(scope="module")
+def owner(sandesh: Any, workspaces: dict[str, str], server: Any, browser: Browser) -> dict[str, Any]:
+    """The owner of Acme Pasal, with their password set."""
+    added = add_person(sandesh, workspaces["acme"], "Owner@Example.com")
+    context = browser.new_context()
+    page = context.new_page()
+    set_password(page, server, added)
+    password_was_set(page)
+    context.close()
+    return added
+
+
+def test_user_add_prints_a_one_time_link(sandesh, workspaces):
+    added = add_person(sandesh, workspaces["acme"], "  New.Person@Example.com ", role="viewer")
+    assert (added["email"], added["role"], added["workspaceId"]) == ("new.person@example.com", "viewer",
+                                                                     workspaces["acme"])
+    assert added["passwordSet"] is False
+    assert re.fullmatch(r"http://127\.0\.0\.1:8000/dashboard/set-password/person_[0-9a-f]{32}\.[\w-]{43}",
+                        added["setPasswordLink"])
+    listed = sandesh("user", "list", "--workspace", workspaces["acme"])["people"]
+    assert "new.person@example.com" in [p["email"] for p in listed]
+    assert not any("hash" in key.lower() or "token" in key.lower() for key in listed[0])
+
+
+def test_a_short_password_is_refused_beside_the_field(page, server, sandesh, workspaces):
+    added = add_person(sandesh, workspaces["acme"], "short@example.com")
+    set_password(page, server, added, "too short")
+    field = page.get_by_label("Password")
+    expect(field).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#password-error")).to_have_text("Use at least 12 characters.")
+    assert sandesh("user", "list", "--workspace", workspaces["acme"])["people"][-1]["passwordSet"] is False
+
+
+def test_the_owner_signs_in_and_sees_the_overview_of_their_workspace(page, server, owner, workspaces):
+    sign_in(page, server, "owner@example.com")
+    expect(page).to_have_url(f"{server.url}/dashboard/w/{workspaces['acme']}/overview")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Overview")
+    expect(page.get_by_text("Acme Pasal")).to_be_visible()
+    facts = page.locator("dl.facts")
+    expect(facts).to_contain_text("active")
+    expect(facts).to_contain_text("NPR 1,234.56")
+    expect(facts).to_contain_text("transactional, otp")
+    expect(page.get_by_role("row", name="otp NPR 1.50")).to_be_visible()
+
+
+def test_the_session_cookie_is_http_only_and_strict(page, server, owner):
+    sign_in(page, server, "owner@example.com")
+    [session] = [c for c in page.context.cookies() if c["name"] == "sandesh_session"]
+    assert session["httpOnly"] and session["sameSite"] == "Strict"
+    assert not session["secure"]  # plain HTTP here; behind the TLS proxy: Secure and __Host-
+
+
+def test_pages_allow_no_inline_script_and_no_framing(page, server):
+    response = page.goto(server.url + "/dashboard/sign-in")
+    policy = response.headers["content-security-policy"]
+    assert "default-src 'self'" in policy and "frame-ancestors 'none'" in policy and "unsafe-inline" not in policy
+    assert response.headers["cache-control"] == "no-store"
+    assert page.locator("script").count() == 0
+
+
+def test_the_session_id_changes_at_sign_in(page, server, owner):
+    page.context.add_cookies([{"name": "sandesh_session", "value": "chosen-by-someone-else", "url": server.url}])
+    sign_in(page, server, "owner@example.com")
+    [session] = [c for c in page.context.cookies() if c["name"] == "sandesh_session"]
+    assert session["value"] != "chosen-by-someone-else"
+
+
+def test_a_link_sets_a_password_once(page, server, owner):
+    page.goto(server.url + link_path(owner))
+    expect(page.get_by_role("heading", level=1)).to_have_text("Link not valid")
+
+
+def test_a_wrong_password_answers_as_an_unknown_email_does(server, owner):
+    browser_like = requests.Session()
+    answers = []
+    for email in ("owner@example.com", "nobody@example.com"):
+        form = browser_like.get(server.url + "/dashboard/sign-in")
+        token = re.search(r'name="csrf" value="([0-9a-f]+)"', form.text).group(1)
+        answer = browser_like.post(server.url + "/dashboard/sign-in",
+                                   data={"csrf": token, "email": email, "password": "not the password"})
+        answers.append((answer.status_code, answer.text.replace(email, "EMAIL")))
+    assert answers[0] == answers[1]
+    assert "Email or password is wrong." in answers[0][1]
+
+
+def test_a_post_without_its_csrf_token_is_403(server, owner):
+    answer = requests.post(server.url + "/dashboard/sign-in", data={"email": "owner@example.com",
+                                                                    "password": PASSWORD}, allow_redirects=False)
+    assert answer.status_code == 403
+    assert "sandesh_session" not in answer.cookies
+
+
+def test_the_dashboard_asks_for_no_api_key(server):
+    answer = requests.get(server.url + "/dashboard/sign-in")
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/html")
+
+
+def test_another_workspaces_overview_is_not_found(page, server, owner, workspaces):
+    sign_in(page, server, "owner@example.com")
+    response = page.goto(f"{server.url}/dashboard/w/{workspaces['other']}/overview")
+    assert response.status == 404
+    expect(page.get_by_role("heading", level=1)).to_have_text("Not found")
+    assert "Other" not in page.content()
+
+
+def test_sign_out_ends_the_session(page, server, owner, workspaces):
+    sign_in(page, server, "owner@example.com")
+    [session] = [c for c in page.context.cookies() if c["name"] == "sandesh_session"]
+    page.get_by_role("button", name="Sign out", exact=True).click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
+    overview = f"{server.url}/dashboard/w/{workspaces['acme']}/overview"
+    replayed = requests.get(overview, cookies={"sandesh_session": session["value"]}, allow_redirects=False)
+    assert replayed.status_code == 303 and replayed.headers["location"] == "/dashboard/sign-in"
+
+
+def test_sign_out_everywhere_ends_the_other_sessions(browser, server, owner, workspaces):
+    first, second = browser.new_context().new_page(), browser.new_context().new_page()
+    for tab in (first, second):
+        sign_in(tab, server, "owner@example.com")
+    first.get_by_role("button", name="Sign out everywhere").click()
+    second.reload()
+    expect(second.get_by_role("heading", level=1)).to_have_text("Sign in")
+    first.context.close()
+    second.context.close()
+
+
+def test_a_disabled_person_cannot_sign_in(page, server, sandesh, workspaces):
+    added = add_person(sandesh, workspaces["acme"], "leaver@example.com", role="developer")
+    set_password(page, server, added)
+    password_was_set(page)
+    sandesh("user", "disable", "leaver@example.com")
+    sign_in(page, server, "leaver@example.com")
+    expect(page.get_by_role("alert")).to_have_text("Email or password is wrong.")
+    sandesh("user", "enable", "leaver@example.com")
+    sign_in(page, server, "leaver@example.com")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Overview")
+
+
+def test_people_changes_are_audited_with_their_actors(sandesh, owner, workspaces):
+    done = sandesh.run("audit", "--workspace", workspaces["acme"])
+    lines = [orjson.loads(text) for text in done.stdout.splitlines()]
+    changes = [(line["action"], line["actor"], line["details"].get("email")) for line in lines]
+    assert ("person.added", "tester", "owner@example.com") in changes
+    assert ("person.password_set", "user:owner@example.com", "owner@example.com") in changes
+
+
+def test_failed_sign_ins_are_throttled_and_the_page_says_how_long(page, server, sandesh, workspaces):
+    """5 failures of one account in 15 minutes: the next try waits, whatever its password; on the
+    service clock, the wait ends."""
+    added = add_person(sandesh, workspaces["acme"], "forgetful@example.com")
+    set_password(page, server, added)
+    password_was_set(page)
+    for _ in range(5):
+        sign_in(page, server, "forgetful@example.com", "not my password")
+        expect(page.get_by_role("alert")).to_have_text("Email or password is wrong.")
+    sign_in(page, server, "forgetful@example.com")
+    expect(page.get_by_role("alert")).to_have_text("Too many failed sign-ins. Wait 15 minutes and try again.")
+    sandesh("clock", "advance", "900")
+    sign_in(page, server, "forgetful@example.com")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Overview")
+
+
+def test_a_session_ends_after_30_idle_minutes(page, server, owner, sandesh, workspaces):
+    sign_in(page, server, "owner@example.com")
+    sandesh("clock", "advance", str(30 * 60))
+    page.reload()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
+
+
+def test_a_reset_prints_a_new_link_and_the_old_one_stops(page, server, sandesh, workspaces):
+    added = add_person(sandesh, workspaces["acme"], "reset@example.com")
+    again = sandesh("user", "reset", "reset@example.com")
+    page.goto(server.url + link_path(added))
+    expect(page.get_by_role("heading", level=1)).to_have_text("Link not valid")
+    set_password(page, server, again)
+    password_was_set(page)
