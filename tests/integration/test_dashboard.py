@@ -245,3 +245,84 @@ def test_a_reset_prints_a_new_link_and_the_old_one_stops(page, server, sandesh, 
     expect(page.get_by_role("heading", level=1)).to_have_text("Link not valid")
     set_password(page, server, again)
     password_was_set(page)
+
+
+# API clients (docs/dashboard.md, "API clients")
+
+def test_a_developer_creates_a_client_and_sees_its_key_once(page, server, sandesh, workspaces):
+    added = add_person(sandesh, workspaces["acme"], "dev@example.com", role="developer")
+    set_password(page, server, added)
+    password_was_set(page)
+    sign_in(page, server, "dev@example.com")
+    page.get_by_role("link", name="API clients").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("API clients")
+    page.get_by_label("Brand").fill("   ")
+    page.get_by_role("button", name="Create client").click()
+    expect(page.locator("#brand-error")).to_have_text("brand name must be 1 to 64 characters")
+    page.get_by_label("Brand").fill("Dev Shop")
+    page.get_by_label("Webhook URL").fill("http://example.com/hook")
+    page.get_by_role("button", name="Create client").click()
+    expect(page.locator("#webhook-error")).to_have_text("webhook URL must begin with https:// and name a host")
+    page.get_by_label("Webhook URL").fill("")
+    with page.expect_response(lambda r: r.request.method == "POST") as posted:
+        page.get_by_role("button", name="Create client").click()
+    assert posted.value.headers["cache-control"] == "no-store"
+    key = page.get_by_role("status").locator("code").first.inner_text()
+    assert re.fullmatch(r"sk_live_[0-9a-f]{48}", key)
+    assert requests.get(server.url + "/v1/sms/balance", headers={"x-api-key": key}).status_code == 200
+    page.get_by_role("link", name="API clients").click()
+    assert key not in page.content()  # shown once
+
+    row = page.get_by_role("row", name=re.compile("Dev Shop"))
+    row.get_by_role("button", name="Rotate key").click()
+    newer = page.get_by_role("status").locator("code").first.inner_text()
+    assert newer != key
+    assert requests.get(server.url + "/v1/sms/balance", headers={"x-api-key": key}).status_code == 401
+
+    row = page.get_by_role("row", name=re.compile("Dev Shop"))
+    row.get_by_label("Grace hours").fill("0")
+    row.get_by_role("button", name="Rotate webhook secret").click()
+    expect(page.get_by_role("status")).to_contain_text("whsec_")
+
+    page.get_by_role("row", name=re.compile("Dev Shop")).get_by_role("button", name="Disable").click()
+    row = page.get_by_role("row", name=re.compile("Dev Shop"))
+    expect(row).to_contain_text("disabled")
+    row.get_by_role("button", name="Enable").click()
+    expect(page.get_by_role("row", name=re.compile("Dev Shop"))).to_contain_text("enabled")
+
+    done = sandesh.run("audit", "--workspace", workspaces["acme"])
+    actions = [(line["action"], line["actor"]) for line in map(orjson.loads, done.stdout.splitlines())]
+    for action in ("client.created", "client.key_rotated", "client.secret_rotated", "client.disabled",
+                   "client.enabled"):
+        assert (action, "user:dev@example.com") in actions
+
+
+def test_a_viewer_reads_the_clients_and_changes_nothing(page, server, sandesh, workspaces):
+    added = add_person(sandesh, workspaces["acme"], "viewer@example.com", role="viewer")
+    set_password(page, server, added)
+    password_was_set(page)
+    sign_in(page, server, "viewer@example.com")
+    page.goto(f"{server.url}/dashboard/w/{workspaces['acme']}/clients")
+    expect(page.get_by_role("heading", level=1)).to_have_text("API clients")
+    expect(page.get_by_role("button", name="Create client")).to_have_count(0)
+    token = page.locator("input[name=csrf]").first.input_value()
+    answer = page.request.post(f"{server.url}/dashboard/w/{workspaces['acme']}/clients",
+                               form={"csrf": token, "brand": "Sneaky"})
+    assert answer.status == 403
+
+
+def test_another_workspaces_client_is_not_found(page, server, sandesh, owner, workspaces):
+    theirs = sandesh("client", "create", "--workspace", workspaces["other"], "--brand", "Theirs")
+    sign_in(page, server, "owner@example.com")
+    page.goto(f"{server.url}/dashboard/w/{workspaces['acme']}/clients")
+    token = page.locator("input[name=csrf]").first.input_value()
+    answer = page.request.post(f"{server.url}/dashboard/w/{workspaces['acme']}/clients/{theirs['id']}/disable",
+                               form={"csrf": token})
+    assert answer.status == 404
+    assert page.goto(f"{server.url}/dashboard/w/{workspaces['other']}/clients").status == 404
+    assert sandesh("client", "show", theirs["id"])["enabled"] is True
+
+
+def test_the_people_table_is_rebuilt_from_the_log(sandesh):
+    done = sandesh.run("replay", "--check", "registry")
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -4,8 +4,8 @@ import pytest
 
 from sandesh.domain.audit import ACTIONS, audit_line
 from sandesh.domain.errors import InvalidInput, InvalidTransition
-from sandesh.domain.person import (LINK_HOURS, OWNER, Person, new_link_token, normalise_email, password_problem,
-                                   person_id, person_of_token)
+from sandesh.domain.person import (LINK_HOURS, OWNER, Person, may_manage_clients, new_link_token, normalise_email,
+                                   password_problem, person_id, person_of_token)
 from sandesh.domain.credentials import sha256_hex
 from sandesh.domain.signin import (FAILURE_WINDOW, SESSION_ABSOLUTE, SESSION_IDLE, session_alive, wait_after)
 
@@ -100,3 +100,9 @@ def test_a_persons_changes_are_audit_lines_of_their_workspace_without_secrets():
     assert line["details"] == {"email": "asha@example.com"}
     assert all(cls in ACTIONS for cls in (Person.Added, Person.LinkIssued, Person.PasswordSet, Person.Disabled,
                                           Person.Enabled))
+
+
+@pytest.mark.parametrize("role, manages", [("owner", True), ("developer", True), ("viewer", False),
+                                           ("operator", True)])
+def test_owners_and_developers_manage_clients_and_viewers_only_read(role, manages):
+    assert may_manage_clients(role) is manages
