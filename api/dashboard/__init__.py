@@ -10,6 +10,7 @@ import falcon.asgi
 from sandesh.domain.application import Sandesh
 
 from ..waiting import Blocking
+from .audit import AuditLog
 from .clients import ClientAction, Clients
 from .pages import Home, Overview, SetPassword, SignIn, SignOut, Static
 from .web import Web
@@ -27,4 +28,5 @@ def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[
     app.add_route("/dashboard/w/{workspace_id}/overview", Overview(*parts))
     app.add_route("/dashboard/w/{workspace_id}/clients", Clients(*parts))
     app.add_route("/dashboard/w/{workspace_id}/clients/{client_id}/{action}", ClientAction(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/audit", AuditLog(*parts))
     app.add_route("/dashboard/static/{name}", Static())

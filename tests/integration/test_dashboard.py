@@ -323,6 +323,20 @@ def test_another_workspaces_client_is_not_found(page, server, sandesh, owner, wo
     assert sandesh("client", "show", theirs["id"])["enabled"] is True
 
 
+def test_the_audit_log_shows_the_workspaces_changes_newest_first(page, server, owner, workspaces):
+    sign_in(page, server, "owner@example.com")
+    page.get_by_role("link", name="Audit log").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Audit log")
+    rows = page.locator("table.audit tbody tr").all_inner_texts()
+    created = [i for i, row in enumerate(rows) if "user:dev@example.com" in row and "client.created" in row]
+    enabled = [i for i, row in enumerate(rows) if "user:dev@example.com" in row and "client.enabled" in row]
+    assert len(created) == len(enabled) == 1 and enabled[0] < created[0]
+    assert any("tester" in row and "workspace.credited" in row and "amount: 123456" in row for row in rows)
+    # key prefixes (sk_live_3f9a) show what changed; a whole key, a secret or a hash never
+    assert not any("hash" in row or "whsec_" in row or re.search(r"sk_live_[0-9a-f]{5}", row) for row in rows)
+    assert page.goto(f"{server.url}/dashboard/w/{workspaces['other']}/audit").status == 404
+
+
 def test_the_people_table_is_rebuilt_from_the_log(sandesh):
     done = sandesh.run("replay", "--check", "registry")
     assert done.returncode == 0, done.stdout + done.stderr
