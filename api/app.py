@@ -24,6 +24,7 @@ from sandesh.projections.health import DatabaseHealth, is_outage
 
 from .auth import Authentication
 from .dashboard import add_dashboard
+from .dashboard.web import error_page, is_dashboard
 from .errors import ApiError, from_domain
 from .health import Health, Ready
 from .messages import CancelMessage, MessageStatus
@@ -66,7 +67,11 @@ class RequestId:
                             "status": resp.status_code, "ms": round(milliseconds, 2), "bytes": size}})
 
 
-def _render(resp: falcon.Response, error: ApiError) -> None:
+def _render(req: falcon.Request, resp: falcon.Response, error: ApiError) -> None:
+    """The error in the API's shape; under /dashboard, as a page (api/dashboard/web.py)."""
+    if is_dashboard(req.path):
+        error_page(resp, error.status, error.message, error.headers)
+        return
     resp.status = error.status
     resp.context.error_code = error.code  # the sends metric's outcome (api/metrics.py)
     resp.content_type = falcon.MEDIA_JSON
@@ -77,7 +82,7 @@ def _render(resp: falcon.Response, error: ApiError) -> None:
 
 async def _api_error(req: falcon.asgi.Request, resp: falcon.asgi.Response, error: ApiError, params: dict,
                      ws: Any = None) -> None:
-    _render(resp, error)
+    _render(req, resp, error)
 
 
 async def _http_error(req: falcon.asgi.Request, resp: falcon.asgi.Response, error: falcon.HTTPError, params: dict,
@@ -86,13 +91,13 @@ async def _http_error(req: falcon.asgi.Request, resp: falcon.asgi.Response, erro
     api_error = ApiError(code, error.description if code == "invalid_request" and error.description else None)
     api_error.status = error.status_code
     api_error.headers = dict(error.headers or {})
-    _render(resp, api_error)
+    _render(req, resp, api_error)
 
 
 def _unexpected(req: falcon.Request, resp: falcon.Response, error: Exception, params: dict) -> None:
     request_id = getattr(req.context, "request_id", "-")
     log.exception("unexpected error in %s %s (request id %s)", req.method, req.path, request_id)
-    _render(resp, ApiError("server_error", f"Unexpected error on the service side (request id {request_id})."))
+    _render(req, resp, ApiError("server_error", f"Unexpected error on the service side (request id {request_id})."))
 
 
 OUTAGE_RETRY_AFTER = "2"
@@ -124,10 +129,10 @@ def _errors(health: DatabaseHealth) -> Callable[..., Any]:
                      ws: Any = None) -> None:
         answer = from_domain(error) if isinstance(error, DomainError) else None
         if answer is not None:
-            _render(resp, answer)
+            _render(req, resp, answer)
         elif is_outage(error):
             health.failed(error)
-            _render(resp, outage_error())
+            _render(req, resp, outage_error())
         else:
             _unexpected(req, resp, error, params)
     return handle

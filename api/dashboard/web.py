@@ -24,6 +24,26 @@ SESSION, NONCE = "sandesh_session", "sandesh_csrf"
 MAX_FORM = 16 * 1024  # bytes
 
 
+TITLES = {404: "Not found", 405: "Not allowed", 500: "Something went wrong", 503: "Unavailable"}
+NOT_FOUND = "There is no such page, or it is not yours to see."
+
+
+def is_dashboard(path: str) -> bool:
+    return path == "/dashboard" or path.startswith("/dashboard/")
+
+
+def error_page(resp: falcon.Response, status: int, text: str, headers: dict[str, str]) -> None:
+    """What the app's error handlers (api/app.py) answer under /dashboard: a page, not the API's
+    JSON (an unknown path, an outage of the database, an unexpected error)."""
+    resp.status = status
+    resp.content_type = falcon.MEDIA_HTML
+    resp.text = TEMPLATES.get_template("message.html").render(
+        title=TITLES.get(status, "Error"), text=NOT_FOUND if status == 404 else text, person=None, csrf="")
+    for name, value in headers.items():
+        resp.set_header(name, value)
+    Web.secure_headers(resp)
+
+
 class Web:
     """Given at construction: the key CSRF tokens are made with, and the proxies whose
     X-Forwarded-For and X-Forwarded-Proto are believed (behind the TLS proxy)."""
@@ -43,8 +63,7 @@ class Web:
         self.secure_headers(resp)
 
     def not_found(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: Any = None) -> None:
-        self.page(req, resp, "message.html", status=404, title="Not found", person=person,
-                  text="There is no such page, or it is not yours to see.")
+        self.page(req, resp, "message.html", status=404, title="Not found", person=person, text=NOT_FOUND)
 
     def forbidden(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         self.page(req, resp, "message.html", status=403, title="Forbidden",

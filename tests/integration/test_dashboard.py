@@ -166,6 +166,14 @@ def test_the_dashboard_asks_for_no_api_key(server):
     assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/html")
 
 
+def test_an_unknown_dashboard_page_is_a_page_that_says_not_found(page, server):
+    response = page.goto(server.url + "/dashboard/no-such-page")
+    assert response.status == 404 and response.headers["content-type"].startswith("text/html")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Not found")
+    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+    assert requests.get(server.url + "/v1/no-such-path").json()["code"] == "not_found"  # the API's stays JSON
+
+
 def test_another_workspaces_overview_is_not_found(page, server, owner, workspaces):
     sign_in(page, server, "owner@example.com")
     response = page.goto(f"{server.url}/dashboard/w/{workspaces['other']}/overview")
