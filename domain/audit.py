@@ -44,6 +44,9 @@ ACTIONS: dict[type, str] = {
     Person.PasswordSet: "person.password_set",
     Person.Disabled: "person.disabled",
     Person.Enabled: "person.enabled",
+    Person.RoleChanged: "person.role_changed",
+    Person.Removed: "person.removed",
+    Person.Rejoined: "person.rejoined",
 }
 
 # Never shown in `details`: no key or secret, not even sealed or hashed (docs/operations.md, "Audit").

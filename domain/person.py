@@ -89,10 +89,15 @@ class Person(Aggregate):
         self.token_hash, self.token_expires = token_hash, token_expires
         self.password_hash: str | None = None
         self.disabled = False
+        self.removed = False
 
     @property
     def operator(self) -> bool:
         return self.role == OPERATOR
+
+    @property
+    def may_sign_in(self) -> bool:
+        return self.password_hash is not None and not self.disabled and not self.removed
 
     def issue_link(self, token: str, actor: str, at: float) -> None:
         """A new set-password link (`sandesh user reset`); the previous one stops at once."""
@@ -101,7 +106,7 @@ class Person(Aggregate):
 
     def link_valid(self, token: str, now: float) -> bool:
         return (self.token_hash is not None and secrets.compare_digest(self.token_hash, sha256_hex(token))
-                and now < self.token_expires and not self.disabled)
+                and now < self.token_expires and not self.disabled and not self.removed)
 
     def set_password(self, token: str, password_hash: str, at: float) -> None:
         """Through a valid link, once: the link is spent."""
@@ -120,6 +125,43 @@ class Person(Aggregate):
             raise InvalidTransition(f"{self.email} is not disabled")
         self._enabled(email=self.email, workspace_id=self.workspace_id, actor=actor, at=at)
 
+    def change_role(self, role: str, actor: str, at: float) -> None:
+        """Another role in the same workspace (an owner's People page)."""
+        role = check_role(role)
+        if self.operator:
+            raise InvalidTransition(f"{self.email} is of the operator team, which has no workspace role")
+        if role == self.role:
+            raise InvalidTransition(f"{self.email} is {role} already")
+        self._role_changed(email=self.email, workspace_id=self.workspace_id, role=role, actor=actor, at=at)
+
+    def remove(self, actor: str, at: float) -> None:
+        """Out of the workspace: no sign-in, no link; the email may be added again (`rejoin`)."""
+        if self.removed:
+            raise InvalidTransition(f"{self.email} was removed already")
+        self._removed(email=self.email, workspace_id=self.workspace_id, actor=actor, at=at)
+
+    def rejoin(self, name: str, workspace_id: str | None, role: str, token: str, actor: str, at: float) -> None:
+        """A removed person added again: a new start, with a new link and no password."""
+        if not self.removed:
+            raise InvalidTransition(f"{self.email} is a person already")
+        self._rejoined(email=self.email, name=name, workspace_id=workspace_id, role=role,
+                       token_hash=sha256_hex(token), token_expires=at + LINK_HOURS * 3600, actor=actor, at=at)
+
+    @event("RoleChanged")
+    def _role_changed(self, email: str, workspace_id: str | None, role: str, actor: str, at: float) -> None:
+        self.role = role
+
+    @event("Removed")
+    def _removed(self, email: str, workspace_id: str | None, actor: str, at: float) -> None:
+        self.removed = True
+
+    @event("Rejoined")
+    def _rejoined(self, email: str, name: str, workspace_id: str | None, role: str, token_hash: str,
+                  token_expires: float, actor: str, at: float) -> None:
+        self.name, self.workspace_id, self.role = name, workspace_id, role
+        self.token_hash, self.token_expires = token_hash, token_expires
+        self.password_hash, self.disabled, self.removed = None, False, False
+
     @event("LinkIssued")
     def _link_issued(self, email: str, workspace_id: str | None, token_hash: str, token_expires: float, actor: str,
                      at: float) -> None:
@@ -137,6 +179,11 @@ class Person(Aggregate):
     @event("Enabled")
     def _enabled(self, email: str, workspace_id: str | None, actor: str, at: float) -> None:
         self.disabled = False
+
+
+def may_manage_people(role: str) -> bool:
+    """Owners (and the operator team) invite a workspace's people, change their roles, remove them."""
+    return role in (OWNER, OPERATOR)
 
 
 def may_manage_clients(role: str) -> bool:

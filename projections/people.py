@@ -51,6 +51,23 @@ def _enabled(rows: Rows, e: Person.Enabled) -> None:
     rows.update("people", (e.originator_id,), {"disabled": False, "updated_at": e.at})
 
 
+@MODEL.on(Person.RoleChanged)
+def _role_changed(rows: Rows, e: Person.RoleChanged) -> None:
+    rows.update("people", (e.originator_id,), {"role": e.role, "updated_at": e.at})
+
+
+@MODEL.on(Person.Removed)
+def _removed(rows: Rows, e: Person.Removed) -> None:
+    rows.delete("people", (e.originator_id,))  # its sessions end with it (sessions.py joins people)
+
+
+@MODEL.on(Person.Rejoined)
+def _rejoined(rows: Rows, e: Person.Rejoined) -> None:
+    rows.insert("people", {"id": e.originator_id, "email": e.email, "name": e.name, "workspace_id": e.workspace_id,
+                           "role": e.role, "has_password": False, "disabled": False, "created_at": e.at,
+                           "updated_at": e.at})
+
+
 def find(conn: Any, person_id: str) -> dict[str, Any] | None:
     return conn.execute("SELECT * FROM people WHERE id = %s", (person_id,)).fetchone()
 

@@ -13,6 +13,7 @@ from ..waiting import Blocking
 from .audit import AuditLog
 from .clients import ClientAction, Clients
 from .pages import Home, Overview, SetPassword, SignIn, SignOut, Static
+from .people import People, PersonAction
 from .web import Web
 
 
@@ -28,5 +29,7 @@ def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[
     app.add_route("/dashboard/w/{workspace_id}/overview", Overview(*parts))
     app.add_route("/dashboard/w/{workspace_id}/clients", Clients(*parts))
     app.add_route("/dashboard/w/{workspace_id}/clients/{client_id}/{action}", ClientAction(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/people", People(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/people/{person_id}/{action}", PersonAction(*parts))
     app.add_route("/dashboard/w/{workspace_id}/audit", AuditLog(*parts))
     app.add_route("/dashboard/static/{name}", Static())

@@ -7,12 +7,12 @@ from typing import Any
 
 import falcon.asgi
 
-from .clients import WorkspacePage
+from .pages import Page
 
 SHOWN = 200  # the most recent changes on the page; `sandesh audit` has them all
 
 
-class AuditLog(WorkspacePage):
+class AuditLog(Page):
     """GET /dashboard/w/{workspace_id}/audit."""
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:

@@ -17,34 +17,8 @@ from sandesh.projections import registry
 from .pages import Page
 
 
-class WorkspacePage(Page):
-    """What the pages of a workspace's clients share: who may see and change them, and the page."""
-
-    async def member(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
-                     workspace_id: str) -> dict[str, Any] | None:
-        """The signed-in person when the workspace is theirs; else the page answered is sign-in or 404."""
-        person = await self.signed_in(req)
-        if person is None:
-            self.web.redirect(resp, "/dashboard/sign-in")
-            return None
-        if not self.sees(person, workspace_id):
-            self.web.not_found(req, resp, person)
-            return None
-        return person
-
-    async def change(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
-                     workspace_id: str) -> tuple[dict[str, str], dict[str, Any] | None]:
-        """The form of a change and the person who may make it; else the page answered is 403 or 404."""
-        form = await self.web.form(req)
-        if not self.web.csrf_ok(req, form):
-            self.web.forbidden(req, resp)
-            return form, None
-        person = await self.member(req, resp, workspace_id)
-        if person is not None and not may_manage_clients(person["role"]):
-            self.web.page(req, resp, "message.html", status=403, title="Forbidden", person=person,
-                          text="Viewers read only: ask an owner or a developer of the workspace.")
-            return form, None
-        return form, person
+class ClientsPage(Page):
+    """What the pages of a workspace's clients share: the page with its list."""
 
     async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any],
                    workspace_id: str, *, status: int = 200, errors: dict[str, str] | None = None,
@@ -60,7 +34,7 @@ class WorkspacePage(Page):
             return [registry.client_view(row) for row in registry.clients(conn, workspace_id)]
 
 
-class Clients(WorkspacePage):
+class Clients(ClientsPage):
     """GET and POST (Create client) /dashboard/w/{workspace_id}/clients."""
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
@@ -69,7 +43,7 @@ class Clients(WorkspacePage):
             await self.show(req, resp, person, workspace_id)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
-        form, person = await self.change(req, resp, workspace_id)
+        form, person = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
         if person is None:
             return
         brand, webhook_url = form.get("brand", ""), form.get("webhook_url", "").strip() or None
@@ -88,13 +62,13 @@ class Clients(WorkspacePage):
                                                                  "API key": key, "Webhook secret": secret})
 
 
-class ClientAction(WorkspacePage):
+class ClientAction(ClientsPage):
     """POST /dashboard/w/{workspace_id}/clients/{client_id}/{action}: rotate-key, rotate-secret,
     disable, enable.  A client of another workspace is not found."""
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                       client_id: str, action: str) -> None:
-        form, person = await self.change(req, resp, workspace_id)
+        form, person = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
         if person is None:
             return
         client = await self.blocking(self._client, client_id)
@@ -126,6 +100,7 @@ class ClientAction(WorkspacePage):
             return registry.fetch_one(conn, "clients", "id", client_id)
 
 
+VIEWERS_READ = "Viewers read only: ask an owner or a developer of the workspace."
 ACTIONS = ("rotate-key", "rotate-secret", "disable", "enable")
 
 

@@ -41,6 +41,32 @@ class Page:
             return None
         return await self.blocking(self._touch, session_id)
 
+    async def member(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
+                     workspace_id: str) -> dict[str, Any] | None:
+        """The signed-in person when the workspace is theirs; else the page answered is sign-in or 404."""
+        person = await self.signed_in(req)
+        if person is None:
+            self.web.redirect(resp, SIGN_IN)
+            return None
+        if not self.sees(person, workspace_id):
+            self.web.not_found(req, resp, person)
+            return None
+        return person
+
+    async def change(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
+                     allowed: Callable[[str], bool], refusal: str) -> tuple[dict[str, str], dict[str, Any] | None]:
+        """The posted form and the person who may make the change (`allowed(role)`); else the
+        page answered is 403 (no CSRF token, or a role that may not: `refusal` says why) or 404."""
+        form = await self.web.form(req)
+        if not self.web.csrf_ok(req, form):
+            self.web.forbidden(req, resp)
+            return form, None
+        person = await self.member(req, resp, workspace_id)
+        if person is not None and not allowed(person["role"]):
+            self.web.page(req, resp, "message.html", status=403, title="Forbidden", person=person, text=refusal)
+            return form, None
+        return form, person
+
     @staticmethod
     def sees(person: dict[str, Any], workspace_id: str) -> bool:
         """A person sees their own workspace only; the operator team sees every one."""

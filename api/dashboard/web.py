@@ -89,6 +89,10 @@ class Web:
             return True
         return (req.remote_addr or "") in self.trusted_proxies and req.get_header("X-Forwarded-Proto") == "https"
 
+    def origin(self, req: falcon.asgi.Request) -> str:
+        """Where the person reached us, for a link they pass on: https behind the TLS proxy."""
+        return f"{'https' if self.https(req) else req.scheme}://{req.netloc}"
+
     def cookie(self, req: falcon.asgi.Request, name: str) -> str:
         return f"__Host-{name}" if self.https(req) else name
 

@@ -8,9 +8,9 @@ from functools import cached_property
 
 from ..clock import Clock
 from ..credentials import sha256_hex
-from ..errors import InvalidInput, InvalidTransition, NameTaken
-from ..person import (LINK_HOURS, OPERATOR, Person, check_name, check_role, new_link_token, normalise_email,
-                      password_problem, person_id, person_of_token)
+from ..errors import InvalidInput, InvalidTransition, NameTaken, NotFound
+from ..person import (LINK_HOURS, OPERATOR, Person, actor_of, check_name, check_role, new_link_token,
+                      normalise_email, password_problem, person_id, person_of_token)
 from ..ports import PasswordHasher, SignInFailures
 from ..signin import FAILURES_PER_ACCOUNT, FAILURES_PER_IP, SignInRefused, account_key, ip_key, wait_after
 from ..workspace import Workspace
@@ -33,10 +33,15 @@ class People:
         else:
             role = check_role(role)
             self.log.get(workspace_id, Workspace, "workspace")
-        if self.log.find(person_id(email), Person) is not None:
-            raise NameTaken(f"{email} is a person already (`sandesh user reset` sends them a new link)")
         token = new_link_token(person_id(email))
         now = self.clock.now()
+        found = self.log.find(person_id(email), Person)
+        if found is not None and not found.removed:
+            raise NameTaken(f"{email} is a person already (`sandesh user reset` sends them a new link)")
+        if found is not None:
+            found.rejoin(name, workspace_id, role, token, actor=actor, at=now)
+            self.log.save(found)
+            return found, token
         person = Person(email=email, name=name, workspace_id=workspace_id, role=role, token_hash=sha256_hex(token),
                         token_expires=now + LINK_HOURS * 3600, actor=actor, at=now)
         self.log.save(person)
@@ -60,6 +65,31 @@ class People:
         person = self._person(email)
         person.enable(actor=actor, at=self.clock.now())
         self.log.save(person)
+        return person
+
+    def change_role(self, target: str, workspace_id: str, role: str, by: str) -> Person:
+        """An owner's change of another person's (`target`, an id) role in their workspace (`by`:
+        the owner's email)."""
+        person = self._member(target, workspace_id, by)
+        person.change_role(role, actor=actor_of(by), at=self.clock.now())
+        self.log.save(person)
+        return person
+
+    def remove_person(self, target: str, workspace_id: str, by: str) -> Person:
+        """An owner takes another person (`target`, an id) out of their workspace."""
+        person = self._member(target, workspace_id, by)
+        person.remove(actor=actor_of(by), at=self.clock.now())
+        self.log.save(person)
+        return person
+
+    def _member(self, target: str, workspace_id: str, by: str) -> Person:
+        """A person of the workspace other than `by`: an owner never demotes or removes themselves,
+        so a workspace is not left without the owner who acts."""
+        person = self.log.find(target, Person)
+        if person is None or person.removed or person.workspace_id != workspace_id:
+            raise NotFound(f"no person {target!r} in this workspace")
+        if person.email == by:
+            raise InvalidTransition("you cannot change your own role or remove yourself; ask another owner")
         return person
 
     def person_of_link(self, token: str) -> Person | None:
@@ -92,7 +122,7 @@ class People:
         if wait:
             raise SignInRefused(wait)
         person = self.log.find(person_id(email), Person)
-        known = person is not None and person.password_hash is not None and not person.disabled
+        known = person is not None and person.may_sign_in
         matches = self.hasher.verify(person.password_hash if known else self._decoy, password)  # type: ignore[union-attr]
         if not (known and matches):
             self.failures.record(keys, now)
@@ -109,4 +139,7 @@ class People:
         return self.hasher.hash(secrets.token_urlsafe(32))
 
     def _person(self, email: str) -> Person:
-        return self.log.get(person_id(normalise_email(email)), Person, "person")
+        person = self.log.find(person_id(normalise_email(email)), Person)
+        if person is None or person.removed:
+            raise NotFound(f"no person {email.strip()!r}")
+        return person

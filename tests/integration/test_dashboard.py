@@ -345,6 +345,61 @@ def test_the_audit_log_shows_the_workspaces_changes_newest_first(page, server, o
     assert page.goto(f"{server.url}/dashboard/w/{workspaces['other']}/audit").status == 404
 
 
+# People (docs/dashboard.md, "People page")
+
+def test_an_owner_invites_a_person_changes_their_role_and_removes_them(browser, server, owner, workspaces):
+    boss = browser.new_context().new_page()
+    sign_in(boss, server, "owner@example.com")
+    boss.get_by_role("link", name="People").click()
+    expect(boss.get_by_role("heading", level=1)).to_have_text("People")
+    boss.get_by_label("Email").fill("not an email")  # the field's type=email: the browser checks it first
+    boss.get_by_label("Email").evaluate("field => field.type = 'text'")
+    boss.get_by_label("Name").fill("Hari")
+    boss.get_by_label("Role", exact=True).select_option("developer")
+    boss.get_by_role("button", name="Invite").click()
+    expect(boss.locator("#invite-email-error")).to_have_text("'not an email' is not an email address")
+    boss.get_by_label("Email").fill("hari@example.com")
+    boss.get_by_role("button", name="Invite").click()
+    link = boss.get_by_role("status").locator("code").inner_text()
+    assert link.startswith(f"{server.url}/dashboard/set-password/person_")
+
+    hari = browser.new_context().new_page()
+    set_password(hari, server, {"setPasswordLink": link})
+    password_was_set(hari)
+    sign_in(hari, server, "hari@example.com")
+    expect(hari.get_by_role("heading", level=1)).to_have_text("Overview")
+    hari.goto(f"{server.url}/dashboard/w/{workspaces['acme']}/people")
+    expect(hari.get_by_role("button", name="Invite")).to_have_count(0)  # only owners manage people
+
+    row = boss.get_by_role("row", name=re.compile("hari@example.com"))
+    expect(row).to_contain_text("developer")
+    row.get_by_label("New role").select_option("viewer")
+    row.get_by_role("button", name="Change role").click()
+    expect(boss.get_by_role("row", name=re.compile("hari@example.com"))).to_contain_text("viewer")
+    hari.goto(f"{server.url}/dashboard/w/{workspaces['acme']}/clients")
+    expect(hari.get_by_role("button", name="Create client")).to_have_count(0)  # a viewer now
+
+    boss.get_by_role("row", name=re.compile("hari@example.com")).get_by_role("button", name="Remove").click()
+    expect(boss.get_by_role("row", name=re.compile("hari@example.com"))).to_have_count(0)
+    hari.reload()
+    expect(hari.get_by_role("heading", level=1)).to_have_text("Sign in")  # their session ended with them
+    expect(boss.get_by_role("row", name=re.compile("owner@example.com"))).to_contain_text("you")
+    boss.context.close()
+    hari.context.close()
+
+
+def test_people_of_another_workspace_are_not_found(page, server, sandesh, owner, workspaces):
+    theirs = add_person(sandesh, workspaces["other"], "someone@other.example")
+    sign_in(page, server, "owner@example.com")
+    page.goto(f"{server.url}/dashboard/w/{workspaces['acme']}/people")
+    token = page.locator("input[name=csrf]").first.input_value()
+    answer = page.request.post(f"{server.url}/dashboard/w/{workspaces['acme']}/people/{theirs['id']}/remove",
+                               form={"csrf": token})
+    assert answer.status == 404
+    assert page.goto(f"{server.url}/dashboard/w/{workspaces['other']}/people").status == 404
+    assert "someone@other.example" in [p["email"] for p in sandesh("user", "list")["people"]]
+
+
 def test_the_people_table_is_rebuilt_from_the_log(sandesh):
     done = sandesh.run("replay", "--check", "registry")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -106,3 +106,24 @@ def test_a_persons_changes_are_audit_lines_of_their_workspace_without_secrets():
                                            ("operator", True)])
 def test_owners_and_developers_manage_clients_and_viewers_only_read(role, manages):
     assert may_manage_clients(role) is manages
+
+
+def test_a_role_changes_within_the_workspace_roles():
+    person, _ = a_person()
+    person.change_role("viewer", actor="user:boss@example.com", at=NOW)
+    assert person.role == "viewer"
+    with pytest.raises(InvalidTransition):
+        person.change_role("viewer", actor="user:boss@example.com", at=NOW)
+    with pytest.raises(InvalidInput):
+        person.change_role("operator", actor="user:boss@example.com", at=NOW)
+
+
+def test_a_removed_person_cannot_sign_in_and_may_be_added_again_with_a_new_link():
+    person, token = a_person()
+    person.set_password(token, "hash", at=NOW)
+    person.remove(actor="tester", at=NOW + 1)
+    assert not person.may_sign_in
+    newer = new_link_token(person.id)
+    person.rejoin("Asha", "ws_2", "viewer", newer, actor="tester", at=NOW + 2)
+    assert (person.workspace_id, person.role, person.password_hash) == ("ws_2", "viewer", None)
+    assert person.link_valid(newer, NOW + 3)

@@ -99,3 +99,22 @@ def test_failed_sign_ins_of_an_account_wait_then_pass_on_the_service_clock():
     assert refused.value.wait == FAILURE_WINDOW
     clock.advance(FAILURE_WINDOW)
     assert app.people.sign_in(person.email, PASSWORD, "192.0.2.5").id == person.id
+
+
+def test_an_owner_changes_anothers_role_and_removes_them_but_not_themselves(store):
+    workspace_id = store.workspace()
+    owner, _ = store.app.people.add_person(an_email(), "Owner", workspace_id, "owner", False, "tester")
+    member, token = store.app.people.add_person(an_email(), "Member", workspace_id, "developer", False, "tester")
+    store.app.people.set_password(token, PASSWORD)
+    assert store.app.people.change_role(member.id, workspace_id, "viewer", owner.email).role == "viewer"
+    with pytest.raises(InvalidTransition):
+        store.app.people.change_role(owner.id, workspace_id, "viewer", owner.email)
+    with pytest.raises(NotFound):
+        store.app.people.remove_person(member.id, store.workspace(), owner.email)  # not of that workspace
+    store.app.people.remove_person(member.id, workspace_id, owner.email)
+    with pytest.raises(SignInRefused):
+        store.app.people.sign_in(member.email, PASSWORD, "192.0.2.6")
+    again, newer = store.app.people.add_person(member.email, "Member", workspace_id, "viewer", False, owner.email)
+    assert again.id == member.id and store.app.people.person_of_link(newer) is not None
+    lines = [(line["action"], line["actor"]) for line in store.app.history.audit(workspace_id)]
+    assert ("person.role_changed", f"user:{owner.email}") in lines and ("person.removed", f"user:{owner.email}") in lines
