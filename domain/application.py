@@ -51,7 +51,7 @@ class Sandesh:
             dispatch=Dispatch(log, clock, texts),
             webhooks=Webhooks(log, clock, sealer),
             history=History(log, texts),
-            people=People(log, clock, hasher, sign_in_failures),
+            people=People(log, clock, hasher, sign_in_failures, sealer),
         )
 
     def close(self) -> None:

@@ -19,6 +19,7 @@ ACTIONS: dict[type, str] = {
     Workspace.RatesSet: "workspace.rates_set",
     Workspace.TypesSet: "workspace.types_set",
     Workspace.TextsShredded: "workspace.texts_shredded",
+    Workspace.TotpRequirementSet: "workspace.totp_requirement_set",
     Client.Created: "client.created",
     Client.KeyRotated: "client.key_rotated",
     Client.SecretRotated: "client.secret_rotated",
@@ -47,12 +48,13 @@ ACTIONS: dict[type, str] = {
     Person.RoleChanged: "person.role_changed",
     Person.Removed: "person.removed",
     Person.Rejoined: "person.rejoined",
+    Person.TotpEnrolled: "person.totp_enrolled",
 }
 
 # Never shown in `details`: no key or secret, not even sealed or hashed (docs/operations.md, "Audit").
 HIDDEN = {"actor", "at", "timestamp", "originator_id", "originator_version",
           "key_hash", "secret_sealed", "secret_hash", "pin_sealed", "workspace_id", "originator_topic",
-          "token_hash", "token_expires", "password_hash"}
+          "token_hash", "token_expires", "password_hash", "step"}
 
 
 def operator_change(event: Any) -> bool:

@@ -90,6 +90,8 @@ class Person(Aggregate):
         self.password_hash: str | None = None
         self.disabled = False
         self.removed = False
+        self.totp_sealed: str | None = None  # the authenticator app's secret, sealed (domain/totp.py)
+        self.totp_step = 0  # the last step a code was accepted for: no code is accepted twice
 
     @property
     def operator(self) -> bool:
@@ -146,6 +148,26 @@ class Person(Aggregate):
             raise InvalidTransition(f"{self.email} is a person already")
         self._rejoined(email=self.email, name=name, workspace_id=workspace_id, role=role,
                        token_hash=sha256_hex(token), token_expires=at + LINK_HOURS * 3600, actor=actor, at=at)
+
+    def enroll_totp(self, secret_sealed: str, step: int, at: float) -> None:
+        """An authenticator app, proven by a code of its secret (at `step`)."""
+        self._totp_enrolled(email=self.email, workspace_id=self.workspace_id, secret_sealed=secret_sealed, step=step,
+                            actor=actor_of(self.email), at=at)
+
+    def use_totp(self, step: int, at: float) -> None:
+        """A code accepted at sign-in; an earlier or equal step is never accepted again."""
+        if step <= self.totp_step:
+            raise InvalidTransition("this code was used already")
+        self._totp_used(step=step, actor=actor_of(self.email), at=at)
+
+    @event("TotpEnrolled")
+    def _totp_enrolled(self, email: str, workspace_id: str | None, secret_sealed: str, step: int, actor: str,
+                       at: float) -> None:
+        self.totp_sealed, self.totp_step = secret_sealed, step
+
+    @event("TotpUsed")
+    def _totp_used(self, step: int, actor: str, at: float) -> None:
+        self.totp_step = step
 
     @event("RoleChanged")
     def _role_changed(self, email: str, workspace_id: str | None, role: str, actor: str, at: float) -> None:

@@ -18,26 +18,32 @@ CREATE TABLE IF NOT EXISTS dashboard_sessions (
     id_hash text PRIMARY KEY, person_id text NOT NULL,
     created_at double precision NOT NULL, last_seen double precision NOT NULL);
 CREATE INDEX IF NOT EXISTS dashboard_sessions_person ON dashboard_sessions (person_id);
+ALTER TABLE dashboard_sessions ADD COLUMN IF NOT EXISTS stage text NOT NULL DEFAULT 'signed_in';
 CREATE TABLE IF NOT EXISTS sign_in_failures (key text NOT NULL, at double precision NOT NULL);
 CREATE INDEX IF NOT EXISTS sign_in_failures_key ON sign_in_failures (key, at);
 """
 
 
-def begin(conn: Any, person_id: str, now: float) -> str:
-    """A new session of the person; returns its id (shown once, in the cookie).  Ended sessions go."""
+SIGNED_IN = "signed_in"  # else the second factor the person still owes: "code" or "enroll" (usecases/people.py)
+
+
+def begin(conn: Any, person_id: str, now: float, stage: str = SIGNED_IN) -> str:
+    """A new session of the person, signed in or waiting for their second factor (`stage`);
+    returns its id (shown once, in the cookie).  Ended sessions go."""
     session_id = secrets.token_urlsafe(32)
     conn.execute("DELETE FROM dashboard_sessions WHERE last_seen <= %s OR created_at <= %s",
                  (now - SESSION_IDLE, now - SESSION_ABSOLUTE))
-    conn.execute("INSERT INTO dashboard_sessions (id_hash, person_id, created_at, last_seen) VALUES (%s, %s, %s, %s)",
-                 (sha256_hex(session_id), person_id, now, now))
+    conn.execute("INSERT INTO dashboard_sessions (id_hash, person_id, created_at, last_seen, stage) "
+                 "VALUES (%s, %s, %s, %s, %s)", (sha256_hex(session_id), person_id, now, now, stage))
     return session_id
 
 
 def touch(conn: Any, session_id: str, now: float) -> dict[str, Any] | None:
-    """The session's person (their `people` row) while the session lives and they are enabled,
-    its last use moved to now; None otherwise (an ended session is deleted)."""
+    """The session's person (their `people` row, with the session's `stage`) while the session
+    lives and they are enabled, its last use moved to now; None otherwise (an ended session is
+    deleted)."""
     id_hash = sha256_hex(session_id)
-    row = conn.execute("SELECT p.*, s.created_at AS session_began, s.last_seen AS session_seen "
+    row = conn.execute("SELECT p.*, s.created_at AS session_began, s.last_seen AS session_seen, s.stage "
                        "FROM dashboard_sessions s JOIN people p ON p.id = s.person_id WHERE s.id_hash = %s",
                        (id_hash,)).fetchone()
     if row is None:

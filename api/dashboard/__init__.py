@@ -14,6 +14,7 @@ from .audit import AuditLog
 from .clients import ClientAction, Clients
 from .pages import Home, Overview, SetPassword, SignIn, SignOut, Static
 from .people import People, PersonAction
+from .totp import Code, Enroll, Requirement
 from .web import Web
 
 
@@ -23,12 +24,16 @@ def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[
     parts = (sandesh, connection, blocking, web)
     app.add_route("/dashboard", Home(*parts))
     app.add_route("/dashboard/sign-in", SignIn(*parts))
+    app.add_route("/dashboard/sign-in/code", Code(*parts))
+    app.add_route("/dashboard/sign-in/enroll", Enroll(*parts, signing_in=True))
+    app.add_route("/dashboard/authenticator", Enroll(*parts, signing_in=False))
     app.add_route("/dashboard/sign-out", SignOut(*parts))
     app.add_route("/dashboard/sign-out-everywhere", SignOut(*parts, everywhere=True))
     app.add_route("/dashboard/set-password/{token}", SetPassword(*parts))
     app.add_route("/dashboard/w/{workspace_id}/overview", Overview(*parts))
     app.add_route("/dashboard/w/{workspace_id}/clients", Clients(*parts))
     app.add_route("/dashboard/w/{workspace_id}/clients/{client_id}/{action}", ClientAction(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/authentication-codes", Requirement(*parts))
     app.add_route("/dashboard/w/{workspace_id}/people", People(*parts))
     app.add_route("/dashboard/w/{workspace_id}/people/{person_id}/{action}", PersonAction(*parts))
     app.add_route("/dashboard/w/{workspace_id}/audit", AuditLog(*parts))

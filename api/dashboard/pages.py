@@ -12,7 +12,7 @@ import falcon.asgi
 
 from sandesh.domain.application import Sandesh
 from sandesh.domain.errors import InvalidInput, InvalidTransition
-from sandesh.domain.person import OPERATOR
+from sandesh.domain.person import OPERATOR, may_manage_people
 from sandesh.domain.signin import SignInRefused
 from sandesh.projections import registry, sessions
 
@@ -39,7 +39,27 @@ class Page:
         session_id = self.web.session_id(req)
         if session_id is None:
             return None
-        return await self.blocking(self._touch, session_id)
+        person = await self.blocking(self._touch, session_id)
+        return person if person is not None and person["stage"] == sessions.SIGNED_IN else None
+
+    async def waiting(self, req: falcon.asgi.Request, stage: str) -> dict[str, Any] | None:
+        """The person of a session that gave the right password and still owes `stage`."""
+        session_id = self.web.session_id(req)
+        person = await self.blocking(self._touch, session_id) if session_id else None
+        return person if person is not None and person["stage"] == stage else None
+
+    async def begin(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person_id: str,
+                    stage: str = sessions.SIGNED_IN) -> None:
+        """A new session (a new id at every step of signing in), its cookie, and where it goes next."""
+        session_id = await self.blocking(self._begin, person_id, self.web.session_id(req), stage)
+        self.web.set_cookie(req, resp, SESSION, session_id)
+        self.web.redirect(resp, "/dashboard" if stage == sessions.SIGNED_IN else f"{SIGN_IN}/{stage}")
+
+    def _begin(self, person_id: str, old: str | None, stage: str) -> str:
+        with self.connection() as conn:
+            if old:
+                sessions.end(conn, old)
+            return sessions.begin(conn, person_id, self.app.clock.now(), stage)
 
     async def member(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
                      workspace_id: str) -> dict[str, Any] | None:
@@ -112,16 +132,8 @@ class SignIn(Page):
                      else WRONG)
             return self.web.page(req, resp, "sign_in.html", status=429 if refused.wait else 200, title="Sign in",
                                  email=email, error=error, notice=None)
-        old = self.web.session_id(req)
-        session_id = await self.blocking(self._begin, person.id, old)
-        self.web.set_cookie(req, resp, SESSION, session_id)  # a new id at every sign-in
-        self.web.redirect(resp, "/dashboard")
-
-    def _begin(self, person_id: str, old: str | None) -> str:
-        with self.connection() as conn:
-            if old:
-                sessions.end(conn, old)
-            return sessions.begin(conn, person_id, self.app.clock.now())
+        owed = await self.blocking(self.app.people.second_factor, person)
+        await self.begin(req, resp, person.id, owed or sessions.SIGNED_IN)
 
 
 class SignOut(Page):
@@ -198,13 +210,20 @@ class Overview(Page):
         workspace = await self.blocking(self._workspace, workspace_id)
         if workspace is None:
             return self.web.not_found(req, resp, person)
+        totp_required, enrolled = await self.blocking(self._codes, workspace_id, person["id"])
         self.web.page(req, resp, "overview.html", title="Overview", person=person, workspace=workspace,
-                      rupees=rupees)
+                      rupees=rupees, totp_required=totp_required, enrolled=enrolled,
+                      may_require=may_manage_people(person["role"]))
 
     def _workspace(self, workspace_id: str) -> dict[str, Any] | None:
         with self.connection() as conn:
             row = registry.fetch_one(conn, "workspaces", "id", workspace_id)
         return registry.workspace_view(row) if row is not None else None
+
+    def _codes(self, workspace_id: str, person_id: str) -> tuple[bool, bool]:
+        """Whether the workspace's owners need authentication codes, and whether this person has an app."""
+        person = self.app.people.person(person_id)
+        return self.app.people.totp_required(workspace_id), person is not None and person.totp_sealed is not None
 
 
 def rupees(paisa: int) -> str:

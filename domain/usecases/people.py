@@ -9,17 +9,21 @@ from functools import cached_property
 from ..clock import Clock
 from ..credentials import sha256_hex
 from ..errors import InvalidInput, InvalidTransition, NameTaken, NotFound
-from ..person import (LINK_HOURS, OPERATOR, Person, actor_of, check_name, check_role, new_link_token,
+from ..person import (LINK_HOURS, OPERATOR, OWNER, Person, actor_of, check_name, check_role, new_link_token,
                       normalise_email, password_problem, person_id, person_of_token)
-from ..ports import PasswordHasher, SignInFailures
+from ..ports import PasswordHasher, Sealer, SignInFailures
 from ..signin import FAILURES_PER_ACCOUNT, FAILURES_PER_IP, SignInRefused, account_key, ip_key, wait_after
+from ..totp import matching_step
 from ..workspace import Workspace
 from .log import Log
 
 
+SECOND_FACTOR_CODE, SECOND_FACTOR_ENROLL = "code", "enroll"
+
+
 class People:
-    def __init__(self, log: Log, clock: Clock, hasher: PasswordHasher, failures: SignInFailures):
-        self.log, self.clock, self.hasher, self.failures = log, clock, hasher, failures
+    def __init__(self, log: Log, clock: Clock, hasher: PasswordHasher, failures: SignInFailures, sealer: Sealer):
+        self.log, self.clock, self.hasher, self.failures, self.sealer = log, clock, hasher, failures, sealer
 
     def add_person(self, email: str, name: str, workspace_id: str | None, role: str | None, operator: bool,
                    actor: str) -> tuple[Person, str]:
@@ -115,12 +119,7 @@ class People:
         after the same work (one hash verified), whether the email exists or not."""
         email = email.strip().lower()
         now = self.clock.now()
-        keys = [account_key(email), ip_key(ip)]
-        recent = self.failures.recent(keys, now)
-        wait = max(wait_after(recent.get(keys[0], []), FAILURES_PER_ACCOUNT, now),
-                   wait_after(recent.get(keys[1], []), FAILURES_PER_IP, now))
-        if wait:
-            raise SignInRefused(wait)
+        keys = self._throttled(email, ip, now)
         person = self.log.find(person_id(email), Person)
         known = person is not None and person.may_sign_in
         matches = self.hasher.verify(person.password_hash if known else self._decoy, password)  # type: ignore[union-attr]
@@ -132,6 +131,58 @@ class People:
 
     def person(self, id: str) -> Person | None:
         return self.log.find(id, Person)
+
+    # The second factor: an authenticator app (domain/totp.py)
+    def second_factor(self, person: Person) -> str | None:
+        """What a person who gave the right password still owes before their session begins: a
+        code of their app ("code"), setting one up ("enroll": an owner of a workspace that
+        requires codes), or nothing (None)."""
+        if person.totp_sealed is not None:
+            return SECOND_FACTOR_CODE
+        if person.role == OWNER and person.workspace_id and self.totp_required(person.workspace_id):
+            return SECOND_FACTOR_ENROLL
+        return None
+
+    def totp_required(self, workspace_id: str) -> bool:
+        workspace = self.log.find(workspace_id, Workspace)
+        return workspace is not None and workspace.totp_required
+
+    def verify_code(self, person_id: str, code: str, ip: str) -> Person:
+        """The person, once `code` is their app's for now and unused; else SignInRefused, and the
+        failure counts toward the same throttle as a wrong password."""
+        person = self.log.get(person_id, Person, "person")
+        now = self.clock.now()
+        keys = self._throttled(person.email, ip, now)
+        step = None
+        if person.totp_sealed is not None and person.may_sign_in:
+            step = matching_step(self.sealer.open(person.totp_sealed), code, now, after=person.totp_step)
+        if step is None:
+            self.failures.record(keys, now)
+            raise SignInRefused()
+        person.use_totp(step, at=now)
+        self.log.save(person)  # two sign-ins with one code race on the version: one wins
+        return person
+
+    def enroll_totp(self, person_id: str, secret: str, code: str) -> Person:
+        """Set up an authenticator app: `code` proves it holds `secret`.  InvalidInput when not."""
+        person = self.log.get(person_id, Person, "person")
+        now = self.clock.now()
+        step = matching_step(secret, code, now, after=person.totp_step)
+        if step is None:
+            raise InvalidInput("That code is not right: type the 6 digits the app shows now.")
+        person.enroll_totp(self.sealer.seal(secret), step, at=now)
+        self.log.save(person)
+        return person
+
+    def _throttled(self, email: str, ip: str, now: float) -> list[str]:
+        """The throttle's keys of a try; SignInRefused with the wait when either is past its limit."""
+        keys = [account_key(email), ip_key(ip)]
+        recent = self.failures.recent(keys, now)
+        wait = max(wait_after(recent.get(keys[0], []), FAILURES_PER_ACCOUNT, now),
+                   wait_after(recent.get(keys[1], []), FAILURES_PER_IP, now))
+        if wait:
+            raise SignInRefused(wait)
+        return keys
 
     @cached_property
     def _decoy(self) -> str:

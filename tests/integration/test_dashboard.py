@@ -8,9 +8,12 @@ from typing import Any, Iterator
 from urllib.parse import urlsplit
 
 import orjson
+import pyotp
 import pytest
 import requests
 from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from sandesh.domain.clock import parse_iso
 
 CHROMIUM = "/usr/bin/chromium"
 PASSWORD = "a long enough passphrase"
@@ -398,6 +401,77 @@ def test_people_of_another_workspace_are_not_found(page, server, sandesh, owner,
     assert answer.status == 404
     assert page.goto(f"{server.url}/dashboard/w/{workspaces['other']}/people").status == 404
     assert "someone@other.example" in [p["email"] for p in sandesh("user", "list")["people"]]
+
+
+# Authentication codes (docs/dashboard.md, "Authentication codes"), in a workspace of their own
+
+@pytest.fixture(scope="module")
+def guarded(sandesh: Any, server: Any, browser: Browser) -> dict[str, Any]:
+    workspace = sandesh("workspace", "create", "--name", "Guarded")["id"]
+    context = browser.new_context()
+    page = context.new_page()
+    for email, role in (("guard@example.com", "owner"), ("helper@example.com", "developer")):
+        set_password(page, server, add_person(sandesh, workspace, email, role=role))
+        password_was_set(page)
+    context.close()
+    return {"workspace": workspace}
+
+
+def code_now(sandesh: Any, secret: str, later: float = 0) -> str:
+    """The code an authenticator app shows at the service's time (the test clock moves it)."""
+    return pyotp.TOTP(secret).at(parse_iso(sandesh("clock", "show")["now"]) + later)
+
+
+def wrong(code: str) -> str:
+    return code[:-1] + str((int(code[-1]) + 1) % 10)
+
+
+def test_an_owner_requires_codes_and_sets_up_an_app_after_their_password(page, server, sandesh, guarded):
+    sign_in(page, server, "guard@example.com")
+    page.get_by_role("button", name="Require authentication codes for owners").click()
+    expect(page.locator("dl.facts")).to_contain_text("required for owners")
+    page.get_by_role("button", name="Sign out", exact=True).click()
+
+    sign_in(page, server, "guard@example.com")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Set up an authenticator app")
+    expect(page.get_by_role("img", name="QR code for your authenticator app")).to_be_visible()
+    overview = f"{server.url}/dashboard/w/{guarded['workspace']}/overview"
+    assert page.request.get(overview, max_redirects=0).status == 303  # a waiting session opens nothing
+    secret = page.locator("code.secret").inner_text()
+    page.get_by_label("Authentication code").fill(wrong(code_now(sandesh, secret)))
+    page.get_by_role("button", name="Verify").click()
+    expect(page.locator("#code-error")).to_have_text("That code is not right: type the 6 digits the app shows now.")
+    page.get_by_label("Authentication code").fill(code_now(sandesh, secret))
+    page.get_by_role("button", name="Verify").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Overview")
+    guarded["secret"] = secret
+    done = sandesh.run("audit", "--workspace", guarded["workspace"])
+    assert secret not in done.stdout and "person.totp_enrolled" in done.stdout
+
+
+def test_a_code_is_asked_after_the_password_and_never_accepted_twice(browser, server, sandesh, guarded):
+    sandesh("clock", "advance", "30")  # past the step the setup used
+    first, second = browser.new_context().new_page(), browser.new_context().new_page()
+    sign_in(first, server, "guard@example.com")
+    expect(first.get_by_role("heading", level=1)).to_have_text("Authentication code")
+    code = code_now(sandesh, guarded["secret"])
+    first.get_by_label("Authentication code").fill(wrong(code))
+    first.get_by_role("button", name="Verify").click()
+    expect(first.locator("#code-error")).to_have_text("That code is not right: type the 6 digits the app shows now.")
+    first.get_by_label("Authentication code").fill(code)
+    first.get_by_role("button", name="Verify").click()
+    expect(first.get_by_role("heading", level=1)).to_have_text("Overview")
+    sign_in(second, server, "guard@example.com")
+    second.get_by_label("Authentication code").fill(code)
+    second.get_by_role("button", name="Verify").click()
+    expect(second.locator("#code-error")).to_be_visible()
+    first.context.close()
+    second.context.close()
+
+
+def test_a_developer_of_that_workspace_needs_no_code(page, server, guarded):
+    sign_in(page, server, "helper@example.com")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Overview")
 
 
 def test_the_people_table_is_rebuilt_from_the_log(sandesh):

@@ -1,5 +1,7 @@
 """The rules of the dashboard's people, links, sign-in throttle and sessions (domain/person.py,
 domain/signin.py), and how their changes read in the audit trail.  No database."""
+import base64
+
 import pytest
 
 from sandesh.domain.audit import ACTIONS, audit_line
@@ -7,6 +9,7 @@ from sandesh.domain.errors import InvalidInput, InvalidTransition
 from sandesh.domain.person import (LINK_HOURS, OWNER, Person, may_manage_clients, new_link_token, normalise_email,
                                    password_problem, person_id, person_of_token)
 from sandesh.domain.credentials import sha256_hex
+from sandesh.domain.totp import hotp, matching_step, new_secret, provisioning_uri, step_of
 from sandesh.domain.signin import (FAILURE_WINDOW, SESSION_ABSOLUTE, SESSION_IDLE, session_alive, wait_after)
 
 NOW = 1_800_000_000.0
@@ -127,3 +130,26 @@ def test_a_removed_person_cannot_sign_in_and_may_be_added_again_with_a_new_link(
     person.rejoin("Asha", "ws_2", "viewer", newer, actor="tester", at=NOW + 2)
     assert (person.workspace_id, person.role, person.password_hash) == ("ws_2", "viewer", None)
     assert person.link_valid(newer, NOW + 3)
+
+
+# RFC 6238, appendix B: the SHA-1 secret "12345678901234567890", 8-digit codes (we show 6: the last 6)
+@pytest.mark.parametrize("at, code", [(59, "94287082"), (1111111109, "07081804"), (1111111111, "14050471"),
+                                      (1234567890, "89005924"), (2000000000, "69279037")])
+def test_codes_are_those_of_rfc_6238(at, code):
+    secret = base64.b32encode(b"12345678901234567890").decode()
+    assert hotp(secret, step_of(at)) == code[-6:]
+
+
+def test_a_code_is_accepted_one_step_either_side_and_never_twice():
+    secret = new_secret()
+    now = 1_800_000_000.0
+    assert matching_step(secret, hotp(secret, step_of(now) - 1), now, after=0) == step_of(now) - 1
+    assert matching_step(secret, hotp(secret, step_of(now) - 2), now, after=0) is None
+    used = matching_step(secret, hotp(secret, step_of(now)), now, after=0)
+    assert matching_step(secret, hotp(secret, step_of(now)), now, after=used) is None
+    assert matching_step(secret, "12345", now, after=0) is None
+
+
+def test_the_qr_code_holds_an_otpauth_uri():
+    assert provisioning_uri("ABC", "a@b.example") == (
+        "otpauth://totp/Sandesh%3Aa%40b.example?secret=ABC&issuer=Sandesh&algorithm=SHA1&digits=6&period=30")

@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 
+from sandesh.domain import totp
 from sandesh.domain.clock import FixedClock
 from sandesh.domain.errors import InvalidInput, InvalidTransition, NameTaken, NotFound
 from sandesh.domain.signin import FAILURE_WINDOW, FAILURES_PER_ACCOUNT, SignInRefused
@@ -118,3 +119,30 @@ def test_an_owner_changes_anothers_role_and_removes_them_but_not_themselves(stor
     assert again.id == member.id and store.app.people.person_of_link(newer) is not None
     lines = [(line["action"], line["actor"]) for line in store.app.history.audit(workspace_id)]
     assert ("person.role_changed", f"user:{owner.email}") in lines and ("person.removed", f"user:{owner.email}") in lines
+
+
+def test_an_authenticator_app_is_set_up_with_a_code_and_asked_for_at_every_sign_in():
+    clock = FixedClock()
+    app = memory.in_memory(clock)
+    workspace = app.operators.create_workspace("Pasal", None, {}, "tester")
+    person, token = app.people.add_person(an_email(), "Asha", workspace.id, "owner", False, "tester")
+    app.people.set_password(token, PASSWORD)
+    assert app.people.second_factor(app.people.sign_in(person.email, PASSWORD, "192.0.2.7")) is None
+    app.operators.require_totp(workspace.id, True, "user:" + person.email)
+    assert app.people.second_factor(app.people.person(person.id)) == "enroll"  # owners must, once required
+
+    secret = totp.new_secret()
+    with pytest.raises(InvalidInput):
+        app.people.enroll_totp(person.id, secret, "000000" if totp.hotp(secret, totp.step_of(clock.now())) != "000000"
+                               else "111111")
+    app.people.enroll_totp(person.id, secret, totp.hotp(secret, totp.step_of(clock.now())))
+    assert app.people.second_factor(app.people.person(person.id)) == "code"
+
+    clock.advance(totp.STEP)
+    code = totp.hotp(secret, totp.step_of(clock.now()))
+    assert app.people.verify_code(person.id, code, "192.0.2.7").id == person.id
+    with pytest.raises(SignInRefused):
+        app.people.verify_code(person.id, code, "192.0.2.7")  # never twice
+    lines = [line["action"] for line in app.history.audit(workspace.id)]
+    assert "workspace.totp_requirement_set" in lines and "person.totp_enrolled" in lines
+    assert not any("secret" in str(line["details"]) for line in app.history.audit(workspace.id))
