@@ -12,6 +12,7 @@ from sandesh.domain.application import Sandesh
 from ..waiting import Blocking
 from .audit import AuditLog
 from .clients import ClientAction, Clients
+from .optouts import OptOuts
 from .pages import Home, Overview, SetPassword, SignIn, SignOut, Static
 from .people import People, PersonAction
 from .totp import Code, Enroll, Requirement
@@ -36,5 +37,6 @@ def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[
     app.add_route("/dashboard/w/{workspace_id}/authentication-codes", Requirement(*parts))
     app.add_route("/dashboard/w/{workspace_id}/people", People(*parts))
     app.add_route("/dashboard/w/{workspace_id}/people/{person_id}/{action}", PersonAction(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/opt-outs", OptOuts(*parts))
     app.add_route("/dashboard/w/{workspace_id}/audit", AuditLog(*parts))
     app.add_route("/dashboard/static/{name}", Static())

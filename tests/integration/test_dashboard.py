@@ -348,6 +348,26 @@ def test_the_audit_log_shows_the_workspaces_changes_newest_first(page, server, o
     assert page.goto(f"{server.url}/dashboard/w/{workspaces['other']}/audit").status == 404
 
 
+def test_a_developer_opts_a_number_out_and_back_in(page, server, sandesh, workspaces):
+    sign_in(page, server, "dev@example.com")
+    page.get_by_role("link", name="Opt-outs").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Opt-outs")
+    page.get_by_label("Number").fill("12345")
+    page.get_by_role("button", name="Opt out").click()
+    expect(page.locator("#number-error")).to_contain_text("is not a Nepal mobile number")
+    page.get_by_label("Number").fill("+977 9812345678".replace(" ", ""))
+    page.get_by_role("button", name="Opt out").click()
+    row = page.get_by_role("row", name=re.compile("9779812345678"))
+    expect(row).to_contain_text("operator")
+    listed = sandesh("optout", "list", workspaces["acme"])["optOuts"]
+    assert [o["number"] for o in listed] == ["9779812345678"]
+    row.get_by_role("button", name="Opt in").click()
+    expect(page.get_by_role("row", name=re.compile("9779812345678"))).to_have_count(0)
+    done = sandesh.run("audit", "--workspace", workspaces["acme"])
+    actions = [(line["action"], line["actor"]) for line in map(orjson.loads, done.stdout.splitlines())]
+    assert ("optout.added", "user:dev@example.com") in actions and ("optout.removed", "user:dev@example.com") in actions
+
+
 # People (docs/dashboard.md, "People page")
 
 def test_an_owner_invites_a_person_changes_their_role_and_removes_them(browser, server, owner, workspaces):
