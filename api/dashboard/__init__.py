@@ -16,6 +16,7 @@ from .optouts import OptOuts
 from .pages import Home, Overview, SetPassword, SignIn, SignOut, Static
 from .people import People, PersonAction
 from .totp import Code, Enroll, Requirement
+from .webhooks import Redeliver, Webhooks
 from .web import Web
 
 
@@ -37,6 +38,8 @@ def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[
     app.add_route("/dashboard/w/{workspace_id}/authentication-codes", Requirement(*parts))
     app.add_route("/dashboard/w/{workspace_id}/people", People(*parts))
     app.add_route("/dashboard/w/{workspace_id}/people/{person_id}/{action}", PersonAction(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/webhooks", Webhooks(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/webhooks/{delivery_id}/redeliver", Redeliver(*parts))
     app.add_route("/dashboard/w/{workspace_id}/opt-outs", OptOuts(*parts))
     app.add_route("/dashboard/w/{workspace_id}/audit", AuditLog(*parts))
     app.add_route("/dashboard/static/{name}", Static())

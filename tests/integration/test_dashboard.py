@@ -368,6 +368,31 @@ def test_a_developer_opts_a_number_out_and_back_in(page, server, sandesh, worksp
     assert ("optout.added", "user:dev@example.com") in actions and ("optout.removed", "user:dev@example.com") in actions
 
 
+def test_a_developer_redelivers_a_webhook_of_their_workspace(page, server, sandesh, runtime, workspaces):
+    from sandesh.domain.webhook import new_delivery
+
+    mine = sandesh("client", "create", "--workspace", workspaces["acme"], "--brand", "Hooked")
+    theirs = sandesh("client", "create", "--workspace", workspaces["other"], "--brand", "Elsewhere")
+    made = [new_delivery(client["id"], "message.status", f"msg_{client['id']}", "delivered", {"status": "delivered"},
+                         at=runtime.clock.now()) for client in (mine, theirs)]
+    runtime.app.webhooks.add_deliveries(made)
+    sign_in(page, server, "dev@example.com")
+    page.get_by_role("link", name="Webhooks").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Webhooks")
+    row = page.get_by_role("row", name=re.compile(made[0].id))
+    expect(row).to_contain_text("Hooked")
+    expect(page.get_by_role("row", name=re.compile(made[1].id))).to_have_count(0)
+    row.get_by_role("button", name="Redeliver").click()
+    expect(page.get_by_role("row", name=re.compile("Hooked"))).to_have_count(2)  # the new delivery too
+    token = page.locator("input[name=csrf]").first.input_value()
+    other = page.request.post(f"{server.url}/dashboard/w/{workspaces['acme']}/webhooks/{made[1].id}/redeliver",
+                              form={"csrf": token})
+    assert other.status == 404
+    done = sandesh.run("audit", "--workspace", workspaces["acme"])
+    assert any(line["action"] == "webhook.redelivered" and line["actor"] == "user:dev@example.com"
+               for line in map(orjson.loads, done.stdout.splitlines()))
+
+
 # People (docs/dashboard.md, "People page")
 
 def test_an_owner_invites_a_person_changes_their_role_and_removes_them(browser, server, owner, workspaces):
