@@ -58,6 +58,15 @@ def view(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def search(conn: Any, workspace_id: str, message_id: str | None, number: str | None, limit: int) -> list[dict[str, Any]]:
+    """The workspace's messages, newest first: all, or the one with this id, or those to this
+    number (the dashboard's Messages page)."""
+    return conn.execute(
+        'SELECT * FROM messages WHERE workspace_id = %(ws)s AND (%(id)s::text IS NULL OR id = %(id)s)'
+        ' AND (%(to)s::text IS NULL OR "to" = %(to)s) ORDER BY created_at DESC, id LIMIT %(limit)s',
+        {"ws": workspace_id, "id": message_id, "to": number, "limit": limit}).fetchall()
+
+
 def find(conn: Any, message_id: str, client_id: str) -> dict[str, Any] | None:
     return conn.execute("SELECT * FROM messages WHERE id = %s AND client_id = %s", (message_id, client_id),
                         prepare=True).fetchone()

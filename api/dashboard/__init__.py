@@ -12,6 +12,7 @@ from sandesh.domain.application import Sandesh
 from ..waiting import Blocking
 from .audit import AuditLog
 from .clients import ClientAction, Clients
+from .messages import Messages, Timeline
 from .optouts import OptOuts
 from .pages import Home, Overview, SetPassword, SignIn, SignOut, Static
 from .people import People, PersonAction
@@ -38,6 +39,8 @@ def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[
     app.add_route("/dashboard/w/{workspace_id}/authentication-codes", Requirement(*parts))
     app.add_route("/dashboard/w/{workspace_id}/people", People(*parts))
     app.add_route("/dashboard/w/{workspace_id}/people/{person_id}/{action}", PersonAction(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/messages", Messages(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/messages/{message_id}", Timeline(*parts))
     app.add_route("/dashboard/w/{workspace_id}/webhooks", Webhooks(*parts))
     app.add_route("/dashboard/w/{workspace_id}/webhooks/{delivery_id}/redeliver", Redeliver(*parts))
     app.add_route("/dashboard/w/{workspace_id}/opt-outs", OptOuts(*parts))

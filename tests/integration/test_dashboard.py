@@ -393,6 +393,35 @@ def test_a_developer_redelivers_a_webhook_of_their_workspace(page, server, sande
                for line in map(orjson.loads, done.stdout.splitlines()))
 
 
+def test_a_viewer_finds_a_message_and_reads_its_timeline(page, server, sandesh, runtime, route, workspaces):
+    from sandesh.projections import follower
+
+    key = sandesh("client", "create", "--workspace", workspaces["acme"], "--brand", "Sender")["key"]
+    sent = requests.post(server.url + "/v1/sms/send", headers={"x-api-key": key},
+                         json={"to": "9779812345670", "text": "Your order is packed", "messageType": "transactional"})
+    assert sent.status_code == 202, sent.text
+    message_id = sent.json()["messageId"]
+    follower.catch_up(runtime)
+    set_password(page, server, add_person(sandesh, workspaces["acme"], "reader@example.com", role="viewer"))
+    password_was_set(page)
+    sign_in(page, server, "reader@example.com")
+    page.get_by_role("link", name="Messages").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Messages")
+    page.get_by_label("Search").fill("+9779812345670")
+    page.get_by_role("button", name="Search").click()
+    expect(page.get_by_role("row", name=re.compile(message_id))).to_contain_text("transactional")
+    page.get_by_label("Search").fill("9779800000000")
+    page.get_by_role("button", name="Search").click()
+    expect(page.get_by_role("row", name=re.compile(message_id))).to_have_count(0)
+    page.goto(f"{server.url}/dashboard/w/{workspaces['acme']}/messages?q={message_id}")
+    page.get_by_role("link", name=message_id).click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Message timeline")
+    expect(page.locator("ol.timeline")).to_contain_text("accepted")
+    expect(page.locator("ol.timeline")).to_contain_text("Your order is packed")
+    assert page.goto(f"{server.url}/dashboard/w/{workspaces['other']}/messages/{message_id}").status == 404
+    assert page.goto(f"{server.url}/dashboard/w/{workspaces['acme']}/messages/msg_none").status == 404
+
+
 # People (docs/dashboard.md, "People page")
 
 def test_an_owner_invites_a_person_changes_their_role_and_removes_them(browser, server, owner, workspaces):
