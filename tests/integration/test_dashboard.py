@@ -260,11 +260,19 @@ def test_a_reset_prints_a_new_link_and_the_old_one_stops(page, server, sandesh, 
 
 # API clients (docs/dashboard.md, "API clients")
 
-def test_a_developer_creates_a_client_and_sees_its_key_once(page, server, sandesh, workspaces):
-    added = add_person(sandesh, workspaces["acme"], "dev@example.com", role="developer")
-    set_password(page, server, added)
+@pytest.fixture(scope="module")
+def developer(sandesh: Any, server: Any, browser: Browser, workspaces: dict[str, str]) -> str:
+    """A developer of Acme Pasal with their password set; their email."""
+    context = browser.new_context()
+    page = context.new_page()
+    set_password(page, server, add_person(sandesh, workspaces["acme"], "dev@example.com", role="developer"))
     password_was_set(page)
-    sign_in(page, server, "dev@example.com")
+    context.close()
+    return "dev@example.com"
+
+
+def test_a_developer_creates_a_client_and_sees_its_key_once(page, server, sandesh, workspaces, developer):
+    sign_in(page, server, developer)
     page.get_by_role("link", name="API clients").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("API clients")
     page.get_by_label("Brand").fill("   ")
@@ -334,22 +342,25 @@ def test_another_workspaces_client_is_not_found(page, server, sandesh, owner, wo
     assert sandesh("client", "show", theirs["id"])["enabled"] is True
 
 
-def test_the_audit_log_shows_the_workspaces_changes_newest_first(page, server, owner, workspaces):
+def test_the_audit_log_shows_the_workspaces_changes_newest_first(page, server, sandesh, owner, workspaces):
+    made = sandesh("--actor", "first-operator", "client", "create", "--workspace", workspaces["acme"],
+                   "--brand", "Audited")
+    sandesh("--actor", "second-operator", "client", "disable", made["id"])
     sign_in(page, server, "owner@example.com")
     page.get_by_role("link", name="Audit log").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Audit log")
     rows = page.locator("table.audit tbody tr").all_inner_texts()
-    created = [i for i, row in enumerate(rows) if "user:dev@example.com" in row and "client.created" in row]
-    enabled = [i for i, row in enumerate(rows) if "user:dev@example.com" in row and "client.enabled" in row]
-    assert len(created) == len(enabled) == 1 and enabled[0] < created[0]
+    created = [i for i, row in enumerate(rows) if "first-operator" in row and "client.created" in row]
+    disabled = [i for i, row in enumerate(rows) if "second-operator" in row and "client.disabled" in row]
+    assert len(created) == len(disabled) == 1 and disabled[0] < created[0]
     assert any("tester" in row and "workspace.credited" in row and "amount: 123456" in row for row in rows)
     # key prefixes (sk_live_3f9a) show what changed; a whole key, a secret or a hash never
     assert not any("hash" in row or "whsec_" in row or re.search(r"sk_live_[0-9a-f]{5}", row) for row in rows)
     assert page.goto(f"{server.url}/dashboard/w/{workspaces['other']}/audit").status == 404
 
 
-def test_a_developer_opts_a_number_out_and_back_in(page, server, sandesh, workspaces):
-    sign_in(page, server, "dev@example.com")
+def test_a_developer_opts_a_number_out_and_back_in(page, server, sandesh, workspaces, developer):
+    sign_in(page, server, developer)
     page.get_by_role("link", name="Opt-outs").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Opt-outs")
     page.get_by_label("Number").fill("12345")
@@ -368,7 +379,7 @@ def test_a_developer_opts_a_number_out_and_back_in(page, server, sandesh, worksp
     assert ("optout.added", "user:dev@example.com") in actions and ("optout.removed", "user:dev@example.com") in actions
 
 
-def test_a_developer_redelivers_a_webhook_of_their_workspace(page, server, sandesh, runtime, workspaces):
+def test_a_developer_redelivers_a_webhook_of_their_workspace(page, server, sandesh, runtime, workspaces, developer):
     from sandesh.domain.webhook import new_delivery
 
     mine = sandesh("client", "create", "--workspace", workspaces["acme"], "--brand", "Hooked")
@@ -376,7 +387,7 @@ def test_a_developer_redelivers_a_webhook_of_their_workspace(page, server, sande
     made = [new_delivery(client["id"], "message.status", f"msg_{client['id']}", "delivered", {"status": "delivered"},
                          at=runtime.clock.now()) for client in (mine, theirs)]
     runtime.app.webhooks.add_deliveries(made)
-    sign_in(page, server, "dev@example.com")
+    sign_in(page, server, developer)
     page.get_by_role("link", name="Webhooks").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Webhooks")
     row = page.get_by_role("row", name=re.compile(made[0].id))
