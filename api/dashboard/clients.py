@@ -64,7 +64,8 @@ class Clients(ClientsPage):
 
 class ClientAction(ClientsPage):
     """POST /dashboard/w/{workspace_id}/clients/{client_id}/{action}: rotate-key, rotate-secret,
-    disable, enable.  A client of another workspace is not found."""
+    disable, enable, update (brand and webhook URL; an empty URL removes it).  A client of
+    another workspace is not found."""
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                       client_id: str, action: str) -> None:
@@ -85,6 +86,9 @@ class ClientAction(ClientsPage):
                 changed, secret = await self.blocking(operators.rotate_secret, client_id, grace, actor)
                 shown = {"title": f"{changed.brand}: new webhook secret (the old one signs for {grace:g} h)",
                          "Webhook secret": secret}
+            elif action == "update":
+                await self.blocking(operators.update_client, client_id, form.get("brand", ""),
+                                    form.get("webhook_url", "").strip(), None, actor)
             else:
                 await self.blocking(operators.disable_client if action == "disable" else operators.enable_client,
                                     client_id, actor)
@@ -101,7 +105,7 @@ class ClientAction(ClientsPage):
 
 
 VIEWERS_READ = "Viewers read only: ask an owner or a developer of the workspace."
-ACTIONS = ("rotate-key", "rotate-secret", "disable", "enable")
+ACTIONS = ("rotate-key", "rotate-secret", "disable", "enable", "update")
 
 
 def grace_hours(text: str) -> float:

@@ -303,6 +303,17 @@ def test_a_developer_creates_a_client_and_sees_its_key_once(page, server, sandes
     row.get_by_role("button", name="Rotate webhook secret").click()
     expect(page.get_by_role("status")).to_contain_text("whsec_")
 
+    row = page.get_by_role("row", name=re.compile("Dev Shop"))
+    row.get_by_text("Edit", exact=True).click()
+    row.get_by_label("Edit webhook URL").fill("http://example.com/hook")
+    row.get_by_role("button", name="Save").click()
+    row = page.get_by_role("row", name=re.compile("Dev Shop"))
+    expect(row).to_contain_text("webhook URL must begin with https:// and name a host")
+    row.get_by_label("Edit brand").fill("Dev Shop Nepal")
+    row.get_by_label("Edit webhook URL").fill("https://localhost:9443/hooks")  # private: allowed in the tests
+    row.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("row", name=re.compile("Dev Shop Nepal"))).to_contain_text("https://localhost:9443/hooks")
+
     page.get_by_role("row", name=re.compile("Dev Shop")).get_by_role("button", name="Disable").click()
     row = page.get_by_role("row", name=re.compile("Dev Shop"))
     expect(row).to_contain_text("disabled")
@@ -311,8 +322,8 @@ def test_a_developer_creates_a_client_and_sees_its_key_once(page, server, sandes
 
     done = sandesh.run("audit", "--workspace", workspaces["acme"])
     actions = [(line["action"], line["actor"]) for line in map(orjson.loads, done.stdout.splitlines())]
-    for action in ("client.created", "client.key_rotated", "client.secret_rotated", "client.disabled",
-                   "client.enabled"):
+    for action in ("client.created", "client.key_rotated", "client.secret_rotated", "client.updated",
+                   "client.disabled", "client.enabled"):
         assert (action, "user:dev@example.com") in actions
 
 
