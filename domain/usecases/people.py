@@ -122,7 +122,8 @@ class People:
         keys = self._throttled(email, ip, now)
         person = self.log.find(person_id(email), Person)
         known = person is not None and person.may_sign_in
-        matches = self.hasher.verify(person.password_hash if known else self._decoy, password)  # type: ignore[union-attr]
+        hashed = person.password_hash if known and person is not None else None
+        matches = self.hasher.verify(hashed or self._decoy, password)
         if not (known and matches):
             self.failures.record(keys, now)
             raise SignInRefused()

@@ -110,7 +110,7 @@ def test_the_owner_signs_in_and_sees_the_overview_of_their_workspace(page, serve
     expect(page).to_have_url(f"{server.url}/dashboard/w/{workspaces['acme']}/overview")
     expect(page.get_by_role("heading", level=1)).to_have_text("Overview")
     expect(page.get_by_text("Acme Pasal")).to_be_visible()
-    facts = page.locator("dl.facts")
+    facts = page.locator("dl.state")
     expect(facts).to_contain_text("active")
     expect(facts).to_contain_text("NPR 1,234.56")
     expect(facts).to_contain_text("transactional, otp")
@@ -444,6 +444,30 @@ def test_a_viewer_finds_a_message_and_reads_its_timeline(page, server, sandesh, 
     assert page.goto(f"{server.url}/dashboard/w/{workspaces['acme']}/messages/msg_none").status == 404
 
 
+def test_the_overview_counts_the_workspaces_messages_and_charts_the_last_24_hours(page, server, sandesh, runtime,
+                                                                                 route, owner):
+    from sandesh.projections import follower
+
+    workspace = sandesh("workspace", "create", "--name", "Counted")["id"]
+    sandesh("workspace", "activate", workspace)
+    sandesh("workspace", "credit", workspace, "10000")
+    key = sandesh("client", "create", "--workspace", workspace, "--brand", "Counted")["key"]
+    for n in range(3):
+        sent = requests.post(server.url + "/v1/sms/send", headers={"x-api-key": key},
+                             json={"to": f"977981234567{n}", "text": "hello", "messageType": "transactional"})
+        assert sent.status_code == 202, sent.text
+    follower.catch_up(runtime)
+    added = add_person(sandesh, workspace, "counter@example.com", role="viewer")
+    set_password(page, server, added)
+    password_was_set(page)
+    sign_in(page, server, "counter@example.com")
+    counted = page.locator("dl.counters")
+    expect(counted).to_contain_text("Sent3")
+    expect(counted).to_contain_text("Segments3")
+    expect(counted).to_contain_text("SpentNPR 3.00")
+    expect(page.get_by_role("img", name=re.compile("Messages per hour, the last 24 hours: 3 in all"))).to_be_visible()
+
+
 # People (docs/dashboard.md, "People page")
 
 def test_an_owner_invites_a_person_changes_their_role_and_removes_them(browser, server, owner, workspaces):
@@ -525,7 +549,7 @@ def wrong(code: str) -> str:
 def test_an_owner_requires_codes_and_sets_up_an_app_after_their_password(page, server, sandesh, guarded):
     sign_in(page, server, "guard@example.com")
     page.get_by_role("button", name="Require authentication codes for owners").click()
-    expect(page.locator("dl.facts")).to_contain_text("required for owners")
+    expect(page.locator("dl.state")).to_contain_text("required for owners")
     page.get_by_role("button", name="Sign out", exact=True).click()
 
     sign_in(page, server, "guard@example.com")
