@@ -14,7 +14,8 @@ from .audit import AuditLog
 from .clients import ClientAction, Clients
 from .messages import Messages, Timeline
 from .optouts import OptOuts
-from .pages import Home, Overview, SetPassword, SignIn, SignOut, Static
+from .overview import Overview
+from .pages import Home, SetPassword, SignIn, SignOut, Static
 from .people import People, PersonAction
 from .totp import Code, Enroll, Requirement
 from .webhooks import Redeliver, Webhooks
