@@ -23,6 +23,8 @@ from sandesh.projections.group_commit import GroupCommit
 from sandesh.projections.health import DatabaseHealth, is_outage
 
 from .auth import Authentication
+from .dashboard import add_dashboard
+from .dashboard.web import error_page, is_dashboard
 from .errors import ApiError, from_domain
 from .health import Health, Ready
 from .messages import CancelMessage, MessageStatus
@@ -65,7 +67,11 @@ class RequestId:
                             "status": resp.status_code, "ms": round(milliseconds, 2), "bytes": size}})
 
 
-def _render(resp: falcon.Response, error: ApiError) -> None:
+def _render(req: falcon.Request, resp: falcon.Response, error: ApiError) -> None:
+    """The error in the API's shape; under /dashboard, as a page (api/dashboard/web.py)."""
+    if is_dashboard(req.path):
+        error_page(resp, error.status, error.message, error.headers)
+        return
     resp.status = error.status
     resp.context.error_code = error.code  # the sends metric's outcome (api/metrics.py)
     resp.content_type = falcon.MEDIA_JSON
@@ -76,7 +82,7 @@ def _render(resp: falcon.Response, error: ApiError) -> None:
 
 async def _api_error(req: falcon.asgi.Request, resp: falcon.asgi.Response, error: ApiError, params: dict,
                      ws: Any = None) -> None:
-    _render(resp, error)
+    _render(req, resp, error)
 
 
 async def _http_error(req: falcon.asgi.Request, resp: falcon.asgi.Response, error: falcon.HTTPError, params: dict,
@@ -85,13 +91,13 @@ async def _http_error(req: falcon.asgi.Request, resp: falcon.asgi.Response, erro
     api_error = ApiError(code, error.description if code == "invalid_request" and error.description else None)
     api_error.status = error.status_code
     api_error.headers = dict(error.headers or {})
-    _render(resp, api_error)
+    _render(req, resp, api_error)
 
 
 def _unexpected(req: falcon.Request, resp: falcon.Response, error: Exception, params: dict) -> None:
     request_id = getattr(req.context, "request_id", "-")
     log.exception("unexpected error in %s %s (request id %s)", req.method, req.path, request_id)
-    _render(resp, ApiError("server_error", f"Unexpected error on the service side (request id {request_id})."))
+    _render(req, resp, ApiError("server_error", f"Unexpected error on the service side (request id {request_id})."))
 
 
 OUTAGE_RETRY_AFTER = "2"
@@ -123,10 +129,10 @@ def _errors(health: DatabaseHealth) -> Callable[..., Any]:
                      ws: Any = None) -> None:
         answer = from_domain(error) if isinstance(error, DomainError) else None
         if answer is not None:
-            _render(resp, answer)
+            _render(req, resp, answer)
         elif is_outage(error):
             health.failed(error)
-            _render(resp, outage_error())
+            _render(req, resp, outage_error())
         else:
             _unexpected(req, resp, error, params)
     return handle
@@ -134,12 +140,14 @@ def _errors(health: DatabaseHealth) -> Callable[..., Any]:
 
 def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], *, route_window: float,
                health: DatabaseHealth, commits: GroupCommit, blocking_threads: int = 4, rate_limit: bool = True,
-               trusted_proxies: tuple[str, ...] = (), callers: Callers | None = None) -> falcon.asgi.App:
+               trusted_proxies: tuple[str, ...] = (), callers: Callers | None = None,
+               dashboard_key: bytes | None = None) -> falcon.asgi.App:
     """`route_window`: Settings.route_window, how recent a SIM's healthy heartbeat must be for it to be a route;
     `health`: this process's view of the database (an outage is a 503, never a 500 or a hang);
     `commits`: the process's group commit, which the requests' appends await;
     `blocking_threads`: the threads that read the database for requests (the pool's connections);
-    `callers`: the process's caller cache (without one, every request reads its caller from the database)."""
+    `callers`: the process's caller cache (without one, every request reads its caller from the database);
+    `dashboard_key`: the key of the dashboard's CSRF tokens, the same in every process (a random one without it)."""
     callers = callers or Callers(connection, route_window)
     blocking, commit = Blocking(blocking_threads), Commit(commits)
     authentication = Authentication(connection, sandesh.clock, callers, blocking, rate_limit=rate_limit)
@@ -160,6 +168,8 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
                                      route_window, blocking))
     app.add_route("/metrics", Metrics(DatabaseState(connection, sandesh.clock, health,
                                                     sandesh.log.recorder.events_table_name, route_window), blocking))
+    add_dashboard(app, sandesh, connection, blocking, csrf_key=dashboard_key or RAND_bytes(32),
+                  trusted_proxies=trusted_proxies)
     app.add_error_handler(Exception, _errors(health))
     app.add_error_handler(falcon.HTTPError, _http_error)
     app.add_error_handler(ApiError, _api_error)

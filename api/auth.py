@@ -36,6 +36,8 @@ class Authentication:
             return  # 404 and 405 are answered without a key
         if getattr(resource, "public", False):
             return  # health and readiness (api/health.py)
+        if getattr(resource, "dashboard", False):
+            return  # people sign in to the dashboard; an API key never opens it (api/dashboard/)
         key = req.get_header("x-api-key")
         if not key:
             raise ApiError("unauthorized", MISSING_KEY)

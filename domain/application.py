@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .clock import Clock
-from .ports import IdempotencyKeys, OptOuts, OtpWindows, Sealer, Texts
+from .ports import IdempotencyKeys, OptOuts, OtpWindows, PasswordHasher, Sealer, SignInFailures, Texts
 from .usecases.dispatch import Dispatch
 from .usecases.history import History
 from .usecases.log import Log
 from .usecases.operators import Operators
 from .usecases.otp import Otps
+from .usecases.people import People
 from .usecases.sending import BatchAnswer, Sending
 from .usecases.sims import Sims
 from .usecases.webhooks import Webhooks
@@ -30,14 +31,17 @@ class Sandesh:
     dispatch: Dispatch
     webhooks: Webhooks
     history: History
+    people: People
 
     @classmethod
     def build(cls, log: Log, *, clock: Clock, sealer: Sealer, texts: Texts, idempotency: IdempotencyKeys,
               otp_windows: OtpWindows, opt_outs: OptOuts, otp_key: bytes, append: Callable[..., None],
-              batch_answer: BatchAnswer, webhook_guard: Callable[[str], None]) -> Sandesh:
+              batch_answer: BatchAnswer, webhook_guard: Callable[[str], None], hasher: PasswordHasher,
+              sign_in_failures: SignInFailures) -> Sandesh:
         """`append` appends sends (the API's group commit, or the log's `save`); `batch_answer`
         renders a batch's 202 body, kept for its Idempotency-Key; `webhook_guard` refuses a
-        webhook URL inside the network."""
+        webhook URL inside the network; `hasher` hashes dashboard passwords, `sign_in_failures`
+        keeps failed sign-ins for their throttle."""
         return cls(
             log=log, clock=clock, texts=texts,
             operators=Operators(log, clock, sealer, texts, webhook_guard),
@@ -47,6 +51,7 @@ class Sandesh:
             dispatch=Dispatch(log, clock, texts),
             webhooks=Webhooks(log, clock, sealer),
             history=History(log, texts),
+            people=People(log, clock, hasher, sign_in_failures, sealer),
         )
 
     def close(self) -> None:

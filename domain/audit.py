@@ -5,6 +5,7 @@ from typing import Any
 
 from .client import Client
 from .optout import OPERATOR, OptOut
+from .person import Person
 from .sim import Sim, SmsSwitch
 from .webhook import WebhookDelivery
 from .workspace import Workspace
@@ -18,6 +19,7 @@ ACTIONS: dict[type, str] = {
     Workspace.RatesSet: "workspace.rates_set",
     Workspace.TypesSet: "workspace.types_set",
     Workspace.TextsShredded: "workspace.texts_shredded",
+    Workspace.TotpRequirementSet: "workspace.totp_requirement_set",
     Client.Created: "client.created",
     Client.KeyRotated: "client.key_rotated",
     Client.SecretRotated: "client.secret_rotated",
@@ -38,11 +40,21 @@ ACTIONS: dict[type, str] = {
     WebhookDelivery.Redelivered: "webhook.redelivered",
     OptOut.OptedOut: "optout.added",
     OptOut.OptedIn: "optout.removed",
+    Person.Added: "person.added",
+    Person.LinkIssued: "person.link_issued",
+    Person.PasswordSet: "person.password_set",
+    Person.Disabled: "person.disabled",
+    Person.Enabled: "person.enabled",
+    Person.RoleChanged: "person.role_changed",
+    Person.Removed: "person.removed",
+    Person.Rejoined: "person.rejoined",
+    Person.TotpEnrolled: "person.totp_enrolled",
 }
 
 # Never shown in `details`: no key or secret, not even sealed or hashed (docs/operations.md, "Audit").
 HIDDEN = {"actor", "at", "timestamp", "originator_id", "originator_version",
-          "key_hash", "secret_sealed", "secret_hash", "pin_sealed", "workspace_id", "originator_topic"}
+          "key_hash", "secret_sealed", "secret_hash", "pin_sealed", "workspace_id", "originator_topic",
+          "token_hash", "token_expires", "password_hash", "step"}
 
 
 def operator_change(event: Any) -> bool:
@@ -59,7 +71,7 @@ def audit_line(event: Any, workspace_of_client: dict[str, str]) -> dict[str, Any
     workspace_id = client_id = sim_id = None
     if kind.startswith("workspace."):
         workspace_id = subject
-    elif kind.startswith("optout."):
+    elif kind.startswith(("optout.", "person.")):
         workspace_id = state["workspace_id"]
     elif kind.startswith("client."):
         client_id = subject

@@ -94,3 +94,22 @@ class OptOuts(Protocol):
 
     def opted_out(self, workspace_id: str, numbers: list[str]) -> set[str]:
         """Those of `numbers` (as domain/phone.py normalises them) that are opted out, in one read."""
+
+
+class PasswordHasher(Protocol):
+    """Hashes dashboard passwords (argon2id; projections/passwords.py)."""
+
+    def hash(self, password: str) -> str: ...
+
+    def verify(self, password_hash: str, password: str) -> bool:
+        """True when the password matches; never raises for a wrong one."""
+
+
+class SignInFailures(Protocol):
+    """Failed dashboard sign-ins, per key (an account or a calling IP; domain/signin.py), kept
+    outside the log on the service clock."""
+
+    def recent(self, keys: list[str], now: float) -> dict[str, list[float]]:
+        """The times of each key's failures still in the window."""
+
+    def record(self, keys: list[str], now: float) -> None: ...

@@ -8,6 +8,7 @@ from typing import Mapping
 
 DEFAULT_DATABASE_URL = "postgresql://127.0.0.1:5432/sandesh"
 DEFAULT_METRICS_DIR = "var/metrics"  # beside what `sandesh up` keeps in ./var
+DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"  # what `sandesh up` serves
 MIN_SECRET_KEY_LENGTH = 32
 
 
@@ -32,6 +33,7 @@ class Settings:
     pool_size: int = 4
     route_window: float = 60.0  # a SIM is a route while its last healthy heartbeat is this recent
     metrics_dir: str = DEFAULT_METRICS_DIR  # where every process keeps its counters for GET /metrics
+    public_url: str = DEFAULT_PUBLIC_URL  # where people reach the dashboard: the base of set-password links
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -55,6 +57,7 @@ class Settings:
             pool_size=int(env.get("SANDESH_DB_POOL_SIZE") or 4),
             route_window=float(env.get("SANDESH_ROUTE_WINDOW") or 60),
             metrics_dir=env.get("SANDESH_METRICS_DIR") or DEFAULT_METRICS_DIR,
+            public_url=(env.get("SANDESH_PUBLIC_URL") or DEFAULT_PUBLIC_URL).rstrip("/"),
         )
 
     def require_secret_key(self) -> str:

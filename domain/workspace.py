@@ -27,6 +27,7 @@ class Workspace(Aggregate):
         self.types = types
         self.rates = rates
         self.credited = 0
+        self.totp_required = False  # owners sign in with an authenticator app's code too (docs/dashboard.md)
 
     def activate(self, actor: str, at: float) -> None:
         if self.status != PENDING:
@@ -53,6 +54,16 @@ class Workspace(Aggregate):
 
     def set_types(self, types: list[str], actor: str, at: float) -> None:
         self._types_set(types=types, actor=actor, at=at)
+
+    def require_totp(self, required: bool, actor: str, at: float) -> None:
+        if required == self.totp_required:
+            raise InvalidTransition("authentication codes are " + ("required already" if required else
+                                                                  "not required"))
+        self._totp_requirement_set(required=required, actor=actor, at=at)
+
+    @event("TotpRequirementSet")
+    def _totp_requirement_set(self, required: bool, actor: str, at: float) -> None:
+        self.totp_required = required
 
     def shred_texts(self, keys: int, actor: str, at: float) -> None:
         """The keys of the workspace's texts were destroyed (domain/ports.py Texts)."""

@@ -4,7 +4,8 @@
 refunds (a canceled message's included); `delivered`, `undelivered` and `failed` count messages
 that reached those statuses (`failed` includes `rejected`); `otpSent` and `otpVerified` count codes.
 
-Owns `client_counters` and `counted_messages`, a followed projection (`PROJECTION`, follower.py).
+Owns `client_counters` and `counted_messages`, a followed projection (`PROJECTION`, follower.py);
+reads `clients` (registry.py) to sum a workspace's.
 """
 from __future__ import annotations
 
@@ -85,4 +86,13 @@ def for_client(conn: Any, client_id: str) -> dict[str, int]:
     row = conn.execute("SELECT * FROM client_counters WHERE client_id = %s", (client_id,), prepare=True).fetchone()
     if row is None:
         return zero()
+    return {name: int(row[column]) for name, column in COLUMNS.items()}
+
+
+def for_workspace(conn: Any, workspace_id: str) -> dict[str, int]:
+    """The counters of every client of the workspace, summed (joins `clients`, registry.py): the
+    dashboard's Overview."""
+    sums = ", ".join(f"COALESCE(sum(k.{column}), 0) AS {column}" for column in COLUMNS.values())
+    row = conn.execute(f"SELECT {sums} FROM client_counters k JOIN clients c ON c.id = k.client_id"
+                       " WHERE c.workspace_id = %s", (workspace_id,)).fetchone()
     return {name: int(row[column]) for name, column in COLUMNS.items()}

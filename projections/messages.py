@@ -58,6 +58,29 @@ def view(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def search(conn: Any, workspace_id: str, message_id: str | None, number: str | None,
+           limit: int) -> list[dict[str, Any]]:
+    """The workspace's messages, newest first: all, or the one with this id, or those to this
+    number (the dashboard's Messages page)."""
+    return conn.execute(
+        'SELECT * FROM messages WHERE workspace_id = %(ws)s AND (%(id)s::text IS NULL OR id = %(id)s)'
+        ' AND (%(to)s::text IS NULL OR "to" = %(to)s) ORDER BY created_at DESC, id LIMIT %(limit)s',
+        {"ws": workspace_id, "id": message_id, "to": number, "limit": limit}).fetchall()
+
+
+def per_hour(conn: Any, workspace_id: str, now: float, hours: int = 24) -> list[int]:
+    """The workspace's messages accepted in each of the last `hours` hours, oldest hour first."""
+    since = now - hours * 3600
+    rows = conn.execute("SELECT floor((created_at - %(since)s) / 3600)::int AS hour, count(*) AS n"
+                        " FROM messages WHERE workspace_id = %(ws)s AND created_at > %(since)s"
+                        " AND created_at <= %(now)s GROUP BY 1",
+                        {"since": since, "now": now, "ws": workspace_id}).fetchall()
+    counts = [0] * hours
+    for row in rows:
+        counts[min(row["hour"], hours - 1)] += row["n"]
+    return counts
+
+
 def find(conn: Any, message_id: str, client_id: str) -> dict[str, Any] | None:
     return conn.execute("SELECT * FROM messages WHERE id = %s AND client_id = %s", (message_id, client_id),
                         prepare=True).fetchone()

@@ -11,7 +11,7 @@ the route rule: sims).
 The projection's other tables are written by their owners' handlers: dispatch.py
 (`dispatch_queue`, `sent_parts`, `awaiting_reports`, `scheduled_sends`), idempotency.py
 (`idempotency_keys`), inbound.py (`replies`), optouts.py (`opt_outs`), otp_limits.py
-(`otp_issues`), webhooks.py (`webhook_deliveries`).  An event several of them record has its
+(`otp_issues`), webhooks.py (`webhook_deliveries`), people.py (`people`).  An event several of them record has its
 handler here, which writes them in a fixed order: an acceptance debits, keeps its key, then
 queues; a failure leaves the queue, then refunds.
 """
@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 from psycopg.types.json import Jsonb
 
-from . import channels, dispatch, idempotency, inbound, optouts, otp_limits, webhooks
+from . import channels, dispatch, idempotency, inbound, optouts, otp_limits, people, webhooks
 from .contract import Projection, ReadModel
 from .rows import Add, Batching, Key, Old, Rows, Table
 
@@ -293,10 +293,12 @@ def _notices(events: Sequence[Any]) -> list[str]:
 
 
 PROJECTION = Projection.composed(
-    "registry", (OWN, idempotency.MODEL, dispatch.MODEL, inbound.MODEL, otp_limits.MODEL, webhooks.MODEL, optouts.MODEL),
+    "registry", (OWN, idempotency.MODEL, dispatch.MODEL, inbound.MODEL, otp_limits.MODEL, webhooks.MODEL, optouts.MODEL,
+                 people.MODEL),
     # the order `sandesh replay registry` locks them (projections/replay.py)
     order=("workspaces", "clients", "sims", "sms_switch", "idempotency_keys", "otp_issues", "dispatch_queue",
-           "sent_parts", "replies", "awaiting_reports", "scheduled_sends", "webhook_deliveries", "opt_outs"),
+           "sent_parts", "replies", "awaiting_reports", "scheduled_sends", "webhook_deliveries", "opt_outs",
+           "people"),
     inline=True, notices=_notices)
 
 # What the application hands to the recorder (scripts/bootstrap.py): write an append's rows on its cursor.

@@ -4,7 +4,8 @@ Written inline with the deliveries' events, so the sender finds due deliveries w
 and several senders lease them with SKIP LOCKED.  Rows older than 7 days are forgotten
 (`purge`); the log keeps their events.
 
-Owns `webhook_deliveries` (`MODEL`), part of registry.py's inline projection.
+Owns `webhook_deliveries` (`MODEL`), part of registry.py's inline projection; reads `clients`
+(registry.py) for a workspace's deliveries.
 """
 from __future__ import annotations
 
@@ -146,6 +147,23 @@ def listing(conn: Any, now: float, client_id: str | None, state: str | None, lim
         " AND (%s::text IS NULL OR state = %s) ORDER BY created_at DESC, id LIMIT %s",
         (now - HISTORY, client_id, client_id, state, state, limit)).fetchall()
     return [view(row) for row in rows]
+
+
+def of_workspace(conn: Any, now: float, workspace_id: str, limit: int) -> list[dict[str, Any]]:
+    """The deliveries of the last 7 days to the workspace's clients, newest first, with each
+    client's brand (joins `clients`, registry.py): the dashboard's Webhooks page."""
+    rows = conn.execute(
+        "SELECT d.*, c.brand FROM webhook_deliveries d JOIN clients c ON c.id = d.client_id"
+        " WHERE c.workspace_id = %s AND d.created_at >= %s ORDER BY d.created_at DESC, d.id LIMIT %s",
+        (workspace_id, now - HISTORY, limit)).fetchall()
+    return [{**view(row), "brand": row["brand"]} for row in rows]
+
+
+def workspace_of(conn: Any, delivery_id: str, now: float) -> str | None:
+    """The workspace of a delivery of the last 7 days (through its client)."""
+    row = conn.execute("SELECT c.workspace_id FROM webhook_deliveries d JOIN clients c ON c.id = d.client_id"
+                       " WHERE d.id = %s AND d.created_at >= %s", (delivery_id, now - HISTORY)).fetchone()
+    return row["workspace_id"] if row else None
 
 
 def find(conn: Any, delivery_id: str, now: float) -> dict[str, Any] | None:

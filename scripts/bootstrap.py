@@ -1,7 +1,7 @@
 """The wiring: settings in, a running Runtime out.  This is the one place that builds the real
 adapters: the PostgreSQL log and its pool, the clock, the sealers, the read models the use cases
-ask (Idempotency-Keys, OTP windows, opt-outs, the keys of texts), the group commit, the webhook
-guard; each is given to the use cases at construction (domain/application.py).
+ask (Idempotency-Keys, OTP windows, opt-outs, the keys of texts, failed sign-ins), the password
+hasher, the group commit, the webhook guard; each is given to the use cases at construction (domain/application.py).
 
 Every entry point (`sandesh serve`, the workers, the operator commands) starts here; nothing
 below `scripts/` builds these parts itself (docs/design.md, "Layers")."""
@@ -17,9 +17,10 @@ from sandesh.domain.clock import Clock, OffsetClock, SystemClock
 from sandesh.domain.settings import Settings
 from sandesh.domain.usecases.log import Log
 
-from sandesh.projections import db, idempotency, optouts, otp_limits, registry, text_keys
+from sandesh.projections import db, idempotency, optouts, otp_limits, registry, sessions, text_keys
 from sandesh.projections.group_commit import GroupCommit
 from sandesh.projections.health import DatabaseHealth, DatabaseUnavailable, is_outage
+from sandesh.projections.passwords import Argon2Hasher
 from sandesh.projections.runtime import Runtime, pooled_connections
 from sandesh.projections.store import Sealer, derive_key, eventsourcing_env
 from sandesh.workers.webhook_guard import check_url
@@ -48,7 +49,8 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
         idempotency=idempotency.Keys(connection), otp_windows=otp_limits.Windows(connection),
         opt_outs=optouts.OptOuts(connection), otp_key=derive_key(secret, "otp-codes"),
         append=commits.save if commits is not None else log.save, batch_answer=batch_answer,
-        webhook_guard=lambda url: check_url(url, settings.webhook_allow_private))
+        webhook_guard=lambda url: check_url(url, settings.webhook_allow_private),
+        hasher=Argon2Hasher(), sign_in_failures=sessions.SignInFailures(connection))
     return Runtime(settings=settings, app=app, clock=clock, connection=connection,
                    health=DatabaseHealth(settings.database_url, log.recorder.datastore.pool),  # type: ignore[attr-defined]
                    commits=commits)

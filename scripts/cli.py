@@ -143,6 +143,24 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--webhook-url", help="https:// URL, or '' to remove it")
     c.add_argument("--rate-limit", type=positive_int, metavar="N")
 
+    us = sub.add_parser("user", help="people who sign in to the dashboard").add_subparsers(dest="command",
+                                                                                           required=True)
+    c = us.add_parser("add", help="add a person to a workspace (or the operator team); prints their one-time "
+                                  "link, valid 24 hours, where they set a password")
+    c.add_argument("--email", required=True)
+    c.add_argument("--name", required=True)
+    c.add_argument("--workspace", metavar="WS")
+    c.add_argument("--role", choices=["owner", "developer", "viewer"],
+                   help="owner: manages the workspace and its people; developer: clients, keys, webhooks, "
+                        "opt-outs; viewer: reads only")
+    c.add_argument("--operator", action="store_true", help="a member of the operator team (sees every workspace)")
+    us.add_parser("list", help="people, oldest first (never a password or a link)").add_argument(
+        "--workspace", metavar="WS")
+    for verb, text in (("disable", "the person can no longer sign in; their sessions end at once"),
+                       ("enable", "let a disabled person sign in again"),
+                       ("reset", "a new one-time set-password link (the previous one stops at once); printed")):
+        us.add_parser(verb, help=text).add_argument("email", metavar="EMAIL")
+
     sim = sub.add_parser("sim", help="manage SIMs").add_subparsers(dest="command", required=True)
     c = sim.add_parser("add", help="register a modem port (docs/operations.md, \"Modems\": probe it first)")
     c.add_argument("--name", required=True)

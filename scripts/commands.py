@@ -11,7 +11,7 @@ from sandesh.domain.settings import Settings
 from sandesh.domain.types import parse_rates, parse_types
 from sandesh.domain.usecases.operators import Operators
 from sandesh.domain.usecases.sims import Sims
-from sandesh.projections import registry
+from sandesh.projections import people, registry
 from sandesh.projections.runtime import Runtime
 
 from . import metrics_dir
@@ -394,6 +394,51 @@ def webhooks_redeliver(args: argparse.Namespace, settings: Settings, actor: str)
     return 0
 
 
+# People of the dashboard
+
+def _link(settings: Settings, token: str) -> str:
+    return f"{settings.public_url}/dashboard/set-password/{token}"
+
+
+def user_add(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime:
+        person, token = runtime.app.people.add_person(args.email, args.name, args.workspace, args.role,
+                                                      args.operator, actor)
+        emit({**_person(runtime, person.id), "setPasswordLink": _link(settings, token)})
+    return 0
+
+
+def user_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime, runtime.connection() as conn:
+        rows = people.listed(conn, args.workspace)
+    emit({"people": [people.view(row) for row in rows]})
+    return 0
+
+
+def user_disable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime:
+        emit(_person(runtime, runtime.app.people.disable_person(args.email, actor).id))
+    return 0
+
+
+def user_enable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime:
+        emit(_person(runtime, runtime.app.people.enable_person(args.email, actor).id))
+    return 0
+
+
+def user_reset(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime:
+        person, token = runtime.app.people.reset_password(args.email, actor)
+        emit({**_person(runtime, person.id), "setPasswordLink": _link(settings, token)})
+    return 0
+
+
+def _person(runtime: Runtime, person_id: str) -> dict[str, Any]:
+    with runtime.connection() as conn:
+        return people.view(people.find(conn, person_id))
+
+
 # Audit, clock, run commands
 
 def audit(args: argparse.Namespace, settings: Settings, actor: str) -> int:
@@ -545,6 +590,11 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("client", "update"): client_update,
     ("client", "show"): client_show,
     ("client", "list"): client_list,
+    ("user", "add"): user_add,
+    ("user", "list"): user_list,
+    ("user", "disable"): user_disable,
+    ("user", "enable"): user_enable,
+    ("user", "reset"): user_reset,
     ("sim", "add"): sim_add,
     ("sim", "list"): sim_list,
     ("sim", "disable"): sim_disable,

@@ -100,6 +100,7 @@ def serve(settings: Settings, bind: str, workers: int | None = None, connections
     def load() -> Any:
         from sandesh.api.app import create_app
         from sandesh.projections.callers import Callers
+        from sandesh.projections.store import derive_key
         from sandesh.scripts.bootstrap import bootstrap
         from sandesh.scripts.logs import configure_logging
 
@@ -109,7 +110,8 @@ def serve(settings: Settings, bind: str, workers: int | None = None, connections
         assert runtime.commits is not None
         return create_app(runtime.app, runtime.connection, route_window=settings.route_window,
                           health=runtime.health, commits=runtime.commits, blocking_threads=settings.pool_size,
-                          trusted_proxies=settings.trusted_proxies, callers=callers)
+                          trusted_proxies=settings.trusted_proxies, callers=callers,
+                          dashboard_key=derive_key(settings.require_secret_key(), "dashboard-csrf"))
 
     logging.captureWarnings(True)  # a warning is a log line too, in the log's format
     Gunicorn(options(bind, workers, connections, settings.log_level, settings.log_format), load).run()

@@ -70,7 +70,11 @@ def _write_local_env(values: dict[str, str]) -> None:
     path.chmod(0o600)
 
 
-def _demo_client(settings: Settings, actor: str) -> dict[str, str] | None:
+DEMO_OWNER = "owner@demo.example"
+
+
+def _demo_client(settings: Settings, actor: str, bind: str) -> dict[str, str] | None:
+    """The demo workspace, its client and its owner, whose set-password link opens the dashboard."""
     from sandesh.projections import registry
     from sandesh.scripts.bootstrap import bootstrap
 
@@ -84,7 +88,9 @@ def _demo_client(settings: Settings, actor: str) -> dict[str, str] | None:
         app.operators.activate_workspace(workspace.id, actor)
         app.operators.credit_workspace(workspace.id, 100_000, "demo balance", actor)
         client, key, secret = app.operators.create_client(workspace.id, "Demo", None, None, actor)
-        return {"workspaceId": workspace.id, "clientId": client.id, "key": key, "webhookSecret": secret}
+        _, token = app.people.add_person(DEMO_OWNER, "Demo owner", workspace.id, "owner", False, actor)
+        return {"workspaceId": workspace.id, "clientId": client.id, "key": key, "webhookSecret": secret,
+                "ownerEmail": DEMO_OWNER, "setPasswordLink": f"http://{bind}/dashboard/set-password/{token}"}
     finally:
         runtime.close()
 
@@ -101,12 +107,13 @@ def up(args: argparse.Namespace, actor: str) -> int:
     _write_local_env(local_env(env))
     settings = Settings.from_env(env)
     migrate(settings)
-    demo = _demo_client(settings, actor)
+    demo = _demo_client(settings, actor, args.bind)
     base_url = f"http://{args.bind}/v1"
     emit({"baseUrl": base_url, "databaseUrl": env["DATABASE_URL"], "demo": demo or "exists already; "
           "make a key with `sandesh client create --workspace WS --brand NAME`"})
     if demo:
-        sys.stderr.write(f"\nTry it:\n  curl -H 'x-api-key: {demo['key']}' {base_url}/sms/balance\n\n")
+        sys.stderr.write(f"\nTry it:\n  curl -H 'x-api-key: {demo['key']}' {base_url}/sms/balance\n"
+                         f"Dashboard: set the password of {DEMO_OWNER} at {demo['setPasswordLink']}\n\n")
     from sandesh.workers.supervisor import Child, stop_on_signals, supervise
 
     configure_logging(settings)

@@ -30,6 +30,7 @@ from sandesh.domain.workspace import Workspace
 from sandesh.projections.idempotency import IDEMPOTENCY_RETENTION
 from sandesh.projections.otp_limits import (CALLER_IP_LIMIT, CALLER_IP_WINDOW, END_USER_IP_LIMIT, END_USER_IP_WINDOW,
                                             NUMBER_LIMIT, NUMBER_WINDOW, wait_seconds)
+from sandesh.projections.passwords import Argon2Hasher
 
 
 @dataclass
@@ -227,6 +228,18 @@ class Sealer:
         return sealed.removeprefix("secret:")
 
 
+class SignInFailures:
+    def __init__(self) -> None:
+        self.times: dict[str, list[float]] = {}
+
+    def recent(self, keys: list[str], now: float) -> dict[str, list[float]]:
+        return {key: list(self.times.get(key, [])) for key in keys}
+
+    def record(self, keys: list[str], now: float) -> None:
+        for key in keys:
+            self.times.setdefault(key, []).append(now)
+
+
 def in_memory(clock: Clock, webhook_guard: Callable[[str], None] = lambda url: None) -> Sandesh:
     """Every use case over in-memory adapters: no database, no network."""
     log = Log({"PERSISTENCE_MODULE": "tests.memory:MemoryFactory",
@@ -234,7 +247,8 @@ def in_memory(clock: Clock, webhook_guard: Callable[[str], None] = lambda url: N
     recorder: MemoryRecorder = log.recorder  # type: ignore[assignment]
     return Sandesh.build(log, clock=clock, sealer=Sealer(), texts=Texts(), idempotency=Keys(recorder),
                          otp_windows=Windows(recorder), opt_outs=OptOuts(recorder), otp_key=b"k" * 32,
-                         append=log.save, batch_answer=batch_answer, webhook_guard=webhook_guard)
+                         append=log.save, batch_answer=batch_answer, webhook_guard=webhook_guard,
+                         hasher=Argon2Hasher(), sign_in_failures=SignInFailures())
 
 
 def balance(app: Sandesh, workspace_id: str) -> int:

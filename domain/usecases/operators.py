@@ -68,6 +68,12 @@ class Operators:
         workspace.set_types(types=types, actor=actor, at=self.clock.now())
         return self._saved(workspace)
 
+    def require_totp(self, workspace_id: str, required: bool, actor: str) -> Workspace:
+        """Owners of the workspace sign in with an authenticator app's code too (or no longer)."""
+        workspace = self._workspace(workspace_id)
+        workspace.require_totp(required, actor=actor, at=self.clock.now())
+        return self._saved(workspace)
+
     def shred_texts(self, workspace_id: str, actor: str) -> int:
         """`sandesh workspace shred-texts`: destroy the keys of the workspace's texts (audited as
         workspace.texts_shredded); counts, costs and statuses stay.  Its next send gets a new key."""

@@ -34,6 +34,12 @@ def test_up_starts_an_embedded_database_and_an_api_that_answers_a_new_key(tmp_pa
                 assert time.monotonic() < deadline and up.poll() is None, up.stderr.read1().decode()
                 time.sleep(0.2)
         assert answer.status_code == 200 and answer.json()["balance"]["amount"] == 100000
+        # Beside the demo key, the demo owner's link opens the dashboard's set-password page.
+        assert started["demo"]["ownerEmail"] == "owner@demo.example"
+        link = started["demo"]["setPasswordLink"]
+        assert link.startswith(f"http://127.0.0.1:{port}/dashboard/set-password/person_")
+        page = requests.get(link, timeout=5)
+        assert page.status_code == 200 and "Set your password" in page.text
         # Another terminal in the same folder finds the same database and key through ./var/sandesh.env.
         made = subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "client", "create", "--workspace",
                                started["demo"]["workspaceId"], "--brand", "Mine"], cwd=tmp_path, env=env,

@@ -1,0 +1,49 @@
+"""The dashboard under /dashboard (docs/dashboard.md): server-rendered pages in the same app
+as the API, every form working without JavaScript.  People sign in with email and password;
+the pages call the same use cases as the `sandesh` command."""
+from __future__ import annotations
+
+from typing import Any, Callable, ContextManager
+
+import falcon.asgi
+
+from sandesh.domain.application import Sandesh
+
+from ..waiting import Blocking
+from .audit import AuditLog
+from .clients import ClientAction, Clients
+from .messages import Messages, Timeline
+from .optouts import OptOuts
+from .overview import Overview
+from .pages import Home, SetPassword, SignIn, SignOut, Static
+from .people import People, PersonAction
+from .totp import Code, Enroll, Requirement
+from .webhooks import Redeliver, Webhooks
+from .web import Web
+
+
+def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[], ContextManager[Any]],
+                  blocking: Blocking, *, csrf_key: bytes, trusted_proxies: tuple[str, ...]) -> None:
+    web = Web(csrf_key, trusted_proxies)
+    parts = (sandesh, connection, blocking, web)
+    app.add_route("/dashboard", Home(*parts))
+    app.add_route("/dashboard/sign-in", SignIn(*parts))
+    app.add_route("/dashboard/sign-in/code", Code(*parts))
+    app.add_route("/dashboard/sign-in/enroll", Enroll(*parts, signing_in=True))
+    app.add_route("/dashboard/authenticator", Enroll(*parts, signing_in=False))
+    app.add_route("/dashboard/sign-out", SignOut(*parts))
+    app.add_route("/dashboard/sign-out-everywhere", SignOut(*parts, everywhere=True))
+    app.add_route("/dashboard/set-password/{token}", SetPassword(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/overview", Overview(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/clients", Clients(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/clients/{client_id}/{action}", ClientAction(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/authentication-codes", Requirement(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/people", People(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/people/{person_id}/{action}", PersonAction(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/messages", Messages(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/messages/{message_id}", Timeline(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/webhooks", Webhooks(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/webhooks/{delivery_id}/redeliver", Redeliver(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/opt-outs", OptOuts(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/audit", AuditLog(*parts))
+    app.add_route("/dashboard/static/{name}", Static())

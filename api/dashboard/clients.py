@@ -1,0 +1,118 @@
+"""The API clients page of a workspace (docs/dashboard.md, "API clients"): the list, and
+Create client, Rotate key, Rotate webhook secret, Disable and Enable through the operators'
+use cases, audited as the person (`user:<email>`).  A new key or secret is shown once, in the
+answer to the form that made it (never in a URL), on a page that is not stored."""
+from __future__ import annotations
+
+from typing import Any
+
+import falcon
+import falcon.asgi
+
+from sandesh.domain.client import DEFAULT_GRACE_HOURS, MAX_GRACE_HOURS, check_brand
+from sandesh.domain.errors import DomainError, InvalidInput
+from sandesh.domain.person import actor_of, may_manage_clients
+from sandesh.projections import registry
+
+from .pages import Page
+
+
+class ClientsPage(Page):
+    """What the pages of a workspace's clients share: the page with its list."""
+
+    async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any],
+                   workspace_id: str, *, status: int = 200, errors: dict[str, str] | None = None,
+                   typed: dict[str, str] | None = None, shown: dict[str, str] | None = None) -> None:
+        clients = await self.blocking(self._clients, workspace_id)
+        self.web.page(req, resp, "clients.html", status=status, title="API clients", person=person,
+                      workspace_id=workspace_id, clients=clients, errors=errors or {}, typed=typed or {},
+                      shown=shown, manages=may_manage_clients(person["role"]), max_grace=MAX_GRACE_HOURS,
+                      default_grace=DEFAULT_GRACE_HOURS)
+
+    def _clients(self, workspace_id: str) -> list[dict[str, Any]]:
+        with self.connection() as conn:
+            return [registry.client_view(row) for row in registry.clients(conn, workspace_id)]
+
+
+class Clients(ClientsPage):
+    """GET and POST (Create client) /dashboard/w/{workspace_id}/clients."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
+        person = await self.member(req, resp, workspace_id)
+        if person is not None:
+            await self.show(req, resp, person, workspace_id)
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
+        form, person = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
+        if person is None:
+            return
+        brand, webhook_url = form.get("brand", ""), form.get("webhook_url", "").strip() or None
+        try:
+            check_brand(brand)
+        except InvalidInput as problem:
+            return await self.show(req, resp, person, workspace_id, status=400, errors={"brand": str(problem)},
+                                   typed=form)
+        try:
+            client, key, secret = await self.blocking(self.app.operators.create_client, workspace_id, brand,
+                                                      webhook_url, None, actor_of(person["email"]))
+        except InvalidInput as problem:
+            return await self.show(req, resp, person, workspace_id, status=400,
+                                   errors={"webhook_url": str(problem)}, typed=form)
+        await self.show(req, resp, person, workspace_id, shown={"title": f"{client.brand}: new client",
+                                                                 "API key": key, "Webhook secret": secret})
+
+
+class ClientAction(ClientsPage):
+    """POST /dashboard/w/{workspace_id}/clients/{client_id}/{action}: rotate-key, rotate-secret,
+    disable, enable, update (brand and webhook URL; an empty URL removes it).  A client of
+    another workspace is not found."""
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
+                      client_id: str, action: str) -> None:
+        form, person = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
+        if person is None:
+            return
+        client = await self.blocking(self._client, client_id)
+        if client is None or client["workspace_id"] != workspace_id or action not in ACTIONS:
+            return self.web.not_found(req, resp, person)
+        actor, operators = actor_of(person["email"]), self.app.operators
+        shown = None
+        try:
+            if action == "rotate-key":
+                changed, key = await self.blocking(operators.rotate_key, client_id, actor)
+                shown = {"title": f"{changed.brand}: new API key (the old one stopped)", "API key": key}
+            elif action == "rotate-secret":
+                grace = grace_hours(form.get("grace_hours", ""))
+                changed, secret = await self.blocking(operators.rotate_secret, client_id, grace, actor)
+                shown = {"title": f"{changed.brand}: new webhook secret (the old one signs for {grace:g} h)",
+                         "Webhook secret": secret}
+            elif action == "update":
+                await self.blocking(operators.update_client, client_id, form.get("brand", ""),
+                                    form.get("webhook_url", "").strip(), None, actor)
+            else:
+                await self.blocking(operators.disable_client if action == "disable" else operators.enable_client,
+                                    client_id, actor)
+        except DomainError as problem:
+            return await self.show(req, resp, person, workspace_id, status=400,
+                                   errors={f"{client_id}:{action}": str(problem)})
+        if shown is None:  # nothing to show once: back to the list, so a reload posts nothing again
+            return self.web.redirect(resp, f"/dashboard/w/{workspace_id}/clients")
+        await self.show(req, resp, person, workspace_id, shown=shown)
+
+    def _client(self, client_id: str) -> dict[str, Any] | None:
+        with self.connection() as conn:
+            return registry.fetch_one(conn, "clients", "id", client_id)
+
+
+VIEWERS_READ = "Viewers read only: ask an owner or a developer of the workspace."
+ACTIONS = ("rotate-key", "rotate-secret", "disable", "enable", "update")
+
+
+def grace_hours(text: str) -> float:
+    try:
+        hours = float(text.strip() or DEFAULT_GRACE_HOURS)
+    except ValueError:
+        raise InvalidInput(f"grace period must be a number of hours from 0 to {MAX_GRACE_HOURS}") from None
+    if not 0 <= hours <= MAX_GRACE_HOURS:
+        raise InvalidInput(f"grace period must be 0 to {MAX_GRACE_HOURS} hours")
+    return hours

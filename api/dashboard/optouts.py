@@ -1,0 +1,50 @@
+"""The Opt-outs page of a workspace (docs/dashboard.md, "Opt-outs"): the numbers that get no
+promotional messages of it, and Opt out / Opt in by hand through the same use cases as
+`sandesh optout add|remove`, audited as the person (`user:<email>`).  Owners and developers
+change them; viewers read."""
+from __future__ import annotations
+
+from typing import Any
+
+import falcon.asgi
+
+from sandesh.domain.errors import InvalidInput
+from sandesh.domain.optout import OPERATOR
+from sandesh.domain.person import actor_of, may_manage_clients
+from sandesh.projections import optouts
+
+from .pages import Page
+
+VIEWERS_READ = "Viewers read only: ask an owner or a developer of the workspace."
+
+
+class OptOuts(Page):
+    """GET and POST /dashboard/w/{workspace_id}/opt-outs (`change`: out or in)."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
+        person = await self.member(req, resp, workspace_id)
+        if person is not None:
+            await self.show(req, resp, person, workspace_id)
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
+        form, person = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
+        if person is None:
+            return
+        use_case = self.app.operators.opt_in if form.get("change") == "in" else self.app.operators.opt_out
+        try:
+            await self.blocking(use_case, workspace_id, form.get("number", ""), OPERATOR, actor_of(person["email"]))
+        except InvalidInput as problem:
+            return await self.show(req, resp, person, workspace_id, status=400, error=str(problem), typed=form)
+        self.web.redirect(resp, f"/dashboard/w/{workspace_id}/opt-outs")
+
+    async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any],
+                   workspace_id: str, *, status: int = 200, error: str | None = None,
+                   typed: dict[str, str] | None = None) -> None:
+        listed = await self.blocking(self._listed, workspace_id)
+        self.web.page(req, resp, "optouts.html", status=status, title="Opt-outs", person=person,
+                      workspace_id=workspace_id, optouts=listed, error=error, typed=typed or {},
+                      manages=may_manage_clients(person["role"]))
+
+    def _listed(self, workspace_id: str) -> list[dict[str, Any]]:
+        with self.connection() as conn:
+            return [optouts.view(row) for row in optouts.list_for(conn, workspace_id)]

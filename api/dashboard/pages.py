@@ -1,0 +1,212 @@
+"""The dashboard's pages (docs/dashboard.md): each parses the request, calls one use case or
+one read-model query on the app's blocking threads (api/waiting.py), and renders a template.
+
+Every resource is `dashboard = True`: the API's key check leaves it alone (api/auth.py); people
+sign in here instead, and an API key never opens a page."""
+from __future__ import annotations
+
+from typing import Any, Callable, ContextManager
+
+import falcon
+import falcon.asgi
+
+from sandesh.domain.application import Sandesh
+from sandesh.domain.errors import InvalidInput, InvalidTransition
+from sandesh.domain.person import OPERATOR
+from sandesh.domain.signin import SignInRefused
+from sandesh.projections import sessions
+
+from ..waiting import Blocking
+from .web import HERE, SESSION, Web
+
+SIGN_IN = "/dashboard/sign-in"
+WRONG = "Email or password is wrong."
+
+
+def waiting_time(seconds: int) -> str:
+    minutes = -(-seconds // 60)
+    return f"{seconds} seconds" if seconds < 60 else f"{minutes} minute{'s' if minutes != 1 else ''}"
+
+
+class Page:
+    dashboard = True
+
+    def __init__(self, app: Sandesh, connection: Callable[[], ContextManager[Any]], blocking: Blocking, web: Web):
+        self.app, self.connection, self.blocking, self.web = app, connection, blocking, web
+
+    async def signed_in(self, req: falcon.asgi.Request) -> dict[str, Any] | None:
+        """The person of the request's session while it lives (its last use moved to now), else None."""
+        session_id = self.web.session_id(req)
+        if session_id is None:
+            return None
+        person = await self.blocking(self._touch, session_id)
+        return person if person is not None and person["stage"] == sessions.SIGNED_IN else None
+
+    async def waiting(self, req: falcon.asgi.Request, stage: str) -> dict[str, Any] | None:
+        """The person of a session that gave the right password and still owes `stage`."""
+        session_id = self.web.session_id(req)
+        person = await self.blocking(self._touch, session_id) if session_id else None
+        return person if person is not None and person["stage"] == stage else None
+
+    async def begin(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person_id: str,
+                    stage: str = sessions.SIGNED_IN) -> None:
+        """A new session (a new id at every step of signing in), its cookie, and where it goes next."""
+        session_id = await self.blocking(self._begin, person_id, self.web.session_id(req), stage)
+        self.web.set_cookie(req, resp, SESSION, session_id)
+        self.web.redirect(resp, "/dashboard" if stage == sessions.SIGNED_IN else f"{SIGN_IN}/{stage}")
+
+    def _begin(self, person_id: str, old: str | None, stage: str) -> str:
+        with self.connection() as conn:
+            if old:
+                sessions.end(conn, old)
+            return sessions.begin(conn, person_id, self.app.clock.now(), stage)
+
+    async def member(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
+                     workspace_id: str) -> dict[str, Any] | None:
+        """The signed-in person when the workspace is theirs; else the page answered is sign-in or 404."""
+        person = await self.signed_in(req)
+        if person is None:
+            self.web.redirect(resp, SIGN_IN)
+            return None
+        if not self.sees(person, workspace_id):
+            self.web.not_found(req, resp, person)
+            return None
+        return person
+
+    async def change(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
+                     allowed: Callable[[str], bool], refusal: str) -> tuple[dict[str, str], dict[str, Any] | None]:
+        """The posted form and the person who may make the change (`allowed(role)`); else the
+        page answered is 403 (no CSRF token, or a role that may not: `refusal` says why) or 404."""
+        form = await self.web.form(req)
+        if not self.web.csrf_ok(req, form):
+            self.web.forbidden(req, resp)
+            return form, None
+        person = await self.member(req, resp, workspace_id)
+        if person is not None and not allowed(person["role"]):
+            self.web.page(req, resp, "message.html", status=403, title="Forbidden", person=person, text=refusal)
+            return form, None
+        return form, person
+
+    @staticmethod
+    def sees(person: dict[str, Any], workspace_id: str) -> bool:
+        """A person sees their own workspace only; the operator team sees every one."""
+        return person["role"] == OPERATOR or person["workspace_id"] == workspace_id
+
+    def _touch(self, session_id: str) -> dict[str, Any] | None:
+        with self.connection() as conn:
+            return sessions.touch(conn, session_id, self.app.clock.now())
+
+
+class Home(Page):
+    """GET /dashboard: the person's workspace, or the sign-in page."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        person = await self.signed_in(req)
+        if person is None:
+            return self.web.redirect(resp, SIGN_IN)
+        if person["role"] == OPERATOR:  # the operator team's pages are part 2
+            return self.web.page(req, resp, "message.html", title="Operator", person=person,
+                                 text="The operator team's pages are not here yet; use the sandesh command.")
+        self.web.redirect(resp, f"/dashboard/w/{person['workspace_id']}/overview")
+
+
+class SignIn(Page):
+    """GET and POST /dashboard/sign-in (docs/dashboard.md, "Signing in")."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        if await self.signed_in(req) is not None:
+            return self.web.redirect(resp, "/dashboard")
+        notice = "Your password is set. Sign in with it." if req.get_param("password") == "set" else None
+        self.web.page(req, resp, "sign_in.html", title="Sign in", email="", error=None, notice=notice)
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        form = await self.web.form(req)
+        if not self.web.csrf_ok(req, form):
+            return self.web.forbidden(req, resp)
+        email = form.get("email", "")
+        try:
+            person = await self.blocking(self.app.people.sign_in, email, form.get("password", ""),
+                                         self.web.calling_ip(req))
+        except SignInRefused as refused:
+            error = (f"Too many failed sign-ins. Wait {waiting_time(refused.wait)} and try again." if refused.wait
+                     else WRONG)
+            return self.web.page(req, resp, "sign_in.html", status=429 if refused.wait else 200, title="Sign in",
+                                 email=email, error=error, notice=None)
+        owed = await self.blocking(self.app.people.second_factor, person)
+        await self.begin(req, resp, person.id, owed or sessions.SIGNED_IN)
+
+
+class SignOut(Page):
+    """POST /dashboard/sign-out, and /dashboard/sign-out-everywhere (`everywhere`): every
+    session of the person ends."""
+
+    def __init__(self, *args: Any, everywhere: bool = False):
+        super().__init__(*args)
+        self.everywhere = everywhere
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        form = await self.web.form(req)
+        if not self.web.csrf_ok(req, form):
+            return self.web.forbidden(req, resp)
+        session_id = self.web.session_id(req)
+        if session_id:
+            await self.blocking(self._end, session_id)
+        self.web.clear_cookie(req, resp, SESSION)
+        self.web.redirect(resp, SIGN_IN)
+
+    def _end(self, session_id: str) -> None:
+        with self.connection() as conn:
+            person = sessions.touch(conn, session_id, self.app.clock.now())
+            if self.everywhere and person is not None:
+                sessions.end_all(conn, person["id"])
+            else:
+                sessions.end(conn, session_id)
+
+
+class SetPassword(Page):
+    """GET and POST /dashboard/set-password/{token}: the one-time link of `sandesh user add|reset`."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, token: str) -> None:
+        person = await self.blocking(self.app.people.person_of_link, token)
+        if person is None:
+            return self._invalid(req, resp)
+        self.web.page(req, resp, "set_password.html", title="Set your password", email=person.email, error=None)
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, token: str) -> None:
+        form = await self.web.form(req)
+        if not self.web.csrf_ok(req, form):
+            return self.web.forbidden(req, resp)
+        try:
+            person = await self.blocking(self.app.people.set_password, token, form.get("password", ""))
+        except InvalidInput as problem:
+            found = await self.blocking(self.app.people.person_of_link, token)
+            if found is None:
+                return self._invalid(req, resp)
+            return self.web.page(req, resp, "set_password.html", status=400, title="Set your password",
+                                 email=found.email, error=str(problem))
+        except InvalidTransition:
+            return self._invalid(req, resp)
+        await self.blocking(self._end_all, person.id)  # a new password ends every session of the old one
+        self.web.redirect(resp, SIGN_IN + "?password=set")
+
+    def _invalid(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        self.web.page(req, resp, "message.html", status=404, title="Link not valid",
+                      text="This link was used, replaced or is older than 24 hours. Ask for a new one.")
+
+    def _end_all(self, person_id: str) -> None:
+        with self.connection() as conn:
+            sessions.end_all(conn, person_id)
+
+
+class Static:
+    """GET /dashboard/static/{name}: the stylesheet, served from the package (nothing from a CDN)."""
+    dashboard = True
+    FILES = {"dashboard.css": "text/css; charset=utf-8"}
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, name: str) -> None:
+        if name not in self.FILES:
+            raise falcon.HTTPNotFound()
+        resp.content_type = self.FILES[name]
+        resp.data = (HERE / "static" / name).read_bytes()
+        resp.set_header("Cache-Control", "public, max-age=3600")
+        resp.set_header("X-Content-Type-Options", "nosniff")

@@ -1,0 +1,118 @@
+"""The second factor (docs/dashboard.md, "Authentication codes"): the code page of signing in,
+setting up an authenticator app (with its QR code, an SVG made here: nothing from elsewhere),
+and an owner's switch that makes the workspace's owners use one."""
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Any
+
+import falcon.asgi
+import segno
+
+from sandesh.domain.errors import InvalidInput, InvalidTransition
+from sandesh.domain.person import actor_of, may_manage_people
+from sandesh.domain.signin import SignInRefused
+from sandesh.domain.totp import new_secret, provisioning_uri
+from sandesh.domain.usecases.people import SECOND_FACTOR_CODE, SECOND_FACTOR_ENROLL
+
+from .pages import SIGN_IN, Page, waiting_time
+
+WRONG_CODE = "That code is not right: type the 6 digits the app shows now."
+
+
+class Code(Page):
+    """GET and POST /dashboard/sign-in/code: the code of the person's app, after their password."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        if await self.waiting(req, SECOND_FACTOR_CODE) is None:
+            return self.web.redirect(resp, SIGN_IN)
+        self.web.page(req, resp, "code.html", title="Authentication code", error=None)
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        form = await self.web.form(req)
+        if not self.web.csrf_ok(req, form):
+            return self.web.forbidden(req, resp)
+        person = await self.waiting(req, SECOND_FACTOR_CODE)
+        if person is None:
+            return self.web.redirect(resp, SIGN_IN)
+        try:
+            await self.blocking(self.app.people.verify_code, person["id"], form.get("code", ""),
+                                self.web.calling_ip(req))
+        except SignInRefused as refused:
+            error = (f"Too many failed sign-ins. Wait {waiting_time(refused.wait)} and try again." if refused.wait
+                     else WRONG_CODE)
+            return self.web.page(req, resp, "code.html", status=429 if refused.wait else 200,
+                                 title="Authentication code", error=error)
+        await self.begin(req, resp, person["id"])
+
+
+class Enroll(Page):
+    """Setting up an authenticator app: GET and POST /dashboard/sign-in/enroll for an owner whose
+    workspace requires codes (after their password), or /dashboard/authenticator for anyone
+    signed in (`signing_in` False).  The secret derives from the session id, so nothing is
+    stored until a code proves the app holds it."""
+
+    def __init__(self, *args: Any, signing_in: bool):
+        super().__init__(*args)
+        self.signing_in = signing_in
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        person = await self._person(req)
+        if person is None:
+            return self.web.redirect(resp, SIGN_IN)
+        await self._show(req, resp, person)
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        form = await self.web.form(req)
+        if not self.web.csrf_ok(req, form):
+            return self.web.forbidden(req, resp)
+        person = await self._person(req)
+        if person is None:
+            return self.web.redirect(resp, SIGN_IN)
+        try:
+            await self.blocking(self.app.people.enroll_totp, person["id"], self._secret(req), form.get("code", ""))
+        except (InvalidInput, InvalidTransition) as problem:
+            return await self._show(req, resp, person, status=400, error=str(problem))
+        if self.signing_in:
+            return await self.begin(req, resp, person["id"])
+        self.web.redirect(resp, "/dashboard")
+
+    async def _person(self, req: falcon.asgi.Request) -> dict[str, Any] | None:
+        return await (self.waiting(req, SECOND_FACTOR_ENROLL) if self.signing_in else self.signed_in(req))
+
+    async def _show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any], *,
+                    status: int = 200, error: str | None = None) -> None:
+        enrolled = await self.blocking(self._enrolled, person["id"])
+        secret = self._secret(req)
+        qr = segno.make(provisioning_uri(secret, person["email"]), error="m").svg_data_uri(scale=4)
+        self.web.page(req, resp, "enroll.html", status=status, title="Set up an authenticator app",
+                      person=None if self.signing_in else person, enrolled=enrolled, secret=secret, qr=qr,
+                      error=error)
+
+    def _enrolled(self, person_id: str) -> bool:
+        found = self.app.people.person(person_id)
+        return found is not None and found.totp_sealed is not None
+
+    def _secret(self, req: falcon.asgi.Request) -> str:
+        session_id = self.web.session_id(req) or ""
+        return new_secret(hmac.new(self.web.csrf_key, f"totp|{session_id}".encode(), hashlib.sha256).digest()[:20])
+
+
+class Requirement(Page):
+    """POST /dashboard/w/{workspace_id}/authentication-codes: an owner makes the workspace's
+    owners sign in with a code too (`required` on), or no longer."""
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
+        form, person = await self.change(req, resp, workspace_id, may_manage_people,
+                                         "Only an owner of the workspace decides this.")
+        if person is None:
+            return
+        try:
+            await self.blocking(self.app.operators.require_totp, workspace_id, form.get("required") == "on",
+                                actor_of(person["email"]))
+        except InvalidTransition:
+            pass  # as it was asked already: nothing to change
+        self.web.redirect(resp, f"/dashboard/w/{workspace_id}/overview")
+
+

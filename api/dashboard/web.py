@@ -1,0 +1,143 @@
+"""What every dashboard page shares (docs/dashboard.md, "Security"): the templates, the headers
+that keep a page from being framed, cached or given another origin's script, the cookies, the
+CSRF token of every form, and reading a posted form."""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import falcon
+import falcon.asgi
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+HERE = Path(__file__).resolve().parent
+TEMPLATES = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
+
+# No inline script or style, nothing from another origin, never inside a frame.
+POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+          "frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
+SESSION, NONCE = "sandesh_session", "sandesh_csrf"
+MAX_FORM = 16 * 1024  # bytes
+
+
+TITLES = {404: "Not found", 405: "Not allowed", 500: "Something went wrong", 503: "Unavailable"}
+NOT_FOUND = "There is no such page, or it is not yours to see."
+
+
+def is_dashboard(path: str) -> bool:
+    return path == "/dashboard" or path.startswith("/dashboard/")
+
+
+def error_page(resp: falcon.Response, status: int, text: str, headers: dict[str, str]) -> None:
+    """What the app's error handlers (api/app.py) answer under /dashboard: a page, not the API's
+    JSON (an unknown path, an outage of the database, an unexpected error)."""
+    resp.status = status
+    resp.content_type = falcon.MEDIA_HTML
+    resp.text = TEMPLATES.get_template("message.html").render(
+        title=TITLES.get(status, "Error"), text=NOT_FOUND if status == 404 else text, person=None, csrf="")
+    for name, value in headers.items():
+        resp.set_header(name, value)
+    Web.secure_headers(resp)
+
+
+class Web:
+    """Given at construction: the key CSRF tokens are made with, and the proxies whose
+    X-Forwarded-For and X-Forwarded-Proto are believed (behind the TLS proxy)."""
+
+    def __init__(self, csrf_key: bytes, trusted_proxies: tuple[str, ...]):
+        self.csrf_key, self.trusted_proxies = csrf_key, trusted_proxies
+
+    # Pages
+    def page(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, template: str, *,
+             status: int = 200, **values: Any) -> None:
+        """A page, with a CSRF token for its forms (the browser's nonce cookie is set when missing)."""
+        nonce = req.cookies.get(self.cookie(req, NONCE)) or self._new_nonce(req, resp)
+        values.setdefault("person", None)
+        resp.status = status
+        resp.content_type = falcon.MEDIA_HTML
+        resp.text = TEMPLATES.get_template(template).render(csrf=self.csrf_token(nonce, req), **values)
+        self.secure_headers(resp)
+
+    def not_found(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: Any = None) -> None:
+        self.page(req, resp, "message.html", status=404, title="Not found", person=person, text=NOT_FOUND)
+
+    def forbidden(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        self.page(req, resp, "message.html", status=403, title="Forbidden",
+                  text="This form had no valid security token. Go back, reload the page and try again.")
+
+    @staticmethod
+    def redirect(resp: falcon.asgi.Response, to: str) -> None:
+        resp.status = falcon.HTTP_303
+        resp.set_header("Location", to)
+        Web.secure_headers(resp)
+
+    @staticmethod
+    def secure_headers(resp: falcon.asgi.Response) -> None:
+        resp.set_header("Content-Security-Policy", POLICY)
+        resp.set_header("X-Frame-Options", "DENY")
+        resp.set_header("X-Content-Type-Options", "nosniff")
+        resp.set_header("Referrer-Policy", "no-referrer")  # a set-password link never leaves in a Referer
+        resp.set_header("Cache-Control", "no-store")  # pages show balances and, later, keys
+
+    # Cookies: HttpOnly, SameSite=Strict; over HTTPS also Secure with the __Host- prefix
+    def https(self, req: falcon.asgi.Request) -> bool:
+        if req.scheme == "https":
+            return True
+        return (req.remote_addr or "") in self.trusted_proxies and req.get_header("X-Forwarded-Proto") == "https"
+
+    def origin(self, req: falcon.asgi.Request) -> str:
+        """Where the person reached us, for a link they pass on: https behind the TLS proxy."""
+        return f"{'https' if self.https(req) else req.scheme}://{req.netloc}"
+
+    def cookie(self, req: falcon.asgi.Request, name: str) -> str:
+        return f"__Host-{name}" if self.https(req) else name
+
+    def set_cookie(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, name: str, value: str,
+                   max_age: int | None = None) -> None:
+        """A session cookie (no Max-Age: gone when the browser closes), unless `max_age` is given."""
+        resp.set_cookie(self.cookie(req, name), value, max_age=max_age, path="/", secure=self.https(req),
+                        http_only=True, same_site="Strict")
+
+    def clear_cookie(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, name: str) -> None:
+        self.set_cookie(req, resp, name, "", max_age=0)
+
+    def session_id(self, req: falcon.asgi.Request) -> str | None:
+        return req.cookies.get(self.cookie(req, SESSION)) or None
+
+    # CSRF: a token bound to the browser's nonce cookie and its session
+    def csrf_token(self, nonce: str, req: falcon.asgi.Request) -> str:
+        bound = f"{nonce}|{self.session_id(req) or ''}"
+        return hmac.new(self.csrf_key, bound.encode(), hashlib.sha256).hexdigest()
+
+    def csrf_ok(self, req: falcon.asgi.Request, form: dict[str, str]) -> bool:
+        nonce = req.cookies.get(self.cookie(req, NONCE))
+        return bool(nonce) and hmac.compare_digest(form.get("csrf", ""), self.csrf_token(nonce, req))
+
+    def _new_nonce(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> str:
+        nonce = secrets.token_urlsafe(24)
+        self.set_cookie(req, resp, NONCE, nonce)
+        return nonce
+
+    # Requests
+    @staticmethod
+    async def form(req: falcon.asgi.Request) -> dict[str, str]:
+        """The posted form's fields (the first value of each); {} for anything else."""
+        if (req.content_type or "").split(";")[0].strip() != falcon.MEDIA_URLENCODED:
+            return {}
+        body = await req.bounded_stream.read(MAX_FORM + 1)
+        if len(body) > MAX_FORM:
+            return {}
+        fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+        return {name: values[0] for name, values in fields.items()}
+
+    def calling_ip(self, req: falcon.asgi.Request) -> str:
+        """The socket peer, or the first X-Forwarded-For hop when the peer is a trusted proxy."""
+        peer = req.remote_addr or ""
+        forwarded = req.get_header("X-Forwarded-For")
+        if forwarded and peer in self.trusted_proxies:
+            return forwarded.split(",")[0].strip() or peer
+        return peer

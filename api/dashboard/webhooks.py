@@ -1,0 +1,51 @@
+"""The Webhooks page of a workspace (docs/dashboard.md, "Webhooks"): the deliveries of the last
+7 days to its clients with their last attempt, and Redeliver (owners and developers), the same
+use case as `sandesh webhooks redeliver`, audited as the person."""
+from __future__ import annotations
+
+from typing import Any
+
+import falcon.asgi
+
+from sandesh.domain.person import actor_of, may_manage_clients
+from sandesh.projections import webhooks
+
+from .pages import Page
+
+SHOWN = 200
+VIEWERS_READ = "Viewers read only: ask an owner or a developer of the workspace."
+
+
+class Webhooks(Page):
+    """GET /dashboard/w/{workspace_id}/webhooks."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
+        person = await self.member(req, resp, workspace_id)
+        if person is None:
+            return
+        deliveries = await self.blocking(self._deliveries, workspace_id)
+        self.web.page(req, resp, "webhooks.html", title="Webhooks", person=person, workspace_id=workspace_id,
+                      deliveries=deliveries, manages=may_manage_clients(person["role"]))
+
+    def _deliveries(self, workspace_id: str) -> list[dict[str, Any]]:
+        with self.connection() as conn:
+            return webhooks.of_workspace(conn, self.app.clock.now(), workspace_id, SHOWN)
+
+
+class Redeliver(Page):
+    """POST /dashboard/w/{workspace_id}/webhooks/{delivery_id}/redeliver: a new delivery of the
+    same body.  Another workspace's delivery is not found."""
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
+                      delivery_id: str) -> None:
+        form, person = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
+        if person is None:
+            return
+        if await self.blocking(self._workspace_of, delivery_id) != workspace_id:
+            return self.web.not_found(req, resp, person)
+        await self.blocking(self.app.webhooks.redeliver, delivery_id, actor_of(person["email"]))
+        self.web.redirect(resp, f"/dashboard/w/{workspace_id}/webhooks")
+
+    def _workspace_of(self, delivery_id: str) -> str | None:
+        with self.connection() as conn:
+            return webhooks.workspace_of(conn, delivery_id, self.app.clock.now())

@@ -1,0 +1,197 @@
+"""The use cases of people who sign in to the dashboard (`sandesh user`, the dashboard's
+set-password and sign-in pages; docs/dashboard.md).  Each change is an event of the person with
+its actor, so the audit trail reads it back (history.py)."""
+from __future__ import annotations
+
+import secrets
+from functools import cached_property
+
+from ..clock import Clock
+from ..credentials import sha256_hex
+from ..errors import InvalidInput, InvalidTransition, NameTaken, NotFound
+from ..person import (LINK_HOURS, OPERATOR, OWNER, Person, actor_of, check_name, check_role, new_link_token,
+                      normalise_email, password_problem, person_id, person_of_token)
+from ..ports import PasswordHasher, Sealer, SignInFailures
+from ..signin import FAILURES_PER_ACCOUNT, FAILURES_PER_IP, SignInRefused, account_key, ip_key, wait_after
+from ..totp import matching_step
+from ..workspace import Workspace
+from .log import Log
+
+
+SECOND_FACTOR_CODE, SECOND_FACTOR_ENROLL = "code", "enroll"
+
+
+class People:
+    def __init__(self, log: Log, clock: Clock, hasher: PasswordHasher, failures: SignInFailures, sealer: Sealer):
+        self.log, self.clock, self.hasher, self.failures, self.sealer = log, clock, hasher, failures, sealer
+
+    def add_person(self, email: str, name: str, workspace_id: str | None, role: str | None, operator: bool,
+                   actor: str) -> tuple[Person, str]:
+        """A person of a workspace with a role, or of the operator team; returns them with the
+        token of their one-time set-password link."""
+        email, name = normalise_email(email), check_name(name)
+        if operator:
+            workspace_id, role = None, OPERATOR
+        elif workspace_id is None or role is None:
+            raise InvalidInput("a person of a workspace needs --workspace and --role (or --operator)")
+        else:
+            role = check_role(role)
+            self.log.get(workspace_id, Workspace, "workspace")
+        token = new_link_token(person_id(email))
+        now = self.clock.now()
+        found = self.log.find(person_id(email), Person)
+        if found is not None and not found.removed:
+            raise NameTaken(f"{email} is a person already (`sandesh user reset` sends them a new link)")
+        if found is not None:
+            found.rejoin(name, workspace_id, role, token, actor=actor, at=now)
+            self.log.save(found)
+            return found, token
+        person = Person(email=email, name=name, workspace_id=workspace_id, role=role, token_hash=sha256_hex(token),
+                        token_expires=now + LINK_HOURS * 3600, actor=actor, at=now)
+        self.log.save(person)
+        return person, token
+
+    def reset_password(self, email: str, actor: str) -> tuple[Person, str]:
+        """A new one-time link; the previous one stops at once.  The password stays until it is replaced."""
+        person = self._person(email)
+        token = new_link_token(person.id)
+        person.issue_link(token, actor=actor, at=self.clock.now())
+        self.log.save(person)
+        return person, token
+
+    def disable_person(self, email: str, actor: str) -> Person:
+        person = self._person(email)
+        person.disable(actor=actor, at=self.clock.now())
+        self.log.save(person)
+        return person
+
+    def enable_person(self, email: str, actor: str) -> Person:
+        person = self._person(email)
+        person.enable(actor=actor, at=self.clock.now())
+        self.log.save(person)
+        return person
+
+    def change_role(self, target: str, workspace_id: str, role: str, by: str) -> Person:
+        """An owner's change of another person's (`target`, an id) role in their workspace (`by`:
+        the owner's email)."""
+        person = self._member(target, workspace_id, by)
+        person.change_role(role, actor=actor_of(by), at=self.clock.now())
+        self.log.save(person)
+        return person
+
+    def remove_person(self, target: str, workspace_id: str, by: str) -> Person:
+        """An owner takes another person (`target`, an id) out of their workspace."""
+        person = self._member(target, workspace_id, by)
+        person.remove(actor=actor_of(by), at=self.clock.now())
+        self.log.save(person)
+        return person
+
+    def _member(self, target: str, workspace_id: str, by: str) -> Person:
+        """A person of the workspace other than `by`: an owner never demotes or removes themselves,
+        so a workspace is not left without the owner who acts."""
+        person = self.log.find(target, Person)
+        if person is None or person.removed or person.workspace_id != workspace_id:
+            raise NotFound(f"no person {target!r} in this workspace")
+        if person.email == by:
+            raise InvalidTransition("you cannot change your own role or remove yourself; ask another owner")
+        return person
+
+    def person_of_link(self, token: str) -> Person | None:
+        """The person a set-password link is for while it is valid, else None."""
+        person = self.log.find(person_of_token(token), Person)
+        return person if person is not None and person.link_valid(token, self.clock.now()) else None
+
+    def set_password(self, token: str, password: str) -> Person:
+        """Through a valid link: InvalidInput says what is wrong with the password,
+        InvalidTransition that the link is not valid."""
+        problem = password_problem(password)
+        if problem:
+            raise InvalidInput(problem)
+        person = self.person_of_link(token)
+        if person is None:
+            raise InvalidTransition("this link is not valid: it was used, replaced or is older than 24 hours")
+        person.set_password(token, self.hasher.hash(password), at=self.clock.now())
+        self.log.save(person)
+        return person
+
+    def sign_in(self, email: str, password: str, ip: str) -> Person:
+        """The person whose email and password these are, or SignInRefused: the same refusal,
+        after the same work (one hash verified), whether the email exists or not."""
+        email = email.strip().lower()
+        now = self.clock.now()
+        keys = self._throttled(email, ip, now)
+        person = self.log.find(person_id(email), Person)
+        known = person is not None and person.may_sign_in
+        hashed = person.password_hash if known and person is not None else None
+        matches = self.hasher.verify(hashed or self._decoy, password)
+        if not (known and matches):
+            self.failures.record(keys, now)
+            raise SignInRefused()
+        assert person is not None
+        return person
+
+    def person(self, id: str) -> Person | None:
+        return self.log.find(id, Person)
+
+    # The second factor: an authenticator app (domain/totp.py)
+    def second_factor(self, person: Person) -> str | None:
+        """What a person who gave the right password still owes before their session begins: a
+        code of their app ("code"), setting one up ("enroll": an owner of a workspace that
+        requires codes), or nothing (None)."""
+        if person.totp_sealed is not None:
+            return SECOND_FACTOR_CODE
+        if person.role == OWNER and person.workspace_id and self.totp_required(person.workspace_id):
+            return SECOND_FACTOR_ENROLL
+        return None
+
+    def totp_required(self, workspace_id: str) -> bool:
+        workspace = self.log.find(workspace_id, Workspace)
+        return workspace is not None and workspace.totp_required
+
+    def verify_code(self, person_id: str, code: str, ip: str) -> Person:
+        """The person, once `code` is their app's for now and unused; else SignInRefused, and the
+        failure counts toward the same throttle as a wrong password."""
+        person = self.log.get(person_id, Person, "person")
+        now = self.clock.now()
+        keys = self._throttled(person.email, ip, now)
+        step = None
+        if person.totp_sealed is not None and person.may_sign_in:
+            step = matching_step(self.sealer.open(person.totp_sealed), code, now, after=person.totp_step)
+        if step is None:
+            self.failures.record(keys, now)
+            raise SignInRefused()
+        person.use_totp(step, at=now)
+        self.log.save(person)  # two sign-ins with one code race on the version: one wins
+        return person
+
+    def enroll_totp(self, person_id: str, secret: str, code: str) -> Person:
+        """Set up an authenticator app: `code` proves it holds `secret`.  InvalidInput when not."""
+        person = self.log.get(person_id, Person, "person")
+        now = self.clock.now()
+        step = matching_step(secret, code, now, after=person.totp_step)
+        if step is None:
+            raise InvalidInput("That code is not right: type the 6 digits the app shows now.")
+        person.enroll_totp(self.sealer.seal(secret), step, at=now)
+        self.log.save(person)
+        return person
+
+    def _throttled(self, email: str, ip: str, now: float) -> list[str]:
+        """The throttle's keys of a try; SignInRefused with the wait when either is past its limit."""
+        keys = [account_key(email), ip_key(ip)]
+        recent = self.failures.recent(keys, now)
+        wait = max(wait_after(recent.get(keys[0], []), FAILURES_PER_ACCOUNT, now),
+                   wait_after(recent.get(keys[1], []), FAILURES_PER_IP, now))
+        if wait:
+            raise SignInRefused(wait)
+        return keys
+
+    @cached_property
+    def _decoy(self) -> str:
+        """A hash no password matches, verified when the email is unknown so that answer takes as long."""
+        return self.hasher.hash(secrets.token_urlsafe(32))
+
+    def _person(self, email: str) -> Person:
+        person = self.log.find(person_id(normalise_email(email)), Person)
+        if person is None or person.removed:
+            raise NotFound(f"no person {email.strip()!r}")
+        return person

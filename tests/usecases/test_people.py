@@ -1,0 +1,148 @@
+"""People of the dashboard (domain/usecases/people.py): links, passwords, signing in and its
+throttle, over memory and PostgreSQL."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from sandesh.domain import totp
+from sandesh.domain.clock import FixedClock
+from sandesh.domain.errors import InvalidInput, InvalidTransition, NameTaken, NotFound
+from sandesh.domain.signin import FAILURE_WINDOW, FAILURES_PER_ACCOUNT, SignInRefused
+
+from tests import memory
+
+PASSWORD = "correct horse battery"
+_people = itertools.count()
+
+
+def an_email() -> str:
+    return f"person{next(_people)}@example.com"
+
+
+def test_a_person_sets_a_password_through_their_link_and_signs_in(store):
+    workspace_id = store.workspace()
+    person, token = store.app.people.add_person(an_email().upper(), "Asha", workspace_id, "owner", False, "tester")
+    assert store.app.people.person_of_link(token).id == person.id
+    store.app.people.set_password(token, PASSWORD)
+    assert store.app.people.sign_in(person.email, PASSWORD, "192.0.2.1").id == person.id
+    assert store.app.people.person_of_link(token) is None  # spent
+
+
+def test_a_short_password_is_refused_and_the_link_stays_valid(store):
+    person, token = store.app.people.add_person(an_email(), "Asha", store.workspace(), "viewer", False, "tester")
+    with pytest.raises(InvalidInput, match="at least 12"):
+        store.app.people.set_password(token, "short")
+    assert store.app.people.person_of_link(token) is not None
+
+
+def test_a_wrong_password_is_refused_as_an_unknown_email_is(store):
+    person, token = store.app.people.add_person(an_email(), "Asha", store.workspace(), "developer", False, "tester")
+    store.app.people.set_password(token, PASSWORD)
+    refusals = []
+    for email, password in ((person.email, "wrong password!"), (an_email(), PASSWORD)):
+        with pytest.raises(SignInRefused) as refused:
+            store.app.people.sign_in(email, password, "192.0.2.2")
+        refusals.append((str(refused.value), refused.value.wait))
+    assert refusals[0] == refusals[1] == ("refused", 0)
+
+
+def test_a_disabled_person_cannot_sign_in_until_enabled(store):
+    person, token = store.app.people.add_person(an_email(), "Asha", store.workspace(), "owner", False, "tester")
+    store.app.people.set_password(token, PASSWORD)
+    store.app.people.disable_person(person.email, "tester")
+    with pytest.raises(SignInRefused):
+        store.app.people.sign_in(person.email, PASSWORD, "192.0.2.3")
+    store.app.people.enable_person(person.email, "tester")
+    assert store.app.people.sign_in(person.email, PASSWORD, "192.0.2.3").id == person.id
+
+
+def test_an_email_is_one_person_and_a_workspace_must_exist(store):
+    email = an_email()
+    store.app.people.add_person(email, "Asha", store.workspace(), "owner", False, "tester")
+    with pytest.raises(NameTaken):
+        store.app.people.add_person(email, "Asha", store.workspace(), "owner", False, "tester")
+    with pytest.raises(NotFound):
+        store.app.people.add_person(an_email(), "Asha", "ws_none", "owner", False, "tester")
+    with pytest.raises(InvalidInput):
+        store.app.people.add_person(an_email(), "Asha", store.workspace(), "admin", False, "tester")
+
+
+def test_a_reset_replaces_the_link(store):
+    person, token = store.app.people.add_person(an_email(), "Asha", store.workspace(), "owner", False, "tester")
+    _, newer = store.app.people.reset_password(person.email, "tester")
+    with pytest.raises(InvalidTransition):
+        store.app.people.set_password(token, PASSWORD)
+    store.app.people.set_password(newer, PASSWORD)
+
+
+def test_the_changes_are_in_the_audit_trail_with_their_actors(store):
+    workspace_id = store.workspace()
+    person, token = store.app.people.add_person(an_email(), "Asha", workspace_id, "owner", False, "tester")
+    store.app.people.set_password(token, PASSWORD)
+    lines = [(line["action"], line["actor"]) for line in store.app.history.audit(workspace_id)
+             if line["action"].startswith("person.")]
+    assert lines == [("person.added", "tester"), ("person.password_set", f"user:{person.email}")]
+
+
+def test_failed_sign_ins_of_an_account_wait_then_pass_on_the_service_clock():
+    clock = FixedClock()
+    app = memory.in_memory(clock)
+    workspace = app.operators.create_workspace("Pasal", None, {}, "tester")
+    person, token = app.people.add_person(an_email(), "Asha", workspace.id, "owner", False, "tester")
+    app.people.set_password(token, PASSWORD)
+    for _ in range(FAILURES_PER_ACCOUNT):
+        with pytest.raises(SignInRefused):
+            app.people.sign_in(person.email, "wrong password!", "192.0.2.4")
+    with pytest.raises(SignInRefused) as refused:
+        app.people.sign_in(person.email, PASSWORD, "192.0.2.5")  # the right password waits too
+    assert refused.value.wait == FAILURE_WINDOW
+    clock.advance(FAILURE_WINDOW)
+    assert app.people.sign_in(person.email, PASSWORD, "192.0.2.5").id == person.id
+
+
+def test_an_owner_changes_anothers_role_and_removes_them_but_not_themselves(store):
+    workspace_id = store.workspace()
+    owner, _ = store.app.people.add_person(an_email(), "Owner", workspace_id, "owner", False, "tester")
+    member, token = store.app.people.add_person(an_email(), "Member", workspace_id, "developer", False, "tester")
+    store.app.people.set_password(token, PASSWORD)
+    assert store.app.people.change_role(member.id, workspace_id, "viewer", owner.email).role == "viewer"
+    with pytest.raises(InvalidTransition):
+        store.app.people.change_role(owner.id, workspace_id, "viewer", owner.email)
+    with pytest.raises(NotFound):
+        store.app.people.remove_person(member.id, store.workspace(), owner.email)  # not of that workspace
+    store.app.people.remove_person(member.id, workspace_id, owner.email)
+    with pytest.raises(SignInRefused):
+        store.app.people.sign_in(member.email, PASSWORD, "192.0.2.6")
+    again, newer = store.app.people.add_person(member.email, "Member", workspace_id, "viewer", False, owner.email)
+    assert again.id == member.id and store.app.people.person_of_link(newer) is not None
+    lines = [(line["action"], line["actor"]) for line in store.app.history.audit(workspace_id)]
+    assert ("person.role_changed", f"user:{owner.email}") in lines and ("person.removed", f"user:{owner.email}") in lines
+
+
+def test_an_authenticator_app_is_set_up_with_a_code_and_asked_for_at_every_sign_in():
+    clock = FixedClock()
+    app = memory.in_memory(clock)
+    workspace = app.operators.create_workspace("Pasal", None, {}, "tester")
+    person, token = app.people.add_person(an_email(), "Asha", workspace.id, "owner", False, "tester")
+    app.people.set_password(token, PASSWORD)
+    assert app.people.second_factor(app.people.sign_in(person.email, PASSWORD, "192.0.2.7")) is None
+    app.operators.require_totp(workspace.id, True, "user:" + person.email)
+    assert app.people.second_factor(app.people.person(person.id)) == "enroll"  # owners must, once required
+
+    secret = totp.new_secret()
+    with pytest.raises(InvalidInput):
+        app.people.enroll_totp(person.id, secret, "000000" if totp.hotp(secret, totp.step_of(clock.now())) != "000000"
+                               else "111111")
+    app.people.enroll_totp(person.id, secret, totp.hotp(secret, totp.step_of(clock.now())))
+    assert app.people.second_factor(app.people.person(person.id)) == "code"
+
+    clock.advance(totp.STEP)
+    code = totp.hotp(secret, totp.step_of(clock.now()))
+    assert app.people.verify_code(person.id, code, "192.0.2.7").id == person.id
+    with pytest.raises(SignInRefused):
+        app.people.verify_code(person.id, code, "192.0.2.7")  # never twice
+    lines = [line["action"] for line in app.history.audit(workspace.id)]
+    assert "workspace.totp_requirement_set" in lines and "person.totp_enrolled" in lines
+    assert not any("secret" in str(line["details"]) for line in app.history.audit(workspace.id))
