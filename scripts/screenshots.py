@@ -1,0 +1,78 @@
+"""The dashboard's pages as a new owner sees them, for docs/dashboard.md.
+
+    .venv/bin/python -m sandesh.scripts.screenshots LINK [--email E] [--out docs/dashboard]
+
+LINK is the set-password link `sandesh up` prints for the demo owner. It sets the password,
+signs in, creates a client, sends two messages with its key, and saves a PNG of each page.
+Needs Playwright (the test extras) and Chromium at /usr/bin/chromium.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import requests
+
+PASSWORD = "a demo password for screenshots"
+PAGES = (("overview", "Overview"), ("clients", "API clients"), ("messages", "Messages"), ("webhooks", "Webhooks"),
+         ("audit", "Audit log"), ("opt-outs", "Opt-outs"), ("people", "People"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="screenshots", description=__doc__.split("\n\n")[0])
+    parser.add_argument("link", help="the set-password link `sandesh up` printed")
+    parser.add_argument("--email", default="owner@demo.example", help="the person the link is for")
+    parser.add_argument("--out", default="docs/dashboard", help="where the PNGs go (default docs/dashboard)")
+    args = parser.parse_args(argv)
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sys.stderr.write("screenshots needs Playwright: .venv/bin/pip install -e '.[test]'\n")
+        return 2
+    parts = urlsplit(args.link)
+    base = f"{parts.scheme}://{parts.netloc}"
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1200, "height": 800})
+        page.goto(args.link)
+        if page.get_by_label("Password").count():  # not when the link was used by an earlier run
+            page.get_by_label("Password").fill(PASSWORD)
+            page.get_by_role("button", name="Set password").click()
+        page.goto(base + "/dashboard/sign-in")
+        page.screenshot(path=str(out / "sign-in.png"))
+        page.get_by_label("Email").fill(args.email)
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Sign in").click()
+        workspace = re.search(r"/dashboard/w/([^/]+)/", page.url)
+        if workspace is None:
+            sys.stderr.write(f"signing in did not reach a workspace's page: {page.url}\n")
+            return 1
+        root = f"{base}/dashboard/w/{workspace.group(1)}"
+        page.goto(root + "/clients")
+        page.get_by_label("Brand", exact=True).fill("Screenshot Shop")
+        page.get_by_role("button", name="Create client").click()
+        key = page.get_by_role("status").locator("code").first.inner_text()
+        page.screenshot(path=str(out / "client-created.png"), full_page=True)
+        for number in ("9779841000001", "9779801000002"):
+            requests.post(base + "/v1/sms/send", json={"to": number, "text": "Namaste from the dashboard"},
+                          headers={"x-api-key": key}, timeout=10).raise_for_status()
+        time.sleep(4)  # the emulated modems deliver them
+        for path, _ in PAGES:
+            page.goto(f"{root}/{path}")
+            page.screenshot(path=str(out / f"{path}.png"), full_page=True)
+        page.goto(root + "/messages")
+        page.locator("a[href*='/messages/msg_']").first.click()
+        page.screenshot(path=str(out / "timeline.png"), full_page=True)
+        browser.close()
+    print(f"screenshots in {out}: sign-in, client-created, timeline, " + ", ".join(p for p, _ in PAGES))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
