@@ -1,5 +1,5 @@
 """POST /v1/sms/otp/send and /v1/sms/otp/verify (docs/api.md, "OTP"; docs/design.md, "Decisions: OTP"):
-parse, call the use case (Sandesh.send_otp, Sandesh.verify_otp), render.  The order of the
+parse, call the use case (domain/usecases/otp.py), render.  The order of the
 checks is the use case's."""
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from sandesh.domain.application import Sandesh
 from sandesh.domain.clock import iso
 
 from .body import json_object, parsed
+from .peers import calling_ip
 from .waiting import Blocking, Commit, drive
 
 
@@ -22,12 +23,7 @@ class _OtpResource:
         self.trusted_proxies = trusted_proxies
 
     def calling_ip(self, req: falcon.asgi.Request) -> str:
-        """The socket peer, or the first X-Forwarded-For hop when the peer is a trusted proxy."""
-        peer = req.remote_addr or ""
-        forwarded = req.get_header("X-Forwarded-For")
-        if forwarded and peer in self.trusted_proxies:
-            return forwarded.split(",")[0].strip() or peer
-        return peer
+        return calling_ip(req, self.trusted_proxies)
 
 
 class OtpSend(_OtpResource):

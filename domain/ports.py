@@ -1,4 +1,4 @@
-"""What the use cases (domain/application.py) need from storage besides the log, as
+"""What the use cases (domain/usecases/) need from storage besides the log, as
 protocols; their PostgreSQL side lives in projections/ (idempotency.Keys, otp_limits.Windows,
 optouts.OptOuts) and is plugged in by the wiring (scripts/bootstrap.py)."""
 from __future__ import annotations

@@ -208,7 +208,7 @@ class Dispatcher:
         return len(pairs)
 
     def record(self, message_id: str, change: Callable[[Any], None]) -> Any:
-        """Apply `change` to the message and append what it decided (Sandesh.change_message)."""
+        """Apply `change` to the message and append what it decided (dispatch.change_message, domain/usecases/dispatch.py)."""
         try:
             return self.app.dispatch.change_message(message_id, change)
         except Contended as error:

@@ -14,6 +14,8 @@ import falcon
 import falcon.asgi
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from ..peers import calling_ip
+
 HERE = Path(__file__).resolve().parent
 TEMPLATES = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
 
@@ -135,9 +137,4 @@ class Web:
         return {name: values[0] for name, values in fields.items()}
 
     def calling_ip(self, req: falcon.asgi.Request) -> str:
-        """The socket peer, or the first X-Forwarded-For hop when the peer is a trusted proxy."""
-        peer = req.remote_addr or ""
-        forwarded = req.get_header("X-Forwarded-For")
-        if forwarded and peer in self.trusted_proxies:
-            return forwarded.split(",")[0].strip() or peer
-        return peer
+        return calling_ip(req, self.trusted_proxies)

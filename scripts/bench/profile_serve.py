@@ -31,7 +31,7 @@ STAGES = [
     ("validation + segments", ("domain/sending.py", "parse_send")),
     ("Message aggregate + event", ("domain/message.py", "")),
     ("group commit (append script)", ("projections/group_commit.py", "")),
-    ("use case, other", ("domain/application.py", "")),
+    ("use case, other", ("domain/usecases/", "")),
     ("blocking threads, hand-over", ("concurrent/futures", "")),
     ("send resource, other", ("api/send.py", "on_post")),
     ("logging", ("logging/", "")),
