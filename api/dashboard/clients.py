@@ -14,7 +14,7 @@ from sandesh.domain.errors import DomainError, InvalidInput
 from sandesh.domain.person import actor_of, may_manage_clients
 from sandesh.projections import registry
 
-from .pages import Page
+from .pages import VIEWERS_READ, Page
 
 
 class ClientsPage(Page):
@@ -104,7 +104,6 @@ class ClientAction(ClientsPage):
             return registry.fetch_one(conn, "clients", "id", client_id)
 
 
-VIEWERS_READ = "Viewers read only: ask an owner or a developer of the workspace."
 ACTIONS = ("rotate-key", "rotate-secret", "disable", "enable", "update")
 
 

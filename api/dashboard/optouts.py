@@ -13,9 +13,7 @@ from sandesh.domain.optout import OPERATOR
 from sandesh.domain.person import actor_of, may_manage_clients
 from sandesh.projections import optouts
 
-from .pages import Page
-
-VIEWERS_READ = "Viewers read only: ask an owner or a developer of the workspace."
+from .pages import VIEWERS_READ, Page
 
 
 class OptOuts(Page):

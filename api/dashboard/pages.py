@@ -28,6 +28,10 @@ def waiting_time(seconds: int) -> str:
     return f"{seconds} seconds" if seconds < 60 else f"{minutes} minute{'s' if minutes != 1 else ''}"
 
 
+# What a viewer is told when a form changes what only owners and developers may.
+VIEWERS_READ = "Viewers read only: ask an owner or a developer of the workspace."
+
+
 class Page:
     dashboard = True
 

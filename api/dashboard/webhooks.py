@@ -10,10 +10,9 @@ import falcon.asgi
 from sandesh.domain.person import actor_of, may_manage_clients
 from sandesh.projections import webhooks
 
-from .pages import Page
+from .pages import VIEWERS_READ, Page
 
 SHOWN = 200
-VIEWERS_READ = "Viewers read only: ask an owner or a developer of the workspace."
 
 
 class Webhooks(Page):
