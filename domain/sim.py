@@ -192,6 +192,14 @@ class Sim(Aggregate):
         self._quarantined(kind=kind, reason=reason, actor=actor, at=at)
         return True
 
+    def quarantine_for_pin(self, tried: str | None, reason: str, actor: str, at: float) -> bool:
+        """The SIM asked for a PIN or refused `tried`, the sealed PIN the dispatcher read before it
+        opened the port; False when a new PIN was set since (the next opening enters that one) or
+        the SIM is out already."""
+        if tried != self.pin_sealed:
+            return False
+        return self.quarantine_for(PIN, reason, actor, at)
+
     @event("Quarantined")
     def _quarantined(self, kind: str, reason: str, actor: str, at: float) -> None:
         self.quarantine = kind

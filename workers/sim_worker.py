@@ -27,7 +27,7 @@ from sandesh.domain.operators import of_imsi
 from sandesh.domain.pacing import capacity
 from sandesh.domain.pdu import encode_submit
 from sandesh.domain.routing import FAIL, REJECT, RETRY_DELAY, after_refusal
-from sandesh.domain.sim import CREDIT, FAILURES, NETWORK
+from sandesh.domain.sim import CREDIT, FAILURES, NETWORK, PIN
 from sandesh.domain.sim_plan import Plan, Usage, credit_due, credit_of, day_start, month_start
 from sandesh.projections import dispatch, registry, sim_health
 from sandesh.projections.health import is_outage
@@ -192,9 +192,14 @@ class SimWorker:
         except SimNotReady as error:  # an operator must act: no SIM, a PIN needed or refused, a PUK
             self._trouble(str(error))
             self.modem.close()
-            if self.app.sims.quarantine_sim(self.id, error.kind, str(error), self.dispatcher.me):
+            if error.kind == PIN:  # judged with the PIN read above: one set since is entered next time
+                quarantined = self.app.sims.quarantine_for_pin(self.id, self.sim["pin_sealed"], str(error),
+                                                               self.dispatcher.me)
+            else:
+                quarantined = self.app.sims.quarantine_sim(self.id, error.kind, str(error), self.dispatcher.me)
+            if quarantined:
                 log.warning("SIM %s quarantined: %s", self.name, error)
-            self.quarantine = self.quarantine or error.kind
+                self.quarantine = error.kind
             return False
         except ModemError as error:
             self._trouble(str(error))

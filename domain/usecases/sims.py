@@ -103,6 +103,12 @@ class Sims:
         _, decided = self._decision(sim_id, lambda sim, now: sim.quarantine_for(kind, reason, actor=actor, at=now))
         return decided
 
+    def quarantine_for_pin(self, sim_id: str, tried: str | None, reason: str, actor: str) -> bool:
+        """The dispatcher found the SIM asking for a PIN, or refusing the one it read (`tried`,
+        sealed); False when it was out already or a new PIN was set in the meantime."""
+        _, decided = self._decision(sim_id, lambda sim, now: sim.quarantine_for_pin(tried, reason, actor=actor, at=now))
+        return decided
+
     def recover_sim(self, sim_id: str, kind: str, reason: str, actor: str) -> bool:
         """The dispatcher found the cause of a self-healing quarantine gone."""
         _, decided = self._decision(sim_id, lambda sim, now: sim.recover(kind, reason, actor=actor, at=now))

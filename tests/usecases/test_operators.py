@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from sandesh.domain.errors import InvalidInput, NameTaken, NotFound
+from sandesh.domain.sim import Sim
 from sandesh.domain.usecases.sending import Accepted
 
 from .conftest import Store, a_number
@@ -66,3 +67,17 @@ def test_a_sims_name_and_iccid_are_its_own_and_its_quarantine_is_decided_once(st
     assert store.app.sims.quarantine_sim(sim.id, "network", "no signal", "dispatcher") is False
     assert store.app.sims.recover_sim(sim.id, "network", "signal back", "dispatcher") is True
     assert store.app.sims.disable_sim(sim.id, "ops").enabled is False
+
+
+def test_a_sim_is_quarantined_for_the_pin_it_was_tried_with_never_for_one_set_since(store: Store):
+    sim = store.app.sims.add_sim(f"sim-{a_number()}", "/dev/ttyUSB0", 115200, None, "ops")
+    read = sim_of(store, sim.id).pin_sealed  # the dispatcher reads no PIN and opens the port ...
+    store.app.sims.update_sim(sim.id, None, "ops", pin="1234")  # ... while an operator sets one
+    assert store.app.sims.quarantine_for_pin(sim.id, read, "the SIM asks for its PIN", "dispatcher") is False
+    tried = sim_of(store, sim.id).pin_sealed
+    assert store.app.sims.quarantine_for_pin(sim.id, tried, "the SIM refused its PIN", "dispatcher") is True
+    assert sim_of(store, sim.id).pin_refused is True
+
+
+def sim_of(store: Store, sim_id: str) -> Sim:
+    return store.app.log.get(sim_id, Sim, "SIM")
