@@ -5,9 +5,15 @@ import falcon.asgi
 
 
 def calling_ip(req: falcon.asgi.Request, trusted_proxies: tuple[str, ...]) -> str:
-    """The socket peer, or the first X-Forwarded-For hop when the peer is a trusted proxy."""
+    """The socket peer; when the peer is a trusted proxy, the nearest X-Forwarded-For address
+    that is not one. A proxy appends the address it was called from, so the hops are read from
+    the right: whatever a client wrote in the header itself sits to the left of that and is never
+    believed (it would let a caller pick the IP its limits are counted on)."""
     peer = req.remote_addr or ""
-    forwarded = req.get_header("X-Forwarded-For")
-    if forwarded and peer in trusted_proxies:
-        return forwarded.split(",")[0].strip() or peer
+    if peer not in trusted_proxies:
+        return peer
+    hops = [hop.strip() for hop in (req.get_header("X-Forwarded-For") or "").split(",")]
+    for hop in reversed(hops):
+        if hop and hop not in trusted_proxies:
+            return hop
     return peer

@@ -218,17 +218,18 @@ def test_sixty_requests_per_minute_per_client_and_calling_ip_sends_and_verifies_
     assert post(server, client["key"], "send", {"to": fresh_number(), "purpose": "login"}).status_code == 202
 
 
-def test_behind_a_trusted_proxy_the_first_forwarded_hop_is_the_calling_ip(env, runtime, sandesh):
-    proxied = Server({**env, "SANDESH_TRUSTED_PROXIES": "127.0.0.1"})
+def test_behind_a_trusted_proxy_the_address_it_appends_is_the_calling_ip_whatever_the_client_wrote(env, runtime, sandesh):
+    proxied = Server({**env, "SANDESH_TRUSTED_PROXIES": "127.0.0.1,10.0.0.1"})
     try:
         client = make_client(sandesh, "Proxied")
-        for _ in range(60):
+        for _ in range(60):  # through two proxies: the client's address is the last untrusted hop
             post(proxied, client["key"], "verify", {"to": fresh_number(), "purpose": "x", "code": "1"},
                  **{"X-Forwarded-For": "198.51.100.1, 10.0.0.1"})
-        _limited(post(proxied, client["key"], "verify", {"to": fresh_number(), "purpose": "x", "code": "1"},
-                      **{"X-Forwarded-For": "198.51.100.1"}), 60)
+        for spoofed in ("198.51.100.1", "203.0.113.9, 198.51.100.1"):  # a forged first hop changes nothing
+            _limited(post(proxied, client["key"], "verify", {"to": fresh_number(), "purpose": "x", "code": "1"},
+                          **{"X-Forwarded-For": spoofed}), 60)
         answer = post(proxied, client["key"], "verify", {"to": fresh_number(), "purpose": "x", "code": "1"},
-                      **{"X-Forwarded-For": "198.51.100.2"})
+                      **{"X-Forwarded-For": "198.51.100.1, 198.51.100.2"})
         assert answer.status_code == 200
     finally:
         proxied.stop()
