@@ -8,27 +8,33 @@ from typing import Any
 import falcon.asgi
 
 from sandesh.domain.person import actor_of, may_manage_clients
-from sandesh.projections import webhooks
+from sandesh.domain.webhook import ATTEMPTING, DEAD, DELIVERED, WAITING
+from sandesh.projections import registry, webhooks
 
 from .pages import VIEWERS_READ, Page
 
 SHOWN = 200
+STATES = (ATTEMPTING, WAITING, DELIVERED, DEAD)
 
 
 class Webhooks(Page):
-    """GET /dashboard/w/{workspace_id}/webhooks."""
+    """GET /dashboard/w/{workspace_id}/webhooks?state=&client=."""
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
         person = await self.member(req, resp, workspace_id)
         if person is None:
             return
-        deliveries = await self.blocking(self._deliveries, workspace_id)
+        typed = {name: (req.get_param(name) or "").strip() for name in ("state", "client")}
+        deliveries, clients = await self.blocking(self._deliveries, workspace_id, typed)
         self.web.page(req, resp, "webhooks.html", title="Webhooks", person=person, workspace_id=workspace_id,
-                      deliveries=deliveries, manages=may_manage_clients(person["role"]))
+                      deliveries=deliveries, manages=may_manage_clients(person["role"]), typed=typed,
+                      options={"state": [(s, s) for s in STATES], "client": [(c["id"], c["brand"]) for c in clients]})
 
-    def _deliveries(self, workspace_id: str) -> list[dict[str, Any]]:
+    def _deliveries(self, workspace_id: str, typed: dict[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         with self.connection() as conn:
-            return webhooks.of_workspace(conn, self.app.clock.now(), workspace_id, SHOWN)
+            return (webhooks.of_workspace(conn, self.app.clock.now(), workspace_id, typed["client"] or None,
+                                          typed["state"] or None, SHOWN),
+                    registry.clients(conn, workspace_id))
 
 
 class Redeliver(Page):
