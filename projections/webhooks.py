@@ -157,7 +157,8 @@ def of_workspace(conn: Any, now: float, workspace_id: str, client_id: str | None
     rows = conn.execute(
         "SELECT d.*, c.brand FROM webhook_deliveries d JOIN clients c ON c.id = d.client_id"
         " WHERE c.workspace_id = %(ws)s AND d.created_at >= %(since)s"
-        " AND (%(client)s::text IS NULL OR d.client_id = %(client)s) AND (%(state)s::text IS NULL OR d.state = %(state)s)"
+        " AND (%(client)s::text IS NULL OR d.client_id = %(client)s)"
+        " AND (%(state)s::text IS NULL OR d.state = %(state)s)"
         " ORDER BY d.created_at DESC, d.id LIMIT %(limit)s",
         {"ws": workspace_id, "since": now - HISTORY, "client": client_id, "state": state, "limit": limit}).fetchall()
     return [{**view(row), "brand": row["brand"]} for row in rows]

@@ -14,7 +14,7 @@ from sandesh.domain.person import actor_of
 from sandesh.projections import people, registry
 
 from .pages import Page
-from .paging import PAGE, Paged, day_range, requested
+from .paging import PAGE, Paged, choices, client_choices, day_range, requested
 
 FIELDS = ("action", "client", "person", "from", "to")
 
@@ -36,9 +36,8 @@ class AuditLog(Page):
         self.web.page(req, resp, "audit.html", status=400 if errors else 200, title="Audit log", person=person,
                       workspace_id=workspace_id, typed=typed, errors=errors, lines=[readable(l) for l in found.rows],
                       pages=found.links(f"/dashboard/w/{workspace_id}/audit", typed),
-                      options={"action": [(a, a) for a in sorted(ACTIONS.values())],
-                               "client": [(c["id"], c["brand"]) for c in clients],
-                               "person": [(p["email"], p["email"]) for p in persons]})
+                      options={"action": choices(sorted(ACTIONS.values())), "client": client_choices(clients),
+                               "person": choices(p["email"] for p in persons)})
 
     def _choices(self, workspace_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         with self.connection() as conn:

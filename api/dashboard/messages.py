@@ -15,7 +15,7 @@ from sandesh.domain.types import MESSAGE_TYPES
 from sandesh.projections import inbound, messages, registry
 
 from .pages import Page
-from .paging import PAGE, Paged, day_range, requested
+from .paging import PAGE, Paged, choices, client_choices, day_range, requested
 
 STATUSES = (SCHEDULED, QUEUED, SUBMITTED, SENT, DELIVERED, UNDELIVERED, FAILED, REJECTED, CANCELED)
 FIELDS = ("q", "status", "type", "client", "from", "to")
@@ -34,8 +34,9 @@ class Messages(Page):
         found, clients = await self.blocking(self._search, workspace_id, typed, since, until, requested(req))
         self.web.page(req, resp, "messages.html", status=400 if errors else 200, title="Messages", person=person,
                       workspace_id=workspace_id, typed=typed, errors=errors, page_size=PAGE,
-                      options={"status": [(s, s) for s in STATUSES], "type": [(t, t) for t in MESSAGE_TYPES],
-                               "client": [(c["id"], c["brand"]) for c in clients]}, messages=[messages.view(row) for row in found.rows],
+                      options={"status": choices(STATUSES), "type": choices(MESSAGE_TYPES),
+                               "client": client_choices(clients)},
+                      messages=[messages.view(row) for row in found.rows],
                       pages=found.links(f"/dashboard/w/{workspace_id}/messages", typed))
 
     def _search(self, workspace_id: str, typed: dict[str, str], since: float | None, until: float | None,

@@ -1,6 +1,7 @@
-"""What the Messages and Audit log pages share (docs/dashboard.md, "Messages"): a date range
-typed in date fields (whole UTC days), and keyset pages of 50, newest first, with Previous
-(newer) and Next (older) links that keep the filters."""
+"""What the pages with filters share (docs/dashboard.md, "Messages"): the options of their
+selects; and for Messages and the Audit log, a date range typed in date fields (whole UTC
+days) and keyset pages of 50, newest first, with Previous (newer) and Next (older) links that
+keep the filters."""
 from __future__ import annotations
 
 from datetime import date, datetime, timezone
@@ -37,6 +38,16 @@ def requested(req: falcon.asgi.Request) -> tuple[str, str] | None:
         if key:
             return side, key
     return None
+
+
+def choices(values: Any) -> list[tuple[str, str]]:
+    """A select's options, (value, text), of values shown as they are."""
+    return [(value, value) for value in values]
+
+
+def client_choices(clients: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """A select's options of the workspace's clients: each by its brand."""
+    return [(client["id"], client["brand"]) for client in clients]
 
 
 class Paged:

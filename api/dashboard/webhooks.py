@@ -12,6 +12,7 @@ from sandesh.domain.webhook import ATTEMPTING, DEAD, DELIVERED, WAITING
 from sandesh.projections import registry, webhooks
 
 from .pages import VIEWERS_READ, Page
+from .paging import choices, client_choices
 
 SHOWN = 200
 STATES = (ATTEMPTING, WAITING, DELIVERED, DEAD)
@@ -28,9 +29,10 @@ class Webhooks(Page):
         deliveries, clients = await self.blocking(self._deliveries, workspace_id, typed)
         self.web.page(req, resp, "webhooks.html", title="Webhooks", person=person, workspace_id=workspace_id,
                       deliveries=deliveries, manages=may_manage_clients(person["role"]), typed=typed,
-                      options={"state": [(s, s) for s in STATES], "client": [(c["id"], c["brand"]) for c in clients]})
+                      options={"state": choices(STATES), "client": client_choices(clients)})
 
-    def _deliveries(self, workspace_id: str, typed: dict[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def _deliveries(self, workspace_id: str,
+                    typed: dict[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         with self.connection() as conn:
             return (webhooks.of_workspace(conn, self.app.clock.now(), workspace_id, typed["client"] or None,
                                           typed["state"] or None, SHOWN),

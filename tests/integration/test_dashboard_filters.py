@@ -10,7 +10,6 @@ import pytest
 import requests
 from playwright.sync_api import Page, expect
 
-from sandesh.domain.clock import iso, parse_iso
 from sandesh.domain.signature import SignatureError, verify_signature
 from sandesh.projections import follower
 from tests.integration.test_dashboard import (add_person, browser, page, password_was_set,  # noqa: F401 (fixtures)
@@ -195,9 +194,15 @@ def test_deliveries_are_filtered_by_state_and_client(page, runtime, route, hooke
     expect(rows).to_have_text("No delivery matches.")
 
 
-def signatures(received: Any) -> tuple[str, list[str]]:
+def signed_webhook(runtime: Any, hooked: Workspace, receiver: Any, sender: Any,
+                   to: str) -> tuple[Any, str, list[str]]:
+    """A message of Alpha fails: its webhook as the receiver got it, its signature's `t=` and `v1=` parts."""
+    before = len(receiver.at("/up"))
+    ended(runtime, hooked.send("Alpha", to), FAILED)
+    deliver(sender)
+    received = receiver.wait("/up", before + 1)[-1]
     stamp, *signed = received.headers["x-service-signature"].split(",")
-    return stamp, signed
+    return received, stamp, signed
 
 
 def test_a_secret_rotated_from_the_dashboard_signs_twice_until_its_grace_ends(page, server, sandesh, runtime, route,
@@ -215,21 +220,14 @@ def test_a_secret_rotated_from_the_dashboard_signs_twice_until_its_grace_ends(pa
     new = page.get_by_role("status").locator("code").first.inner_text()
     assert new.startswith("whsec_") and new != old
 
-    before = len(receiver.at("/up"))
-    ended(runtime, hooked.send("Alpha", "9779841000501"), FAILED)
-    deliver(sender)
-    during = receiver.wait("/up", before + 1)[-1]
-    stamp, signed = signatures(during)
+    during, stamp, signed = signed_webhook(runtime, hooked, receiver, sender, "9779841000501")
     now = runtime.clock.now()
     assert len(signed) == 2
     assert verify_signature(new, f"{stamp},{signed[0]}", during.body, now=now)
     assert verify_signature(old, f"{stamp},{signed[1]}", during.body, now=now)
 
     sandesh("clock", "advance", "3601")  # the grace of 1 hour ends
-    ended(runtime, hooked.send("Alpha", "9779841000502"), FAILED)
-    deliver(sender)
-    after = receiver.wait("/up", before + 2)[-1]
-    stamp, signed = signatures(after)
+    after, _, signed = signed_webhook(runtime, hooked, receiver, sender, "9779841000502")
     now = runtime.clock.now()
     assert len(signed) == 1
     assert verify_signature(new, after.headers["x-service-signature"], after.body, now=now)
