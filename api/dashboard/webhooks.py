@@ -1,6 +1,7 @@
 """The Webhooks page of a workspace (docs/dashboard.md, "Webhooks"): the deliveries of the last
-7 days to its clients with their last attempt, and Redeliver (owners and developers), the same
-use case as `sandesh webhooks redeliver`, audited as the person."""
+7 days to its clients with their last attempt, filtered by state and client; a delivery's page
+with every attempt; and Redeliver (owners and developers), the same use case as `sandesh
+webhooks redeliver`, audited as the person."""
 from __future__ import annotations
 
 from typing import Any
@@ -37,6 +38,30 @@ class Webhooks(Page):
             return (webhooks.of_workspace(conn, self.app.clock.now(), workspace_id, typed["client"] or None,
                                           typed["state"] or None, SHOWN),
                     registry.clients(conn, workspace_id))
+
+
+class Delivery(Page):
+    """GET /dashboard/w/{workspace_id}/webhooks/{delivery_id}: the delivery and each of its
+    attempts.  Another workspace's delivery is not found."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
+                     delivery_id: str) -> None:
+        person = await self.member(req, resp, workspace_id)
+        if person is None:
+            return
+        delivery = await self.blocking(self._delivery, workspace_id, delivery_id)
+        if delivery is None:
+            return self.web.not_found(req, resp, person)
+        self.web.page(req, resp, "delivery.html", title="Webhook delivery", person=person, workspace_id=workspace_id,
+                      delivery=delivery, manages=may_manage_clients(person["role"]))
+
+    def _delivery(self, workspace_id: str, delivery_id: str) -> dict[str, Any] | None:
+        now = self.app.clock.now()
+        with self.connection() as conn:
+            row = webhooks.find(conn, delivery_id, now)
+            if row is None or webhooks.workspace_of(conn, delivery_id, now) != workspace_id:
+                return None
+            return webhooks.view(row, attempts=True)
 
 
 class Redeliver(Page):

@@ -11,6 +11,7 @@ import requests
 from playwright.sync_api import Page, expect
 
 from sandesh.domain.signature import SignatureError, verify_signature
+from sandesh.domain.webhook import delivery_id
 from sandesh.projections import follower
 from tests.integration.test_dashboard import (add_person, browser, page, password_was_set,  # noqa: F401 (fixtures)
                                               set_password, sign_in)
@@ -194,6 +195,24 @@ def test_deliveries_are_filtered_by_state_and_client(page, runtime, route, hooke
     expect(rows).to_have_text("No delivery matches.")
 
 
+def test_a_deliverys_page_lists_its_attempts(page, server, sandesh, runtime, route, browser, hooked, sender):
+    message_id = hooked.send("Beta", "9779841000403")
+    ended(runtime, message_id, FAILED)
+    deliver(sender)
+    hooked.page_of(page, "webhooks")
+    made = delivery_id(message_id, "failed")
+    page.get_by_role("link", name=made).click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Webhook delivery")
+    expect(page.locator("dl.facts")).to_contain_text("waiting")
+    expect(page.get_by_role("row", name=re.compile("^1 "))).to_contain_text("500")
+    expect(page.get_by_role("button", name="Redeliver")).to_have_count(0)  # a viewer
+    theirs = Workspace(sandesh, server, browser, "Not theirs")
+    other = browser.new_context().new_page()
+    sign_in(other, server, theirs.email)
+    assert other.goto(f"{server.url}/dashboard/w/{theirs.id}/webhooks/{made}").status == 404
+    other.context.close()
+
+
 def signed_webhook(runtime: Any, hooked: Workspace, receiver: Any, sender: Any,
                    to: str) -> tuple[Any, str, list[str]]:
     """A message of Alpha fails: its webhook as the receiver got it, its signature's `t=` and `v1=` parts."""
@@ -214,6 +233,7 @@ def test_a_secret_rotated_from_the_dashboard_signs_twice_until_its_grace_ends(pa
     sign_in(page, server, owner)
     page.get_by_role("link", name="API clients").click()
     row = page.get_by_role("row", name=re.compile("Alpha"))
+    expect(row).to_contain_text("1000 requests/s")
     row.get_by_label("Grace hours").fill("1")
     row.get_by_role("button", name="Rotate webhook secret").click()
     expect(page.get_by_role("status")).to_contain_text("the old one signs for 1 h")
