@@ -18,6 +18,8 @@ CREATE TABLE IF NOT EXISTS messages (
     encoding text NOT NULL, cost bigint NOT NULL, error text,
     created_at double precision NOT NULL, updated_at double precision NOT NULL);
 CREATE INDEX IF NOT EXISTS messages_client ON messages (client_id, created_at);
+CREATE INDEX IF NOT EXISTS messages_workspace ON messages (workspace_id, created_at, id);
+CREATE INDEX IF NOT EXISTS messages_to ON messages ("to", created_at, id);
 ALTER TABLE messages ADD COLUMN IF NOT EXISTS expires_at double precision;
 ALTER TABLE messages ADD COLUMN IF NOT EXISTS send_at double precision;
 """
@@ -58,27 +60,48 @@ def view(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def search(conn: Any, workspace_id: str, message_id: str | None, number: str | None,
-           limit: int) -> list[dict[str, Any]]:
-    """The workspace's messages, newest first: all, or the one with this id, or those to this
-    number (the dashboard's Messages page)."""
-    return conn.execute(
-        'SELECT * FROM messages WHERE workspace_id = %(ws)s AND (%(id)s::text IS NULL OR id = %(id)s)'
-        ' AND (%(to)s::text IS NULL OR "to" = %(to)s) ORDER BY created_at DESC, id LIMIT %(limit)s',
-        {"ws": workspace_id, "id": message_id, "to": number, "limit": limit}).fetchall()
+# The filters of the dashboard's Messages page: each a column compared for equality.
+FILTERS = {"message_id": "id", "number": '"to"', "status": "status", "message_type": "message_type",
+           "client_id": "client_id"}
 
 
-def per_hour(conn: Any, workspace_id: str, now: float, hours: int = 24) -> list[int]:
-    """The workspace's messages accepted in each of the last `hours` hours, oldest hour first."""
+def search(conn: Any, workspace_id: str, filters: dict[str, str], since: float | None, until: float | None,
+           page: tuple[str, tuple[float, str]] | None, limit: int) -> list[dict[str, Any]]:
+    """A page of the workspace's messages, newest first (the dashboard's Messages page): those
+    matching `filters` (FILTERS' names) created in [since, until).  `page` is ("before", key) for
+    the `limit` older than a row's (created_at, id) key, ("after", key) for the `limit` newer;
+    without it, the newest.  Keyset pages on messages_workspace (or messages_to for a number):
+    a page costs the same however long the workspace's history."""
+    where, params = ["workspace_id = %s"], [workspace_id]
+    for name, value in filters.items():
+        where.append(f"{FILTERS[name]} = %s")
+        params.append(value)
+    if since is not None:
+        where.append("created_at >= %s")
+        params.append(since)
+    if until is not None:
+        where.append("created_at < %s")
+        params.append(until)
+    newer = page is not None and page[0] == "after"
+    if page is not None:
+        where.append(f"(created_at, id) {'>' if newer else '<'} (%s, %s)")
+        params.extend(page[1])
+    order = "ASC" if newer else "DESC"
+    rows = conn.execute(f"SELECT * FROM messages WHERE {' AND '.join(where)}"
+                        f" ORDER BY created_at {order}, id {order} LIMIT %s", (*params, limit)).fetchall()
+    return rows[::-1] if newer else rows
+
+
+def last_day(conn: Any, workspace_id: str, now: float, hours: int = 24) -> list[dict[str, Any]]:
+    """The workspace's messages accepted in the last `hours` hours, counted by hour (0 the
+    oldest), status and recipient's prefix (`977` and the 3 digits that name the operator):
+    the Overview's chart.  Reads only those hours, on messages_workspace."""
     since = now - hours * 3600
-    rows = conn.execute("SELECT floor((created_at - %(since)s) / 3600)::int AS hour, count(*) AS n"
-                        " FROM messages WHERE workspace_id = %(ws)s AND created_at > %(since)s"
-                        " AND created_at <= %(now)s GROUP BY 1",
-                        {"since": since, "now": now, "ws": workspace_id}).fetchall()
-    counts = [0] * hours
-    for row in rows:
-        counts[min(row["hour"], hours - 1)] += row["n"]
-    return counts
+    return conn.execute(
+        'SELECT least(floor((created_at - %(since)s) / 3600)::int, %(last)s) AS hour, status,'
+        ' left("to", 6) AS prefix, count(*)::int AS n FROM messages'
+        ' WHERE workspace_id = %(ws)s AND created_at > %(since)s AND created_at <= %(now)s GROUP BY 1, 2, 3',
+        {"since": since, "now": now, "ws": workspace_id, "last": hours - 1}).fetchall()
 
 
 def find(conn: Any, message_id: str, client_id: str) -> dict[str, Any] | None:

@@ -149,13 +149,18 @@ def listing(conn: Any, now: float, client_id: str | None, state: str | None, lim
     return [view(row) for row in rows]
 
 
-def of_workspace(conn: Any, now: float, workspace_id: str, limit: int) -> list[dict[str, Any]]:
-    """The deliveries of the last 7 days to the workspace's clients, newest first, with each
-    client's brand (joins `clients`, registry.py): the dashboard's Webhooks page."""
+def of_workspace(conn: Any, now: float, workspace_id: str, client_id: str | None, state: str | None,
+                 limit: int) -> list[dict[str, Any]]:
+    """The deliveries of the last 7 days to the workspace's clients (or to one of them), in a
+    state when given, newest first, with each client's brand (joins `clients`, registry.py):
+    the dashboard's Webhooks page."""
     rows = conn.execute(
         "SELECT d.*, c.brand FROM webhook_deliveries d JOIN clients c ON c.id = d.client_id"
-        " WHERE c.workspace_id = %s AND d.created_at >= %s ORDER BY d.created_at DESC, d.id LIMIT %s",
-        (workspace_id, now - HISTORY, limit)).fetchall()
+        " WHERE c.workspace_id = %(ws)s AND d.created_at >= %(since)s"
+        " AND (%(client)s::text IS NULL OR d.client_id = %(client)s)"
+        " AND (%(state)s::text IS NULL OR d.state = %(state)s)"
+        " ORDER BY d.created_at DESC, d.id LIMIT %(limit)s",
+        {"ws": workspace_id, "since": now - HISTORY, "client": client_id, "state": state, "limit": limit}).fetchall()
     return [{**view(row), "brand": row["brand"]} for row in rows]
 
 

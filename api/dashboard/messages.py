@@ -1,6 +1,7 @@
 """The Messages page of a workspace (docs/dashboard.md, "Messages"): its messages newest first,
-searched by message id or number, and each message's timeline, the same use case as `sandesh
-message history` (History.message_history).  Every person of the workspace may read them."""
+50 a page, searched by message id or number and filtered by status, type, client and dates;
+and each message's timeline, the same use case as `sandesh message history`
+(History.message_history).  Every person of the workspace may read them."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,30 +9,64 @@ from typing import Any
 import falcon.asgi
 
 from sandesh.domain import phone
+from sandesh.domain.message import (CANCELED, DELIVERED, FAILED, QUEUED, REJECTED, SCHEDULED, SENT, SUBMITTED,
+                                    UNDELIVERED)
+from sandesh.domain.types import MESSAGE_TYPES
 from sandesh.projections import inbound, messages, registry
 
 from .pages import Page
+from .paging import PAGE, Paged, choices, client_choices, day_range, requested
 
-SHOWN = 100
+STATUSES = (SCHEDULED, QUEUED, SUBMITTED, SENT, DELIVERED, UNDELIVERED, FAILED, REJECTED, CANCELED)
+FIELDS = ("q", "status", "type", "client", "from", "to")
 
 
 class Messages(Page):
-    """GET /dashboard/w/{workspace_id}/messages?q=: a message id or a number."""
+    """GET /dashboard/w/{workspace_id}/messages?q=&status=&type=&client=&from=&to=, and
+    before= or after= a row's key for the next or previous page."""
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
         person = await self.member(req, resp, workspace_id)
         if person is None:
             return
-        query = (req.get_param("q") or "").strip()
-        found = await self.blocking(self._search, workspace_id, query)
-        self.web.page(req, resp, "messages.html", title="Messages", person=person, workspace_id=workspace_id,
-                      query=query, messages=found)
+        typed = {name: (req.get_param(name) or "").strip() for name in FIELDS}
+        since, until, errors = day_range(typed)
+        found, clients = await self.blocking(self._search, workspace_id, typed, since, until, requested(req))
+        self.web.page(req, resp, "messages.html", status=400 if errors else 200, title="Messages", person=person,
+                      workspace_id=workspace_id, typed=typed, errors=errors, page_size=PAGE,
+                      options={"status": choices(STATUSES), "type": choices(MESSAGE_TYPES),
+                               "client": client_choices(clients)},
+                      messages=[messages.view(row) for row in found.rows],
+                      pages=found.links(f"/dashboard/w/{workspace_id}/messages", typed))
 
-    def _search(self, workspace_id: str, query: str) -> list[dict[str, Any]]:
-        message_id = query if query.startswith("msg_") else None
-        number = (phone.normalise(query) or query) if query and message_id is None else None
+    def _search(self, workspace_id: str, typed: dict[str, str], since: float | None, until: float | None,
+                page: tuple[str, str] | None) -> tuple[Paged, list[dict[str, Any]]]:
+        filters = {"status": typed["status"], "message_type": typed["type"], "client_id": typed["client"]}
+        query = typed["q"]
+        if query.startswith("msg_"):
+            filters["message_id"] = query
+        elif query:
+            filters["number"] = phone.normalise(query) or query
+        keyed = parse_key(page[1]) if page else None
+        page = (page[0], keyed) if keyed else None
         with self.connection() as conn:
-            return [messages.view(row) for row in messages.search(conn, workspace_id, message_id, number, SHOWN)]
+            rows = messages.search(conn, workspace_id, {k: v for k, v in filters.items() if v}, since, until,
+                                   page, PAGE + 1)
+            clients = [registry.client_view(row) for row in registry.clients(conn, workspace_id)]
+        return Paged(rows, page, key), clients
+
+
+def key(row: dict[str, Any]) -> str:
+    """A row's place in the newest-first order, for the page links: `created_at,id`."""
+    return f"{row['created_at']!r},{row['id']}"
+
+
+def parse_key(text: str) -> tuple[float, str] | None:
+    at, _, message_id = text.partition(",")
+    try:
+        return float(at), message_id
+    except ValueError:
+        return None
 
 
 class Timeline(Page):

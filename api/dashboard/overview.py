@@ -1,5 +1,5 @@
 """The Overview page of a workspace (docs/dashboard.md, "Overview"): its state and rates from
-the registry, its counters and a 24-hour chart from the followed read models, and the owners'
+the registry, its counters and the chart of the last 24 hours (chart.py) from the followed read models, and the owners'
 switch for authentication codes."""
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import falcon.asgi
 from sandesh.domain.person import may_manage_people
 from sandesh.projections import counters, messages, registry
 
+from .chart import OUTCOMES, OTHER, delivery_rates, hourly
 from .pages import Page
 
 
@@ -24,35 +25,26 @@ class Overview(Page):
         if workspace is None:
             return self.web.not_found(req, resp, person)
         totp_required, enrolled = await self.blocking(self._codes, workspace_id, person["id"])
-        totals, hourly = await self.blocking(self._activity, workspace_id)
+        totals, last_day = await self.blocking(self._activity, workspace_id)
         self.web.page(req, resp, "overview.html", title="Overview", person=person, workspace=workspace,
                       rupees=rupees, totp_required=totp_required, enrolled=enrolled,
-                      may_require=may_manage_people(person["role"]), counters=totals, chart=bars(hourly))
+                      may_require=may_manage_people(person["role"]), counters=totals, chart=hourly(last_day),
+                      outcomes=(*OUTCOMES, OTHER), rates=delivery_rates(last_day))
 
     def _workspace(self, workspace_id: str) -> dict[str, Any] | None:
         with self.connection() as conn:
             row = registry.fetch_one(conn, "workspaces", "id", workspace_id)
         return registry.workspace_view(row) if row is not None else None
 
-    def _activity(self, workspace_id: str) -> tuple[dict[str, int], list[int]]:
+    def _activity(self, workspace_id: str) -> tuple[dict[str, int], list[dict[str, Any]]]:
         with self.connection() as conn:
             return (counters.for_workspace(conn, workspace_id),
-                    messages.per_hour(conn, workspace_id, self.app.clock.now()))
+                    messages.last_day(conn, workspace_id, self.app.clock.now()))
 
     def _codes(self, workspace_id: str, person_id: str) -> tuple[bool, bool]:
         """Whether the workspace's owners need authentication codes, and whether this person has an app."""
         person = self.app.people.person(person_id)
         return self.app.people.totp_required(workspace_id), person is not None and person.totp_sealed is not None
-
-
-CHART_HEIGHT, BAR_WIDTH = 120, 20  # the 24-hour chart, drawn as SVG on the server: no script
-
-
-def bars(hourly: list[int]) -> list[dict[str, Any]]:
-    """Each hour's bar of the chart: its count, x, and height scaled to the busiest hour."""
-    top = max(hourly) or 1
-    return [{"count": count, "x": i * BAR_WIDTH, "height": round(count * CHART_HEIGHT / top),
-             "ago": len(hourly) - i} for i, count in enumerate(hourly)]
 
 
 def rupees(paisa: int) -> str:

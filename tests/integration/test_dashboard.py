@@ -465,7 +465,8 @@ def test_the_overview_counts_the_workspaces_messages_and_charts_the_last_24_hour
     expect(counted).to_contain_text("Sent3")
     expect(counted).to_contain_text("Segments3")
     expect(counted).to_contain_text("SpentNPR 3.00")
-    expect(page.get_by_role("img", name=re.compile("Messages per hour, the last 24 hours: 3 in all"))).to_be_visible()
+    expect(page.get_by_role("img", name=re.compile("Messages per hour by outcome, the last 24 hours: 3 in all"))
+           ).to_be_visible()
 
 
 # People (docs/dashboard.md, "People page")

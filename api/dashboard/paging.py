@@ -1,0 +1,72 @@
+"""What the pages with filters share (docs/dashboard.md, "Messages"): the options of their
+selects; and for Messages and the Audit log, a date range typed in date fields (whole UTC
+days) and keyset pages of 50, newest first, with Previous (newer) and Next (older) links that
+keep the filters."""
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+from typing import Any, Callable
+from urllib.parse import urlencode
+
+import falcon.asgi
+
+PAGE = 50
+DAY = 86_400
+
+
+def day_range(typed: dict[str, str]) -> tuple[float | None, float | None, dict[str, str]]:
+    """The `from` and `to` dates as [since, until) in epoch seconds (`to` counts its whole day),
+    and the problem of each field that is not a date."""
+    bounds: dict[str, float | None] = {"from": None, "to": None}
+    errors = {}
+    for name in bounds:
+        if typed.get(name):
+            try:
+                day = date.fromisoformat(typed[name])
+            except ValueError:
+                errors[name] = f"{typed[name]!r} is not a date (YYYY-MM-DD)"
+                continue
+            start = datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp()
+            bounds[name] = start + DAY if name == "to" else start
+    return bounds["from"], bounds["to"], errors
+
+
+def requested(req: falcon.asgi.Request) -> tuple[str, str] | None:
+    """The page asked for: ("before", key) for older rows, ("after", key) for newer, else None."""
+    for side in ("before", "after"):
+        key = req.get_param(side)
+        if key:
+            return side, key
+    return None
+
+
+def choices(values: Any) -> list[tuple[str, str]]:
+    """A select's options, (value, text), of values shown as they are."""
+    return [(value, value) for value in values]
+
+
+def client_choices(clients: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """A select's options of the workspace's clients: each by its brand."""
+    return [(client["id"], client["brand"]) for client in clients]
+
+
+class Paged:
+    """A page of rows, newest first, fetched as PAGE + 1 rows in the direction of travel (the
+    extra one says whether there are more that way), and the links to the pages around it."""
+
+    def __init__(self, rows: list[Any], page: tuple[str, Any] | None, key: Callable[[Any], str]):
+        more = len(rows) > PAGE
+        if page is not None and page[0] == "after":  # the extra row is the newest
+            self.rows = rows[1:] if more else rows
+            self.newer, self.older = more, True
+        else:
+            self.rows = rows[:PAGE]
+            self.newer, self.older = page is not None, more
+        self.key = key
+
+    def links(self, base: str, typed: dict[str, str]) -> dict[str, str | None]:
+        kept = {name: value for name, value in typed.items() if value}
+        if not self.rows:
+            return {"previous": None, "next": None}
+        return {"previous": f"{base}?{urlencode({**kept, 'after': self.key(self.rows[0])})}" if self.newer else None,
+                "next": f"{base}?{urlencode({**kept, 'before': self.key(self.rows[-1])})}" if self.older else None}

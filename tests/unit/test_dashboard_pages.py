@@ -1,0 +1,61 @@
+"""The rules of the dashboard's chart and pages that need no browser (docs/dashboard.md,
+"Overview" and "Messages"): outcomes stacked per hour, the delivery rate per operator, dates as
+whole UTC days, and keyset pages that know whether there is more either way."""
+from __future__ import annotations
+
+from sandesh.api.dashboard.audit import one_page
+from sandesh.api.dashboard.chart import delivery_rates, hourly
+from sandesh.api.dashboard.paging import PAGE, Paged, day_range
+
+
+def counted(hour: int, status: str, prefix: str, n: int) -> dict:
+    return {"hour": hour, "status": status, "prefix": prefix, "n": n}
+
+
+def test_each_hours_bar_stacks_its_outcomes_scaled_to_the_busiest_hour():
+    chart = hourly([counted(23, "delivered", "977984", 3), counted(23, "failed", "977980", 1),
+                    counted(0, "queued", "977984", 2), counted(0, "submitted", "977984", 2)])
+    last, first = chart["bars"][23], chart["bars"][0]
+    assert [(s["outcome"], s["count"], s["height"]) for s in last["segments"]] == [("delivered", 3, 90),
+                                                                                   ("failed", 1, 30)]
+    assert [s["y"] for s in last["segments"]] == [30, 0]  # bottom up, the busiest hour full height
+    assert first["segments"] == [{"outcome": "other", "count": 4, "y": 0, "height": 120}]
+    assert (first["ago"], last["ago"]) == (24, 1)
+    assert chart["totals"] == {"delivered": 3, "sent": 0, "failed": 1, "undelivered": 0, "other": 4}
+    assert chart["all"] == 8
+
+
+def test_the_delivery_rate_is_per_operator_of_the_messages_with_an_outcome():
+    rates = delivery_rates([counted(1, "delivered", "977984", 2), counted(2, "failed", "977985", 1),
+                            counted(3, "delivered", "977980", 1), counted(3, "sent", "977981", 3),
+                            counted(3, "queued", "977961", 5), counted(4, "undelivered", "977999", 1)])
+    assert [(r["operator"], r["messages"], r["delivered"], round(r["rate"], 2)) for r in rates] == [
+        ("Ncell", 4, 1, 0.25), ("Nepal Telecom", 3, 2, 0.67), ("Other numbers", 1, 0, 0.0)]
+
+
+def test_dates_are_whole_utc_days_and_a_bad_one_is_said():
+    since, until, errors = day_range({"from": "2026-11-24", "to": "2026-11-24"})
+    assert (since, until, errors) == (1795478400.0, 1795564800.0, {})
+    assert day_range({"from": "24/11/2026", "to": ""})[2] == {"from": "'24/11/2026' is not a date (YYYY-MM-DD)"}
+
+
+def test_a_page_says_whether_there_are_newer_and_older_rows():
+    rows = [{"n": n} for n in range(PAGE + 1, 0, -1)]  # newest first, one more than a page
+    first = Paged(rows, None, lambda row: str(row["n"]))
+    assert (len(first.rows), first.newer, first.older) == (PAGE, False, True)
+    assert first.links("/x", {"status": "failed", "type": ""}) == {"previous": None,
+                                                                   "next": "/x?status=failed&before=2"}
+    back = Paged(rows[:PAGE], ("after", "0"), str)
+    assert (back.newer, back.older) == (False, True)
+    back = Paged(rows, ("after", "0"), lambda row: str(row["n"]))
+    assert (back.rows[0]["n"], back.newer) == (PAGE, True)  # the extra row is the newest one
+
+
+def test_audit_pages_number_lines_by_their_place_in_the_whole_trail():
+    lines = [{"action": "client.created" if n % 2 else "client.disabled"} for n in range(1, 121)]
+    created = lambda line: line["action"] == "client.created"  # noqa: E731
+    page = one_page(lines, created, None)
+    assert [line["n"] for line in page[:2]] == [119, 117] and len(page) == PAGE + 1
+    assert [line["n"] for line in one_page(lines, created, ("before", "19"))] == list(range(17, 0, -2))
+    assert [line["n"] for line in one_page(lines, created, ("after", "100"))] == list(range(119, 100, -2))
+    assert one_page(lines, created, ("before", "not a number"))[0]["n"] == 119
