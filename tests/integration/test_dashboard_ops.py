@@ -1,7 +1,7 @@
-"""The operator team's console under /dashboard/ops (docs/dashboard.md, "The operator team's
-console") in a real browser: Playwright driving Debian's Chromium against a real `sandesh
-serve`, the real `sandesh` command beside it, emulated modems driven by a real dispatcher.
-The browser, sign-in and set-password helpers are test_dashboard.py's."""
+"""The operator team's console under /dashboard/ops in a real browser
+(docs/dashboard.md, "The operator team's console"): Playwright driving Debian's Chromium
+against a real `sandesh serve`, the real `sandesh` command beside it, emulated modems driven by
+a real dispatcher.  The browser, sign-in and set-password helpers are test_dashboard.py's."""
 from __future__ import annotations
 
 import re

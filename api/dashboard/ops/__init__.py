@@ -1,6 +1,6 @@
-"""The operator team's console under /dashboard/ops (docs/dashboard.md, "The operator team's
-console"): workspaces, the SIM pool, traffic and health.  Every change calls the same use case
-as the `sandesh` command, audited with the person as the actor."""
+"""The operator team's console under /dashboard/ops: workspaces, the SIM pool, traffic and
+health (docs/dashboard.md, "The operator team's console").  Every change calls the same use
+case as the `sandesh` command, audited with the person as the actor."""
 from __future__ import annotations
 
 from typing import Any
