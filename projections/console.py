@@ -1,5 +1,6 @@
 """What the operator team's console reads (docs/dashboard.md, "The operator team's console"):
-each workspace's last activity, and the messages accepted and sent per minute.  Reads only,
+each workspace's last activity, each SIM's messages sent today, and the messages accepted and
+sent per minute.  Reads only,
 of tables other modules own (messages.py's `messages`, registry.py's `clients` and `sims`,
 dispatch.py's `sent_parts`); every query walks an index per client or per SIM over a bounded
 window, so its cost follows the clients, the SIMs and the window, never the history."""
@@ -32,10 +33,23 @@ CROSS JOIN LATERAL (SELECT at, message_id FROM sent_parts WHERE sim_id = s.id AN
 GROUP BY 1
 """
 
+_SENT_SINCE = """
+SELECT s.id AS sim_id, p.messages, p.parts
+FROM sims s
+CROSS JOIN LATERAL (SELECT count(DISTINCT message_id) AS messages, count(*) AS parts FROM sent_parts
+                    WHERE sim_id = s.id AND at >= %(since)s) p
+"""
+
 
 def last_activity(conn: Any) -> dict[str, float]:
     """When each workspace's newest message was accepted (workspaces without one are missing)."""
     return {r["workspace_id"]: r["last_at"] for r in conn.execute(_LAST_ACTIVITY).fetchall()}
+
+
+def sent_since(conn: Any, since: float) -> dict[str, dict[str, int]]:
+    """Per SIM, the messages and parts the network accepted from it since `since` (its Nepal day)."""
+    return {r["sim_id"]: {"messages": r["messages"], "parts": r["parts"]}
+            for r in conn.execute(_SENT_SINCE, {"since": since}).fetchall()}
 
 
 def per_minute(conn: Any, now: float, minutes: int) -> tuple[list[int], list[int]]:

@@ -66,8 +66,11 @@ def audit(sandesh: Any, *args: str) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in sandesh.run("audit", *args).stdout.splitlines() if line.strip()]
 
 
-def test_a_workspace_member_gets_404_on_every_ops_page(page, server, sandesh, operator):  # noqa: F811
+def test_a_workspace_member_gets_404_on_every_ops_page(page, server, sandesh):  # noqa: F811
     workspace = sandesh("workspace", "create", "--name", "Members only")["id"]
+    for path in OPS_PAGES:  # someone not signed in is sent to sign in
+        answer = requests.get(server.url + path, allow_redirects=False, timeout=5)
+        assert (answer.status_code, answer.headers["location"]) == (303, "/dashboard/sign-in"), path
     set_password(page, server, add_person(sandesh, workspace, "member@example.com"))
     sign_in(page, server, "member@example.com")
     expect(heading(page)).to_have_text("Overview")
@@ -230,6 +233,10 @@ def test_a_sim_quarantined_by_a_failing_modem_shows_its_reason_and_is_released_f
         expect(row.locator(".reason")).to_contain_text("CMS 8")
         row.get_by_role("button", name=f"Release {modem.name}").click()
         expect(row.locator("td.state")).to_have_text("active", timeout=10000)
+        request, _ = parse_send({"to": "9779812345671", "text": "after the release"})
+        runtime.app.sending.send(client, workspace, request, 100)
+        expect(row.locator("td.today")).to_contain_text(re.compile(r"^[12] messages? \([12] parts?\)"),
+                                                         timeout=15000)  # the first, too, if it was sent again
         sandesh("sim", "disable", modem.name)
     sandesh("sim", "enable", "route-1")
     released = [line for line in audit(sandesh) if line["action"] == "sim.released"]

@@ -10,7 +10,8 @@ import falcon.asgi
 
 from sandesh.domain.errors import DomainError
 from sandesh.domain.pacing import PARTS_PER_WINDOW
-from sandesh.projections import registry, sim_health
+from sandesh.domain.sim_plan import day_start
+from sandesh.projections import console, registry, sim_health
 
 from .page import OpsPage
 
@@ -34,7 +35,9 @@ class PoolPage(OpsPage):
         now = self.app.clock.now()
         with self.connection() as conn:
             rows = sim_health.pool(conn, now, self.route_window)
+            today = console.sent_since(conn, day_start(now))
         for row in rows:
+            row["today"] = today.get(row["id"], {"messages": 0, "parts": 0})
             row["actions"] = [("disable", "Disable") if row["enabled"] else ("enable", "Enable")]
             if row["state"] == "quarantined":
                 row["actions"].append(("release", "Release"))
