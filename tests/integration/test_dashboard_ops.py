@@ -87,7 +87,9 @@ def test_a_workspace_member_gets_404_on_every_ops_page(page, server, sandesh):  
 
 
 def test_an_operator_creates_credits_and_activates_a_workspace_and_its_owner_sends(ops, browser, server, sandesh,  # noqa: F811
-                                                                                   route):
+                                                                                   runtime, route):
+    from sandesh.projections import follower
+
     ops.goto(server.url + "/dashboard")
     expect(heading(ops)).to_have_text("Workspaces")
     ops.get_by_label("Name").fill("Himal Tea")
@@ -131,6 +133,12 @@ def test_an_operator_creates_credits_and_activates_a_workspace_and_its_owner_sen
     answer = send(server, key)
     assert answer.status_code == 202, answer.text
     assert sandesh("workspace", "show", workspace)["balance"] == 50050 - 100
+    follower.catch_up(runtime)  # the messages read model, as the projections worker follows it
+    ops.goto(server.url + "/dashboard/ops/workspaces")
+    listed = ops.get_by_role("row", name=re.compile("Himal Tea"))
+    expect(listed).to_contain_text("active")
+    expect(listed).to_contain_text("NPR 499.50")
+    expect(listed).to_contain_text(re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"))  # last activity
 
     trail = [(line["action"], line["actor"]) for line in audit(sandesh, "--workspace", workspace)]
     assert [a for a in trail if a[0].startswith("workspace.")] == [
@@ -231,8 +239,13 @@ def test_a_sim_quarantined_by_a_failing_modem_shows_its_reason_and_is_released_f
         runtime.app.sending.send(client, workspace, request, 100)
         expect(row.locator("td.state")).to_contain_text("quarantined", timeout=15000)
         expect(row.locator(".reason")).to_contain_text("CMS 8")
+        release = row.locator("form", has=ops.get_by_role("button", name=f"Release {modem.name}"))
+        action, token = release.get_attribute("action"), release.locator("input[name=csrf]").get_attribute("value")
         row.get_by_role("button", name=f"Release {modem.name}").click()
         expect(row.locator("td.state")).to_have_text("active", timeout=10000)
+        again = ops.request.post(server.url + action, form={"csrf": token})  # from a tab that still showed it
+        assert again.status == 400
+        assert re.search(f'id="sim-{modem.name}".*?SIM is not quarantined.*?</tr>', again.text(), re.DOTALL)
         request, _ = parse_send({"to": "9779812345671", "text": "after the release"})
         runtime.app.sending.send(client, workspace, request, 100)
         expect(row.locator("td.today")).to_contain_text(re.compile(r"^[12] messages? \([12] parts?\)"),
