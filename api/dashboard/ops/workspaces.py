@@ -25,13 +25,13 @@ def typed_types(form: dict[str, str]) -> list[str]:
     return types
 
 
-def typed_rates(form: dict[str, str], required: bool) -> tuple[dict[str, int], dict[str, str]]:
+def typed_rates(form: dict[str, str]) -> tuple[dict[str, int], dict[str, str]]:
     """The rates in NPR per segment typed on a form (`rate-<type>`), as paisa, and the problem
-    of each field; an empty field leaves its rate as it is, unless `required`."""
+    of each field; an empty field leaves its rate as it is (a new workspace's: NPR 1.00)."""
     rates, errors = {}, {}
     for t in MESSAGE_TYPES:
         text = form.get(f"rate-{t}", "").strip()
-        if not text and not required:
+        if not text:
             continue
         try:
             rates[t] = parse_npr(text)
@@ -56,7 +56,7 @@ class Workspaces(OpsPage):
         form, person = await self.operator_change(req, resp)
         if person is None:
             return
-        rates, errors = typed_rates(form, required=False)
+        rates, errors = typed_rates(form)
         types = None
         try:
             types = typed_types(form)
@@ -129,7 +129,7 @@ class WorkspaceAction(WorkspaceDetail):
                 await self.blocking(ops.credit_workspace, workspace_id, amount, form.get("note", "").strip() or None,
                                     actor)
             elif action == "rates":
-                rates, errors = typed_rates(form, required=False)
+                rates, errors = typed_rates(form)
                 if errors:
                     return await self.show(req, resp, person, workspace_id, status=400, errors=errors, typed=form)
                 await self.blocking(ops.set_rates, workspace_id, rates, actor)
