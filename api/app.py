@@ -164,12 +164,12 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     app.add_route("/v1/sms/otp/verify", OtpVerify(sandesh, blocking, commit, trusted_proxies))
     app.add_route("/v1/health", Health())
     app.add_route("/v1/openapi.json", OpenApi())
-    app.add_route("/v1/ready", Ready(connection, sandesh.clock, health, sandesh.log.recorder.events_table_name,
-                                     route_window, blocking))
+    ready = Ready(connection, sandesh.clock, health, sandesh.log.recorder.events_table_name, route_window, blocking)
+    app.add_route("/v1/ready", ready)
     app.add_route("/metrics", Metrics(DatabaseState(connection, sandesh.clock, health,
                                                     sandesh.log.recorder.events_table_name, route_window), blocking))
     add_dashboard(app, sandesh, connection, blocking, csrf_key=dashboard_key or RAND_bytes(32),
-                  trusted_proxies=trusted_proxies)
+                  trusted_proxies=trusted_proxies, ready=ready)
     app.add_error_handler(Exception, _errors(health))
     app.add_error_handler(falcon.HTTPError, _http_error)
     app.add_error_handler(ApiError, _api_error)

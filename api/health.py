@@ -41,14 +41,16 @@ class Ready:
         self.blocking = blocking
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
-        ready, body = await self.blocking(self._checks)
+        answer = await self.blocking(self.checks)
         resp.content_type = falcon.MEDIA_JSON
-        if not ready:
+        if not answer["ready"]:
             resp.status = falcon.HTTP_503
             resp.set_header("Retry-After", RETRY_AFTER)
-        resp.data = body
+        resp.data = orjson.dumps(answer)
 
-    def _checks(self) -> tuple[bool, bytes]:
+    def checks(self) -> dict[str, Any]:
+        """The answer's body: `ready`, the `reasons` it is not, and each check (also the
+        operators' Traffic page, api/dashboard/ops/traffic.py)."""
         checks: dict[str, Any] = {"database": "unreachable", "projectionLag": None, "route": None}
         reasons: list[str] = []
         if self.health.down:
@@ -70,4 +72,4 @@ class Ready:
                             for name, lag in lags.items() if lag > MAX_LAG]
                 if not route:
                     reasons.append("no SIM is a route: sends answer 503 unavailable")
-        return not reasons, orjson.dumps({"ready": not reasons, "reasons": reasons, "checks": checks})
+        return {"ready": not reasons, "reasons": reasons, "checks": checks}

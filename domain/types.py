@@ -1,6 +1,8 @@
 """Message types, rates and allowed types (docs/api.md, "Message types"; docs/design.md, "Decisions: money")."""
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
+
 from .errors import InvalidInput
 
 MESSAGE_TYPES = ("transactional", "otp", "promotional")
@@ -31,3 +33,14 @@ def parse_rates(pairs: list[str]) -> dict[str, int]:
 
 def default_rates() -> dict[str, int]:
     return {t: DEFAULT_RATE_PAISA for t in MESSAGE_TYPES}
+
+
+def parse_npr(text: str) -> int:
+    """An amount in NPR with at most two decimals ("10", "12.50"), as paisa."""
+    try:
+        value = Decimal(text.strip())
+    except InvalidOperation:
+        value = Decimal(-1)
+    if not value.is_finite() or value < 0 or value != value.quantize(Decimal("0.01")):
+        raise InvalidInput(f"{text!r} is not an amount in NPR (e.g. 10 or 12.50)")
+    return int(value * 100)

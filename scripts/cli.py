@@ -5,7 +5,6 @@ import argparse
 import getpass
 import os
 import sys
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from sandesh.domain.errors import DomainError
@@ -62,13 +61,12 @@ def cap(text: str) -> int | object:
 
 def rupees(text: str) -> int:
     """An amount in NPR with at most two decimals, as paisa."""
+    from sandesh.domain.types import parse_npr
+
     try:
-        value = Decimal(text)
-    except InvalidOperation:
-        value = Decimal(-1)
-    if not value.is_finite() or value < 0 or value != value.quantize(Decimal("0.01")):
-        raise argparse.ArgumentTypeError(f"{text!r} is not an amount in NPR (e.g. 10 or 12.50)")
-    return int(value * 100)
+        return parse_npr(text)
+    except DomainError as problem:
+        raise argparse.ArgumentTypeError(str(problem)) from None
 
 
 def _sim_limits(c: argparse.ArgumentParser, clearable: bool) -> None:

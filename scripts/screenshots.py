@@ -1,9 +1,11 @@
 """The dashboard's pages as a new owner sees them, for docs/dashboard.md.
 
-    .venv/bin/python -m sandesh.scripts.screenshots LINK [--email E] [--out docs/dashboard]
+    .venv/bin/python -m sandesh.scripts.screenshots LINK [--email E] [--out docs/dashboard] [--operator]
 
 LINK is the set-password link `sandesh up` prints for the demo owner. It sets the password,
 signs in, creates a client, sends two messages with its key, and saves a PNG of each page.
+With --operator, LINK and --email are a member of the operator team's, and the pages are the
+operator team's (scripts/screenshots_ops.py).
 Needs Playwright (the test extras) and Chromium at /usr/bin/chromium.
 """
 from __future__ import annotations
@@ -27,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("link", help="the set-password link `sandesh up` printed")
     parser.add_argument("--email", default="owner@demo.example", help="the person the link is for")
     parser.add_argument("--out", default="docs/dashboard", help="where the PNGs go (default docs/dashboard)")
+    parser.add_argument("--operator", action="store_true", help="the operator team's pages")
     args = parser.parse_args(argv)
     try:
         from playwright.sync_api import sync_playwright
@@ -40,6 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1200, "height": 800})
+        if args.operator:
+            from .screenshots_ops import take
+
+            take(page, base, args.link, args.email, PASSWORD, out)
+            browser.close()
+            return 0
         page.goto(args.link)
         if page.get_by_label("Password").count():  # not when the link was used by an earlier run
             page.get_by_label("Password").fill(PASSWORD)

@@ -9,10 +9,12 @@ import falcon.asgi
 
 from sandesh.domain.application import Sandesh
 
+from ..health import Ready
 from ..waiting import Blocking
 from .audit import AuditLog
 from .clients import ClientAction, Clients
 from .messages import Messages, Timeline
+from .ops import add_ops
 from .optouts import OptOuts
 from .overview import Overview
 from .pages import Home, SetPassword, SignIn, SignOut, Static
@@ -23,7 +25,7 @@ from .web import Web
 
 
 def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[], ContextManager[Any]],
-                  blocking: Blocking, *, csrf_key: bytes, trusted_proxies: tuple[str, ...]) -> None:
+                  blocking: Blocking, *, csrf_key: bytes, trusted_proxies: tuple[str, ...], ready: Ready) -> None:
     web = Web(csrf_key, trusted_proxies)
     parts = (sandesh, connection, blocking, web)
     app.add_route("/dashboard", Home(*parts))
@@ -48,3 +50,4 @@ def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[
     app.add_route("/dashboard/w/{workspace_id}/opt-outs", OptOuts(*parts))
     app.add_route("/dashboard/w/{workspace_id}/audit", AuditLog(*parts))
     app.add_route("/dashboard/static/{name}", Static())
+    add_ops(app, parts, ready)

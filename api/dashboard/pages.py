@@ -102,15 +102,14 @@ class Page:
 
 
 class Home(Page):
-    """GET /dashboard: the person's workspace, or the sign-in page."""
+    """GET /dashboard: the person's workspace (the operator team: the workspaces), or the sign-in page."""
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         person = await self.signed_in(req)
         if person is None:
             return self.web.redirect(resp, SIGN_IN)
-        if person["role"] == OPERATOR:  # the operator team's pages are part 2
-            return self.web.page(req, resp, "message.html", title="Operator", person=person,
-                                 text="The operator team's pages are not here yet; use the sandesh command.")
+        if person["role"] == OPERATOR:
+            return self.web.redirect(resp, "/dashboard/ops/workspaces")
         self.web.redirect(resp, f"/dashboard/w/{person['workspace_id']}/overview")
 
 
@@ -203,9 +202,10 @@ class SetPassword(Page):
 
 
 class Static:
-    """GET /dashboard/static/{name}: the stylesheet, served from the package (nothing from a CDN)."""
+    """GET /dashboard/static/{name}: the stylesheet and the SIM pool's script, served from the
+    package (nothing from a CDN)."""
     dashboard = True
-    FILES = {"dashboard.css": "text/css; charset=utf-8"}
+    FILES = {"dashboard.css": "text/css; charset=utf-8", "live.js": "text/javascript; charset=utf-8"}
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, name: str) -> None:
         if name not in self.FILES:

@@ -136,10 +136,12 @@ class People:
     # The second factor: an authenticator app (domain/totp.py)
     def second_factor(self, person: Person) -> str | None:
         """What a person who gave the right password still owes before their session begins: a
-        code of their app ("code"), setting one up ("enroll": an owner of a workspace that
-        requires codes), or nothing (None)."""
+        code of their app ("code"), setting one up ("enroll": a member of the operator team, or
+        an owner of a workspace that requires codes), or nothing (None)."""
         if person.totp_sealed is not None:
             return SECOND_FACTOR_CODE
+        if person.role == OPERATOR:  # the operator team always signs in with a second factor
+            return SECOND_FACTOR_ENROLL
         if person.role == OWNER and person.workspace_id and self.totp_required(person.workspace_id):
             return SECOND_FACTOR_ENROLL
         return None

@@ -9,7 +9,7 @@ from sandesh.domain.clock import FixedClock, iso, parse_iso
 from sandesh.domain.credentials import new_api_key, new_webhook_secret, sha256_hex, shown_prefix
 from sandesh.domain.errors import InvalidInput, InvalidTransition
 from sandesh.domain.settings import ConfigurationError, Settings
-from sandesh.domain.types import parse_rates, parse_types
+from sandesh.domain.types import parse_npr, parse_rates, parse_types
 from sandesh.domain.workspace import Workspace
 
 
@@ -97,6 +97,13 @@ def test_rates_and_types_are_parsed_strictly():
             parse_rates(bad)
     with pytest.raises(InvalidInput):
         parse_types("otp,marketing")
+
+
+def test_an_amount_in_npr_has_at_most_two_decimals_and_becomes_paisa():
+    assert [parse_npr(t) for t in ("10", "12.5", " 500.50 ", "0")] == [1000, 1250, 50050, 0]
+    for bad in ("1.234", "-1", "Rs 5", "", "NaN", "1e3x"):
+        with pytest.raises(InvalidInput):
+            parse_npr(bad)
 
 
 @pytest.mark.parametrize("url", ["http://example.com/hook", "ftp://x", "https://", "example.com"])

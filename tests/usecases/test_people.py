@@ -146,3 +146,13 @@ def test_an_authenticator_app_is_set_up_with_a_code_and_asked_for_at_every_sign_
     lines = [line["action"] for line in app.history.audit(workspace.id)]
     assert "workspace.totp_requirement_set" in lines and "person.totp_enrolled" in lines
     assert not any("secret" in str(line["details"]) for line in app.history.audit(workspace.id))
+
+
+def test_the_operator_team_always_signs_in_with_a_second_factor(store):
+    """An operator sets up an authenticator app right after their first password, then gives its code."""
+    person, token = store.app.people.add_person(an_email(), "Ops", None, None, True, "tester")
+    store.app.people.set_password(token, PASSWORD)
+    assert store.app.people.second_factor(store.app.people.sign_in(person.email, PASSWORD, "192.0.2.8")) == "enroll"
+    secret = totp.new_secret()
+    store.app.people.enroll_totp(person.id, secret, totp.hotp(secret, totp.step_of(store.app.clock.now())))
+    assert store.app.people.second_factor(store.app.people.person(person.id)) == "code"

@@ -1,0 +1,26 @@
+"""The operator team's console under /dashboard/ops: workspaces, the SIM pool, traffic and
+health (docs/dashboard.md, "The operator team's console").  Every change calls the same use
+case as the `sandesh` command, audited with the person as the actor."""
+from __future__ import annotations
+
+from typing import Any
+
+import falcon.asgi
+
+from ...health import Ready
+from .sims import SimAction, SimPool, SimRows
+from .traffic import SmsSwitch, Traffic
+from .workspaces import ClientRateLimit, WorkspaceAction, WorkspaceDetail, Workspaces
+
+
+def add_ops(app: falcon.asgi.App, parts: tuple[Any, ...], ready: Ready) -> None:
+    app.add_route("/dashboard/ops", Workspaces(*parts), suffix="home")
+    app.add_route("/dashboard/ops/workspaces", Workspaces(*parts))
+    app.add_route("/dashboard/ops/workspaces/{workspace_id}", WorkspaceDetail(*parts))
+    app.add_route("/dashboard/ops/workspaces/{workspace_id}/{action}", WorkspaceAction(*parts))
+    app.add_route("/dashboard/ops/workspaces/{workspace_id}/clients/{client_id}/rate-limit", ClientRateLimit(*parts))
+    app.add_route("/dashboard/ops/sims", SimPool(*parts, route_window=ready.route_window))
+    app.add_route("/dashboard/ops/sims/rows", SimRows(*parts, route_window=ready.route_window))
+    app.add_route("/dashboard/ops/sims/{sim_id}/{action}", SimAction(*parts, route_window=ready.route_window))
+    app.add_route("/dashboard/ops/traffic", Traffic(*parts, ready=ready))
+    app.add_route("/dashboard/ops/sms/{action}", SmsSwitch(*parts, ready=ready))

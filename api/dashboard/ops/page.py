@@ -1,0 +1,45 @@
+"""What the operator team's pages share (docs/dashboard.md, "The operator team's console"):
+they open for a member of the operator team only; anyone else signed in gets 404, as for a
+page that is not there."""
+from __future__ import annotations
+
+from typing import Any
+
+import falcon.asgi
+
+from sandesh.domain.clock import iso
+from sandesh.domain.person import OPERATOR, actor_of
+
+from ..overview import rupees
+from ..pages import SIGN_IN, Page
+
+
+class OpsPage(Page):
+    async def operator(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> dict[str, Any] | None:
+        """The signed-in operator; else the page answered is sign-in or 404."""
+        person = await self.signed_in(req)
+        if person is None:
+            self.web.redirect(resp, SIGN_IN)
+            return None
+        if person["role"] != OPERATOR:
+            self.web.not_found(req, resp, person)
+            return None
+        return person
+
+    async def operator_change(self, req: falcon.asgi.Request,
+                              resp: falcon.asgi.Response) -> tuple[dict[str, str], dict[str, Any] | None]:
+        """The posted form and the operator who posts it; else the page answered is 403 (no
+        valid CSRF token), sign-in or 404."""
+        form = await self.web.form(req)
+        if not self.web.csrf_ok(req, form):
+            self.web.forbidden(req, resp)
+            return form, None
+        return form, await self.operator(req, resp)
+
+    def render(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, template: str, **values: Any) -> None:
+        """An operator's page, with NPR amounts and times of the service clock written as people read them."""
+        self.web.page(req, resp, template, rupees=rupees, when=iso, **values)
+
+    @staticmethod
+    def actor(person: dict[str, Any]) -> str:
+        return actor_of(person["email"])

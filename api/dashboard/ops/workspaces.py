@@ -1,0 +1,190 @@
+"""The operators' Workspaces pages (docs/dashboard.md, "Workspaces"): the list with status,
+balance and last activity, Create workspace, and one workspace's Activate, Suspend,
+Reinstate, Credit, rates, allowed types and its clients' rate limits, through the use cases
+of `sandesh workspace` and `sandesh client update --rate-limit`."""
+from __future__ import annotations
+
+from typing import Any
+
+import falcon.asgi
+
+from sandesh.domain.errors import DomainError, InvalidInput
+from sandesh.domain.types import MESSAGE_TYPES, parse_npr
+from sandesh.projections import console, registry
+
+from .page import OpsPage
+
+ROOT = "/dashboard/ops/workspaces"
+
+
+def typed_types(form: dict[str, str]) -> list[str]:
+    """The allowed types ticked on a form (one checkbox `type-<name>` each)."""
+    types = [t for t in MESSAGE_TYPES if form.get(f"type-{t}")]
+    if not types:
+        raise InvalidInput("tick at least one message type")
+    return types
+
+
+def typed_rates(form: dict[str, str]) -> tuple[dict[str, int], dict[str, str]]:
+    """The rates in NPR per segment typed on a form (`rate-<type>`), as paisa, and the problem
+    of each field; an empty field leaves its rate as it is (a new workspace's: NPR 1.00)."""
+    rates, errors = {}, {}
+    for t in MESSAGE_TYPES:
+        text = form.get(f"rate-{t}", "").strip()
+        if not text:
+            continue
+        try:
+            rates[t] = parse_npr(text)
+        except InvalidInput as problem:
+            errors[f"rate-{t}"] = str(problem)
+    return rates, errors
+
+
+class Workspaces(OpsPage):
+    """GET /dashboard/ops/workspaces, and POST: Create workspace."""
+
+    async def on_get_home(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        if await self.operator(req, resp) is not None:
+            self.web.redirect(resp, ROOT)
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        person = await self.operator(req, resp)
+        if person is not None:
+            await self.show(req, resp, person)
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        form, person = await self.operator_change(req, resp)
+        if person is None:
+            return
+        rates, errors = typed_rates(form)
+        types = None
+        try:
+            types = typed_types(form)
+        except InvalidInput as problem:
+            errors["types"] = str(problem)
+        if not form.get("name", "").strip():
+            errors["name"] = "a workspace needs a name"
+        if errors:
+            return await self.show(req, resp, person, status=400, errors=errors, typed=form)
+        workspace = await self.blocking(self.app.operators.create_workspace, form["name"], types, rates,
+                                        self.actor(person))
+        self.web.redirect(resp, f"{ROOT}/{workspace.id}")
+
+    async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any], *,
+                   status: int = 200, errors: dict[str, str] | None = None,
+                   typed: dict[str, str] | None = None) -> None:
+        workspaces = await self.blocking(self._workspaces)
+        self.render(req, resp, "ops/workspaces.html", status=status, title="Workspaces", person=person,
+                      workspaces=workspaces, types=MESSAGE_TYPES, errors=errors or {},
+                      typed=typed or {})
+
+    def _workspaces(self) -> list[dict[str, Any]]:
+        with self.connection() as conn:
+            rows, last = registry.workspaces(conn), console.last_activity(conn)
+        return [{**registry.workspace_view(r), "lastActivity": last.get(r["id"])} for r in rows]
+
+
+class WorkspaceDetail(OpsPage):
+    """GET /dashboard/ops/workspaces/{workspace_id}: its state, forms, and its clients."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
+        person = await self.operator(req, resp)
+        if person is not None:
+            await self.show(req, resp, person, workspace_id)
+
+    async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any],
+                   workspace_id: str, *, status: int = 200, errors: dict[str, str] | None = None,
+                   typed: dict[str, str] | None = None) -> None:
+        found = await self.blocking(self._workspace, workspace_id)
+        if found is None:
+            return self.web.not_found(req, resp, person)
+        workspace, clients = found
+        self.render(req, resp, "ops/workspace.html", status=status, title=workspace["name"], person=person,
+                      workspace=workspace, clients=clients, types=MESSAGE_TYPES,
+                      errors=errors or {}, typed=typed or {})
+
+    def _workspace(self, workspace_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+        with self.connection() as conn:
+            row = registry.fetch_one(conn, "workspaces", "id", workspace_id)
+            if row is None:
+                return None
+            return registry.workspace_view(row), [registry.client_view(c) for c in registry.clients(conn, workspace_id)]
+
+
+class WorkspaceAction(WorkspaceDetail):
+    """POST /dashboard/ops/workspaces/{workspace_id}/{action}: activate, suspend, reinstate,
+    credit (NPR and a note), rates (NPR per segment), types."""
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
+                      action: str) -> None:
+        form, person = await self.operator_change(req, resp)
+        if person is None:
+            return
+        if action not in ACTIONS:
+            return self.web.not_found(req, resp, person)
+        ops, actor = self.app.operators, self.actor(person)
+        try:
+            if action == "credit":
+                amount = _field("amount", parse_npr, form.get("amount", ""))
+                await self.blocking(ops.credit_workspace, workspace_id, amount, form.get("note", "").strip() or None,
+                                    actor)
+            elif action == "rates":
+                rates, errors = typed_rates(form)
+                if errors:
+                    return await self.show(req, resp, person, workspace_id, status=400, errors=errors, typed=form)
+                await self.blocking(ops.set_rates, workspace_id, rates, actor)
+            elif action == "types":
+                await self.blocking(ops.set_types, workspace_id, _field("types", typed_types, form), actor)
+            else:
+                await self.blocking(getattr(ops, f"{action}_workspace"), workspace_id, actor)
+        except FieldProblem as problem:
+            return await self.show(req, resp, person, workspace_id, status=400, errors={problem.field: problem.text},
+                                   typed=form)
+        except DomainError as problem:
+            return await self.show(req, resp, person, workspace_id, status=400,
+                                   errors={"amount" if action == "credit" else action: str(problem)}, typed=form)
+        self.web.redirect(resp, f"{ROOT}/{workspace_id}")
+
+
+class ClientRateLimit(WorkspaceDetail):
+    """POST /dashboard/ops/workspaces/{workspace_id}/clients/{client_id}/rate-limit: requests
+    per second, the same use case as `sandesh client update --rate-limit`."""
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
+                      client_id: str) -> None:
+        form, person = await self.operator_change(req, resp)
+        if person is None:
+            return
+        field = f"rate-limit-{client_id}"
+        text = form.get("rate_limit", "").strip()
+        try:
+            if not text.isdigit():
+                raise InvalidInput(f"{text!r} is not a whole number of requests per second")
+            client = await self.blocking(self._client, client_id)
+            if client is None or client["workspace_id"] != workspace_id:
+                return self.web.not_found(req, resp, person)
+            await self.blocking(self.app.operators.update_client, client_id, None, None, int(text), self.actor(person))
+        except DomainError as problem:
+            return await self.show(req, resp, person, workspace_id, status=400, errors={field: str(problem)})
+        self.web.redirect(resp, f"{ROOT}/{workspace_id}")
+
+    def _client(self, client_id: str) -> dict[str, Any] | None:
+        with self.connection() as conn:
+            return registry.fetch_one(conn, "clients", "id", client_id)
+
+
+ACTIONS = ("activate", "suspend", "reinstate", "credit", "rates", "types")
+
+
+class FieldProblem(Exception):
+    def __init__(self, field: str, text: str):
+        super().__init__(text)
+        self.field, self.text = field, text
+
+
+def _field(name: str, parse: Any, value: Any) -> Any:
+    """`parse(value)`, its InvalidInput said beside the field `name`."""
+    try:
+        return parse(value)
+    except InvalidInput as problem:
+        raise FieldProblem(name, str(problem)) from None

@@ -1,0 +1,298 @@
+"""The operator team's console under /dashboard/ops in a real browser
+(docs/dashboard.md, "The operator team's console"): Playwright driving Debian's Chromium
+against a real `sandesh serve`, the real `sandesh` command beside it, emulated modems driven by
+a real dispatcher.  The browser, sign-in and set-password helpers are test_dashboard.py's."""
+from __future__ import annotations
+
+import re
+import time
+from typing import Any, Iterator
+
+import pytest
+import requests
+from playwright.sync_api import Browser, BrowserContext, Page, expect
+
+from sandesh.domain.sending import parse_send
+from sandesh.scripts.commands import register_emulated
+from sandesh.scripts.emulator import Emulator
+from tests.conftest import running_dispatcher
+from tests.helpers import funded_workspace
+from tests.integration.test_dashboard import (add_person, browser, code_now, page, password_was_set,  # noqa: F401
+                                              set_password, sign_in)
+
+OPERATOR = "ops@example.com"
+OPS_PAGES = ("/dashboard/ops", "/dashboard/ops/workspaces", "/dashboard/ops/sims", "/dashboard/ops/sims/rows",
+             "/dashboard/ops/traffic")
+
+
+@pytest.fixture(scope="module")
+def operator(sandesh: Any, server: Any, browser: Browser) -> Iterator[BrowserContext]:  # noqa: F811
+    """A member of the operator team, signed in (a second factor is required: they set up an
+    authenticator app right after their password), in a browser context the tests share."""
+    added = sandesh("user", "add", "--email", OPERATOR, "--name", "Ops Team", "--operator")
+    context = browser.new_context()
+    first = context.new_page()
+    set_password(first, server, added)
+    password_was_set(first)
+    sign_in(first, server, OPERATOR)
+    expect(first.get_by_role("heading", level=1)).to_have_text("Set up an authenticator app")
+    first.get_by_label("Authentication code").fill(code_now(sandesh, first.locator("code.secret").inner_text()))
+    first.get_by_role("button", name="Verify").click()
+    expect(first.get_by_role("heading", level=1)).to_have_text("Workspaces")
+    first.close()
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def ops(operator: BrowserContext) -> Iterator[Page]:
+    opened = operator.new_page()
+    yield opened
+    opened.close()
+
+
+def heading(page: Page) -> Any:
+    return page.get_by_role("heading", level=1)
+
+
+def send(server: Any, key: str, to: str = "9779812345678") -> requests.Response:
+    return requests.post(server.url + "/v1/sms/send", headers={"x-api-key": key},
+                         json={"to": to, "text": "Your order has shipped", "messageType": "transactional"}, timeout=10)
+
+
+def audit(sandesh: Any, *args: str) -> list[dict[str, Any]]:
+    import orjson
+
+    return [orjson.loads(line) for line in sandesh.run("audit", *args).stdout.splitlines() if line.strip()]
+
+
+def test_a_workspace_member_gets_404_on_every_ops_page(page, server, sandesh):  # noqa: F811
+    workspace = sandesh("workspace", "create", "--name", "Members only")["id"]
+    for path in OPS_PAGES:  # someone not signed in is sent to sign in
+        answer = requests.get(server.url + path, allow_redirects=False, timeout=5)
+        assert (answer.status_code, answer.headers["location"]) == (303, "/dashboard/sign-in"), path
+    set_password(page, server, add_person(sandesh, workspace, "member@example.com"))
+    sign_in(page, server, "member@example.com")
+    expect(heading(page)).to_have_text("Overview")
+    for path in OPS_PAGES + (f"/dashboard/ops/workspaces/{workspace}",):
+        assert page.goto(server.url + path).status == 404, path
+    expect(heading(page)).to_have_text("Not found")
+    token = page.locator("input[name=csrf]").first.get_attribute("value")
+    for path in (f"/dashboard/ops/workspaces/{workspace}/activate", "/dashboard/ops/sms/off",
+                 "/dashboard/ops/workspaces"):
+        answer = page.request.post(server.url + path, form={"csrf": token, "reason": "x", "name": "x"})
+        assert answer.status == 404, path
+    assert sandesh("workspace", "show", workspace)["status"] == "pending"
+    assert page.request.get(server.url + "/dashboard/ops/sims", max_redirects=0).status == 404
+
+
+def test_an_operator_creates_credits_and_activates_a_workspace_and_its_owner_sends(ops, browser, server, sandesh,  # noqa: F811
+                                                                                   runtime, route):
+    from sandesh.projections import follower
+
+    ops.goto(server.url + "/dashboard")
+    expect(heading(ops)).to_have_text("Workspaces")
+    ops.get_by_label("Name").fill("Himal Tea")
+    ops.get_by_role("checkbox", name="promotional").uncheck()
+    ops.get_by_label("Rate for otp").fill("1.5x")
+    ops.get_by_role("button", name="Create workspace").click()
+    expect(ops.locator("#rate-otp-error")).to_contain_text("not an amount in NPR")
+    ops.get_by_label("Rate for otp").fill("1.50")
+    ops.get_by_role("button", name="Create workspace").click()
+    expect(heading(ops)).to_have_text("Himal Tea")
+    workspace = ops.url.rsplit("/", 1)[1]
+    shown = sandesh("workspace", "show", workspace)
+    assert (shown["status"], shown["allowedTypes"], shown["rates"]["otp"]) == ("pending", ["transactional", "otp"],
+                                                                               150)
+    ops.get_by_label("Amount (NPR)").fill("0")
+    ops.get_by_role("button", name="Credit").click()
+    expect(ops.locator("#amount-error")).to_have_text("a credit must be a positive whole number of paisa")
+    ops.get_by_label("Amount (NPR)").fill("500.50")
+    ops.get_by_label("Note").fill("invoice 2026-117")
+    ops.get_by_role("button", name="Credit").click()
+    expect(ops.locator("dl.state")).to_contain_text("NPR 500.50")
+    ops.get_by_role("button", name="Activate").click()
+    expect(ops.locator("dl.state")).to_contain_text("active")
+    ops.get_by_role("button", name="Activate").click()
+    expect(ops.locator("#status-error")).to_have_text("workspace is active; only a pending workspace can be activated")
+
+    ops.goto(f"{server.url}/dashboard/w/{workspace}/people")  # part 1's page, open to the operator team
+    ops.get_by_label("Email").fill("tea-owner@example.com")
+    ops.get_by_label("Name").fill("Tea Owner")
+    ops.get_by_label("Role", exact=True).select_option("owner")
+    ops.get_by_role("button", name="Invite").click()
+    link = ops.get_by_role("status").locator("code").inner_text()
+    owner = browser.new_context().new_page()
+    set_password(owner, server, {"setPasswordLink": link})
+    sign_in(owner, server, "tea-owner@example.com")
+    owner.get_by_role("link", name="API clients").click()
+    owner.get_by_label("Brand").fill("Himal Tea")
+    owner.get_by_role("button", name="Create client").click()
+    key = owner.get_by_role("status").locator("code").first.inner_text()
+    owner.context.close()
+    answer = send(server, key)
+    assert answer.status_code == 202, answer.text
+    assert sandesh("workspace", "show", workspace)["balance"] == 50050 - 100
+    follower.catch_up(runtime)  # the messages read model, as the projections worker follows it
+    ops.goto(server.url + "/dashboard/ops/workspaces")
+    listed = ops.get_by_role("row", name=re.compile("Himal Tea"))
+    expect(listed).to_contain_text("active")
+    expect(listed).to_contain_text("NPR 499.50")
+    expect(listed).to_contain_text(re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"))  # last activity
+
+    trail = [(line["action"], line["actor"]) for line in audit(sandesh, "--workspace", workspace)]
+    assert [a for a in trail if a[0].startswith("workspace.")] == [
+        ("workspace.created", f"user:{OPERATOR}"), ("workspace.credited", f"user:{OPERATOR}"),
+        ("workspace.activated", f"user:{OPERATOR}")]
+    credited = [line for line in audit(sandesh, "--workspace", workspace) if line["action"] == "workspace.credited"]
+    assert credited[0]["details"] == {"amount": 50050, "note": "invoice 2026-117"}
+
+
+def test_an_operator_suspends_reinstates_and_sets_rates_types_and_a_clients_rate_limit(ops, server, sandesh):
+    workspace = sandesh("workspace", "create", "--name", "Rates Co")["id"]
+    client = sandesh("client", "create", "--workspace", workspace, "--brand", "Rates Co")["id"]
+    ops.goto(f"{server.url}/dashboard/ops/workspaces/{workspace}")
+    ops.get_by_role("button", name="Reinstate").click()
+    expect(ops.locator("#status-error")).to_have_text(
+        "workspace is pending; only a suspended workspace can be reinstated")
+    ops.get_by_role("button", name="Suspend").click()
+    expect(ops.locator("dl.state")).to_contain_text("suspended")
+    ops.get_by_role("button", name="Reinstate").click()
+    expect(ops.locator("dl.state")).to_contain_text("active")
+
+    ops.get_by_label("Rate for promotional").fill("0.40")
+    ops.get_by_role("button", name="Set rates").click()
+    expect(heading(ops)).to_have_text("Rates Co")
+    for box in ("transactional", "otp", "promotional"):
+        ops.locator("form[action$='/types']").get_by_role("checkbox", name=box).uncheck()
+    ops.get_by_role("button", name="Set allowed types").click()
+    expect(ops.locator("#types-error")).to_have_text("tick at least one message type")
+    ops.locator("form[action$='/types']").get_by_role("checkbox", name="otp").check()
+    ops.get_by_role("button", name="Set allowed types").click()
+    expect(ops.locator("dl.state")).to_contain_text("otp")
+    shown = sandesh("workspace", "show", workspace)
+    assert (shown["rates"]["promotional"], shown["allowedTypes"]) == (40, ["otp"])
+
+    ops.get_by_label("Rate limit of Rates Co").fill("0")
+    ops.get_by_role("button", name="Set rate limit").click()
+    expect(ops.locator(f"#rate-limit-{client}-error")).to_contain_text("at least 1")
+    ops.get_by_label("Rate limit of Rates Co").fill("200")
+    ops.get_by_role("button", name="Set rate limit").click()
+    expect(ops.get_by_label("Rate limit of Rates Co")).to_have_value("200")
+    assert sandesh("client", "show", client)["rateLimit"] == 200
+    actions = [(line["action"], line["actor"]) for line in audit(sandesh, "--workspace", workspace)]
+    assert ("client.updated", f"user:{OPERATOR}") in actions and ("workspace.types_set", f"user:{OPERATOR}") in actions
+
+
+def test_the_sim_pool_shows_a_change_made_with_the_cli_within_5_seconds_without_reloading(ops, server, sandesh,
+                                                                                        route):
+    problems: list[str] = []
+    ops.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    ops.goto(server.url + "/dashboard/ops/sims")
+    expect(heading(ops)).to_have_text("SIM pool")
+    row = ops.locator("#sim-route-1")
+    expect(row.locator("td.state")).to_have_text("active")
+    expect(row.locator("meter")).to_have_attribute("max", "30")
+    ops.evaluate("window.notReloaded = true")
+    sandesh("sim", "disable", "route-1")
+    expect(row.locator("td.state")).to_have_text("disabled", timeout=5000)
+    sandesh("sim", "enable", "route-1")
+    expect(row.locator("td.state")).to_have_text("active", timeout=5000)
+    assert ops.evaluate("window.notReloaded") is True
+    assert problems == []  # the script ran under the page's Content-Security-Policy
+
+    row.get_by_role("button", name="Disable route-1").click()
+    expect(row.locator("td.state")).to_have_text("disabled")
+    row.get_by_role("button", name="Enable route-1").click()
+    expect(row.locator("td.state")).to_have_text("active")
+    actions = [line["action"] for line in audit(sandesh) if line["actor"] == f"user:{OPERATOR}"]
+    assert actions[-2:] == ["sim.disabled", "sim.enabled"]
+
+
+def test_a_host_whose_sims_went_silent_shows_at_a_glance(ops, server, sandesh, route):
+    ops.goto(server.url + "/dashboard/ops/sims")
+    host = ops.locator("li.host", has_text="any")
+    expect(host).to_contain_text("1 of 1 enabled SIMs reporting")
+    expect(host).not_to_have_class(re.compile("silent"))
+    with route.silent():
+        sandesh("clock", "advance", "61")  # past the route window, with no heartbeat since
+        expect(host).to_have_class(re.compile("silent"), timeout=5000)
+        expect(host).to_contain_text("0 of 1 enabled SIMs reporting")
+        expect(ops.locator("#sim-route-1 td.state")).to_contain_text("unreachable")
+    expect(host).not_to_have_class(re.compile("silent"), timeout=5000)
+
+
+def test_a_sim_quarantined_by_a_failing_modem_shows_its_reason_and_is_released_from_the_page(ops, server, sandesh,
+                                                                                             runtime, route):
+    workspace = funded_workspace(runtime.app, "Quarantine", 10**6, "t")
+    client = runtime.app.operators.create_client(workspace, "Q", None, 1000, "t")[0].id
+    sandesh("sim", "disable", "route-1")  # the emulated modem alone sends
+    with Emulator(sims=1, first=500, report_delay=0.05, cmgs_seconds=0.1) as emulator, running_dispatcher(runtime):
+        register_emulated(runtime, emulator.devices(), "test")
+        modem = emulator.modems[0]
+        ops.goto(server.url + "/dashboard/ops/sims")
+        row = ops.locator(f"#sim-{modem.name}")
+        expect(row.locator("td.state")).to_have_text("active", timeout=15000)
+        modem.fail_next("AT+CMGS", "+CMS ERROR: 8")  # barred: the SIM's fault
+        request, problems = parse_send({"to": "9779812345670", "text": "to a barred SIM"})
+        assert not problems
+        runtime.app.sending.send(client, workspace, request, 100)
+        expect(row.locator("td.state")).to_contain_text("quarantined", timeout=15000)
+        expect(row.locator(".reason")).to_contain_text("CMS 8")
+        release = row.locator("form", has=ops.get_by_role("button", name=f"Release {modem.name}"))
+        action, token = release.get_attribute("action"), release.locator("input[name=csrf]").get_attribute("value")
+        row.get_by_role("button", name=f"Release {modem.name}").click()
+        expect(row.locator("td.state")).to_have_text("active", timeout=10000)
+        again = ops.request.post(server.url + action, form={"csrf": token})  # from a tab that still showed it
+        assert again.status == 400
+        assert re.search(f'id="sim-{modem.name}".*?SIM is not quarantined.*?</tr>', again.text(), re.DOTALL)
+        request, _ = parse_send({"to": "9779812345671", "text": "after the release"})
+        runtime.app.sending.send(client, workspace, request, 100)
+        expect(row.locator("td.today")).to_contain_text(re.compile(r"^[12] messages? \([12] parts?\)"),
+                                                         timeout=15000)  # the first, too, if it was sent again
+        sandesh("sim", "disable", modem.name)
+    sandesh("sim", "enable", "route-1")
+    released = [line for line in audit(sandesh) if line["action"] == "sim.released"]
+    assert released[-1]["actor"] == f"user:{OPERATOR}"
+
+
+def test_switching_sms_off_from_the_page_makes_the_api_answer_503_sms_disabled(ops, server, sandesh, route,
+                                                                              active_client):
+    ops.goto(server.url + "/dashboard/ops/traffic")
+    expect(heading(ops)).to_have_text("Traffic")
+    ops.get_by_role("button", name="Switch off").click()
+    expect(ops.locator("#reason-error")).to_be_visible()
+    ops.get_by_label("Reason").fill("maintenance until 14:00")
+    ops.get_by_role("button", name="Switch off").click()
+    expect(ops.locator("#switch-state")).to_contain_text("off: maintenance until 14:00")
+    deadline = time.monotonic() + 2
+    while (answer := send(server, active_client["key"])).status_code != 503 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert (answer.status_code, answer.json()["code"]) == (503, "sms_disabled")
+    ops.get_by_role("button", name="Switch on").click()
+    expect(ops.locator("#switch-state")).to_contain_text("on")
+    deadline = time.monotonic() + 2
+    while (answer := send(server, active_client["key"])).status_code != 202 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert answer.status_code == 202, answer.text
+    actions = [(line["action"], line["actor"]) for line in audit(sandesh)]
+    assert ("sms.disabled", f"user:{OPERATOR}") in actions and ("sms.enabled", f"user:{OPERATOR}") in actions
+
+
+def test_traffic_shows_the_queue_the_minutes_the_lag_and_the_readiness_checks(ops, server, runtime, route,
+                                                                              active_client):
+    from sandesh.projections import follower
+
+    for _ in range(3):
+        assert send(server, active_client["key"]).status_code == 202
+    ops.goto(server.url + "/dashboard/ops/traffic")
+    lag = ops.locator("table.lag tr", has_text="messages").locator("td")
+    assert int(lag.inner_text()) >= 3  # no projections worker runs here: the followed read models wait
+    follower.catch_up(runtime)
+    ops.reload()
+    expect(lag).to_have_text("0")
+    waiting = ops.locator("table.queue tr", has_text="transactional").locator("td").first
+    assert int(waiting.inner_text()) >= 3  # route-1 is a route, and nothing drives its modem
+    expect(ops.locator("#readiness")).to_have_text("Ready.")
+    title = ops.locator("svg.chart title").text_content()
+    assert re.search(r"\b([3-9]|\d\d+) accepted", title), title
