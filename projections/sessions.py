@@ -38,10 +38,10 @@ def begin(conn: Any, person_id: str, now: float, stage: str = SIGNED_IN) -> str:
     return session_id
 
 
-def touch(conn: Any, session_id: str, now: float) -> dict[str, Any] | None:
+def touch(conn: Any, session_id: str, now: float, used: bool = True) -> dict[str, Any] | None:
     """The session's person (their `people` row, with the session's `stage`) while the session
-    lives and they are enabled, its last use moved to now; None otherwise (an ended session is
-    deleted)."""
+    lives and they are enabled, its last use moved to now when the person `used` it (a page's own
+    refresh is not a use); None otherwise (an ended session is deleted)."""
     id_hash = sha256_hex(session_id)
     row = conn.execute("SELECT p.*, s.created_at AS session_began, s.last_seen AS session_seen, s.stage "
                        "FROM dashboard_sessions s JOIN people p ON p.id = s.person_id WHERE s.id_hash = %s",
@@ -51,7 +51,8 @@ def touch(conn: Any, session_id: str, now: float) -> dict[str, Any] | None:
     if row["disabled"] or not session_alive(row["session_began"], row["session_seen"], now):
         conn.execute("DELETE FROM dashboard_sessions WHERE id_hash = %s", (id_hash,))
         return None
-    conn.execute("UPDATE dashboard_sessions SET last_seen = %s WHERE id_hash = %s", (now, id_hash))
+    if used:
+        conn.execute("UPDATE dashboard_sessions SET last_seen = %s WHERE id_hash = %s", (now, id_hash))
     return row
 
 

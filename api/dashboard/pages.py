@@ -38,12 +38,13 @@ class Page:
     def __init__(self, app: Sandesh, connection: Callable[[], ContextManager[Any]], blocking: Blocking, web: Web):
         self.app, self.connection, self.blocking, self.web = app, connection, blocking, web
 
-    async def signed_in(self, req: falcon.asgi.Request) -> dict[str, Any] | None:
-        """The person of the request's session while it lives (its last use moved to now), else None."""
+    async def signed_in(self, req: falcon.asgi.Request, used: bool = True) -> dict[str, Any] | None:
+        """The person of the request's session while it lives (its last use moved to now, unless
+        the request is a page refreshing itself: `used` False), else None."""
         session_id = self.web.session_id(req)
         if session_id is None:
             return None
-        person = await self.blocking(self._touch, session_id)
+        person = await self.blocking(self._touch, session_id, used)
         return person if person is not None and person["stage"] == sessions.SIGNED_IN else None
 
     async def waiting(self, req: falcon.asgi.Request, stage: str) -> dict[str, Any] | None:
@@ -96,9 +97,9 @@ class Page:
         """A person sees their own workspace only; the operator team sees every one."""
         return person["role"] == OPERATOR or person["workspace_id"] == workspace_id
 
-    def _touch(self, session_id: str) -> dict[str, Any] | None:
+    def _touch(self, session_id: str, used: bool = True) -> dict[str, Any] | None:
         with self.connection() as conn:
-            return sessions.touch(conn, session_id, self.app.clock.now())
+            return sessions.touch(conn, session_id, self.app.clock.now(), used)
 
 
 class Home(Page):

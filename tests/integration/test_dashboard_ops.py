@@ -27,21 +27,27 @@ OPS_PAGES = ("/dashboard/ops", "/dashboard/ops/workspaces", "/dashboard/ops/sims
 
 @pytest.fixture(scope="module")
 def operator(sandesh: Any, server: Any, browser: Browser) -> Iterator[BrowserContext]:  # noqa: F811
-    """A member of the operator team, signed in (a second factor is required: they set up an
-    authenticator app right after their password), in a browser context the tests share."""
-    added = sandesh("user", "add", "--email", OPERATOR, "--name", "Ops Team", "--operator")
+    """A member of the operator team, signed in, in a browser context the tests share."""
+    context = operator_context(sandesh, server, browser, OPERATOR)
+    yield context
+    context.close()
+
+
+def operator_context(sandesh: Any, server: Any, browser: Browser, email: str) -> BrowserContext:  # noqa: F811
+    """A browser context where a new member of the operator team has signed in (a second factor
+    is required: they set up an authenticator app right after their password)."""
+    added = sandesh("user", "add", "--email", email, "--name", "Ops Team", "--operator")
     context = browser.new_context()
     first = context.new_page()
     set_password(first, server, added)
     password_was_set(first)
-    sign_in(first, server, OPERATOR)
+    sign_in(first, server, email)
     expect(first.get_by_role("heading", level=1)).to_have_text("Set up an authenticator app")
     first.get_by_label("Authentication code").fill(code_now(sandesh, first.locator("code.secret").inner_text()))
     first.get_by_role("button", name="Verify").click()
     expect(first.get_by_role("heading", level=1)).to_have_text("Workspaces")
     first.close()
-    yield context
-    context.close()
+    return context
 
 
 @pytest.fixture
@@ -296,3 +302,21 @@ def test_traffic_shows_the_queue_the_minutes_the_lag_and_the_readiness_checks(op
     expect(ops.locator("#readiness")).to_have_text("Ready.")
     title = ops.locator("svg.chart title").text_content()
     assert re.search(r"\b([3-9]|\d\d+) accepted", title), title
+
+
+def test_the_sim_pool_refreshing_itself_does_not_keep_an_unattended_session_alive(server, sandesh, browser,  # noqa: F811
+                                                                                    route):
+    """Last of the module: the clock it moves ends every other session of the module too."""
+    context = operator_context(sandesh, server, browser, "night-shift@example.com")
+    try:
+        watching = context.new_page()
+        watching.goto(server.url + "/dashboard/ops/sims")
+        expect(heading(watching)).to_have_text("SIM pool")
+        sandesh("clock", "advance", str(20 * 60))  # no one clicks; the page goes on refreshing
+        with watching.expect_response(lambda answer: answer.url.endswith("/dashboard/ops/sims/rows")):
+            pass
+        expect(heading(watching)).to_have_text("SIM pool")
+        sandesh("clock", "advance", str(15 * 60))  # 35 minutes since the last click: the session ended
+        expect(heading(watching)).to_have_text("Sign in", timeout=8000)
+    finally:
+        context.close()

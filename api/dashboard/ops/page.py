@@ -15,9 +15,11 @@ from ..pages import SIGN_IN, Page
 
 
 class OpsPage(Page):
-    async def operator(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> dict[str, Any] | None:
-        """The signed-in operator; else the page answered is sign-in or 404."""
-        person = await self.signed_in(req)
+    async def operator(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
+                       used: bool = True) -> dict[str, Any] | None:
+        """The signed-in operator; else the page answered is sign-in or 404.  `used` False: the
+        request is a page refreshing itself, which does not keep the session from ending idle."""
+        person = await self.signed_in(req, used)
         if person is None:
             self.web.redirect(resp, SIGN_IN)
             return None

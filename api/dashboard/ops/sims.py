@@ -73,10 +73,11 @@ class SimPool(PoolPage):
 
 class SimRows(PoolPage):
     """GET /dashboard/ops/sims/rows: the pool alone (hosts and SIMs), what the page's script
-    puts in place of its own every few seconds."""
+    puts in place of its own every few seconds; not a use of the session (docs/dashboard.md,
+    "SIM pool")."""
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
-        person = await self.operator(req, resp)
+        person = await self.operator(req, resp, used=False)
         if person is not None:
             await self.show(req, resp, person, "ops/pool.html")
 
