@@ -55,7 +55,7 @@ def _secret_key() -> str:
 # with it: the test clock (`sandesh clock advance`), webhook URLs on this machine (`sandesh client
 # update --webhook-url https://localhost:...`), the metrics directory.  Written only when `up` runs
 # with them, and rewritten at each start, so a setting dropped from `up` is dropped here too.
-SHARED = ("SANDESH_CLOCK", "SANDESH_WEBHOOK_ALLOW_PRIVATE", "SANDESH_METRICS_DIR")
+SHARED = ("SANDESH_CLOCK", "SANDESH_WEBHOOK_ALLOW_PRIVATE", "SANDESH_METRICS_DIR", "SANDESH_PUBLIC_URL")
 
 
 def local_env(env: dict[str, str]) -> dict[str, str]:
@@ -73,7 +73,7 @@ def _write_local_env(values: dict[str, str]) -> None:
 DEMO_OWNER = "owner@demo.example"
 
 
-def _demo_client(settings: Settings, actor: str, bind: str) -> dict[str, str] | None:
+def _demo_client(settings: Settings, actor: str) -> dict[str, str] | None:
     """The demo workspace, its client and its owner, whose set-password link opens the dashboard."""
     from sandesh.projections import registry
     from sandesh.scripts.bootstrap import bootstrap
@@ -90,7 +90,7 @@ def _demo_client(settings: Settings, actor: str, bind: str) -> dict[str, str] | 
         client, key, secret = app.operators.create_client(workspace.id, "Demo", None, None, actor)
         _, token = app.people.add_person(DEMO_OWNER, "Demo owner", workspace.id, "owner", False, actor)
         return {"workspaceId": workspace.id, "clientId": client.id, "key": key, "webhookSecret": secret,
-                "ownerEmail": DEMO_OWNER, "setPasswordLink": f"http://{bind}/dashboard/set-password/{token}"}
+                "ownerEmail": DEMO_OWNER, "setPasswordLink": f"{settings.public_url}/dashboard/set-password/{token}"}
     finally:
         runtime.close()
 
@@ -104,10 +104,11 @@ def up(args: argparse.Namespace, actor: str) -> int:
         sys.stderr.write("sandesh up: no DATABASE_URL; starting an embedded PostgreSQL under ./var/pg\n")
         env["DATABASE_URL"] = embedded_database(VAR / "pg")
     env.setdefault("SANDESH_SECRET_KEY", _secret_key())
+    env.setdefault("SANDESH_PUBLIC_URL", f"http://{args.bind}")  # the links `sandesh user` prints
     _write_local_env(local_env(env))
     settings = Settings.from_env(env)
     migrate(settings)
-    demo = _demo_client(settings, actor, args.bind)
+    demo = _demo_client(settings, actor)
     base_url = f"http://{args.bind}/v1"
     emit({"baseUrl": base_url, "databaseUrl": env["DATABASE_URL"], "demo": demo or "exists already; "
           "make a key with `sandesh client create --workspace WS --brand NAME`"})

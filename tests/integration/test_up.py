@@ -47,6 +47,11 @@ def test_up_starts_an_embedded_database_and_an_api_that_answers_a_new_key(tmp_pa
         assert made.returncode == 0, made.stderr
         key = orjson.loads(made.stdout)["key"]
         assert requests.get(started["baseUrl"] + "/sms/balance", headers={"x-api-key": key}, timeout=5).status_code == 200
+        invited = subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "user", "add", "--email", "dev@demo.example",
+                                  "--name", "Dev", "--workspace", started["demo"]["workspaceId"], "--role", "developer"],
+                                 cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        assert invited.returncode == 0, invited.stderr  # its link opens the dashboard `up` serves, on its port
+        assert orjson.loads(invited.stdout)["setPasswordLink"].startswith(f"http://127.0.0.1:{port}/dashboard/")
         # ... and the settings `up` runs with: a webhook URL on this machine, allowed for the service, is
         # allowed for the command too, though its own environment does not say so.
         hooked = subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "client", "update",
