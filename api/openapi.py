@@ -16,7 +16,7 @@ import orjson
 from sandesh.domain import sending
 from sandesh.domain.batch import MAX_ITEMS
 from sandesh.domain.otp import PURPOSE_MAX
-from sandesh.domain.segments import MAX_SEGMENTS
+from sandesh.domain.segments import MAX_SEGMENTS, PART_CAPACITY, SINGLE_PART_CAPACITY
 from sandesh.domain.types import MESSAGE_TYPES
 from sandesh.domain.webhook import USER_AGENT
 
@@ -85,6 +85,30 @@ SCHEMAS: dict[str, Any] = {
         "cost": {"type": "integer", "minimum": 0, "description": "Paisa: rate × segments."},
         "expiresAt": {**TIME, "description": "When the send asked for validFor."},
         "sendAt": {**TIME, "description": "When the send was scheduled."},
+    }),
+    "Preview": _closed(["messageType", "segments", "encoding", "characters", "charactersPerSegment", "cost",
+                        "sendable"], {
+        "messageType": _ref("schemas", "MessageType"),
+        "segments": {"type": "integer", "minimum": 1, "description": "What a send of this text is charged; may "
+                                                                     f"exceed {MAX_SEGMENTS} (then sendable is false)."},
+        "encoding": _ref("schemas", "Encoding"),
+        "characters": {"type": "integer", "minimum": 0,
+                       "description": "Septets for GSM-7 (an extension character counts two), UTF-16 code units "
+                                      "for UCS-2."},
+        "charactersPerSegment": {"type": "integer", "enum": sorted({*SINGLE_PART_CAPACITY.values(),
+                                                                     *PART_CAPACITY.values()}),
+                                 "description": "160 or 153 (split) for GSM-7, 70 or 67 for UCS-2."},
+        "cost": {"type": "integer", "minimum": 0, "description": "Paisa at the workspace's rate: rate × segments."},
+        "sendable": {"type": "boolean", "description": f"false when the text needs more than {MAX_SEGMENTS} "
+                                                       "segments: a send of it would be 400."},
+        "ucs2Characters": {"type": "array", "items": _closed(["position", "character", "replacement"], {
+            "position": {"type": "integer", "minimum": 0, "description": "Index in Unicode code points, from 0."},
+            "character": {"type": "string"},
+            "replacement": {"type": ["string", "null"], "description": "Its GSM-7 stand-in, when one exists."}}),
+            "description": "When the text is UCS-2 only because of a few characters: each of them."},
+        "gsm7Text": {"type": "string", "description": "The text with every such character replaced: GSM-7."},
+        "gsm7Segments": {"type": "integer", "minimum": 1},
+        "gsm7Cost": {"type": "integer", "minimum": 0},
     }),
     "BatchRequest": _closed(["messages"], {
         "messages": {"type": "array", "minItems": 1, "maxItems": MAX_ITEMS,
@@ -176,6 +200,10 @@ SCHEMAS: dict[str, Any] = {
         "inReplyTo": {"type": "string", "pattern": "^msg_", "description": "The message answered, when known."},
     }),
 }
+
+SCHEMAS["PreviewRequest"] = {**SCHEMAS["SendRequest"], "required": ["text"],
+                              "description": "The body of a send; `to` may be left out, and a text over "
+                                             f"{MAX_SEGMENTS} segments is still answered."}
 
 _REQUEST_ID = {"description": "The caller's x-request-id, or one made for this request.",
                "schema": {"type": "string"}, "required": True}
@@ -305,6 +333,14 @@ def document() -> dict[str, Any]:
                 description="The batch counts as one request toward the rate. Each item is checked as a single "
                             "send is; when the balance cannot pay for every accepted item, none is sent (402).",
                 parameters=[idempotency_key]),
+            "/v1/sms/preview": _post(
+                "previewMessage", "What a send would be charged, without sending", "PreviewRequest",
+                {"200": _ok("The segments, encoding and cost a send of this body would be charged.", "Preview")},
+                description="Nothing is charged or stored. The body is validated as a send's (400), `to` is "
+                            "optional, and a text over 6 segments is answered with sendable: false. Counts "
+                            "toward the request rate. When the text is UCS-2 because of a few characters (curly "
+                            "quotes, dashes, an ellipsis, a no-break space), each is listed with its position "
+                            "and GSM-7 stand-in, with the replaced text's segments and cost."),
             "/v1/sms/messages/{message_id}/cancel": {"post": {
                 "operationId": "cancelMessage", "summary": "Cancel a scheduled or queued message",
                 "description": "Only while it is scheduled, or queued and not yet handed to a modem: it becomes "

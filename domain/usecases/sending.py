@@ -14,6 +14,7 @@ from ..clock import Clock
 from ..errors import IdempotencyConflict, IdempotencyKeyTaken, InsufficientBalance, NotFound, Refused
 from ..message import SCHEDULED, Message, accept
 from ..optout import held_back
+from ..preview import Preview, preview
 from ..ports import Caller, IdempotencyKeys, OptOuts, Prior, Texts
 from ..sending import ItemRefused, Problem, SendRequest, cost as send_cost, refusal as send_refusal
 from ..steps import Append, Blocks, Read, Steps, retried, run
@@ -80,6 +81,11 @@ class Sending:
         the tests' own sends)."""
         return run(self._send_steps(client_id, workspace_id, request, cost, idempotency_key, request_hash),
                    self.append)
+
+    def preview(self, caller: Caller, request: SendRequest) -> Preview:
+        """POST /v1/sms/preview: what a send of this request would be charged, at the caller's
+        workspace rates; nothing is charged, stored or refused."""
+        return preview(request.text, caller.rates, request.message_type)
 
     def cancel_message(self, client_id: str, message_id: str) -> Message:
         return run(self.cancel_message_steps(client_id, message_id), self.log.save)
