@@ -201,9 +201,14 @@ SCHEMAS: dict[str, Any] = {
     }),
 }
 
-SCHEMAS["PreviewRequest"] = {**SCHEMAS["SendRequest"], "required": ["text"],
-                              "description": "The body of a send; `to` may be left out, and a text over "
-                                             f"{MAX_SEGMENTS} segments is still answered."}
+_SEND_FIELDS = SCHEMAS["SendRequest"]["properties"]
+SCHEMAS["PreviewRequest"] = {
+    **SCHEMAS["SendRequest"], "required": ["text"],
+    # null is taken as a field left out (domain/sending.py reads a missing field and a null one alike)
+    "properties": {**_SEND_FIELDS, **{name: {**_SEND_FIELDS[name], "type": [_SEND_FIELDS[name]["type"], "null"]}
+                                      for name in ("to", "validFor", "sendAt")}},
+    "description": f"The body of a send; `to` may be left out, and a text over {MAX_SEGMENTS} segments is still "
+                   "answered."}
 
 _REQUEST_ID = {"description": "The caller's x-request-id, or one made for this request.",
                "schema": {"type": "string"}, "required": True}

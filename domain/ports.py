@@ -96,6 +96,15 @@ class OptOuts(Protocol):
         """Those of `numbers` (as domain/phone.py normalises them) that are opted out, in one read."""
 
 
+class WebhookHistory(Protocol):
+    """The webhook deliveries of the last 7 days (projections/webhooks.py), as an operator redelivers them."""
+
+    def of_client(self, client_id: str, states: tuple[str, ...], since: float, until: float, now: float) -> list[str]:
+        """The ids of the client's deliveries created from `since` to `until` and within 7 days
+        of `now`, in the order they were created; those in `states` (an adapter may return more:
+        the use case checks each delivery's state)."""
+
+
 class PasswordHasher(Protocol):
     """Hashes dashboard passwords (argon2id; projections/passwords.py)."""
 
