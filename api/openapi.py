@@ -135,13 +135,22 @@ SCHEMAS: dict[str, Any] = {
         "sendAt": {"oneOf": [TIME, {"type": "null"}], "description": "When a scheduled message is released."},
         "error": {"type": ["string", "null"], "description": "Why it failed, was rejected, undelivered or requeued."},
     }),
-    "Balance": _closed(["workspaceStatus", "balance", "rates", "allowedTypes", "counters"], {
+    "PromotionalHours": _closed(["start", "end", "timeZone"], {
+        "start": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$", "examples": ["08:00"]},
+        "end": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$", "examples": ["20:00"],
+                "description": "Closed from this minute; an end before the start crosses midnight."},
+        "timeZone": {"const": "Asia/Kathmandu"},
+    }, description="When the workspace's promotional messages go out; one accepted outside them waits as "
+                   "`scheduled` for the next opening."),
+    "Balance": _closed(["workspaceStatus", "balance", "rates", "allowedTypes", "promotionalHours", "counters"], {
         "workspaceStatus": {"type": "string", "enum": ["pending", "active", "suspended"]},
         "balance": _closed(["amount", "currency"], {"amount": {"type": "integer", "description": "Paisa."},
                                                     "currency": {"const": "NPR"}}),
         "rates": _closed(list(MESSAGE_TYPES), {t: {"type": "integer", "minimum": 0} for t in MESSAGE_TYPES},
                          description="Paisa per segment."),
         "allowedTypes": {"type": "array", "items": _ref("schemas", "MessageType"), "uniqueItems": True},
+        "promotionalHours": {"oneOf": [_ref("schemas", "PromotionalHours"), {"type": "null"}],
+                             "description": "null: off, promotional messages go out at any time."},
         "counters": _closed(["sent", "delivered", "undelivered", "failed", "segments", "spent", "otpSent",
                              "otpVerified"],
                             {name: {"type": "integer", "minimum": 0} for name in

@@ -7,6 +7,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .promo_hours import PromoHours
+
 
 @dataclass(frozen=True)
 class Caller:
@@ -20,6 +22,7 @@ class Caller:
     allowed_types: list[str]
     sms_enabled: bool
     has_route: bool
+    promo_hours: PromoHours | None  # the workspace's promotional hours; None: off (domain/promo_hours.py)
 
 
 @dataclass(frozen=True)

@@ -130,6 +130,12 @@ def parser() -> argparse.ArgumentParser:
     c = ws.add_parser("shred-texts", help="erase every text of a workspace: destroy the keys they are encrypted"
                       " under (counts, costs and statuses stay; messages still waiting fail, refunded)")
     c.add_argument("workspace", metavar="WS")
+    c = ws.add_parser("set-promo-hours", help="when the workspace's promotional messages may go out, in Nepal time "
+                                              "(default 08:00-20:00); one accepted outside them waits for the "
+                                              "opening (audited as workspace.promo_hours_set)")
+    c.add_argument("workspace", metavar="WS")
+    c.add_argument("hours", metavar="HOURS", help="HH:MM-HH:MM, e.g. 08:00-20:00 (an end before the start crosses "
+                                                 "midnight), or off: promotions never wait")
     c = ws.add_parser("set-types", help="set the allowed message types")
     c.add_argument("workspace", metavar="WS")
     c.add_argument("types", metavar="T,T")

@@ -95,6 +95,10 @@ def workspace_set_types(args: argparse.Namespace, settings: Settings, actor: str
     return _workspace_command(lambda ops: ops.set_types(args.workspace, parse_types(args.types), actor), args, settings)
 
 
+def workspace_set_promo_hours(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _workspace_command(lambda ops: ops.set_promo_hours(args.workspace, args.hours, actor), args, settings)
+
+
 def workspace_shred_texts(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     """Destroy the keys of the workspace's texts (docs/design.md, "Erasing texts")."""
     with opened(settings) as runtime:
@@ -597,6 +601,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("workspace", "credit"): workspace_credit,
     ("workspace", "set-rates"): workspace_set_rates,
     ("workspace", "set-types"): workspace_set_types,
+    ("workspace", "set-promo-hours"): workspace_set_promo_hours,
     ("workspace", "shred-texts"): workspace_shred_texts,
     ("workspace", "show"): workspace_show,
     ("workspace", "list"): workspace_list,
