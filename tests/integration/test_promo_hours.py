@@ -1,6 +1,6 @@
-"""Promotional hours (docs/api.md, "Promotional hours"; docs/operations.md, "Workspaces and
-clients") through `sandesh serve`, the `sandesh` command and the test clock, across midnight
-Nepal time."""
+"""Promotional hours (docs/api.md, "Promotional hours"; docs/operations.md,
+"Workspaces and clients") through `sandesh serve`, the `sandesh` command and the test clock,
+across midnight Nepal time."""
 import orjson
 import pytest
 import requests
