@@ -4,17 +4,13 @@ import orjson
 import pytest
 import requests
 
+pytestmark = pytest.mark.usefixtures("route")  # the sends a preview is compared with need a route
 TO = "9779812345678"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def a_route(route):
-    """The send this module compares a preview with needs a route."""
-    return route
 
 
 @pytest.fixture
 def workspace(sandesh):
+    """Rates of its own, so a cost at the default rate would show."""
     ws = sandesh("workspace", "create", "--name", "Preview", "--rate", "transactional=30",
                  "--rate", "promotional=45")["id"]
     sandesh("workspace", "activate", ws)
