@@ -9,7 +9,7 @@ from eventsourcing.persistence import IntegrityError
 
 from ..client import Client
 from ..clock import Clock, iso
-from ..errors import InvalidInput, InvalidTransition
+from ..errors import InvalidInput, InvalidTransition, NotFound
 from ..ports import Sealer, WebhookHistory
 from ..redelivery import Redelivery
 from ..steps import Read, Steps, retried, run
@@ -73,18 +73,22 @@ class Webhooks:
         return again
 
     def redeliver_outage(self, client_id: str, since: float, until: float | None, state: str | None,
-                         actor: str) -> int:
+                         actor: str, workspace_id: str | None = None) -> int:
         """Every delivery of the client created from `since` to `until` (now when None) in the
         last 7 days that is `state` (dead or waiting; both when None) is attempted again at once,
         in the order the deliveries were created: the same id (`x-service-delivery`) and body, a
         fresh signature, a new round of attempts.  Audited once, with the count
-        (docs/operations.md, "Redelivering an outage"); returns the count (0: nothing recorded)."""
+        (docs/operations.md, "Redelivering an outage"); returns the count (0: nothing recorded).
+        `workspace_id`: the client must be one of that workspace's (NotFound otherwise: a
+        dashboard page of one workspace)."""
         now = self.clock.now()
         states = _states(state)
         until = now if until is None else until
         if since > until:
             raise InvalidInput("since must not be later than until")
-        self.log.get(client_id, Client, "client")
+        client = self.log.get(client_id, Client, "client")
+        if workspace_id is not None and client.workspace_id != workspace_id:
+            raise NotFound(f"no client {client_id!r} in workspace {workspace_id!r}")
 
         def attempt() -> Steps[tuple[tuple[object, ...], int]]:
             ids = yield Read(self.history.of_client, (client_id, states, since, until, now))

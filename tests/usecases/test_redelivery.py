@@ -99,3 +99,6 @@ def test_bad_input_is_refused(store, outage):
         store.app.webhooks.redeliver_outage(caller.client_id, now - HOUR, now - 2 * HOUR, None, "ops")
     with pytest.raises(NotFound):
         store.app.webhooks.redeliver_outage("cl_missing", now - HOUR, None, None, "ops")
+    with pytest.raises(NotFound):  # a page of another workspace
+        store.app.webhooks.redeliver_outage(caller.client_id, now - 50 * HOUR, None, None, "ops", workspace_id="ws_x")
+    assert store.app.webhooks.delivery(outage[1]["first"]).state == DEAD
