@@ -336,7 +336,10 @@ def document() -> dict[str, Any]:
                             "(400), idempotency (409 or replay), type allowed (403 forbidden), SMS switch (503 "
                             "sms_disabled), a route (503 unavailable), for a promotional message a recipient who "
                             "opted out (403 recipient_opted_out; transactional and otp messages are never held "
-                            "back), balance (402). Nothing is charged unless the answer is 202.",
+                            "back), balance (402). Nothing is charged unless the answer is 202. A promotional "
+                            "message outside its workspace's promotional hours (GET /v1/sms/balance) is accepted "
+                            "`scheduled` for their next opening, or refused 400 at validFor when its validity "
+                            "would end first.",
                 parameters=[idempotency_key]),
             "/v1/sms/send/batch": _post(
                 "sendBatch", "Send up to 1,000 messages", "BatchRequest",
