@@ -1,5 +1,5 @@
-"""The 202 bodies of the sending use cases' results (docs/api.md, "POST /v1/sms/send", "Batch
-sends"): JSON is rendered here, never in the domain."""
+"""The bodies of the sending use cases' results (docs/api.md, "POST /v1/sms/send", "Batch
+sends", "POST /v1/sms/preview"): JSON is rendered here, never in the domain."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import orjson
 
 from sandesh.domain.message import Message, accepted_reply
+from sandesh.domain.preview import Preview
 from sandesh.domain.sending import ItemRefused
 
 from .errors import item_error
@@ -21,3 +22,17 @@ def batch_answer(results: Sequence[Message | ItemRefused]) -> str:
     """A batch's 202 body: each item's reply, or the error body a single send would get."""
     return orjson.dumps({"results": [accepted(r) if isinstance(r, Message) else item_error(r.code, list(r.problems))
                                      for r in results]}).decode()
+
+
+def preview(request_type: str, shown: Preview) -> dict[str, Any]:
+    """The 200 body of POST /v1/sms/preview."""
+    body: dict[str, Any] = {
+        "messageType": request_type, "segments": shown.segmentation.segments, "encoding": shown.segmentation.encoding,
+        "characters": shown.segmentation.units, "charactersPerSegment": shown.characters_per_segment,
+        "cost": shown.cost, "sendable": shown.sendable}
+    if shown.characters:
+        body["ucs2Characters"] = [{"position": c.position, "character": c.character, "replacement": c.replacement}
+                                  for c in shown.characters]
+    if shown.gsm7 is not None:
+        body.update(gsm7Text=shown.gsm7_text, gsm7Segments=shown.gsm7.segments, gsm7Cost=shown.gsm7_cost)
+    return body

@@ -32,7 +32,7 @@ from .metrics import UNMATCHED, DatabaseState, Metrics, RequestMetrics
 from .openapi import OpenApi
 from .otp import OtpSend, OtpVerify
 from .resources import Balance
-from .send import Send, SendBatch
+from .send import Preview, Send, SendBatch
 from .waiting import Blocking, Commit
 
 log = logging.getLogger("sandesh.api")
@@ -158,6 +158,7 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     app.add_route("/v1/sms/balance", Balance(connection, blocking))
     app.add_route("/v1/sms/send", Send(sandesh, blocking, commit))
     app.add_route("/v1/sms/send/batch", SendBatch(sandesh, blocking, commit))
+    app.add_route("/v1/sms/preview", Preview(sandesh))
     app.add_route("/v1/sms/messages/{message_id}", MessageStatus(sandesh, connection, blocking))
     app.add_route("/v1/sms/messages/{message_id}/cancel", CancelMessage(sandesh, blocking, commit))
     app.add_route("/v1/sms/otp/send", OtpSend(sandesh, blocking, commit, trusted_proxies))

@@ -14,6 +14,7 @@ from sandesh.domain.access import refusal
 from sandesh.domain.credentials import KEY_PATTERN, sha256_hex
 from sandesh.domain.clock import Clock
 from sandesh.domain.ports import Caller
+from sandesh.domain.promo_hours import parse as parse_promo_hours
 from sandesh.projections import request_rate
 from sandesh.projections.callers import Callers
 
@@ -61,7 +62,7 @@ class Authentication:
                            headers={"Retry-After": str(wait)})
         log_context.set_fields(workspace_id=row["workspace_id"], client_id=row["id"])
         req.context.caller = Caller(row["id"], row["workspace_id"], row["brand"], row["status"], row["rates"],
-                                    row["types"], row["sms_enabled"], has_route)
+                                    row["types"], row["sms_enabled"], has_route, parse_promo_hours(row["promo_hours"]))
 
     def _retry_after(self, client_id: str, rate: int) -> int:
         with self.connection() as conn:

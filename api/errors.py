@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sandesh.domain.errors import (DomainError, IdempotencyConflict, InsufficientBalance, NotCancelable, NotFound,
-                                   OtpLimited, Refused)
+from sandesh.domain.errors import (DomainError, IdempotencyConflict, InsufficientBalance, InvalidRequest,
+                                   NotCancelable, NotFound, OtpLimited, Refused)
 
 ERRORS: dict[str, tuple[int, str]] = {
     "invalid_request": (400, "The request is invalid."),
@@ -83,6 +83,8 @@ def from_domain(error: DomainError) -> ApiError | None:
     caller's to see (a server error)."""
     if isinstance(error, Refused):
         return ApiError(error.code)
+    if isinstance(error, InvalidRequest):
+        return ApiError("invalid_request", error.message, details=[detail(error.path, error.message, error.code)])
     if isinstance(error, InsufficientBalance):
         return ApiError("insufficient_balance", str(error) if error.cost is not None else None)
     if isinstance(error, IdempotencyConflict):

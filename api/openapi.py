@@ -16,7 +16,7 @@ import orjson
 from sandesh.domain import sending
 from sandesh.domain.batch import MAX_ITEMS
 from sandesh.domain.otp import PURPOSE_MAX
-from sandesh.domain.segments import MAX_SEGMENTS
+from sandesh.domain.segments import MAX_SEGMENTS, PART_CAPACITY, SINGLE_PART_CAPACITY
 from sandesh.domain.types import MESSAGE_TYPES
 from sandesh.domain.webhook import USER_AGENT
 
@@ -86,6 +86,30 @@ SCHEMAS: dict[str, Any] = {
         "expiresAt": {**TIME, "description": "When the send asked for validFor."},
         "sendAt": {**TIME, "description": "When the send was scheduled."},
     }),
+    "Preview": _closed(["messageType", "segments", "encoding", "characters", "charactersPerSegment", "cost",
+                        "sendable"], {
+        "messageType": _ref("schemas", "MessageType"),
+        "segments": {"type": "integer", "minimum": 1, "description": "What a send of this text is charged; may "
+                                                                     f"exceed {MAX_SEGMENTS} (then sendable is false)."},
+        "encoding": _ref("schemas", "Encoding"),
+        "characters": {"type": "integer", "minimum": 0,
+                       "description": "Septets for GSM-7 (an extension character counts two), UTF-16 code units "
+                                      "for UCS-2."},
+        "charactersPerSegment": {"type": "integer", "enum": sorted({*SINGLE_PART_CAPACITY.values(),
+                                                                     *PART_CAPACITY.values()}),
+                                 "description": "160 or 153 (split) for GSM-7, 70 or 67 for UCS-2."},
+        "cost": {"type": "integer", "minimum": 0, "description": "Paisa at the workspace's rate: rate × segments."},
+        "sendable": {"type": "boolean", "description": f"false when the text needs more than {MAX_SEGMENTS} "
+                                                       "segments: a send of it would be 400."},
+        "ucs2Characters": {"type": "array", "items": _closed(["position", "character", "replacement"], {
+            "position": {"type": "integer", "minimum": 0, "description": "Index in Unicode code points, from 0."},
+            "character": {"type": "string"},
+            "replacement": {"type": ["string", "null"], "description": "Its GSM-7 stand-in, when one exists."}}),
+            "description": "When the text is UCS-2 only because of a few characters: each of them."},
+        "gsm7Text": {"type": "string", "description": "The text with every such character replaced: GSM-7."},
+        "gsm7Segments": {"type": "integer", "minimum": 1},
+        "gsm7Cost": {"type": "integer", "minimum": 0},
+    }),
     "BatchRequest": _closed(["messages"], {
         "messages": {"type": "array", "minItems": 1, "maxItems": MAX_ITEMS,
                      "items": {"description": "The body of a single send (SendRequest). Each item is judged "
@@ -111,13 +135,22 @@ SCHEMAS: dict[str, Any] = {
         "sendAt": {"oneOf": [TIME, {"type": "null"}], "description": "When a scheduled message is released."},
         "error": {"type": ["string", "null"], "description": "Why it failed, was rejected, undelivered or requeued."},
     }),
-    "Balance": _closed(["workspaceStatus", "balance", "rates", "allowedTypes", "counters"], {
+    "PromotionalHours": _closed(["start", "end", "timeZone"], {
+        "start": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$", "examples": ["08:00"]},
+        "end": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$", "examples": ["20:00"],
+                "description": "Closed from this minute; an end before the start crosses midnight."},
+        "timeZone": {"const": "Asia/Kathmandu"},
+    }, description="When the workspace's promotional messages go out; one accepted outside them waits as "
+                   "`scheduled` for the next opening."),
+    "Balance": _closed(["workspaceStatus", "balance", "rates", "allowedTypes", "promotionalHours", "counters"], {
         "workspaceStatus": {"type": "string", "enum": ["pending", "active", "suspended"]},
         "balance": _closed(["amount", "currency"], {"amount": {"type": "integer", "description": "Paisa."},
                                                     "currency": {"const": "NPR"}}),
         "rates": _closed(list(MESSAGE_TYPES), {t: {"type": "integer", "minimum": 0} for t in MESSAGE_TYPES},
                          description="Paisa per segment."),
         "allowedTypes": {"type": "array", "items": _ref("schemas", "MessageType"), "uniqueItems": True},
+        "promotionalHours": {"oneOf": [_ref("schemas", "PromotionalHours"), {"type": "null"}],
+                             "description": "null: off, promotional messages go out at any time."},
         "counters": _closed(["sent", "delivered", "undelivered", "failed", "segments", "spent", "otpSent",
                              "otpVerified"],
                             {name: {"type": "integer", "minimum": 0} for name in
@@ -176,6 +209,15 @@ SCHEMAS: dict[str, Any] = {
         "inReplyTo": {"type": "string", "pattern": "^msg_", "description": "The message answered, when known."},
     }),
 }
+
+_SEND_FIELDS = SCHEMAS["SendRequest"]["properties"]
+SCHEMAS["PreviewRequest"] = {
+    **SCHEMAS["SendRequest"], "required": ["text"],
+    # null is taken as a field left out (domain/sending.py reads a missing field and a null one alike)
+    "properties": {**_SEND_FIELDS, **{name: {**_SEND_FIELDS[name], "type": [_SEND_FIELDS[name]["type"], "null"]}
+                                      for name in ("to", "validFor", "sendAt")}},
+    "description": f"The body of a send; `to` may be left out, and a text over {MAX_SEGMENTS} segments is still "
+                   "answered."}
 
 _REQUEST_ID = {"description": "The caller's x-request-id, or one made for this request.",
                "schema": {"type": "string"}, "required": True}
@@ -294,7 +336,10 @@ def document() -> dict[str, Any]:
                             "(400), idempotency (409 or replay), type allowed (403 forbidden), SMS switch (503 "
                             "sms_disabled), a route (503 unavailable), for a promotional message a recipient who "
                             "opted out (403 recipient_opted_out; transactional and otp messages are never held "
-                            "back), balance (402). Nothing is charged unless the answer is 202.",
+                            "back), balance (402). Nothing is charged unless the answer is 202. A promotional "
+                            "message outside its workspace's promotional hours (GET /v1/sms/balance) is accepted "
+                            "`scheduled` for their next opening, or refused 400 at validFor when its validity "
+                            "would end first.",
                 parameters=[idempotency_key]),
             "/v1/sms/send/batch": _post(
                 "sendBatch", "Send up to 1,000 messages", "BatchRequest",
@@ -305,6 +350,14 @@ def document() -> dict[str, Any]:
                 description="The batch counts as one request toward the rate. Each item is checked as a single "
                             "send is; when the balance cannot pay for every accepted item, none is sent (402).",
                 parameters=[idempotency_key]),
+            "/v1/sms/preview": _post(
+                "previewMessage", "What a send would be charged, without sending", "PreviewRequest",
+                {"200": _ok("The segments, encoding and cost a send of this body would be charged.", "Preview")},
+                description="Nothing is charged or stored. The body is validated as a send's (400), `to` is "
+                            "optional, and a text over 6 segments is answered with sendable: false. Counts "
+                            "toward the request rate. When the text is UCS-2 because of a few characters (curly "
+                            "quotes, dashes, an ellipsis, a no-break space), each is listed with its position "
+                            "and GSM-7 stand-in, with the replaced text's segments and cost."),
             "/v1/sms/messages/{message_id}/cancel": {"post": {
                 "operationId": "cancelMessage", "summary": "Cancel a scheduled or queued message",
                 "description": "Only while it is scheduled, or queued and not yet handed to a modem: it becomes "

@@ -24,6 +24,7 @@ class Balance:
             "balance": {"amount": workspace["balance"], "currency": "NPR"},
             "rates": workspace["rates"],
             "allowedTypes": workspace["types"],
+            "promotionalHours": registry.promotional_hours(workspace["promo_hours"]),
             "counters": client_counters,
         }
 

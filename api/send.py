@@ -1,6 +1,7 @@
-"""POST /v1/sms/send and POST /v1/sms/send/batch (docs/api.md, "POST /v1/sms/send", "Batch
-sends"; the checks in the order of docs/api.md, "Order of checks"): parse the body and the
-Idempotency-Key header, call the use case (domain/usecases/sending.py), render its 202 (answers.py)."""
+"""POST /v1/sms/send, POST /v1/sms/send/batch and POST /v1/sms/preview (docs/api.md,
+"POST /v1/sms/send", "Batch sends", "POST /v1/sms/preview"; the checks in the order of
+docs/api.md, "Order of checks"): parse the body and the Idempotency-Key header, call the use
+case (domain/usecases/sending.py), render its answer (answers.py)."""
 from __future__ import annotations
 
 from typing import Any
@@ -16,7 +17,7 @@ from sandesh.domain.usecases.sending import Accepted, BatchAccepted, Replayed
 from sandesh.domain.batch import MAX_ITEMS
 
 from .body import json_object, parsed
-from .answers import accepted as accepted_body, batch_answer
+from .answers import accepted as accepted_body, batch_answer, preview as preview_body
 from .errors import ApiError, detail, invalid
 from .waiting import Blocking, Commit, drive
 
@@ -58,6 +59,20 @@ class Send:
         steps = self.app.sending.send_sms_steps(req.context.caller, request, key,
                                         sending.request_hash(body) if key is not None else None)
         accepted(resp, await drive(steps, self.blocking, self.commit))
+
+
+class Preview:
+    """Nothing is charged, stored or refused but by the body's validation; the request counts toward the
+    rate like any other (authentication, api/auth.py)."""
+
+    def __init__(self, app: Sandesh):
+        self.app = app
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        body = await json_object(req)
+        now = self.app.clock.now()
+        request = parsed(lambda b: sending.parse_preview(b, now), body)
+        resp.media = preview_body(request.message_type, self.app.sending.preview(req.context.caller, request))
 
 
 BATCH_FIELDS = ("messages",)

@@ -6,6 +6,7 @@ from typing import Any
 from .client import Client
 from .optout import OPERATOR, OptOut
 from .person import Person
+from .redelivery import Redelivery
 from .sim import Sim, SmsSwitch
 from .webhook import WebhookDelivery
 from .workspace import Workspace
@@ -20,6 +21,7 @@ ACTIONS: dict[type, str] = {
     Workspace.TypesSet: "workspace.types_set",
     Workspace.TextsShredded: "workspace.texts_shredded",
     Workspace.TotpRequirementSet: "workspace.totp_requirement_set",
+    Workspace.PromoHoursSet: "workspace.promo_hours_set",
     Client.Created: "client.created",
     Client.KeyRotated: "client.key_rotated",
     Client.SecretRotated: "client.secret_rotated",
@@ -38,6 +40,7 @@ ACTIONS: dict[type, str] = {
     SmsSwitch.Disabled: "sms.disabled",
     SmsSwitch.Enabled: "sms.enabled",
     WebhookDelivery.Redelivered: "webhook.redelivered",
+    Redelivery.Requested: "webhook.redelivered",  # an outage's deliveries, once, with their count
     OptOut.OptedOut: "optout.added",
     OptOut.OptedIn: "optout.removed",
     Person.Added: "person.added",

@@ -13,6 +13,15 @@ class InvalidInput(DomainError):
     pass
 
 
+class InvalidRequest(DomainError):
+    """A request body the rules refuse once the caller's state is known (400 invalid_request,
+    with one detail: the field's `path`, the message and a `code`)."""
+
+    def __init__(self, path: list[str], message: str, code: str):
+        super().__init__(message)
+        self.path, self.message, self.code = path, message, code
+
+
 class InvalidTransition(DomainError):
     pass
 

@@ -7,6 +7,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .promo_hours import PromoHours
+
 
 @dataclass(frozen=True)
 class Caller:
@@ -20,6 +22,7 @@ class Caller:
     allowed_types: list[str]
     sms_enabled: bool
     has_route: bool
+    promo_hours: PromoHours | None  # the workspace's promotional hours; None: off (domain/promo_hours.py)
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,15 @@ class OptOuts(Protocol):
 
     def opted_out(self, workspace_id: str, numbers: list[str]) -> set[str]:
         """Those of `numbers` (as domain/phone.py normalises them) that are opted out, in one read."""
+
+
+class WebhookHistory(Protocol):
+    """The webhook deliveries of the last 7 days (projections/webhooks.py), as an operator redelivers them."""
+
+    def of_client(self, client_id: str, states: tuple[str, ...], since: float, until: float, now: float) -> list[str]:
+        """The ids of the client's deliveries created from `since` to `until` and within 7 days
+        of `now`, in the order they were created; those in `states` (an adapter may return more:
+        the use case checks each delivery's state)."""
 
 
 class PasswordHasher(Protocol):

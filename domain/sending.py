@@ -122,8 +122,24 @@ def unknown_fields(body: dict[str, Any], known: tuple[str, ...]) -> list[Problem
 def parse_send(body: dict[str, Any], now: float | None = None) -> tuple[SendRequest | None, list[Problem]]:
     """The request, or every problem found (a 400 lists them all).  `now` (the service clock)
     bounds `sendAt`; the API always gives it."""
+    request, problems = _parsed(body, now, to_required=True)
+    if request is not None and request.segments > MAX_SEGMENTS:
+        return None, [Problem(["text"], f"text needs {request.segments} segments ({request.encoding}); at most "
+                                        f"{MAX_SEGMENTS} are allowed", "too_long")]
+    return request, problems
+
+
+def parse_preview(body: dict[str, Any], now: float | None = None) -> tuple[SendRequest | None, list[Problem]]:
+    """POST /v1/sms/preview: the body of a send, judged by the same rules, but `to` may be left
+    out (then it is "") and a text over MAX_SEGMENTS is still answered (docs/api.md, "POST /v1/sms/preview")."""
+    return _parsed(body, now, to_required=False)
+
+
+def _parsed(body: dict[str, Any], now: float | None, to_required: bool) -> tuple[SendRequest | None, list[Problem]]:
     problems = unknown_fields(body, SEND_FIELDS)
-    problems += _to_problems(body.get("to")) + _text_problems(body.get("text"))
+    if to_required or body.get("to") is not None:
+        problems += _to_problems(body.get("to"))
+    problems += _text_problems(body.get("text"))
     problems += _valid_for_problems(body.get("validFor"))
     send_at, send_at_problems = _send_at(body.get("sendAt"), now)
     problems += send_at_problems
@@ -134,12 +150,9 @@ def parse_send(body: dict[str, Any], now: float | None = None) -> tuple[SendRequ
     if problems:
         return None, problems
     seg = segment(body["text"])
-    if seg.segments > MAX_SEGMENTS:
-        return None, [Problem(["text"], f"text needs {seg.segments} segments ({seg.encoding}); at most "
-                                        f"{MAX_SEGMENTS} are allowed", "too_long")]
     valid_for = int(body["validFor"]) if body.get("validFor") is not None else None
-    return SendRequest(phone.normalise(body["to"]) or "", body["text"], message_type, seg.segments, seg.encoding,
-                       valid_for, send_at), []
+    return SendRequest(phone.normalise(body.get("to") or "") or "", body["text"], message_type, seg.segments,
+                       seg.encoding, valid_for, send_at), []
 
 
 def refusal(message_type: str, allowed_types: list[str], sms_enabled: bool, has_route: bool) -> str | None:

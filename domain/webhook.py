@@ -28,6 +28,7 @@ DELAYS = (10, 30, 120, 600, 1800, 3600, 10800)  # after attempts 1-7 (docs/api.m
 HISTORY = 7 * 24 * 3600        # the read model forgets older deliveries; the log keeps them
 
 ATTEMPTING, WAITING, DELIVERED, DEAD = "attempting", "waiting", "delivered", "dead"
+REOPENABLE = (DEAD, WAITING)
 
 # Which message events are sent, as which webhook status (docs/api.md, "Events").  Submitted maps
 # to `sent` but fires nothing: `sent` fires once every part is accepted (docs/design.md, "Decisions: webhooks").
@@ -90,13 +91,14 @@ class WebhookDelivery(Aggregate):
         self.created_at = at
         self.state = ATTEMPTING
         self.attempts = 0
+        self.round_from = 0  # attempts made before it was last reopened: each reopening gets 8 more
         self.next_at: float | None = at
 
     def attempted(self, status_code: int | None, error: str | None, duration: float, at: float) -> None:
         if self.state in (DELIVERED, DEAD):
             raise InvalidTransition(f"delivery is {self.state}")
         attempt = self.attempts + 1
-        state, delay = after_attempt(attempt, status_code)
+        state, delay = after_attempt(attempt - self.round_from, status_code)
         self._attempted(attempt=attempt, status_code=status_code, error=error, duration=round(duration, 3),
                         state=state, next_at=None if delay is None else at + delay, at=at)
 
@@ -104,6 +106,19 @@ class WebhookDelivery(Aggregate):
     def _attempted(self, attempt: int, status_code: int | None, error: str | None, duration: float, state: str,
                    next_at: float | None, at: float) -> None:
         self.attempts, self.state, self.next_at = attempt, state, next_at
+
+    def reopen(self, redelivery_id: str, at: float) -> None:
+        """An operator redelivers an outage (`Webhooks.redeliver_outage`): a dead or waiting
+        delivery is attempted again at once, with the same id and body and a new round of
+        attempts.  It is due from its creation time, so the sender takes a client's reopened
+        deliveries in their original order."""
+        if self.state not in REOPENABLE:
+            raise InvalidTransition(f"delivery is {self.state}; only a dead or waiting one is reopened")
+        self._reopened(redelivery_id=redelivery_id, next_at=self.created_at, at=at)
+
+    @event("Reopened")
+    def _reopened(self, redelivery_id: str, next_at: float, at: float) -> None:
+        self.state, self.next_at, self.round_from = ATTEMPTING, next_at, self.attempts
 
     @event("Redelivered")
     def redelivered(self, client_id: str, redelivered_as: str, actor: str, at: float) -> None:

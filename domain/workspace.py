@@ -11,6 +11,7 @@ from .aggregate import Aggregate
 
 from .credentials import new_id
 from .errors import InvalidInput, InvalidTransition
+from .promo_hours import DEFAULT as DEFAULT_PROMO_HOURS, PromoHours, shown
 
 PENDING, ACTIVE, SUSPENDED = "pending", "active", "suspended"
 
@@ -28,6 +29,7 @@ class Workspace(Aggregate):
         self.rates = rates
         self.credited = 0
         self.totp_required = False  # owners sign in with an authenticator app's code too (docs/dashboard.md)
+        self.promo_hours = shown(DEFAULT_PROMO_HOURS)  # `HH:MM-HH:MM` Nepal time, or `off` (domain/promo_hours.py)
 
     def activate(self, actor: str, at: float) -> None:
         if self.status != PENDING:
@@ -54,6 +56,14 @@ class Workspace(Aggregate):
 
     def set_types(self, types: list[str], actor: str, at: float) -> None:
         self._types_set(types=types, actor=actor, at=at)
+
+    def set_promo_hours(self, hours: PromoHours | None, actor: str, at: float) -> None:
+        """When its promotional messages may go out (None: any time); messages accepted already keep their sendAt."""
+        self._promo_hours_set(hours=shown(hours), actor=actor, at=at)
+
+    @event("PromoHoursSet")
+    def _promo_hours_set(self, hours: str, actor: str, at: float) -> None:
+        self.promo_hours = hours
 
     def require_totp(self, required: bool, actor: str, at: float) -> None:
         if required == self.totp_required:

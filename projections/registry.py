@@ -32,6 +32,7 @@ from sandesh.domain.otp import Otp
 from sandesh.domain.operators import of_imsi
 from sandesh.domain.clock import iso
 from sandesh.domain.pacing import PARTS_PER_WINDOW
+from sandesh.domain.promo_hours import DEFAULT as DEFAULT_PROMO_HOURS, parse as parse_promo_hours, shown
 from sandesh.domain.sim import DEFAULT_MIN_CREDIT, PIN, SETTINGS as SIM_SETTINGS, Sim, SmsSwitch
 from sandesh.domain.workspace import Workspace
 
@@ -41,6 +42,7 @@ CREATE TABLE IF NOT EXISTS workspaces (
     rates jsonb NOT NULL, types jsonb NOT NULL,
     balance bigint NOT NULL DEFAULT 0 CONSTRAINT balance_never_negative CHECK (balance >= 0),
     created_at double precision NOT NULL, updated_at double precision NOT NULL);
+ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS promo_hours text NOT NULL DEFAULT '08:00-20:00';
 CREATE TABLE IF NOT EXISTS clients (
     id text PRIMARY KEY, workspace_id text NOT NULL, brand text NOT NULL, webhook_url text,
     rate_limit integer NOT NULL, key_hash text NOT NULL UNIQUE, key_prefix text NOT NULL,
@@ -94,7 +96,8 @@ OWN = ReadModel(tables={"workspaces": Table("workspaces", ("id",), batching=Batc
 @OWN.on(Workspace.Created)
 def _workspace_created(rows: Rows, e: Workspace.Created) -> None:
     rows.insert("workspaces", {"id": e.originator_id, "name": e.name, "status": "pending", "rates": Jsonb(e.rates),
-                               "types": Jsonb(e.types), "created_at": e.at, "updated_at": e.at})
+                               "types": Jsonb(e.types), "promo_hours": shown(DEFAULT_PROMO_HOURS), "created_at": e.at,
+                               "updated_at": e.at})
 
 
 _WORKSPACE_STATUS = {Workspace.Activated: "active", Workspace.Suspended: "suspended", Workspace.Reinstated: "active"}
@@ -119,6 +122,11 @@ def _workspace_rates(rows: Rows, e: Workspace.RatesSet) -> None:
 @OWN.on(Workspace.TypesSet)
 def _workspace_types(rows: Rows, e: Workspace.TypesSet) -> None:
     rows.update("workspaces", (e.originator_id,), {"types": Jsonb(e.types), "updated_at": e.at})
+
+
+@OWN.on(Workspace.PromoHoursSet)
+def _workspace_promo_hours(rows: Rows, e: Workspace.PromoHoursSet) -> None:
+    rows.update("workspaces", (e.originator_id,), {"promo_hours": e.hours, "updated_at": e.at})
 
 
 @OWN.on(Client.Created)
@@ -311,8 +319,18 @@ def workspace_view(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": row["id"], "name": row["name"], "status": row["status"], "balance": row["balance"],
         "currency": "NPR", "rates": row["rates"], "allowedTypes": row["types"],
+        "promotionalHours": promotional_hours(row["promo_hours"]),
         "createdAt": iso(row["created_at"]), "updatedAt": iso(row["updated_at"]),
     }
+
+
+def promotional_hours(kept: str) -> dict[str, str] | None:
+    """A workspace's promotional hours as the API and the command show them: null when off."""
+    hours = parse_promo_hours(kept)
+    if hours is None:
+        return None
+    start, end = str(hours).split("-")
+    return {"start": start, "end": end, "timeZone": "Asia/Kathmandu"}
 
 
 def client_view(row: dict[str, Any]) -> dict[str, Any]:
@@ -359,8 +377,8 @@ def find_sim(conn: Any, key: str, value: str) -> dict[str, Any] | None:
 
 def workspace_balance(conn: Any, workspace_id: str) -> dict[str, Any] | None:
     """What GET /v1/sms/balance shows of the caller's workspace (prepared: read on every call)."""
-    return conn.execute("SELECT status, balance, rates, types FROM workspaces WHERE id = %s", (workspace_id,),
-                        prepare=True).fetchone()
+    return conn.execute("SELECT status, balance, rates, types, promo_hours FROM workspaces WHERE id = %s",
+                        (workspace_id,), prepare=True).fetchone()
 
 
 def workspaces(conn: Any) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ Owns `webhook_deliveries` (`MODEL`), part of registry.py's inline projection; re
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, ContextManager
 
 import orjson
 
@@ -60,6 +60,12 @@ def _attempted(rows: Rows, e: WebhookDelivery.Attempted) -> None:
     rows.update("webhook_deliveries", (e.originator_id,), {
         "state": e.state, "attempts": e.attempt, "next_at": e.next_at, "leased_until": None,
         "history": JsonAppend([attempt]), "updated_at": e.at})
+
+
+@MODEL.on(WebhookDelivery.Reopened)
+def _reopened(rows: Rows, e: WebhookDelivery.Reopened) -> None:
+    rows.update("webhook_deliveries", (e.originator_id,), {"state": "attempting", "next_at": e.next_at,
+                                                           "leased_until": None, "updated_at": e.at})
 
 
 # The oldest due deliveries, a bounded window of them, ranked by each client's room.
@@ -162,6 +168,28 @@ def of_workspace(conn: Any, now: float, workspace_id: str, client_id: str | None
         " ORDER BY d.created_at DESC, d.id LIMIT %(limit)s",
         {"ws": workspace_id, "since": now - HISTORY, "client": client_id, "state": state, "limit": limit}).fetchall()
     return [{**view(row), "brand": row["brand"]} for row in rows]
+
+
+def of_client(conn: Any, client_id: str, states: tuple[str, ...], since: float, until: float,
+              now: float) -> list[str]:
+    """The ids of the client's deliveries in `states` created from `since` to `until`, within 7
+    days of `now`, oldest first (an operator's redelivery of an outage)."""
+    rows = conn.execute(
+        "SELECT id FROM webhook_deliveries WHERE client_id = %s AND created_at >= %s AND created_at <= %s"
+        " AND state = ANY(%s) ORDER BY created_at, id",
+        (client_id, max(since, now - HISTORY), until, list(states))).fetchall()
+    return [row["id"] for row in rows]
+
+
+class History:
+    """The application's WebhookHistory port (domain/ports.py) on pooled connections."""
+
+    def __init__(self, connection: Callable[[], ContextManager[Any]]):
+        self.connection = connection
+
+    def of_client(self, client_id: str, states: tuple[str, ...], since: float, until: float, now: float) -> list[str]:
+        with self.connection() as conn:
+            return of_client(conn, client_id, states, since, until, now)
 
 
 def workspace_of(conn: Any, delivery_id: str, now: float) -> str | None:

@@ -17,7 +17,7 @@ from sandesh.domain.clock import Clock, OffsetClock, SystemClock
 from sandesh.domain.settings import Settings
 from sandesh.domain.usecases.log import Log
 
-from sandesh.projections import db, idempotency, optouts, otp_limits, registry, sessions, text_keys
+from sandesh.projections import db, idempotency, optouts, otp_limits, registry, sessions, text_keys, webhooks
 from sandesh.projections.group_commit import GroupCommit
 from sandesh.projections.health import DatabaseHealth, DatabaseUnavailable, is_outage
 from sandesh.projections.passwords import Argon2Hasher
@@ -50,7 +50,8 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
         opt_outs=optouts.OptOuts(connection), otp_key=derive_key(secret, "otp-codes"),
         append=commits.save if commits is not None else log.save, batch_answer=batch_answer,
         webhook_guard=lambda url: check_url(url, settings.webhook_allow_private),
-        hasher=Argon2Hasher(), sign_in_failures=sessions.SignInFailures(connection))
+        hasher=Argon2Hasher(), sign_in_failures=sessions.SignInFailures(connection),
+        webhook_history=webhooks.History(connection))
     return Runtime(settings=settings, app=app, clock=clock, connection=connection,
                    health=DatabaseHealth(settings.database_url, log.recorder.datastore.pool),  # type: ignore[attr-defined]
                    commits=commits)

@@ -31,6 +31,16 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
+def iso_time(text: str) -> float:
+    """A time given as ISO 8601 (`Z` or an offset; none is UTC)."""
+    from sandesh.domain.clock import parse_iso
+
+    try:
+        return parse_iso(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 time, e.g. 2026-11-21T00:00:00Z") from None
+
+
 def hours(text: str) -> float:
     try:
         return float(text)
@@ -118,6 +128,12 @@ def parser() -> argparse.ArgumentParser:
     c = ws.add_parser("shred-texts", help="erase every text of a workspace: destroy the keys they are encrypted"
                       " under (counts, costs and statuses stay; messages still waiting fail, refunded)")
     c.add_argument("workspace", metavar="WS")
+    c = ws.add_parser("set-promo-hours", help="when the workspace's promotional messages may go out, in Nepal time "
+                                              "(default 08:00-20:00); one accepted outside them waits for the "
+                                              "opening (audited as workspace.promo_hours_set)")
+    c.add_argument("workspace", metavar="WS")
+    c.add_argument("hours", metavar="HOURS", help="HH:MM-HH:MM, e.g. 08:00-20:00 (an end before the start crosses "
+                                                 "midnight), or off: promotions never wait")
     c = ws.add_parser("set-types", help="set the allowed message types")
     c.add_argument("workspace", metavar="WS")
     c.add_argument("types", metavar="T,T")
@@ -223,8 +239,16 @@ def parser() -> argparse.ArgumentParser:
                    help="attempting: first attempt due; waiting: a retry is scheduled; dead: no more attempts")
     c.add_argument("--limit", type=positive_int, default=100, metavar="N", help="at most N (default 100)")
     wh.add_parser("show", help="one delivery with every attempt and its body").add_argument("delivery", metavar="ID")
-    wh.add_parser("redeliver", help="send the same event again as a new delivery (audited)").add_argument(
-        "delivery", metavar="ID")
+    c = wh.add_parser("redeliver", help="send events again: one delivery as a new delivery (ID), or every dead or "
+                                        "waiting delivery of a client over a span of the last 7 days, in their "
+                                        "original order, with their own ids (--client, --since); audited")
+    c.add_argument("delivery", metavar="ID", nargs="?", help="one delivery, sent again as a new delivery")
+    c.add_argument("--client", metavar="CL", help="redeliver what this client's receiver missed (with --since)")
+    c.add_argument("--since", type=iso_time, metavar="ISO", help="deliveries created from this time, e.g. "
+                                                                 "2026-11-24T06:00:00Z")
+    c.add_argument("--until", type=iso_time, metavar="ISO", help="and up to this time (default: now)")
+    c.add_argument("--state", choices=["dead", "waiting"], help="only dead (no more attempts) or only waiting (a "
+                                                                "retry is scheduled) deliveries (default: both)")
 
     a = sub.add_parser("audit", help="operator changes, oldest first, as JSON lines")
     a.add_argument("--workspace", metavar="WS")

@@ -95,6 +95,10 @@ def workspace_set_types(args: argparse.Namespace, settings: Settings, actor: str
     return _workspace_command(lambda ops: ops.set_types(args.workspace, parse_types(args.types), actor), args, settings)
 
 
+def workspace_set_promo_hours(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _workspace_command(lambda ops: ops.set_promo_hours(args.workspace, args.hours, actor), args, settings)
+
+
 def workspace_shred_texts(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     """Destroy the keys of the workspace's texts (docs/design.md, "Erasing texts")."""
     with opened(settings) as runtime:
@@ -385,12 +389,30 @@ def webhooks_show(args: argparse.Namespace, settings: Settings, actor: str) -> i
 
 
 def webhooks_redeliver(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    """One delivery again as a new one (ID), or an outage's deliveries again as they were (--client)."""
     from sandesh.projections import webhooks
 
+    spanned = args.client is not None or args.since is not None or args.until is not None or args.state is not None
+    if args.delivery is not None and spanned:
+        raise InvalidInput("give either a delivery ID, or --client and --since (with --until, --state), not both")
+    if args.delivery is None:
+        return _redeliver_outage(args, settings, actor)
     with opened(settings) as runtime:
         _recent_delivery(runtime, args.delivery)
         again = runtime.app.webhooks.redeliver(args.delivery, actor)
         emit(webhooks.view(_recent_delivery(runtime, again.id)))
+    return 0
+
+
+def _redeliver_outage(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from sandesh.domain.webhook import REOPENABLE
+
+    if args.client is None or args.since is None:
+        raise InvalidInput("give a delivery ID, or --client CL and --since ISO")
+    with opened(settings) as runtime:
+        count = runtime.app.webhooks.redeliver_outage(args.client, args.since, args.until, args.state, actor)
+        emit({"clientId": args.client, "redelivered": count, "states": [args.state] if args.state else
+              list(REOPENABLE), "since": iso(args.since), "until": iso(args.until) if args.until else None})
     return 0
 
 
@@ -579,6 +601,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("workspace", "credit"): workspace_credit,
     ("workspace", "set-rates"): workspace_set_rates,
     ("workspace", "set-types"): workspace_set_types,
+    ("workspace", "set-promo-hours"): workspace_set_promo_hours,
     ("workspace", "shred-texts"): workspace_shred_texts,
     ("workspace", "show"): workspace_show,
     ("workspace", "list"): workspace_list,

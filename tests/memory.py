@@ -26,6 +26,7 @@ from sandesh.domain.otp import Otp
 from sandesh.domain.ports import Claim, Prior
 from sandesh.domain.sim import Sim
 from sandesh.domain.usecases.log import Log
+from sandesh.domain.webhook import HISTORY, WebhookDelivery
 from sandesh.domain.workspace import Workspace
 from sandesh.projections.idempotency import IDEMPOTENCY_RETENTION
 from sandesh.projections.otp_limits import (CALLER_IP_LIMIT, CALLER_IP_WINDOW, END_USER_IP_LIMIT, END_USER_IP_WINDOW,
@@ -42,6 +43,7 @@ class Tables:
     iccids: dict[str, str] = field(default_factory=dict)
     otp_issues: list[tuple[str, str, str | None, float]] = field(default_factory=list)  # number, client, ip, at
     opted_out: set[tuple[str, str]] = field(default_factory=set)
+    deliveries: dict[str, tuple[str, float]] = field(default_factory=dict)  # webhook delivery -> client, created at
 
 
 def inline_writer(events: list[Any]) -> Callable[[Tables], None]:
@@ -90,6 +92,8 @@ def _apply(tables: Tables, e: Any) -> None:
         tables.opted_out.add((e.workspace_id, e.number))
     elif isinstance(e, OptOut.OptedIn):
         tables.opted_out.discard((e.workspace_id, e.number))
+    elif isinstance(e, WebhookDelivery.Created):
+        tables.deliveries.setdefault(e.originator_id, (e.client_id, e.at))
 
 
 def _remember(tables: Tables, client_id: str, key: str, prior: Prior, at: float) -> None:
@@ -183,6 +187,18 @@ class OptOuts:
         return {n for n in numbers if (workspace_id, n) in self.recorder.tables.opted_out}
 
 
+class WebhookHistory:
+    """Every delivery of the client in the span, whatever its state (the use case checks each one's)."""
+
+    def __init__(self, recorder: MemoryRecorder):
+        self.recorder = recorder
+
+    def of_client(self, client_id: str, states: tuple[str, ...], since: float, until: float, now: float) -> list[str]:
+        found = [(at, delivery_id) for delivery_id, (client, at) in self.recorder.tables.deliveries.items()
+                 if client == client_id and max(since, now - HISTORY) <= at <= until]
+        return [delivery_id for _, delivery_id in sorted(found)]
+
+
 class Texts:
     """Texts sealed under a key of their owner; a shredded key opens nothing."""
 
@@ -248,7 +264,8 @@ def in_memory(clock: Clock, webhook_guard: Callable[[str], None] = lambda url: N
     return Sandesh.build(log, clock=clock, sealer=Sealer(), texts=Texts(), idempotency=Keys(recorder),
                          otp_windows=Windows(recorder), opt_outs=OptOuts(recorder), otp_key=b"k" * 32,
                          append=log.save, batch_answer=batch_answer, webhook_guard=webhook_guard,
-                         hasher=Argon2Hasher(), sign_in_failures=SignInFailures())
+                         hasher=Argon2Hasher(), sign_in_failures=SignInFailures(),
+                         webhook_history=WebhookHistory(recorder))
 
 
 def balance(app: Sandesh, workspace_id: str) -> int:

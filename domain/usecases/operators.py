@@ -15,6 +15,7 @@ from ..credentials import new_api_key, new_webhook_secret, sha256_hex, shown_pre
 from ..errors import InvalidInput
 from ..optout import OptOut, optout_id
 from ..ports import Sealer, Texts
+from ..promo_hours import parse as parse_promo_hours
 from ..sim import SMS_SWITCH_ID, SmsSwitch
 from ..steps import Steps, retried, run
 from ..types import MESSAGE_TYPES, default_rates
@@ -66,6 +67,12 @@ class Operators:
     def set_types(self, workspace_id: str, types: list[str], actor: str) -> Workspace:
         workspace = self._workspace(workspace_id)
         workspace.set_types(types=types, actor=actor, at=self.clock.now())
+        return self._saved(workspace)
+
+    def set_promo_hours(self, workspace_id: str, hours: str, actor: str) -> Workspace:
+        """`sandesh workspace set-promo-hours WS 08:00-20:00|off` (docs/api.md, "Promotional hours")."""
+        workspace = self._workspace(workspace_id)
+        workspace.set_promo_hours(parse_promo_hours(hours), actor=actor, at=self.clock.now())
         return self._saved(workspace)
 
     def require_totp(self, workspace_id: str, required: bool, actor: str) -> Workspace:

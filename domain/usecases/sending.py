@@ -11,9 +11,11 @@ from eventsourcing.persistence import IntegrityError
 
 from ..batch import record as record_batch
 from ..clock import Clock
-from ..errors import IdempotencyConflict, IdempotencyKeyTaken, InsufficientBalance, NotFound, Refused
+from ..errors import IdempotencyConflict, IdempotencyKeyTaken, InsufficientBalance, InvalidRequest, NotFound, Refused
 from ..message import SCHEDULED, Message, accept
 from ..optout import held_back
+from ..preview import Preview, preview
+from ..promo_hours import scheduled
 from ..ports import Caller, IdempotencyKeys, OptOuts, Prior, Texts
 from ..sending import ItemRefused, Problem, SendRequest, cost as send_cost, refusal as send_refusal
 from ..steps import Append, Blocks, Read, Steps, retried, run
@@ -55,7 +57,8 @@ class Sending:
                        request_hash: str | None = None) -> Steps[Accepted | Replayed]:
         """POST /v1/sms/send after validation, in the order of docs/api.md, "Order of checks":
         the Idempotency-Key (a replay, or 409 while a twin runs or for another body), then the
-        refusals (Refused), then the charge (InsufficientBalance).  `request_hash` is
+        refusals (Refused), the promotional hours (a promotion outside them is scheduled for
+        their opening, or InvalidRequest when its validFor ends first), then the charge (InsufficientBalance).  `request_hash` is
         sending.request_hash of the body."""
         return (yield from self._idempotent(caller, idempotency_key, request_hash,
                                             lambda key, hash_: self._accept(caller, request, key, hash_)))
@@ -80,6 +83,11 @@ class Sending:
         the tests' own sends)."""
         return run(self._send_steps(client_id, workspace_id, request, cost, idempotency_key, request_hash),
                    self.append)
+
+    def preview(self, caller: Caller, request: SendRequest) -> Preview:
+        """POST /v1/sms/preview: what a send of this request would be charged, at the caller's
+        workspace rates; nothing is charged, stored or refused."""
+        return preview(request.text, caller.rates, request.message_type)
 
     def cancel_message(self, client_id: str, message_id: str) -> Message:
         return run(self.cancel_message_steps(client_id, message_id), self.log.save)
@@ -146,6 +154,7 @@ class Sending:
         if held_back(request.message_type) and (yield Read(self.opt_outs.opted_out, (caller.workspace_id,
                                                                                       [request.to]))):
             raise Refused("recipient_opted_out")
+        request = scheduled(request, caller.promo_hours, self.clock.now())
         cost = send_cost(caller.rates, request.message_type, request.segments)
         try:
             message = yield from self._send_steps(caller.client_id, caller.workspace_id, request, cost, key,
@@ -162,7 +171,7 @@ class Sending:
         promoted = sorted({i.to for i in items if isinstance(i, SendRequest) and held_back(i.message_type)})
         opted_out = (yield Read(self.opt_outs.opted_out, (caller.workspace_id, promoted))) if promoted else set()
         key_of_texts = yield from text_key(self.texts, caller.workspace_id)
-        for item in items:
+        for index, item in enumerate(items):
             if isinstance(item, list):
                 results.append(ItemRefused("invalid_request", tuple(item)))
                 continue
@@ -171,6 +180,12 @@ class Sending:
                 code = "recipient_opted_out"
             if code:
                 results.append(ItemRefused(code))
+                continue
+            try:
+                item = scheduled(item, caller.promo_hours, now)
+            except InvalidRequest as refused:
+                results.append(ItemRefused("invalid_request", (Problem(["messages", index, *refused.path],
+                                                                       refused.message, refused.code),)))
                 continue
             results.append(self._message(caller.client_id, caller.workspace_id, item,
                                          send_cost(caller.rates, item.message_type, item.segments), None, None, now,

@@ -1,21 +1,25 @@
 """Webhook deliveries (workers/webhooks.py sends them): each is an aggregate that records every
-attempt; an operator can ask for one again (`sandesh webhooks redeliver`)."""
+attempt; an operator can ask for one again (`sandesh webhooks redeliver ID`), or for every one a
+client's receiver missed over a span of time (`sandesh webhooks redeliver --client`)."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from eventsourcing.persistence import IntegrityError
 
-from ..clock import Clock
-from ..errors import InvalidTransition
-from ..ports import Sealer
-from ..webhook import WebhookDelivery, new_delivery
+from ..client import Client
+from ..clock import Clock, iso
+from ..errors import InvalidInput, InvalidTransition, NotFound
+from ..ports import Sealer, WebhookHistory
+from ..redelivery import Redelivery
+from ..steps import Read, Steps, retried, run
+from ..webhook import REOPENABLE, WebhookDelivery, new_delivery
 from .log import Log
 
 
 class Webhooks:
-    def __init__(self, log: Log, clock: Clock, sealer: Sealer):
-        self.log, self.clock, self.sealer = log, clock, sealer
+    def __init__(self, log: Log, clock: Clock, sealer: Sealer, history: WebhookHistory):
+        self.log, self.clock, self.sealer, self.history = log, clock, sealer, history
 
     def client_secret(self, sealed: str) -> str:
         """A client's webhook secret, which signs its deliveries, opened from the sealed form the registry keeps."""
@@ -67,3 +71,44 @@ class Webhooks:
         original.redelivered(client_id=original.client_id, redelivered_as=again.id, actor=actor, at=now)
         self.log.save(original, again)
         return again
+
+    def redeliver_outage(self, client_id: str, since: float, until: float | None, state: str | None,
+                         actor: str, workspace_id: str | None = None) -> int:
+        """Every delivery of the client created from `since` to `until` (now when None) in the
+        last 7 days that is `state` (dead or waiting; both when None) is attempted again at once,
+        in the order the deliveries were created: the same id (`x-service-delivery`) and body, a
+        fresh signature, a new round of attempts.  Audited once, with the count
+        (docs/operations.md, "Redelivering an outage"); returns the count (0: nothing recorded).
+        `workspace_id`: the client must be one of that workspace's (NotFound otherwise: a
+        dashboard page of one workspace)."""
+        now = self.clock.now()
+        states = _states(state)
+        until = now if until is None else until
+        if since > until:
+            raise InvalidInput("since must not be later than until")
+        client = self.log.get(client_id, Client, "client")
+        if workspace_id is not None and client.workspace_id != workspace_id:
+            raise NotFound(f"no client {client_id!r} in workspace {workspace_id!r}")
+
+        def attempt() -> Steps[tuple[tuple[object, ...], int]]:
+            ids = yield Read(self.history.of_client, (client_id, states, since, until, now))
+            found = (yield Read(self.log.aggregates_of, (ids, WebhookDelivery))) if ids else {}
+            due = [found[i] for i in ids if i in found and found[i].state in states and found[i].client_id == client_id]
+            if not due:
+                return (), 0
+            at = self.clock.now()
+            redelivery = Redelivery(client_id=client_id, states=list(states), since=iso(since), until=iso(until),
+                                    count=len(due), actor=actor, at=at)
+            for delivery in due:
+                delivery.reopen(redelivery.id, at=at)
+            return (*due, redelivery), len(due)
+
+        return run(retried(attempt, f"the redelivery of {client_id}'s webhooks"), self.log.save)
+
+
+def _states(state: str | None) -> tuple[str, ...]:
+    if state is None:
+        return REOPENABLE
+    if state not in REOPENABLE:
+        raise InvalidInput(f"state must be one of {', '.join(REOPENABLE)}")
+    return (state,)

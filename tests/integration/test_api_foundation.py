@@ -49,6 +49,7 @@ def test_balance_answers_for_a_key_made_with_client_create(server, active_client
         "balance": {"amount": 100000, "currency": "NPR"},
         "rates": {"transactional": 100, "otp": 100, "promotional": 100},
         "allowedTypes": ["transactional", "otp", "promotional"],
+        "promotionalHours": {"start": "08:00", "end": "20:00", "timeZone": "Asia/Kathmandu"},
         "counters": {"sent": 0, "delivered": 0, "undelivered": 0, "failed": 0, "segments": 0, "spent": 0,
                      "otpSent": 0, "otpVerified": 0},
     }

@@ -15,6 +15,7 @@ def workspace(sandesh, credit="10000", rate_limit="1000"):
     """A fresh active workspace (transactional 100, promotional 40 paisa a segment) and a client."""
     ws = sandesh("workspace", "create", "--name", "Batch", "--rate", "promotional=40")["id"]
     sandesh("workspace", "activate", ws)
+    sandesh("workspace", "set-promo-hours", ws, "off")  # its promotions are queued at once, at any hour
     sandesh("workspace", "credit", ws, credit)
     client = sandesh("client", "create", "--workspace", ws, "--brand", "Batch", "--rate-limit", rate_limit)
     return {"id": ws, "client": client["id"], "key": client["key"]}

@@ -163,6 +163,7 @@ def test_the_queue_depth_and_the_age_of_its_oldest_message_per_type(server, sand
     """Messages accepted wait in the queue (nothing drives the route's SIM here)."""
     ws = sandesh("workspace", "create", "--name", "Queue")["id"]
     sandesh("workspace", "activate", ws)
+    sandesh("workspace", "set-promo-hours", ws, "off")  # its promotions join the queue at any hour
     sandesh("workspace", "credit", ws, "100000")
     key = sandesh("client", "create", "--workspace", ws, "--brand", "Queue")["key"]
     _, before = scrape(server)

@@ -52,6 +52,7 @@ class Account:
     def __init__(self, runtime, server, name, receiver=None):
         self.runtime, self.server = runtime, server
         self.workspace = funded_workspace(runtime.app, name, 10**6, "t")
+        runtime.app.operators.set_promo_hours(self.workspace, "off", "t")  # promotions go at once, at any hour
         self.path = f"/optout/{next(_paths)}"
         url = receiver.url(self.path) if receiver else None
         client, self.key, _ = runtime.app.operators.create_client(self.workspace, name, url, 1000, "t")

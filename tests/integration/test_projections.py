@@ -43,7 +43,8 @@ def clients(runtime):
         ws, cl = made[i % len(made)]
         caller = Caller(client_id=cl, workspace_id=ws, brand="Brand", workspace_status="active",
                         rates={"transactional": 100, "otp": 150, "promotional": 100},
-                        allowed_types=["transactional", "otp", "promotional"], sms_enabled=True, has_route=True)
+                        allowed_types=["transactional", "otp", "promotional"], sms_enabled=True, has_route=True,
+                        promo_hours=None)
         to = f"977981{i:07d}"
         app.otp.send_otp(caller, OtpSendRequest(to, "login", "203.0.113.9" if i % 2 else None), "198.51.100.1")
         app.otp.verify_otp(caller, OtpVerifyRequest(to, "login", "not-the-code"), "198.51.100.1")
@@ -293,7 +294,8 @@ def test_replay_equals_live_after_a_mixed_workload(runtime, sandesh):
     cl, _, _ = app.operators.create_client(ws, "Mixed", None, 1000, "t")
     caller = Caller(client_id=cl.id, workspace_id=ws, brand="Mixed", workspace_status="active",
                     rates={"transactional": 100, "otp": 150, "promotional": 40},
-                    allowed_types=["transactional", "otp", "promotional"], sms_enabled=True, has_route=True)
+                    allowed_types=["transactional", "otp", "promotional"], sms_enabled=True, has_route=True,
+                    promo_hours=None)  # quiet hours off: every promotion queued at once, at any hour
     sent = []
     for i, kind in enumerate(["transactional", "promotional", "otp"] * 4):
         request, _ = parse_send({"to": f"9779841{i:06d}", "text": f"mixed {i} " * (1 + i * 5), "messageType": kind})

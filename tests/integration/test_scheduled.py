@@ -22,6 +22,7 @@ def a_route(route):
 def account(sandesh, receiver):
     ws = sandesh("workspace", "create", "--name", "Later")["id"]
     sandesh("workspace", "activate", ws)
+    sandesh("workspace", "set-promo-hours", ws, "off")  # a promotion's sendAt is its own at any hour here
     sandesh("workspace", "credit", ws, "10000")
     path = f"/hooks/{ws}"
     client = sandesh("client", "create", "--workspace", ws, "--brand", "Later", "--rate-limit", "1000",

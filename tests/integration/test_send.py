@@ -22,6 +22,7 @@ def workspace(sandesh):
     """A fresh active workspace with NPR 100 and a client allowed 1,000 requests/s."""
     ws = sandesh("workspace", "create", "--name", "Send", "--rate", "otp=150", "--rate", "promotional=40")["id"]
     sandesh("workspace", "activate", ws)
+    sandesh("workspace", "set-promo-hours", ws, "off")  # its promotions go at once, at any hour (test_promo_hours)
     sandesh("workspace", "credit", ws, "10000")
     client = sandesh("client", "create", "--workspace", ws, "--brand", "Send", "--rate-limit", "1000")
     return {"id": ws, "client": client["id"], "key": client["key"]}

@@ -83,7 +83,7 @@ def test_shredding_erases_every_text_of_one_workspace_and_keeps_everything_else(
     lifecycle(runtime, delivered, ("submit",), ("accept",), ("report", 0))
     waiting = send(app, client.id, erased, f"{SECRET} order 4412 is waiting")
     caller = Caller(client_id=client.id, workspace_id=erased, brand="Erased", workspace_status="active",
-                    rates={"otp": 150}, allowed_types=["transactional", "otp"], sms_enabled=True, has_route=True)
+                    rates={"otp": 150}, allowed_types=["transactional", "otp"], sms_enabled=True, has_route=True, promo_hours=None)
     code = app.otp.send_otp(caller, OtpSendRequest(f"97798{next(_numbers):08d}", "login", None), "198.51.100.7")
     part = app.dispatch.store_reply_part(None, "sim_test", delivered.to[3:], None, 1, 1, f"{SECRET} reply 4413")
     reply = app.dispatch.finish_reply(part.id, app.history.message(delivered.id))

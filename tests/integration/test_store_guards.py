@@ -27,7 +27,7 @@ def caller(runtime, workspace_id, **overrides):
     client, _, _ = runtime.app.operators.create_client(workspace_id, "Guards", None, None, "t")
     fields = dict(client_id=client.id, workspace_id=workspace_id, brand="Guards", workspace_status="active",
                   rates={"otp": 100, "transactional": 100, "promotional": 100}, allowed_types=["otp", "transactional"],
-                  sms_enabled=True, has_route=True)
+                  sms_enabled=True, has_route=True, promo_hours=None)
     return Caller(**{**fields, **overrides})
 
 

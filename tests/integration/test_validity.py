@@ -46,7 +46,8 @@ def send_otp(runtime, account, to):
     """A code sent as POST /v1/sms/otp/send does, at 100 paisa; the message that carries it."""
     caller = Caller(client_id=account[1], workspace_id=account[0], brand="Valid", workspace_status="active",
                     rates={"transactional": 100, "otp": 100, "promotional": 100},
-                    allowed_types=["transactional", "otp", "promotional"], sms_enabled=True, has_route=True)
+                    allowed_types=["transactional", "otp", "promotional"], sms_enabled=True, has_route=True,
+                    promo_hours=None)
     return runtime.app.otp.send_otp(caller, OtpSendRequest(to, "login", None), "198.51.100.1").message
 
 

@@ -37,7 +37,8 @@ class Store:
         client, _, _ = self.app.operators.create_client(workspace_id, "Pasal", None, None, "tester")
         fields: dict[str, Any] = dict(client_id=client.id, workspace_id=workspace_id, brand="Pasal",
                                       workspace_status="active", rates=default_rates(),
-                                      allowed_types=list(MESSAGE_TYPES), sms_enabled=True, has_route=True)
+                                      allowed_types=list(MESSAGE_TYPES), sms_enabled=True, has_route=True,
+                                      promo_hours=None)  # quiet hours off unless a test sets them
         return Caller(**{**fields, **changes})
 
 

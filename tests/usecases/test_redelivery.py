@@ -1,0 +1,104 @@
+"""Redelivering an outage (Webhooks.redeliver_outage; docs/operations.md, "Redelivering an outage")."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from sandesh.domain.errors import InvalidInput, NotFound
+from sandesh.domain.webhook import ATTEMPTING, DEAD, DELIVERED, MAX_ATTEMPTS, WAITING, new_delivery
+
+from .conftest import Store
+
+HOUR = 3600.0
+
+
+def made(store: Store, client_id: str, hours_ago: float, outcome: str, subject: str):
+    """A delivery created `hours_ago`, left `outcome`: waiting (one 500), dead (three 404s) or delivered."""
+    at = store.app.clock.now() - hours_ago * HOUR
+    subject = f"{subject}_{uuid.uuid4().hex[:8]}"  # a delivery's id is derived from its subject and status
+    delivery = new_delivery(client_id, "message.status", subject, "sent", {"id": subject}, at=at)
+    store.app.webhooks.add_deliveries([delivery])
+    for status in {"waiting": [500], "dead": [404, 404, 404], "delivered": [200]}[outcome]:
+        store.app.webhooks.record_attempt(store.app.webhooks.delivery(delivery.id), status, None, 0.1)
+    assert store.app.webhooks.delivery(delivery.id).state == outcome
+    return delivery.id
+
+
+@pytest.fixture
+def outage(store: Store):
+    """A client whose receiver was down between 30 and 2 hours ago, beside another client."""
+    caller = store.caller()
+    other = store.caller(caller.workspace_id)
+    ids = {"before": made(store, caller.client_id, 40, "dead", "msg_before"),
+           "first": made(store, caller.client_id, 30, "dead", "msg_first"),
+           "second": made(store, caller.client_id, 20, "waiting", "msg_second"),
+           "delivered": made(store, caller.client_id, 10, "delivered", "msg_delivered"),
+           "third": made(store, caller.client_id, 3, "dead", "msg_third"),
+           "other": made(store, other.client_id, 20, "dead", "msg_other")}
+    return caller, ids
+
+
+def test_every_dead_or_waiting_delivery_of_the_span_is_attempted_again_with_its_id_in_its_order(store, outage):
+    caller, ids = outage
+    now = store.app.clock.now()
+    count = store.app.webhooks.redeliver_outage(caller.client_id, now - 31 * HOUR, now - 2 * HOUR, None, "ops")
+    assert count == 3
+    reopened = [store.app.webhooks.delivery(ids[name]) for name in ("first", "second", "third")]
+    assert all(d.state == ATTEMPTING for d in reopened)
+    assert [d.next_at for d in reopened] == sorted(d.created_at for d in reopened)  # due in their original order
+    assert all(d.next_at <= now for d in reopened)
+    untouched = {name: store.app.webhooks.delivery(ids[name]).state for name in ("before", "delivered", "other")}
+    assert untouched == {"before": DEAD, "delivered": DELIVERED, "other": DEAD}
+
+
+def test_it_is_audited_once_with_the_count(store, outage):
+    caller, _ = outage
+    now = store.app.clock.now()
+    store.app.webhooks.redeliver_outage(caller.client_id, now - 31 * HOUR, None, "dead", "ops")
+    [line] = [line for line in store.app.history.audit(client_id=caller.client_id)
+              if line["action"] == "webhook.redelivered"]
+    assert line["actor"] == "ops" and line["workspaceId"] == caller.workspace_id
+    assert line["details"]["count"] == 2 and line["details"]["states"] == ["dead"]
+
+
+def test_the_state_chooses_dead_or_waiting_ones(store, outage):
+    caller, ids = outage
+    now = store.app.clock.now()
+    assert store.app.webhooks.redeliver_outage(caller.client_id, now - 50 * HOUR, None, "waiting", "ops") == 1
+    assert store.app.webhooks.delivery(ids["second"]).state == ATTEMPTING
+    assert store.app.webhooks.delivery(ids["before"]).state == DEAD
+
+
+def test_a_reopened_delivery_gets_a_new_round_of_attempts(store, outage):
+    caller, ids = outage
+    now = store.app.clock.now()
+    store.app.webhooks.redeliver_outage(caller.client_id, now - 4 * HOUR, None, None, "ops")
+    delivery = store.app.webhooks.delivery(ids["third"])
+    for _ in range(MAX_ATTEMPTS - 1):
+        delivery = store.app.webhooks.record_attempt(delivery, 503, None, 0.1)
+        assert delivery.state == WAITING
+    assert store.app.webhooks.record_attempt(delivery, 503, None, 0.1).state == DEAD
+    assert delivery.attempts == 3 + MAX_ATTEMPTS  # the history keeps counting
+
+
+def test_nothing_to_redeliver_records_nothing(store, outage):
+    caller, _ = outage
+    now = store.app.clock.now()
+    assert store.app.webhooks.redeliver_outage(caller.client_id, now - HOUR, None, None, "ops") == 0
+    assert not [line for line in store.app.history.audit(client_id=caller.client_id)
+                if line["action"] == "webhook.redelivered"]
+
+
+def test_bad_input_is_refused(store, outage):
+    caller, _ = outage
+    now = store.app.clock.now()
+    with pytest.raises(InvalidInput):
+        store.app.webhooks.redeliver_outage(caller.client_id, now - HOUR, None, "delivered", "ops")
+    with pytest.raises(InvalidInput):
+        store.app.webhooks.redeliver_outage(caller.client_id, now - HOUR, now - 2 * HOUR, None, "ops")
+    with pytest.raises(NotFound):
+        store.app.webhooks.redeliver_outage("cl_missing", now - HOUR, None, None, "ops")
+    with pytest.raises(NotFound):  # a page of another workspace
+        store.app.webhooks.redeliver_outage(caller.client_id, now - 50 * HOUR, None, None, "ops", workspace_id="ws_x")
+    assert store.app.webhooks.delivery(outage[1]["first"]).state == DEAD
