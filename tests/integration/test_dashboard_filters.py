@@ -31,6 +31,7 @@ class Workspace:
         self.id = sandesh("workspace", "create", "--name", name, "--types", "transactional,promotional")["id"]
         sandesh("workspace", "activate", self.id)
         sandesh("workspace", "credit", self.id, "1000000")
+        sandesh("workspace", "set-promo-hours", self.id, "off")  # a promotion goes out at any hour of the run
         self.clients = {}
         for brand in ("Alpha", "Beta"):
             url = ("--webhook-url", webhook_urls[brand]) if brand in webhook_urls else ()
