@@ -62,7 +62,10 @@ HIDDEN = {"actor", "at", "timestamp", "originator_id", "originator_version",
 
 def operator_change(event: Any) -> bool:
     """An opt-out or opt-in that a recipient's STOP or START reply made is the recipient's doing,
-    not an operator's: it stays out of the audit trail (docs/operations.md, "Opt-outs")."""
+    not an operator's: it stays out of the audit trail (docs/operations.md, "Opt-outs").  A dead
+    delivery redelivered for an outage is counted in the outage's one line (Redelivery.Requested)."""
+    if isinstance(event, WebhookDelivery.Redelivered):
+        return event.redelivery_id is None
     return not isinstance(event, (OptOut.OptedOut, OptOut.OptedIn)) or event.source == OPERATOR
 
 

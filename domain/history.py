@@ -66,8 +66,8 @@ def _delivery_entry(event: Any, delivery: WebhookDelivery, url: str | None) -> d
                 "host": urlsplit(url).hostname if url else None, "httpStatus": event.status_code,
                 "error": event.error, "seconds": event.duration,
                 "delay": round(event.at - delivery.created_at, 3), "state": event.state}
-    if isinstance(event, WebhookDelivery.Reopened):
-        return {"type": "webhook_reopened", **base, "redeliveryId": event.redelivery_id}
+    if isinstance(event, WebhookDelivery.Hurried):
+        return {"type": "webhook_hurried", **base, "redeliveryId": event.redelivery_id}
     if isinstance(event, WebhookDelivery.Redelivered):
         return {"type": "webhook_redelivered", **base, "redeliveredAs": event.redelivered_as, "actor": event.actor}
     return None

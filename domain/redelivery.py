@@ -1,6 +1,7 @@
 """An operator's redelivery of what a client's receiver missed
 (docs/operations.md, "Redelivering an outage"): one event for the whole span, audited once as
-`webhook.redelivered` with the count; each delivery it reopened names it (`WebhookDelivery.Reopened`)."""
+`webhook.redelivered` with the count; each delivery it hurried or delivered again names it (`WebhookDelivery.Hurried`,
+`WebhookDelivery.Redelivered`)."""
 from __future__ import annotations
 
 from eventsourcing.domain import event

@@ -28,7 +28,7 @@ DELAYS = (10, 30, 120, 600, 1800, 3600, 10800)  # after attempts 1-7 (docs/api.m
 HISTORY = 7 * 24 * 3600        # the read model forgets older deliveries; the log keeps them
 
 ATTEMPTING, WAITING, DELIVERED, DEAD = "attempting", "waiting", "delivered", "dead"
-REOPENABLE = (DEAD, WAITING)
+REDELIVERABLE = (DEAD, WAITING)  # what an outage's redelivery takes up
 
 # Which message events are sent, as which webhook status (docs/api.md, "Events").  Submitted maps
 # to `sent` but fires nothing: `sent` fires once every part is accepted (docs/design.md, "Decisions: webhooks").
@@ -81,24 +81,31 @@ class WebhookDelivery(Aggregate):
 
     @event("Created")
     def __init__(self, client_id: str, event_type: str, subject: str, status: str | None, body: str,
-                 redelivery_of: str | None, at: float):
+                 redelivery_of: str | None, at: float, sent_as: str | None = None, due: float | None = None):
         self.client_id = client_id
         self.event_type = event_type
         self.subject = subject
         self.status = status
         self.body = body  # the raw JSON sent, byte for byte the same on every attempt
         self.redelivery_of = redelivery_of
+        self.sent_as = sent_as  # the x-service-delivery of an outage's redelivery: the first delivery's
+        self.redelivered_as: str | None = None  # the newest delivery of its event made from this one
         self.created_at = at
         self.state = ATTEMPTING
         self.attempts = 0
-        self.round_from = 0  # attempts made before it was last reopened: each reopening gets 8 more
-        self.next_at: float | None = at
+        self.next_at: float | None = at if due is None else due
+
+    @property
+    def delivery_header(self) -> str:
+        """Its `x-service-delivery`: its own id, or the one the event was first delivered with when
+        it redelivers an outage (receivers deduplicate on it)."""
+        return self.sent_as or self.id
 
     def attempted(self, status_code: int | None, error: str | None, duration: float, at: float) -> None:
         if self.state in (DELIVERED, DEAD):
             raise InvalidTransition(f"delivery is {self.state}")
         attempt = self.attempts + 1
-        state, delay = after_attempt(attempt - self.round_from, status_code)
+        state, delay = after_attempt(attempt, status_code)
         self._attempted(attempt=attempt, status_code=status_code, error=error, duration=round(duration, 3),
                         state=state, next_at=None if delay is None else at + delay, at=at)
 
@@ -107,30 +114,47 @@ class WebhookDelivery(Aggregate):
                    next_at: float | None, at: float) -> None:
         self.attempts, self.state, self.next_at = attempt, state, next_at
 
-    def reopen(self, redelivery_id: str, at: float) -> None:
-        """An operator redelivers an outage (`Webhooks.redeliver_outage`): a dead or waiting
-        delivery is attempted again at once, with the same id and body and a new round of
-        attempts.  It is due from its creation time, so the sender takes a client's reopened
-        deliveries in their original order."""
-        if self.state not in REOPENABLE:
-            raise InvalidTransition(f"delivery is {self.state}; only a dead or waiting one is reopened")
-        self._reopened(redelivery_id=redelivery_id, next_at=self.created_at, at=at)
+    def hurry(self, redelivery_id: str, at: float) -> None:
+        """An operator redelivers an outage (`Webhooks.redeliver_outage`): a waiting delivery's
+        next attempt is made at once, with the attempts it has left (a dead one is final: the
+        outage gets a new delivery of it, `again`).  It is due from its creation time, so the
+        sender takes a client's redelivered events in their original order."""
+        if self.state != WAITING:
+            raise InvalidTransition(f"delivery is {self.state}; only a waiting one is hurried")
+        self._hurried(redelivery_id=redelivery_id, next_at=self.created_at, at=at)
 
-    @event("Reopened")
-    def _reopened(self, redelivery_id: str, next_at: float, at: float) -> None:
-        self.state, self.next_at, self.round_from = ATTEMPTING, next_at, self.attempts
+    @event("Hurried")
+    def _hurried(self, redelivery_id: str, next_at: float, at: float) -> None:
+        self.state, self.next_at = ATTEMPTING, next_at
+
+    def again(self, redelivery_id: str, actor: str, at: float) -> WebhookDelivery:
+        """A dead delivery's event delivered anew for an outage's redelivery: a new delivery with
+        a full round of attempts, sent with this one's `x-service-delivery` and due from this
+        one's creation time (its place in the client's order).  Counted in the outage's one
+        audit line, not one line each."""
+        if self.state != DEAD:
+            raise InvalidTransition(f"delivery is {self.state}; only a dead one is delivered again")
+        again = new_delivery(self.client_id, self.event_type, self.subject, self.status, self.body, at=at,
+                             redelivery_of=self.id, sent_as=self.delivery_header, due=self.created_at)
+        self.redelivered(client_id=self.client_id, redelivered_as=again.id, actor=actor, at=at,
+                         redelivery_id=redelivery_id)
+        return again
 
     @event("Redelivered")
-    def redelivered(self, client_id: str, redelivered_as: str, actor: str, at: float) -> None:
-        """An operator asked for a new delivery of this event (audited as webhook.redelivered)."""
+    def redelivered(self, client_id: str, redelivered_as: str, actor: str, at: float,
+                    redelivery_id: str | None = None) -> None:
+        """A new delivery of this event: one an operator asked for (audited as
+        webhook.redelivered), or one of an outage's (`redelivery_id`, audited with the outage)."""
+        self.redelivered_as = redelivered_as
 
 
 def new_delivery(client_id: str, event_type: str, subject: str, status: str | None, body: dict[str, Any] | str,
-                 at: float, redelivery_of: str | None = None) -> WebhookDelivery:
+                 at: float, redelivery_of: str | None = None, sent_as: str | None = None,
+                 due: float | None = None) -> WebhookDelivery:
     """A delivery of `body`; the first one for (subject, status) gets the id derived from them,
     so it can never be created twice.  A redelivery is a new delivery with a new id."""
     raw = body if isinstance(body, str) else orjson.dumps(body).decode()
     originator_id = delivery_id(subject, status or event_type) if redelivery_of is None else new_id("whd")
     return WebhookDelivery._create(WebhookDelivery.Created, id=originator_id, client_id=client_id,
                                    event_type=event_type, subject=subject, status=status, body=raw,
-                                   redelivery_of=redelivery_of, at=at)
+                                   redelivery_of=redelivery_of, at=at, sent_as=sent_as, due=due)

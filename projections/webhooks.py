@@ -49,7 +49,8 @@ MODEL = ReadModel(
 def _created(rows: Rows, e: WebhookDelivery.Created) -> None:
     rows.insert("webhook_deliveries", {
         "id": e.originator_id, "client_id": e.client_id, "event_type": e.event_type, "subject": e.subject,
-        "status": e.status, "redelivery_of": e.redelivery_of, "state": "attempting", "next_at": e.at,
+        "status": e.status, "redelivery_of": e.redelivery_of, "state": "attempting",
+        "next_at": e.at if e.due is None else e.due,
         "created_at": e.at, "updated_at": e.at}, on_conflict="nothing")
 
 
@@ -62,8 +63,8 @@ def _attempted(rows: Rows, e: WebhookDelivery.Attempted) -> None:
         "history": JsonAppend([attempt]), "updated_at": e.at})
 
 
-@MODEL.on(WebhookDelivery.Reopened)
-def _reopened(rows: Rows, e: WebhookDelivery.Reopened) -> None:
+@MODEL.on(WebhookDelivery.Hurried)
+def _hurried(rows: Rows, e: WebhookDelivery.Hurried) -> None:
     rows.update("webhook_deliveries", (e.originator_id,), {"state": "attempting", "next_at": e.next_at,
                                                            "leased_until": None, "updated_at": e.at})
 

@@ -405,14 +405,14 @@ def webhooks_redeliver(args: argparse.Namespace, settings: Settings, actor: str)
 
 
 def _redeliver_outage(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from sandesh.domain.webhook import REOPENABLE
+    from sandesh.domain.webhook import REDELIVERABLE
 
     if args.client is None or args.since is None:
         raise InvalidInput("give a delivery ID, or --client CL and --since ISO")
     with opened(settings) as runtime:
         count = runtime.app.webhooks.redeliver_outage(args.client, args.since, args.until, args.state, actor)
         emit({"clientId": args.client, "redelivered": count, "states": [args.state] if args.state else
-              list(REOPENABLE), "since": iso(args.since), "until": iso(args.until) if args.until else None})
+              list(REDELIVERABLE), "since": iso(args.since), "until": iso(args.until) if args.until else None})
     return 0
 
 

@@ -261,7 +261,7 @@ class WebhookSender:
         body = raw.encode()
         headers = {
             "content-type": "application/json", "user-agent": USER_AGENT, "x-service-event": delivery.event_type,
-            "x-service-delivery": delivery.id, "x-service-signature": sign(secrets, int(self.clock.now()), body),
+            "x-service-delivery": delivery.delivery_header, "x-service-signature": sign(secrets, int(self.clock.now()), body),
         }
         started = time.monotonic()
         try:

@@ -13,7 +13,7 @@ from ..errors import InvalidInput, InvalidTransition, NotFound
 from ..ports import Sealer, WebhookHistory
 from ..redelivery import Redelivery
 from ..steps import Read, Steps, retried, run
-from ..webhook import REOPENABLE, WebhookDelivery, new_delivery
+from ..webhook import DEAD, REDELIVERABLE, WebhookDelivery, new_delivery
 from .log import Log
 
 
@@ -76,8 +76,9 @@ class Webhooks:
                          actor: str, workspace_id: str | None = None) -> int:
         """Every delivery of the client created from `since` to `until` (now when None) in the
         last 7 days that is `state` (dead or waiting; both when None) is attempted again at once,
-        in the order the deliveries were created: the same id (`x-service-delivery`) and body, a
-        fresh signature, a new round of attempts.  Audited once, with the count
+        in the order the deliveries were created, with the same `x-service-delivery` and body and
+        a fresh signature: a waiting one with the attempts it has left, a dead one (final) by a new
+        delivery of its event with a full round.  Audited once, with the count
         (docs/operations.md, "Redelivering an outage"); returns the count (0: nothing recorded).
         `workspace_id`: the client must be one of that workspace's (NotFound otherwise: a
         dashboard page of one workspace)."""
@@ -93,22 +94,27 @@ class Webhooks:
         def attempt() -> Steps[tuple[tuple[object, ...], int]]:
             ids = yield Read(self.history.of_client, (client_id, states, since, until, now))
             found = (yield Read(self.log.aggregates_of, (ids, WebhookDelivery))) if ids else {}
-            due = [found[i] for i in ids if i in found and found[i].state in states and found[i].client_id == client_id]
+            due = [found[i] for i in ids if i in found and found[i].state in states and found[i].client_id == client_id
+                   and found[i].redelivered_as is None]  # a dead one delivered anew already is left
             if not due:
                 return (), 0
             at = self.clock.now()
             redelivery = Redelivery(client_id=client_id, states=list(states), since=iso(since), until=iso(until),
                                     count=len(due), actor=actor, at=at)
+            made = []
             for delivery in due:
-                delivery.reopen(redelivery.id, at=at)
-            return (*due, redelivery), len(due)
+                if delivery.state == DEAD:
+                    made.append(delivery.again(redelivery.id, actor, at))
+                else:
+                    delivery.hurry(redelivery.id, at)
+            return (*due, *made, redelivery), len(due)
 
         return run(retried(attempt, f"the redelivery of {client_id}'s webhooks"), self.log.save)
 
 
 def _states(state: str | None) -> tuple[str, ...]:
     if state is None:
-        return REOPENABLE
-    if state not in REOPENABLE:
-        raise InvalidInput(f"state must be one of {', '.join(REOPENABLE)}")
+        return REDELIVERABLE
+    if state not in REDELIVERABLE:
+        raise InvalidInput(f"state must be one of {', '.join(REDELIVERABLE)}")
     return (state,)

@@ -2,6 +2,7 @@
 for a day gets every event it missed after one `sandesh webhooks redeliver --client`, through a
 real `sandesh serve`, a real `sandesh worker webhooks` and a real HTTPS receiver, on the test clock."""
 import signal
+from collections import Counter
 import subprocess
 import sys
 import time
@@ -37,14 +38,15 @@ def webhook_worker(env, receiver):
     assert worker.wait(timeout=20) == 0, worker.stderr.read()
 
 
-def settled(sandesh, client_id, state, timeout=10.0):
-    """The client's deliveries once every one is recorded `state` (an attempt is recorded just after its answer)."""
+def settled(sandesh, client_id, states, timeout=10.0):
+    """The client's deliveries once their states are `states` (a Counter; an attempt is
+    recorded just after its answer)."""
     deadline = time.monotonic() + timeout
     while True:
         listed = sandesh("webhooks", "list", "--client", client_id)["deliveries"]
-        if {d["state"] for d in listed} == {state}:
+        if Counter(d["state"] for d in listed) == states:
             return listed
-        assert time.monotonic() < deadline, f"the deliveries are not all {state}: {listed}"
+        assert time.monotonic() < deadline, f"the deliveries are not {states}: {listed}"
         time.sleep(0.2)
 
 
@@ -72,7 +74,7 @@ def test_a_receiver_down_for_a_day_gets_every_event_it_missed_after_one_command(
     for attempt, delay in enumerate(DELAYS, start=2):  # every retry fails: 8 attempts, then dead
         sandesh("clock", "advance", str(delay))
         receiver.wait(PATH, 3 * attempt, timeout=30)
-    dead = settled(sandesh, client["id"], "dead")
+    dead = settled(sandesh, client["id"], Counter(dead=3))
     assert len(dead) == 3 and all(d["attempts"] == MAX_ATTEMPTS for d in dead)
     sandesh("clock", "advance", str(20 * 3600))  # the receiver's owners notice the next day
     missed = receiver.at(PATH)
@@ -92,7 +94,8 @@ def test_a_receiver_down_for_a_day_gets_every_event_it_missed_after_one_command(
                              now=runtime.clock.now())
         assert t > verify_signature(client["webhookSecret"], original.headers["x-service-signature"], original.body,
                                     tolerance=10**9) + 20 * 3600  # signed afresh, on the service clock
-    assert len(settled(sandesh, client["id"], "delivered")) == 3
+    listed = settled(sandesh, client["id"], Counter(dead=3, delivered=3))  # a dead delivery stays dead:
+    assert {d["redeliveryOf"] for d in listed if d["state"] == "delivered"} == set(first)  # its event went anew
     lines = [orjson.loads(line) for line in sandesh.run("audit", "--client", client["id"]).stdout.splitlines()]
     [audited] = [line for line in lines if line["action"] == "webhook.redelivered"]
     assert audited["details"]["count"] == 3 and audited["actor"] == "tester"

@@ -39,17 +39,34 @@ def outage(store: Store):
     return caller, ids
 
 
-def test_every_dead_or_waiting_delivery_of_the_span_is_attempted_again_with_its_id_in_its_order(store, outage):
+def anew(store: Store, delivery_id: str):
+    """The delivery an outage's redelivery made of a dead one."""
+    return store.app.webhooks.delivery(store.app.webhooks.delivery(delivery_id).redelivered_as)
+
+
+def test_every_dead_or_waiting_delivery_of_the_span_is_attempted_again_as_itself_in_its_order(store, outage):
     caller, ids = outage
     now = store.app.clock.now()
     count = store.app.webhooks.redeliver_outage(caller.client_id, now - 31 * HOUR, now - 2 * HOUR, None, "ops")
     assert count == 3
-    reopened = [store.app.webhooks.delivery(ids[name]) for name in ("first", "second", "third")]
-    assert all(d.state == ATTEMPTING for d in reopened)
-    assert [d.next_at for d in reopened] == sorted(d.created_at for d in reopened)  # due in their original order
-    assert all(d.next_at <= now for d in reopened)
-    untouched = {name: store.app.webhooks.delivery(ids[name]).state for name in ("before", "delivered", "other")}
-    assert untouched == {"before": DEAD, "delivered": DELIVERED, "other": DEAD}
+    first, third = (store.app.webhooks.delivery(ids[name]) for name in ("first", "third"))
+    assert first.state == third.state == DEAD  # a dead delivery is final: its event goes in a new one
+    again = [anew(store, ids["first"]), store.app.webhooks.delivery(ids["second"]), anew(store, ids["third"])]
+    assert all(d.state == ATTEMPTING and d.attempts == a for d, a in zip(again, (0, 1, 0)))
+    assert [d.delivery_header for d in again] == [ids["first"], ids["second"], ids["third"]]  # x-service-delivery
+    assert again[0].body == first.body and again[0].redelivery_of == first.id
+    assert [d.next_at for d in again] == sorted(d.next_at for d in again)  # due in their original order
+    assert all(d.next_at <= now for d in again)
+    untouched = {name: store.app.webhooks.delivery(ids[name]) for name in ("before", "delivered", "other")}
+    assert {name: d.state for name, d in untouched.items()} == {"before": DEAD, "delivered": DELIVERED, "other": DEAD}
+    assert all(d.redelivered_as is None for d in untouched.values())
+
+
+def test_an_outage_redelivered_twice_sends_each_event_once_more(store, outage):
+    caller, ids = outage
+    now = store.app.clock.now()
+    assert store.app.webhooks.redeliver_outage(caller.client_id, now - 31 * HOUR, now - 2 * HOUR, "dead", "ops") == 2
+    assert store.app.webhooks.redeliver_outage(caller.client_id, now - 31 * HOUR, now - 2 * HOUR, "dead", "ops") == 0
 
 
 def test_it_is_audited_once_with_the_count(store, outage):
@@ -70,16 +87,17 @@ def test_the_state_chooses_dead_or_waiting_ones(store, outage):
     assert store.app.webhooks.delivery(ids["before"]).state == DEAD
 
 
-def test_a_reopened_delivery_gets_a_new_round_of_attempts(store, outage):
+def test_a_dead_deliverys_event_gets_a_full_round_and_a_waiting_one_its_attempts_left(store, outage):
     caller, ids = outage
     now = store.app.clock.now()
-    store.app.webhooks.redeliver_outage(caller.client_id, now - 4 * HOUR, None, None, "ops")
-    delivery = store.app.webhooks.delivery(ids["third"])
-    for _ in range(MAX_ATTEMPTS - 1):
+    store.app.webhooks.redeliver_outage(caller.client_id, now - 31 * HOUR, None, None, "ops")
+    for delivery, attempts in ((anew(store, ids["third"]), MAX_ATTEMPTS), (store.app.webhooks.delivery(ids["second"]),
+                                                                          MAX_ATTEMPTS - 1)):
+        for _ in range(attempts - 1):
+            delivery = store.app.webhooks.record_attempt(delivery, 503, None, 0.1)
+            assert delivery.state == WAITING
         delivery = store.app.webhooks.record_attempt(delivery, 503, None, 0.1)
-        assert delivery.state == WAITING
-    assert store.app.webhooks.record_attempt(delivery, 503, None, 0.1).state == DEAD
-    assert delivery.attempts == 3 + MAX_ATTEMPTS  # the history keeps counting
+        assert delivery.state == DEAD and delivery.attempts == MAX_ATTEMPTS  # the interface's 8, never more
 
 
 def test_nothing_to_redeliver_records_nothing(store, outage):
