@@ -20,7 +20,7 @@ from .overview import Overview
 from .pages import Home, SetPassword, SignIn, SignOut, Static
 from .people import People, PersonAction
 from .totp import Code, Enroll, Requirement
-from .webhooks import Delivery, Redeliver, Webhooks
+from .webhooks import Delivery, Outage, Redeliver, Webhooks
 from .web import Web
 
 
@@ -45,6 +45,7 @@ def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[
     app.add_route("/dashboard/w/{workspace_id}/messages", Messages(*parts))
     app.add_route("/dashboard/w/{workspace_id}/messages/{message_id}", Timeline(*parts))
     app.add_route("/dashboard/w/{workspace_id}/webhooks", Webhooks(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/webhooks/outage", Outage(*parts))
     app.add_route("/dashboard/w/{workspace_id}/webhooks/{delivery_id}", Delivery(*parts))
     app.add_route("/dashboard/w/{workspace_id}/webhooks/{delivery_id}/redeliver", Redeliver(*parts))
     app.add_route("/dashboard/w/{workspace_id}/opt-outs", OptOuts(*parts))

@@ -1,15 +1,18 @@
 """The Webhooks page of a workspace (docs/dashboard.md, "Webhooks"): the deliveries of the last
 7 days to its clients with their last attempt, filtered by state and client; a delivery's page
 with every attempt; and Redeliver (owners and developers), the same use case as `sandesh
-webhooks redeliver`, audited as the person."""
+webhooks redeliver`, audited as the person; Redeliver an outage (`Outage`, owners and
+developers), the use case of `sandesh webhooks redeliver --client`."""
 from __future__ import annotations
 
 from typing import Any
 
 import falcon.asgi
 
+from sandesh.domain.clock import parse_iso
+from sandesh.domain.errors import InvalidInput, NotFound
 from sandesh.domain.person import actor_of, may_manage_clients
-from sandesh.domain.webhook import ATTEMPTING, DEAD, DELIVERED, WAITING
+from sandesh.domain.webhook import ATTEMPTING, DEAD, DELIVERED, REDELIVERABLE, WAITING
 from sandesh.projections import registry, webhooks
 
 from .pages import VIEWERS_READ, Page
@@ -17,6 +20,7 @@ from .paging import choices, client_choices
 
 SHOWN = 200
 STATES = (ATTEMPTING, WAITING, DELIVERED, DEAD)
+OUTAGE_FIELDS = ("outage_client", "since", "until", "outage_state")
 
 
 class Webhooks(Page):
@@ -27,10 +31,18 @@ class Webhooks(Page):
         if person is None:
             return
         typed = {name: (req.get_param(name) or "").strip() for name in ("state", "client")}
+        await self.show(req, resp, person, workspace_id, typed, redelivered=req.get_param_as_int("redelivered"))
+
+    async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any],
+                   workspace_id: str, typed: dict[str, str], *, status: int = 200, redelivered: int | None = None,
+                   outage: dict[str, str] | None = None, errors: dict[str, str] | None = None) -> None:
         deliveries, clients = await self.blocking(self._deliveries, workspace_id, typed)
-        self.web.page(req, resp, "webhooks.html", title="Webhooks", person=person, workspace_id=workspace_id,
-                      deliveries=deliveries, manages=may_manage_clients(person["role"]), typed=typed,
-                      options={"state": choices(STATES), "client": client_choices(clients)})
+        outage = outage or {name: "" for name in OUTAGE_FIELDS}
+        self.web.page(req, resp, "webhooks.html", status=status, title="Webhooks", person=person,
+                      workspace_id=workspace_id, deliveries=deliveries, manages=may_manage_clients(person["role"]),
+                      typed={**typed, **outage}, redelivered=redelivered, errors=errors or {},
+                      options={"state": choices(STATES), "client": client_choices(clients),
+                               "outage_state": choices(REDELIVERABLE)})
 
     def _deliveries(self, workspace_id: str,
                     typed: dict[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -81,3 +93,41 @@ class Redeliver(Page):
     def _workspace_of(self, delivery_id: str) -> str | None:
         with self.connection() as conn:
             return webhooks.workspace_of(conn, delivery_id, self.app.clock.now())
+
+
+class Outage(Webhooks):
+    """POST /dashboard/w/{workspace_id}/webhooks/outage: every dead or waiting delivery of one of
+    the workspace's clients created from `since` to `until` (UTC; until: now when empty) sent
+    again (Webhooks.redeliver_outage), audited once as the person; the page then says how many."""
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
+        form, person = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
+        if person is None:
+            return
+        typed = {name: form.get(name, "").strip() for name in OUTAGE_FIELDS}
+        errors = {} if typed["outage_client"] else {"outage_client": "choose the client whose receiver was down"}
+        since, until = (_moment(typed, name, errors) for name in ("since", "until"))
+        if since is None and "since" not in errors:
+            errors["since"] = "give the time the outage began (UTC)"
+        if not errors:
+            try:
+                count = await self.blocking(self.app.webhooks.redeliver_outage, typed["outage_client"], since, until,
+                                            typed["outage_state"] or None, actor_of(person["email"]), workspace_id)
+                return self.web.redirect(resp, f"/dashboard/w/{workspace_id}/webhooks?redelivered={count}")
+            except NotFound:
+                errors["outage_client"] = "no such client in this workspace"
+            except InvalidInput as problem:
+                errors["outage_state" if "state" in str(problem) else "until"] = str(problem)
+        await self.show(req, resp, person, workspace_id, {"state": "", "client": ""}, status=400, outage=typed,
+                        errors=errors)
+
+
+def _moment(typed: dict[str, str], name: str, errors: dict[str, str]) -> float | None:
+    """A `datetime-local` field read as UTC; None when empty, a problem in `errors` when not a time."""
+    if not typed[name]:
+        return None
+    try:
+        return parse_iso(typed[name])
+    except ValueError:
+        errors[name] = f"{typed[name]!r} is not a time (YYYY-MM-DDTHH:MM, UTC)"
+        return None

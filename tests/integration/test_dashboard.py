@@ -415,6 +415,44 @@ def test_a_developer_redelivers_a_webhook_of_their_workspace(page, server, sande
                for line in map(orjson.loads, done.stdout.splitlines()))
 
 
+def test_a_developer_redelivers_an_outage_of_a_client_from_the_webhooks_page(page, server, sandesh, runtime,
+                                                                              workspaces, developer):
+    from datetime import datetime, timezone
+
+    from sandesh.domain.webhook import new_delivery
+
+    mine = sandesh("client", "create", "--workspace", workspaces["acme"], "--brand", "Outage")
+    theirs = sandesh("client", "create", "--workspace", workspaces["other"], "--brand", "Theirs")
+    now = runtime.clock.now()
+    dead = []
+    for n, client in enumerate((mine, mine, theirs)):
+        delivery = new_delivery(client["id"], "message.status", f"msg_outage_{client['id']}_{n}", "delivered",
+                                {"n": n}, at=now - 1800 + n)
+        runtime.app.webhooks.add_deliveries([delivery])
+        for _ in range(3):  # three 404s: dead
+            delivery = runtime.app.webhooks.record_attempt(delivery, 404, None, 0.1)
+        dead.append(delivery.id)
+    sign_in(page, server, developer)
+    page.get_by_role("link", name="Webhooks").click()
+    page.get_by_label("Client of the outage").select_option(label="Outage")
+    page.get_by_role("button", name="Redeliver all").click()
+    expect(page.locator("#since-error")).to_contain_text("the time the outage began")
+    since = datetime.fromtimestamp(now - 3600, timezone.utc).strftime("%Y-%m-%dT%H:%M")
+    page.get_by_label("Since (UTC)").fill(since)
+    page.get_by_role("button", name="Redeliver all").click()
+    expect(page.get_by_role("status")).to_have_text("Redelivered 2 deliveries.")
+    expect(page.get_by_role("row", name=re.compile("Outage"))).to_have_count(4)  # each dead one, and its event anew
+    states = {d["redeliveryOf"]: d["state"] for d in sandesh("webhooks", "list", "--client", mine["id"])["deliveries"]}
+    assert states == {None: "dead", dead[0]: "attempting", dead[1]: "attempting"}
+    token = page.locator("input[name=csrf]").first.input_value()  # another workspace's client: refused
+    forged = page.request.post(f"{server.url}/dashboard/w/{workspaces['acme']}/webhooks/outage",
+                               form={"csrf": token, "outage_client": theirs["id"], "since": since})
+    assert forged.status == 400 and "no such client in this workspace" in forged.text()
+    lines = [orjson.loads(line) for line in sandesh.run("audit", "--workspace", workspaces["acme"]).stdout.splitlines()]
+    [line] = [line for line in lines if line["action"] == "webhook.redelivered" and line["clientId"] == mine["id"]]
+    assert line["actor"] == "user:dev@example.com" and line["details"]["count"] == 2
+
+
 def test_a_viewer_finds_a_message_and_reads_its_timeline(page, server, sandesh, runtime, route, workspaces):
     from sandesh.projections import follower
 
