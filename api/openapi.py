@@ -13,211 +13,12 @@ import falcon
 import falcon.asgi
 import orjson
 
-from sandesh.domain import sending
-from sandesh.domain.batch import MAX_ITEMS
-from sandesh.domain.otp import PURPOSE_MAX
-from sandesh.domain.segments import MAX_SEGMENTS, PART_CAPACITY, SINGLE_PART_CAPACITY
-from sandesh.domain.types import MESSAGE_TYPES
 from sandesh.domain.webhook import USER_AGENT
 
 from .body import MAX_BODY_BYTES
 from .errors import ERRORS
+from .schemas import ref, json_content, SCHEMAS
 from .send import MAX_IDEMPOTENCY_KEY
-
-MESSAGE_STATUSES = ["scheduled", "queued", "submitted", "sent", "delivered", "undelivered", "failed", "rejected",
-                    "canceled"]
-WEBHOOK_STATUSES = ["queued", "sent", "delivered", "undelivered", "failed", "canceled"]
-NUMBER_PATTERN = "^\\+?977(96|97|98)[0-9]{8}$"  # domain/phone.py
-# Not blank: some character that Python's str.isspace() does not count as space (the server strips).
-VISIBLE = ("[^\\t\\n\\v\\f\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029"
-           "\\u202f\\u205f\\u3000]")
-TIME = {"type": "string", "format": "date-time", "description": "ISO 8601, UTC, ending in Z."}
-
-
-def _ref(kind: str, name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/{kind}/{name}"}
-
-
-def _json(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"application/json": {"schema": schema}}
-
-
-def _closed(required: list[str], properties: dict[str, Any], **more: Any) -> dict[str, Any]:
-    return {"type": "object", "required": required, "properties": properties, "additionalProperties": False, **more}
-
-
-SCHEMAS: dict[str, Any] = {
-    "Error": _closed(["error", "code"], {
-        "error": {"type": "string", "description": "For people; the wording may change."},
-        "code": {"type": "string", "enum": sorted(ERRORS), "description": "Stable: branch on this and the status."},
-        "details": {"type": "array", "items": _ref("schemas", "Detail"),
-                    "description": "For 400 invalid_request: one item for each problem found."},
-    }),
-    "Detail": _closed(["path", "message", "code"], {
-        "path": {"type": "array", "items": {"type": ["string", "integer"]},
-                 "description": "The field, e.g. [\"to\"]; [\"Idempotency-Key\"] for that header; [] for the body."},
-        "message": {"type": "string"},
-        "code": {"type": "string", "description": "e.g. required, invalid_type, unknown_field, too_long."},
-    }),
-    "MessageType": {"type": "string", "enum": list(MESSAGE_TYPES)},
-    "Encoding": {"type": "string", "enum": ["GSM-7", "UCS-2"]},
-    "SendRequest": _closed(["to", "text"], {
-        "to": {"type": "string", "pattern": NUMBER_PATTERN, "examples": ["9779812345678"],
-               "description": "977 and 10 digits starting 96, 97 or 98; a leading + is allowed."},
-        "text": {"type": "string", "minLength": 1, "pattern": f"^[^\\u0000]*{VISIBLE[:-1]}\\u0000][^\\u0000]*$",
-                 "description": f"Not blank; at most {MAX_SEGMENTS} segments (160/153 GSM-7 characters, "
-                                "70/67 UCS-2 code units a segment)."},
-        "messageType": {**_ref("schemas", "MessageType"), "default": "transactional"},
-        "validFor": {"type": "integer", "minimum": sending.VALID_FOR_MIN, "maximum": sending.VALID_FOR_MAX,
-                     "description": "Seconds after acceptance (after sendAt, when scheduled) after which the "
-                                    "message is no longer handed to a modem; it then ends failed and is refunded."},
-        "sendAt": {"type": "string", "format": "date-time", "examples": ["2026-12-01T09:00:00+05:45"],
-                   "description": "Schedule the message: ISO 8601 with an offset, not in the past, at most "
-                                  f"{sending.SCHEDULE_AHEAD_MAX // 86_400} days ahead. Charged now; `scheduled` "
-                                  "until then."},
-    }),
-    "SendAccepted": _closed(["messageId", "status", "messageType", "segments", "encoding", "cost"], {
-        "messageId": {"type": "string", "pattern": "^msg_"},
-        "status": {"type": "string", "enum": ["queued", "scheduled"]},
-        "messageType": _ref("schemas", "MessageType"),
-        "segments": {"type": "integer", "minimum": 1, "maximum": MAX_SEGMENTS},
-        "encoding": _ref("schemas", "Encoding"),
-        "cost": {"type": "integer", "minimum": 0, "description": "Paisa: rate × segments."},
-        "expiresAt": {**TIME, "description": "When the send asked for validFor."},
-        "sendAt": {**TIME, "description": "When the send was scheduled."},
-    }),
-    "Preview": _closed(["messageType", "segments", "encoding", "characters", "charactersPerSegment", "cost",
-                        "sendable"], {
-        "messageType": _ref("schemas", "MessageType"),
-        "segments": {"type": "integer", "minimum": 1, "description": "What a send of this text is charged; may "
-                                                                     f"exceed {MAX_SEGMENTS} (then sendable is false)."},
-        "encoding": _ref("schemas", "Encoding"),
-        "characters": {"type": "integer", "minimum": 0,
-                       "description": "Septets for GSM-7 (an extension character counts two), UTF-16 code units "
-                                      "for UCS-2."},
-        "charactersPerSegment": {"type": "integer", "enum": sorted({*SINGLE_PART_CAPACITY.values(),
-                                                                     *PART_CAPACITY.values()}),
-                                 "description": "160 or 153 (split) for GSM-7, 70 or 67 for UCS-2."},
-        "cost": {"type": "integer", "minimum": 0, "description": "Paisa at the workspace's rate: rate × segments."},
-        "sendable": {"type": "boolean", "description": f"false when the text needs more than {MAX_SEGMENTS} "
-                                                       "segments: a send of it would be 400."},
-        "ucs2Characters": {"type": "array", "items": _closed(["position", "character", "replacement"], {
-            "position": {"type": "integer", "minimum": 0, "description": "Index in Unicode code points, from 0."},
-            "character": {"type": "string"},
-            "replacement": {"type": ["string", "null"], "description": "Its GSM-7 stand-in, when one exists."}}),
-            "description": "When the text is UCS-2 only because of a few characters: each of them."},
-        "gsm7Text": {"type": "string", "description": "The text with every such character replaced: GSM-7."},
-        "gsm7Segments": {"type": "integer", "minimum": 1},
-        "gsm7Cost": {"type": "integer", "minimum": 0},
-    }),
-    "BatchRequest": _closed(["messages"], {
-        "messages": {"type": "array", "minItems": 1, "maxItems": MAX_ITEMS,
-                     "items": {"description": "The body of a single send (SendRequest). Each item is judged "
-                                              "alone: an invalid one gets an error in its place in the results, "
-                                              "and the others are still sent."}},
-    }),
-    "BatchAccepted": _closed(["results"], {
-        "results": {"type": "array", "items": {"oneOf": [_ref("schemas", "SendAccepted"), _ref("schemas", "Error")]},
-                    "description": "One per item, in the request's order: its 202 body, or its error."},
-    }),
-    "Message": _closed(["id", "to", "status", "route", "messageType", "segments", "encoding", "cost",
-                        "createdAt", "updatedAt", "expiresAt", "sendAt", "error"], {
-        "id": {"type": "string", "pattern": "^msg_"},
-        "to": {"type": "string", "pattern": "^977(96|97|98)[0-9]{8}$"},
-        "status": {"type": "string", "enum": MESSAGE_STATUSES},
-        "route": {"const": "device"},
-        "messageType": _ref("schemas", "MessageType"),
-        "segments": {"type": "integer", "minimum": 1, "maximum": MAX_SEGMENTS},
-        "encoding": _ref("schemas", "Encoding"),
-        "cost": {"type": "integer", "minimum": 0},
-        "createdAt": TIME, "updatedAt": TIME,
-        "expiresAt": {"oneOf": [TIME, {"type": "null"}]},
-        "sendAt": {"oneOf": [TIME, {"type": "null"}], "description": "When a scheduled message is released."},
-        "error": {"type": ["string", "null"], "description": "Why it failed, was rejected, undelivered or requeued."},
-    }),
-    "PromotionalHours": _closed(["start", "end", "timeZone"], {
-        "start": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$", "examples": ["08:00"]},
-        "end": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$", "examples": ["20:00"],
-                "description": "Closed from this minute; an end before the start crosses midnight."},
-        "timeZone": {"const": "Asia/Kathmandu"},
-    }, description="When the workspace's promotional messages go out; one accepted outside them waits as "
-                   "`scheduled` for the next opening."),
-    "Balance": _closed(["workspaceStatus", "balance", "rates", "allowedTypes", "promotionalHours", "counters"], {
-        "workspaceStatus": {"type": "string", "enum": ["pending", "active", "suspended"]},
-        "balance": _closed(["amount", "currency"], {"amount": {"type": "integer", "description": "Paisa."},
-                                                    "currency": {"const": "NPR"}}),
-        "rates": _closed(list(MESSAGE_TYPES), {t: {"type": "integer", "minimum": 0} for t in MESSAGE_TYPES},
-                         description="Paisa per segment."),
-        "allowedTypes": {"type": "array", "items": _ref("schemas", "MessageType"), "uniqueItems": True},
-        "promotionalHours": {"oneOf": [_ref("schemas", "PromotionalHours"), {"type": "null"}],
-                             "description": "null: off, promotional messages go out at any time."},
-        "counters": _closed(["sent", "delivered", "undelivered", "failed", "segments", "spent", "otpSent",
-                             "otpVerified"],
-                            {name: {"type": "integer", "minimum": 0} for name in
-                             ("sent", "delivered", "undelivered", "failed", "segments", "spent", "otpSent",
-                              "otpVerified")}, description="The calling client's."),
-    }),
-    "OtpSendRequest": _closed(["to", "purpose"], {
-        "to": {"type": "string", "pattern": NUMBER_PATTERN},
-        "purpose": {"type": "string", "minLength": 1, "maxLength": PURPOSE_MAX, "pattern": VISIBLE,
-                    "examples": ["login"]},
-        "ip": {"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}],
-               "description": "The end user's address; when given, the per-end-user-IP limit applies."},
-    }),
-    "OtpSent": _closed(["success", "messageId", "expiresAt"], {
-        "success": {"const": True}, "messageId": {"type": "string", "pattern": "^msg_"}, "expiresAt": TIME}),
-    "OtpVerifyRequest": _closed(["to", "purpose", "code"], {
-        "to": {"type": "string", "pattern": NUMBER_PATTERN},
-        "purpose": {"type": "string", "minLength": 1, "maxLength": PURPOSE_MAX, "pattern": "\\S"},
-        "code": {"type": "string", "minLength": 1, "maxLength": 32},
-    }),
-    "OtpVerifyResult": _closed(["success", "verified"], {
-        "success": {"const": True},
-        "verified": {"type": "boolean"},
-        "reason": {"type": "string", "enum": ["invalid_code", "too_many_attempts", "no_active_otp"],
-                   "description": "Only when verified is false."},
-    }),
-    "Health": _closed(["status"], {"status": {"const": "ok"}}),
-    "Ready": _closed(["ready", "reasons", "checks"], {
-        "ready": {"type": "boolean"},
-        "reasons": {"type": "array", "items": {"type": "string"}},
-        "checks": _closed(["database", "projectionLag", "route"], {
-            "database": {"type": "string", "enum": ["ok", "unreachable"]},
-            "projectionLag": {"type": ["object", "null"], "additionalProperties": {"type": "integer"},
-                              "description": "Events each followed projection is behind the log (counted up to "
-                                             "a cap)."},
-            "route": {"type": ["boolean", "null"]},
-        }),
-    }),
-    "StatusEvent": _closed(["type", "id", "status", "to", "at", "route", "messageType", "segments"], {
-        "type": {"const": "message.status"},
-        "id": {"type": "string", "pattern": "^msg_"},
-        "status": {"type": "string", "enum": WEBHOOK_STATUSES},
-        "to": {"type": "string", "pattern": "^977(96|97|98)[0-9]{8}$"},
-        "at": TIME,
-        "route": {"const": "device"},
-        "messageType": _ref("schemas", "MessageType"),
-        "segments": {"type": "integer", "minimum": 1, "maximum": MAX_SEGMENTS},
-        "error": {"type": "string", "description": "Only with failed, undelivered or queued, when known."},
-    }),
-    "InboundEvent": _closed(["type", "id", "from", "text", "at"], {
-        "type": {"const": "message.inbound"},
-        "id": {"type": "string"},
-        "from": {"type": "string", "pattern": "^\\+"},
-        "text": {"type": "string"},
-        "at": TIME,
-        "inReplyTo": {"type": "string", "pattern": "^msg_", "description": "The message answered, when known."},
-    }),
-}
-
-_SEND_FIELDS = SCHEMAS["SendRequest"]["properties"]
-SCHEMAS["PreviewRequest"] = {
-    **SCHEMAS["SendRequest"], "required": ["text"],
-    # null is taken as a field left out (domain/sending.py reads a missing field and a null one alike)
-    "properties": {**_SEND_FIELDS, **{name: {**_SEND_FIELDS[name], "type": [_SEND_FIELDS[name]["type"], "null"]}
-                                      for name in ("to", "validFor", "sendAt")}},
-    "description": f"The body of a send; `to` may be left out, and a text over {MAX_SEGMENTS} segments is still "
-                   "answered."}
 
 _REQUEST_ID = {"description": "The caller's x-request-id, or one made for this request.",
                "schema": {"type": "string"}, "required": True}
@@ -238,13 +39,13 @@ for _code, (_status, _text) in ERRORS.items():
 
 def _error_response(status: str) -> dict[str, Any]:
     codes = _ERROR_STATUSES[status]
-    headers: dict[str, Any] = {"x-request-id": _ref("headers", "x-request-id")}
+    headers: dict[str, Any] = {"x-request-id": ref("headers", "x-request-id")}
     if status in ("429", "503"):
-        headers["Retry-After"] = _ref("headers", "Retry-After")
+        headers["Retry-After"] = ref("headers", "Retry-After")
     if status == "405":
         headers["Allow"] = {"schema": {"type": "string"}, "description": "The methods this path takes."}
     return {"description": ", ".join(f"`{code}`" for code in codes) + ".", "headers": headers,
-            "content": _json(_ref("schemas", "Error"))}
+            "content": json_content(ref("schemas", "Error"))}
 
 
 RESPONSES = {status: _error_response(status) for status in _ERROR_STATUSES}
@@ -252,12 +53,12 @@ RESPONSES = {status: _error_response(status) for status in _ERROR_STATUSES}
 
 def _ok(description: str, schema: str, *, headers: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"description": description,
-            "headers": {"x-request-id": _ref("headers", "x-request-id"), **(headers or {})},
-            "content": _json(_ref("schemas", schema))}
+            "headers": {"x-request-id": ref("headers", "x-request-id"), **(headers or {})},
+            "content": json_content(ref("schemas", schema))}
 
 
 def _errors(*statuses: int) -> dict[str, Any]:
-    return {str(status): _ref("responses", str(status)) for status in (*statuses, 500)}
+    return {str(status): ref("responses", str(status)) for status in (*statuses, 500)}
 
 
 _KEYED = (401, 403, 429, 503)  # a key, a disabled client or workspace, the request rate, the database away
@@ -268,15 +69,15 @@ def _post(operation_id: str, summary: str, request: str, answer: dict[str, Any],
           description: str = "", parameters: list[Any] | None = None) -> dict[str, Any]:
     return {"post": {
         "operationId": operation_id, "summary": summary, "description": description, "security": [{"apiKey": []}],
-        "parameters": [_ref("parameters", "x-request-id"), *(parameters or [])],
-        "requestBody": {"required": True, "content": _json(_ref("schemas", request))},
+        "parameters": [ref("parameters", "x-request-id"), *(parameters or [])],
+        "requestBody": {"required": True, "content": json_content(ref("schemas", request))},
         "responses": {**answer, **_errors(*_POSTED, *more_statuses)},
     }}
 
 
 def _public(operation_id: str, summary: str, answers: dict[str, Any], description: str = "") -> dict[str, Any]:
     return {"get": {"operationId": operation_id, "summary": summary, "description": description, "security": [],
-                    "parameters": [_ref("parameters", "x-request-id")], "responses": answers}}
+                    "parameters": [ref("parameters", "x-request-id")], "responses": answers}}
 
 
 def _webhook(summary: str, event: str, schema: str) -> dict[str, Any]:
@@ -295,7 +96,7 @@ def _webhook(summary: str, event: str, schema: str) -> dict[str, Any]:
              "description": "The delivery's id; retries reuse it, so deduplicate on it."},
             {"name": "user-agent", "in": "header", "required": True, "schema": {"const": USER_AGENT}},
         ],
-        "requestBody": {"required": True, "content": _json(_ref("schemas", schema))},
+        "requestBody": {"required": True, "content": json_content(ref("schemas", schema))},
         "responses": {"2XX": {"description": "Received. Anything else within 10 s, or no answer, is retried: "
                                              "10 s, 30 s, 2 min, 10 min, 30 min, 1 h, 3 h; 8 attempts in all, "
                                              "3 on a 4xx other than 408 and 429."}},
@@ -329,7 +130,7 @@ def document() -> dict[str, Any]:
             "/v1/sms/send": _post(
                 "sendMessage", "Send a message", "SendRequest",
                 {"202": {**_ok("Accepted and queued; charged now.", "SendAccepted",
-                               headers={"Idempotent-Replayed": _ref("headers", "Idempotent-Replayed")}),
+                               headers={"Idempotent-Replayed": ref("headers", "Idempotent-Replayed")}),
                          "links": {"GetMessage": _LOOKUP}}},
                 402, 409,
                 description="Checks, in order: key (401), client and workspace (403), request rate (429), body "
@@ -345,7 +146,7 @@ def document() -> dict[str, Any]:
                 "sendBatch", "Send up to 1,000 messages", "BatchRequest",
                 {"202": _ok("Each item accepted or refused on its own; the accepted ones are charged together.",
                             "BatchAccepted",
-                            headers={"Idempotent-Replayed": _ref("headers", "Idempotent-Replayed")})},
+                            headers={"Idempotent-Replayed": ref("headers", "Idempotent-Replayed")})},
                 402, 409,
                 description="The batch counts as one request toward the rate. Each item is checked as a single "
                             "send is; when the balance cannot pay for every accepted item, none is sent (402).",
@@ -364,20 +165,20 @@ def document() -> dict[str, Any]:
                                "`canceled` and is refunded in full. Later: 409 message_not_cancelable.",
                 "security": [{"apiKey": []}],
                 "parameters": [{"name": "message_id", "in": "path", "required": True, "schema": {"type": "string"}},
-                               _ref("parameters", "x-request-id")],
+                               ref("parameters", "x-request-id")],
                 "responses": {"200": _ok("Canceled and refunded.", "Message"), **_errors(*_KEYED, 404, 409)},
             }},
             "/v1/sms/messages/{message_id}": {"get": {
                 "operationId": "getMessage", "summary": "Look up a message", "security": [{"apiKey": []}],
                 "parameters": [{"name": "message_id", "in": "path", "required": True, "schema": {"type": "string"}},
-                               _ref("parameters", "x-request-id")],
+                               ref("parameters", "x-request-id")],
                 "responses": {"200": _ok("The message, as soon as its send answered 202.", "Message"),
                               **_errors(*_KEYED, 404)},
             }},
             "/v1/sms/balance": {"get": {
                 "operationId": "getBalance",
                 "summary": "Balance, rates, allowed types and the calling client's counters",
-                "security": [{"apiKey": []}], "parameters": [_ref("parameters", "x-request-id")],
+                "security": [{"apiKey": []}], "parameters": [ref("parameters", "x-request-id")],
                 "responses": {"200": _ok("The workspace's balance and the caller's counters.", "Balance"),
                               **_errors(*_KEYED)},
             }},
@@ -395,17 +196,17 @@ def document() -> dict[str, Any]:
             "/v1/ready": _public("ready", "Readiness: database, projections, a route", {
                 "200": _ok("Ready.", "Ready"),
                 "503": {"description": "Not ready; `reasons` says why.",
-                        "headers": {"x-request-id": _ref("headers", "x-request-id"),
-                                    "Retry-After": _ref("headers", "Retry-After")},
-                        "content": _json(_ref("schemas", "Ready"))},
-                "500": _ref("responses", "500")}),
+                        "headers": {"x-request-id": ref("headers", "x-request-id"),
+                                    "Retry-After": ref("headers", "Retry-After")},
+                        "content": json_content(ref("schemas", "Ready"))},
+                "500": ref("responses", "500")}),
             "/v1/openapi.json": _public("openapi", "This document", {
-                "200": {"description": "OpenAPI 3.1.", "headers": {"x-request-id": _ref("headers", "x-request-id")},
-                        "content": _json({"type": "object"})}, **_errors()}),
+                "200": {"description": "OpenAPI 3.1.", "headers": {"x-request-id": ref("headers", "x-request-id")},
+                        "content": json_content({"type": "object"})}, **_errors()}),
             "/metrics": _public("metrics", "Prometheus metrics", {
                 "200": {"description": "Prometheus text format (docs/operations.md, \"Metrics\").",
                         "content": {"text/plain": {"schema": {"type": "string"}}}},
-                "500": _ref("responses", "500")}),
+                "500": ref("responses", "500")}),
         },
         "webhooks": {
             "message.status": _webhook("A message's status changed", "message.status", "StatusEvent"),
