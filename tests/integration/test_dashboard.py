@@ -142,7 +142,7 @@ def test_pages_allow_no_inline_script_and_no_framing(page, server):
     policy = response.headers["content-security-policy"]
     assert "default-src 'self'" in policy and "frame-ancestors 'none'" in policy and "unsafe-inline" not in policy
     assert response.headers["cache-control"] == "no-store"
-    assert page.locator("script").count() == 0
+    assert page.locator("script").count() == 0  # scripts are files, on the pages that use them
 
 
 def test_the_session_id_changes_at_sign_in(page, server, owner):
@@ -301,6 +301,9 @@ def test_a_developer_creates_a_client_and_sees_its_key_once(page, server, sandes
     assert posted.value.headers["cache-control"] == "no-store"
     key = page.get_by_role("status").locator("code").first.inner_text()
     assert re.fullmatch(r"sk_live_[0-9a-f]{48}", key)
+    secret = page.get_by_role("status").locator("code").nth(1).inner_text()
+    assert copied(page, server, "Copy key") == key
+    assert copied(page, server, "Copy secret") == secret and secret.startswith("whsec_")
     assert requests.get(server.url + "/v1/sms/balance", headers={"x-api-key": key}).status_code == 200
     page.get_by_role("link", name="API clients").click()
     assert key not in page.content()  # shown once
@@ -338,6 +341,30 @@ def test_a_developer_creates_a_client_and_sees_its_key_once(page, server, sandes
     for action in ("client.created", "client.key_rotated", "client.secret_rotated", "client.updated",
                    "client.disabled", "client.enabled"):
         assert (action, "user:dev@example.com") in actions
+
+
+def copied(page: Page, server: Any, button: str) -> str:
+    """What the page's copy button puts on the clipboard (the browser lets this origin read it)."""
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+    page.get_by_role("button", name=button).click()
+    expect(page.get_by_role("button", name="Copied")).to_be_visible()  # written
+    return page.evaluate("navigator.clipboard.readText()")
+
+
+def test_without_javascript_a_new_key_is_shown_to_select_and_no_button_is(browser, server, developer):
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    try:
+        sign_in(page, server, developer)
+        page.get_by_role("link", name="API clients").click()
+        page.get_by_label("Brand", exact=True).fill("No Script Shop")
+        page.get_by_role("button", name="Create client").click()
+        key = page.get_by_role("status").locator("code").first
+        expect(key).to_have_text(re.compile(r"sk_live_[0-9a-f]{48}"))
+        assert key.evaluate("code => getComputedStyle(code).userSelect") != "none"
+        expect(page.get_by_role("button", name="Copy key")).to_be_hidden()
+    finally:
+        context.close()
 
 
 def test_a_viewer_reads_the_clients_and_changes_nothing(page, server, sandesh, workspaces):
