@@ -80,3 +80,31 @@ def test_a_page_of_any_filter_is_an_index_scan_that_stops_at_its_last_row(runtim
                 assert 0 < cost["rows"] <= 2 * (PAGE + 1), cost
         finally:
             conn.execute("DELETE FROM audit_lines WHERE originator_id LIKE 'gen_%'")
+
+
+def test_pages_of_a_person_walk_their_lines_once_each_newest_first_and_back(runtime):
+    """Next (before a line's key) and Previous (after it) over the Person filter's two merged
+    halves: every line by or about the person, once, in the order of (at, id)."""
+    lines, workspaces = 6_000, 4
+    person = "p5@example.com"  # of ws_1
+    with runtime.connection() as conn:
+        fill(conn, lines, workspaces)
+        try:
+            expected = [(r["at"], r["originator_id"]) for r in conn.execute(
+                "SELECT * FROM audit_lines WHERE workspace_id = 'ws_1' AND (actor = %(actor)s"
+                " OR (action LIKE 'person.%%' AND details->>'email' = %(email)s))"
+                " ORDER BY at DESC, originator_id DESC", {"actor": f"user:{person}", "email": person}).fetchall()]
+            walked, pages, page = [], [], None
+            while True:
+                rows = audit.search(conn, "ws_1", None, None, person, None, None, page, PAGE)
+                if not rows:
+                    break
+                pages.append(rows)
+                walked += [(r["at"], r["originator_id"]) for r in rows]
+                page = ("before", tuple(rows[-1][c] for c in audit.ORDER))
+            back = audit.search(conn, "ws_1", None, None, person, None, None,
+                                ("after", tuple(pages[1][0][c] for c in audit.ORDER)), PAGE)
+        finally:
+            conn.execute("DELETE FROM audit_lines WHERE originator_id LIKE 'gen_%'")
+    assert len(expected) > 2 * PAGE and walked == expected
+    assert back == pages[0]
