@@ -1,7 +1,7 @@
 """The audit trail: which events are operator changes, and how each reads (docs/operations.md, "Audit")."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .client import Client
 from .optout import OPERATOR, OptOut
@@ -69,8 +69,9 @@ def operator_change(event: Any) -> bool:
     return not isinstance(event, (OptOut.OptedOut, OptOut.OptedIn)) or event.source == OPERATOR
 
 
-def audit_line(event: Any, workspace_of_client: dict[str, str]) -> dict[str, Any]:
-    """One line of `sandesh audit` for an operator event."""
+def audit_line(event: Any, workspace_of_client: Callable[[str], str | None]) -> dict[str, Any]:
+    """One line of the audit trail for an operator event.  `workspace_of_client(client_id)`: the
+    workspace of a client, for its events that do not carry it (asked only for those)."""
     state = vars(event)
     kind = ACTIONS[type(event)]
     subject = event.originator_id
@@ -81,10 +82,10 @@ def audit_line(event: Any, workspace_of_client: dict[str, str]) -> dict[str, Any
         workspace_id = state["workspace_id"]
     elif kind.startswith("client."):
         client_id = subject
-        workspace_id = state.get("workspace_id") or workspace_of_client.get(subject)
+        workspace_id = state.get("workspace_id") or workspace_of_client(subject)
     elif kind.startswith("webhook."):
         client_id = state["client_id"]
-        workspace_id = workspace_of_client.get(client_id)
+        workspace_id = workspace_of_client(client_id)
     elif kind.startswith("sim."):
         sim_id = subject
     details = {k: v for k, v in state.items() if k not in HIDDEN}

@@ -16,14 +16,15 @@ from typing import Any, Callable
 
 import psycopg
 
-from . import counters, messages, otps
+from . import audit, counters, messages, otps
 from .contract import Projection
 from .runtime import Runtime
 from .health import is_outage
 
 log = logging.getLogger("sandesh.projections")
 
-FOLLOWED: dict[str, Projection] = {p.name: p for p in (messages.PROJECTION, counters.PROJECTION, otps.PROJECTION)}
+FOLLOWED: dict[str, Projection] = {p.name: p for p in (messages.PROJECTION, counters.PROJECTION, otps.PROJECTION,
+                                                        audit.PROJECTION)}
 POSITIONS_DDL = "CREATE TABLE IF NOT EXISTS projection_positions (name text PRIMARY KEY, position bigint NOT NULL);"
 BATCH = 1000
 

@@ -8,6 +8,7 @@ from typing import Any
 from sandesh.domain.clock import iso
 from sandesh.domain.message import QUEUED, ROUTE, SCHEDULED, Message
 
+from . import keyset
 from .contract import Projection
 from .rows import Rows, Table
 
@@ -60,6 +61,8 @@ def view(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+ORDER = ("created_at", "id")  # a row's place in the Messages page, newest first: the page links' key
+
 # The filters of the dashboard's Messages page: each a column compared for equality.
 FILTERS = {"message_id": "id", "number": '"to"', "status": "status", "message_type": "message_type",
            "client_id": "client_id"}
@@ -76,20 +79,8 @@ def search(conn: Any, workspace_id: str, filters: dict[str, str], since: float |
     for name, value in filters.items():
         where.append(f"{FILTERS[name]} = %s")
         params.append(value)
-    if since is not None:
-        where.append("created_at >= %s")
-        params.append(since)
-    if until is not None:
-        where.append("created_at < %s")
-        params.append(until)
-    newer = page is not None and page[0] == "after"
-    if page is not None:
-        where.append(f"(created_at, id) {'>' if newer else '<'} (%s, %s)")
-        params.extend(page[1])
-    order = "ASC" if newer else "DESC"
-    rows = conn.execute(f"SELECT * FROM messages WHERE {' AND '.join(where)}"
-                        f" ORDER BY created_at {order}, id {order} LIMIT %s", (*params, limit)).fetchall()
-    return rows[::-1] if newer else rows
+    return keyset.read_page(conn, keyset.newest_first_query("messages", ORDER, (where, params), since, until, page,
+                                                            limit), page)
 
 
 def last_day(conn: Any, workspace_id: str, now: float, hours: int = 24) -> list[dict[str, Any]]:

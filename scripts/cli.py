@@ -272,7 +272,7 @@ def parser() -> argparse.ArgumentParser:
     w.add_argument("--host", help="the host whose SIMs a dispatcher drives (default: every SIM)")
 
     r = sub.add_parser("replay", help="rebuild read models from the log, beside the live ones, then swap")
-    r.add_argument("names", nargs="*", metavar="PROJECTION", help="registry, messages, counters, otps (default: all)")
+    r.add_argument("names", nargs="*", metavar="PROJECTION", help="registry, messages, counters, otps, audit (default: all)")
     r.add_argument("--check", action="store_true",
                    help="rebuild beside the live tables and compare them row for row without swapping; prints "
                         "rows compared and rows that differ per table, exits 1 when any differ")

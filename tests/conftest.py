@@ -185,6 +185,18 @@ def server(env: dict[str, str]) -> Iterator[Server]:
 
 
 @pytest.fixture(scope="module")
+def projections_worker(env: dict[str, str]) -> Iterator[subprocess.Popen]:
+    """A real `sandesh worker projections`: the followed read models trail the log by about a
+    second, as in service."""
+    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", "projections"], cwd=ROOT,
+                              env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    yield worker
+    worker.terminate()
+    worker.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
 def receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The HTTPS webhook receiver (tests/receiver.py), with a test certificate of its own."""
     from tests.receiver import Receiver

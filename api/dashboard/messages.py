@@ -15,7 +15,7 @@ from sandesh.domain.types import MESSAGE_TYPES
 from sandesh.projections import inbound, messages, registry
 
 from .pages import Page
-from .paging import PAGE, Paged, choices, client_choices, day_range, requested
+from .paging import PAGE, Paged, choices, client_choices, day_range, key_of, parse_key, requested
 
 STATUSES = (SCHEDULED, QUEUED, SUBMITTED, SENT, DELIVERED, UNDELIVERED, FAILED, REJECTED, CANCELED)
 FIELDS = ("q", "status", "type", "client", "from", "to")
@@ -47,26 +47,13 @@ class Messages(Page):
             filters["message_id"] = query
         elif query:
             filters["number"] = phone.normalise(query) or query
-        keyed = parse_key(page[1]) if page else None
+        keyed = parse_key(page[1], (float, str)) if page else None
         page = (page[0], keyed) if keyed else None
         with self.connection() as conn:
             rows = messages.search(conn, workspace_id, {k: v for k, v in filters.items() if v}, since, until,
                                    page, PAGE + 1)
             clients = [registry.client_view(row) for row in registry.clients(conn, workspace_id)]
-        return Paged(rows, page, key), clients
-
-
-def key(row: dict[str, Any]) -> str:
-    """A row's place in the newest-first order, for the page links: `created_at,id`."""
-    return f"{row['created_at']!r},{row['id']}"
-
-
-def parse_key(text: str) -> tuple[float, str] | None:
-    at, _, message_id = text.partition(",")
-    try:
-        return float(at), message_id
-    except ValueError:
-        return None
+        return Paged(rows, page, lambda row: key_of(row, messages.ORDER)), clients
 
 
 class Timeline(Page):

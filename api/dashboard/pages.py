@@ -203,10 +203,11 @@ class SetPassword(Page):
 
 
 class Static:
-    """GET /dashboard/static/{name}: the stylesheet and the SIM pool's script, served from the
-    package (nothing from a CDN)."""
+    """GET /dashboard/static/{name}: the stylesheet and the scripts (the SIM pool's refresh, the
+    Copy buttons), served from the package (nothing from a CDN)."""
     dashboard = True
-    FILES = {"dashboard.css": "text/css; charset=utf-8", "live.js": "text/javascript; charset=utf-8"}
+    FILES = {"dashboard.css": "text/css; charset=utf-8", "live.js": "text/javascript; charset=utf-8",
+             "copy.js": "text/javascript; charset=utf-8"}
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, name: str) -> None:
         if name not in self.FILES:

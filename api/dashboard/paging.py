@@ -40,6 +40,21 @@ def requested(req: falcon.asgi.Request) -> tuple[str, str] | None:
     return None
 
 
+def key_of(row: dict[str, Any], order: tuple[str, ...]) -> str:
+    """A row's place in the newest-first order, for the page links: its `order` columns joined
+    by commas (a time first, exactly; only the last may hold a comma)."""
+    return ",".join(repr(row[column]) if isinstance(row[column], float) else str(row[column]) for column in order)
+
+
+def parse_key(text: str, kinds: tuple[type, ...]) -> tuple[Any, ...] | None:
+    """The values of a `key_of` key as `kinds`, or None when it is not one."""
+    parts = text.split(",", len(kinds) - 1)
+    try:
+        return tuple(kind(part) for kind, part in zip(kinds, parts, strict=True))
+    except ValueError:
+        return None
+
+
 def choices(values: Any) -> list[tuple[str, str]]:
     """A select's options, (value, text), of values shown as they are."""
     return [(value, value) for value in values]

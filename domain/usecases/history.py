@@ -61,7 +61,7 @@ class History:
                 workspace_of_client[event.originator_id] = event.workspace_id
             if not operator_change(event):
                 continue
-            line = audit_line(event, workspace_of_client)
+            line = audit_line(event, workspace_of_client.get)
             if workspace_id and line["workspaceId"] != workspace_id:
                 continue
             if client_id and line["clientId"] != client_id:

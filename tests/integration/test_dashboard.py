@@ -3,6 +3,7 @@ against a real `sandesh serve`, people added with the real `sandesh user` comman
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import urlsplit
@@ -72,6 +73,18 @@ def sign_in(page: Page, server: Any, email: str, password: str = PASSWORD) -> No
     page.get_by_role("button", name="Sign in").click()
 
 
+def audit_shows(page: Page, url: str, text: str, timeout: float = 10.0) -> None:
+    """Open the Audit log page at `url` again until a line has `text`: the page reads a followed
+    read model, which trails the log by about a second (docs/dashboard.md, "Audit log")."""
+    deadline = time.monotonic() + timeout
+    while True:
+        page.goto(url)
+        if page.locator("table.audit tbody tr", has_text=text).count():
+            return
+        assert time.monotonic() < deadline, f"no line with {text!r} on {url} after {timeout} s"
+        page.wait_for_timeout(100)
+
+
 @pytest.fixture(scope="module")
 def owner(sandesh: Any, workspaces: dict[str, str], server: Any, browser: Browser) -> dict[str, Any]:
     """The owner of Acme Pasal, with their password set."""
@@ -129,7 +142,7 @@ def test_pages_allow_no_inline_script_and_no_framing(page, server):
     policy = response.headers["content-security-policy"]
     assert "default-src 'self'" in policy and "frame-ancestors 'none'" in policy and "unsafe-inline" not in policy
     assert response.headers["cache-control"] == "no-store"
-    assert page.locator("script").count() == 0
+    assert page.locator("script").count() == 0  # scripts are files, on the pages that use them
 
 
 def test_the_session_id_changes_at_sign_in(page, server, owner):
@@ -288,6 +301,9 @@ def test_a_developer_creates_a_client_and_sees_its_key_once(page, server, sandes
     assert posted.value.headers["cache-control"] == "no-store"
     key = page.get_by_role("status").locator("code").first.inner_text()
     assert re.fullmatch(r"sk_live_[0-9a-f]{48}", key)
+    secret = page.get_by_role("status").locator("code").nth(1).inner_text()
+    assert copied(page, server, "Copy key") == key
+    assert copied(page, server, "Copy secret") == secret and secret.startswith("whsec_")
     assert requests.get(server.url + "/v1/sms/balance", headers={"x-api-key": key}).status_code == 200
     page.get_by_role("link", name="API clients").click()
     assert key not in page.content()  # shown once
@@ -327,6 +343,30 @@ def test_a_developer_creates_a_client_and_sees_its_key_once(page, server, sandes
         assert (action, "user:dev@example.com") in actions
 
 
+def copied(page: Page, server: Any, button: str) -> str:
+    """What the page's copy button puts on the clipboard (the browser lets this origin read it)."""
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+    page.get_by_role("button", name=button).click()
+    expect(page.get_by_role("button", name="Copied")).to_be_visible()  # written
+    return page.evaluate("navigator.clipboard.readText()")
+
+
+def test_without_javascript_a_new_key_is_shown_to_select_and_no_button_is(browser, server, developer):
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    try:
+        sign_in(page, server, developer)
+        page.get_by_role("link", name="API clients").click()
+        page.get_by_label("Brand", exact=True).fill("No Script Shop")
+        page.get_by_role("button", name="Create client").click()
+        key = page.get_by_role("status").locator("code").first
+        expect(key).to_have_text(re.compile(r"sk_live_[0-9a-f]{48}"))
+        assert key.evaluate("code => getComputedStyle(code).userSelect") != "none"
+        expect(page.get_by_role("button", name="Copy key")).to_be_hidden()
+    finally:
+        context.close()
+
+
 def test_a_viewer_reads_the_clients_and_changes_nothing(page, server, sandesh, workspaces):
     added = add_person(sandesh, workspaces["acme"], "viewer@example.com", role="viewer")
     set_password(page, server, added)
@@ -353,13 +393,15 @@ def test_another_workspaces_client_is_not_found(page, server, sandesh, owner, wo
     assert sandesh("client", "show", theirs["id"])["enabled"] is True
 
 
-def test_the_audit_log_shows_the_workspaces_changes_newest_first(page, server, sandesh, owner, workspaces):
+def test_the_audit_log_shows_the_workspaces_changes_newest_first(page, server, sandesh, owner, workspaces,
+                                                                  projections_worker):
     made = sandesh("--actor", "first-operator", "client", "create", "--workspace", workspaces["acme"],
                    "--brand", "Audited")
     sandesh("--actor", "second-operator", "client", "disable", made["id"])
     sign_in(page, server, "owner@example.com")
     page.get_by_role("link", name="Audit log").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Audit log")
+    audit_shows(page, page.url, "second-operator")
     rows = page.locator("table.audit tbody tr").all_inner_texts()
     created = [i for i, row in enumerate(rows) if "first-operator" in row and "client.created" in row]
     disabled = [i for i, row in enumerate(rows) if "second-operator" in row and "client.disabled" in row]

@@ -13,8 +13,8 @@ from playwright.sync_api import Page, expect
 from sandesh.domain.signature import SignatureError, verify_signature
 from sandesh.domain.webhook import delivery_id
 from sandesh.projections import follower
-from tests.integration.test_dashboard import (add_person, browser, page, password_was_set,  # noqa: F401 (fixtures)
-                                              set_password, sign_in)
+from tests.integration.test_dashboard import (add_person, audit_shows, browser, page,  # noqa: F401 (fixtures)
+                                              password_was_set, set_password, sign_in)
 from tests.integration.test_webhooks import deliver, lifecycle, sender  # noqa: F401 (a fixture)
 
 DELIVERED = (("submit",), ("accept",), ("report", 0))
@@ -259,7 +259,7 @@ def test_a_secret_rotated_from_the_dashboard_signs_twice_until_its_grace_ends(pa
 # Audit log (docs/dashboard.md, "Audit log")
 
 def test_the_audit_log_is_filtered_by_action_client_person_and_dates_50_a_page(page, server, sandesh, runtime,
-                                                                               browser):
+                                                                               browser, projections_worker):
     shop = Workspace(sandesh, server, browser, "Audited")
     for _ in range(55):
         runtime.app.operators.rotate_key(shop.clients["Alpha"]["id"], "busy-operator")
@@ -267,6 +267,7 @@ def test_the_audit_log_is_filtered_by_action_client_person_and_dates_50_a_page(p
     sandesh("clock", "advance", str(2 * 86_400))
     sandesh("--actor", "late-operator", "client", "disable", shop.clients["Beta"]["id"])
     shop.page_of(page, "audit")
+    audit_shows(page, page.url, "late-operator")
     rows = page.locator("table.audit tbody tr")
     expect(rows).to_have_count(50)
     expect(rows.first).to_contain_text("client.disabled")  # newest first

@@ -196,12 +196,12 @@ def test_projection_lag_is_what_the_followed_projections_have_still_to_apply(ser
     """No projections worker runs here: the sends above wait for it."""
     _, samples = scrape(server)
     lag = {s.labels["projection"]: s.value for s in samples if s.name == "sandesh_projection_lag_events"}
-    assert set(lag) == {"messages", "counters", "otps"}
+    assert set(lag) == {"messages", "counters", "otps", "audit"}
     assert lag["messages"] > 0 and lag["otps"] > 0
     follower.catch_up(runtime)
     _, samples = scrape(server)
     assert {s.labels["projection"]: s.value for s in samples if s.name == "sandesh_projection_lag_events"} == {
-        "messages": 0, "counters": 0, "otps": 0}
+        "messages": 0, "counters": 0, "otps": 0, "audit": 0}
 
 
 def test_a_dispatch_worker_counts_each_sims_submits_and_cms_errors(server, env, sandesh, runtime, route):

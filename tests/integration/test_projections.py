@@ -20,7 +20,8 @@ from tests.conftest import ROOT
 
 TABLES = {"workspaces": "id", "clients": "id", "sims": "id", "sms_switch": "id",
           "idempotency_keys": "client_id, key", "messages": "id", "client_counters": "client_id",
-          "otps": "id", "otp_issues": "otp_id, at"}
+          "otps": "id", "otp_issues": "otp_id, at",
+          "audit_lines": "originator_id, originator_version", "audit_clients": "client_id"}
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +96,7 @@ def test_replay_rebuilds_every_read_model_identical_row_for_row(runtime, clients
     assert done.returncode == 0, done.stderr
     summary = orjson.loads(done.stdout)
     projections = summary["projections"]
-    assert set(projections) == {"registry", "messages", "counters", "otps"}
+    assert set(projections) == {"registry", "messages", "counters", "otps", "audit"}
     assert projections["messages"]["events"] == 520
     # the log is read once: every event of it, each projection handling its own
     assert summary["events"] == runtime.app.log.recorder.max_notification_id()
@@ -142,7 +143,7 @@ def test_replay_check_compares_without_swapping_and_finds_a_tampered_row(runtime
     clean = sandesh.run("replay", "--check")
     assert clean.returncode == 0, clean.stderr
     report = orjson.loads(clean.stdout)
-    assert report["ok"] is True and set(report["projections"]) == {"registry", "messages", "counters", "otps"}
+    assert report["ok"] is True and set(report["projections"]) == {"registry", "messages", "counters", "otps", "audit"}
     tables = {t: r for p in report["projections"].values() for t, r in p["tables"].items()}
     assert all(r["differ"] == 0 for r in tables.values()), tables
     with runtime.connection() as conn:

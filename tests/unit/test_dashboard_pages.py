@@ -3,9 +3,8 @@
 whole UTC days, and keyset pages that know whether there is more either way."""
 from __future__ import annotations
 
-from sandesh.api.dashboard.audit import one_page
 from sandesh.api.dashboard.chart import delivery_rates, hourly
-from sandesh.api.dashboard.paging import PAGE, Paged, day_range
+from sandesh.api.dashboard.paging import PAGE, Paged, day_range, key_of, parse_key
 
 
 def counted(hour: int, status: str, prefix: str, n: int) -> dict:
@@ -51,11 +50,10 @@ def test_a_page_says_whether_there_are_newer_and_older_rows():
     assert (back.rows[0]["n"], back.newer) == (PAGE, True)  # the extra row is the newest one
 
 
-def test_audit_pages_number_lines_by_their_place_in_the_whole_trail():
-    lines = [{"action": "client.created" if n % 2 else "client.disabled"} for n in range(1, 121)]
-    created = lambda line: line["action"] == "client.created"  # noqa: E731
-    page = one_page(lines, created, None)
-    assert [line["n"] for line in page[:2]] == [119, 117] and len(page) == PAGE + 1
-    assert [line["n"] for line in one_page(lines, created, ("before", "19"))] == list(range(17, 0, -2))
-    assert [line["n"] for line in one_page(lines, created, ("after", "100"))] == list(range(119, 100, -2))
-    assert one_page(lines, created, ("before", "not a number"))[0]["n"] == 119
+def test_a_page_link_names_its_row_by_its_exact_place_in_the_order():
+    row = {"at": 1795478400.123456789, "originator_id": "cl_1f", "originator_version": 7}
+    key = key_of(row, ("at", "originator_id", "originator_version"))
+    assert parse_key(key, (float, str, int)) == (row["at"], "cl_1f", 7)  # the time exactly, not rounded
+    assert parse_key("1795478400.5,msg_a,b", (float, str)) == (1795478400.5, "msg_a,b")
+    assert parse_key("yesterday,cl_1f,7", (float, str, int)) is None
+    assert parse_key("1795478400.5", (float, str, int)) is None

@@ -59,6 +59,6 @@ def test_an_operators_change_is_an_audit_line_of_its_workspace_and_a_recipients_
     optout.change(False, REPLY, RECIPIENT, "in_9", at=11.0)
     _, added, removed = optout.collect_events()
     assert operator_change(added) and not operator_change(removed)
-    line = audit_line(added, {})
+    line = audit_line(added, {}.get)
     assert (line["action"], line["actor"], line["workspaceId"]) == ("optout.added", "asha", "ws_a")
     assert line["details"]["number"] == "9779812345678"
