@@ -78,14 +78,14 @@ class SimSettings(SimPage):
             errors["port"] = "name a serial device (/dev/serial/by-id/…) or a pyserial URL"
         changes = changed_settings(settings, sim)
         if not errors and not changes and port == sim["port"]:
-            errors["update"] = "nothing to change: type a new value in a field"
+            errors["sim"] = "nothing to change: type a new value in a field"
         if not errors:
             try:
                 await self.blocking(self.app.sims.update_sim, sim_id, port if port != sim["port"] else None,
                                     self.actor(person), changes)
                 return self.web.redirect(resp, f"{ROOT}/{sim_id}")
             except DomainError as problem:
-                errors["update"] = str(problem)
+                errors["sim"] = str(problem)
         await self.show(req, resp, person, sim_id, status=400, errors=errors, typed=form)
 
 

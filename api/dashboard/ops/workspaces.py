@@ -90,7 +90,8 @@ class WorkspaceDetail(OpsPage):
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
         person = await self.operator(req, resp)
         if person is not None:
-            await self.show(req, resp, person, workspace_id)
+            erased = req.get_param_as_int("erased", min_value=0)  # after Erase texts: the keys destroyed
+            await self.show(req, resp, person, workspace_id, erased=erased)
 
     async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any],
                    workspace_id: str, *, status: int = 200, errors: dict[str, str] | None = None,
@@ -161,7 +162,7 @@ class WorkspaceAction(WorkspaceDetail):
             return await self.show(req, resp, person, workspace_id, status=400,
                                    errors={"confirm": "type the workspace's name exactly to erase its texts"})
         keys = await self.blocking(self.app.operators.shred_texts, workspace_id, self.actor(person))
-        await self.show(req, resp, person, workspace_id, erased=keys)
+        self.web.redirect(resp, f"{ROOT}/{workspace_id}?erased={keys}")  # a reload does not post it again
 
 
 class ClientRateLimit(WorkspaceDetail):
