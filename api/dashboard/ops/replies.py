@@ -11,11 +11,11 @@ import falcon.asgi
 from sandesh.domain.clock import iso
 from sandesh.projections import inbound
 
-from ..messages import parse_key
-from ..paging import PAGE
+from ..paging import PAGE, key_of, parse_key
 from .page import OpsPage
 
 ROOT = "/dashboard/ops/replies"
+ORDER = ("received_at", "id")  # newest first, on the index replies_received
 
 
 class Replies(OpsPage):
@@ -26,11 +26,11 @@ class Replies(OpsPage):
         if person is None:
             return
         unattributed = req.get_param("unattributed") == "on"
-        before = parse_key(req.get_param("before") or "")
+        before = parse_key(req.get_param("before") or "", (float, str))
         rows = await self.blocking(self._replies, unattributed, before)
         kept = {"unattributed": "on"} if unattributed else {}
         last = rows[PAGE - 1] if len(rows) > PAGE else None
-        older = f"{ROOT}?{urlencode({**kept, 'before': key(last)})}" if last else None
+        older = f"{ROOT}?{urlencode({**kept, 'before': key_of(last, ORDER)})}" if last else None
         self.render(req, resp, "ops/replies.html", title="Replies", person=person, replies=rows[:PAGE],
                     unattributed=unattributed, older=older, newest=f"{ROOT}?{urlencode(kept)}" if before else None)
 
@@ -42,7 +42,3 @@ class Replies(OpsPage):
             row["at"] = iso(row["received_at"])
         return rows
 
-
-def key(row: dict[str, Any]) -> str:
-    """A reply's place in the newest-first order, for the Older link: `received_at,id`."""
-    return f"{row['received_at']!r},{row['id']}"
