@@ -3,7 +3,9 @@
 Owns `replies` (`MODEL`): an inline read model written by the handlers below in the transaction
 that appends the reply's events (part of registry.py's projection, rebuilt by `sandesh replay
 registry`), and the queries on it: a multi-part reply still gathering parts, those to
-complete by force, and the operator's list.  A reply's text is kept only in the encrypted log.
+complete by force, and the operators' list (`sandesh inbound list` and the console's Replies
+page, which joins `clients` for the workspace and brand a reply was attributed to).  A reply's
+text is kept only in the encrypted log.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ CREATE TABLE IF NOT EXISTS replies (
     client_id text, in_reply_to text, missing jsonb);
 CREATE INDEX IF NOT EXISTS replies_open ON replies (opened_at) WHERE received_at IS NULL;
 CREATE INDEX IF NOT EXISTS replies_in_reply_to ON replies (in_reply_to) WHERE in_reply_to IS NOT NULL;
+CREATE INDEX IF NOT EXISTS replies_received ON replies (received_at, id) WHERE received_at IS NOT NULL;
 """
 
 
@@ -61,11 +64,18 @@ def replies_to_flush(conn: Any, opened_before: float, sim_ids: list[str]) -> lis
         (opened_before, sim_ids)).fetchall()]
 
 
-def received(conn: Any, unattributed: bool, limit: int) -> list[dict[str, Any]]:
-    """The latest complete replies, newest first; only those attributed to no client if `unattributed`."""
+def received(conn: Any, unattributed: bool, limit: int,
+             before: tuple[float, str] | None = None) -> list[dict[str, Any]]:
+    """The latest complete replies, newest first, with the workspace and brand of the client each
+    is attributed to; only those attributed to no client if `unattributed`; only those older than
+    `before` (received_at, id: the last row of the page before) when given.  Read backwards on
+    `replies_received`, so a page costs the same however many replies there are."""
+    at, reply_id = before or (None, None)
     return conn.execute(
-        "SELECT * FROM replies WHERE received_at IS NOT NULL AND (NOT %s OR client_id IS NULL)"
-        " ORDER BY received_at DESC LIMIT %s", (unattributed, limit)).fetchall()
+        "SELECT r.*, c.workspace_id, c.brand FROM replies r LEFT JOIN clients c ON c.id = r.client_id"
+        " WHERE r.received_at IS NOT NULL AND (NOT %s OR r.client_id IS NULL)"
+        " AND (%s::float8 IS NULL OR (r.received_at, r.id) < (%s::float8, %s::text))"
+        " ORDER BY r.received_at DESC, r.id DESC LIMIT %s", (unattributed, at, at, reply_id, limit)).fetchall()
 
 
 def replies_to(conn: Any, message_id: str) -> list[str]:

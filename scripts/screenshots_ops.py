@@ -38,4 +38,7 @@ def take(page: Any, base: str, link: str, email: str, password: str, out: Path) 
         if path == "sims":
             time.sleep(4)  # one refresh of the page by its script
         page.screenshot(path=str(out / f"{name}.png"), full_page=True)
-    print(f"screenshots in {out}: ops-workspaces, ops-workspace, ops-sims, ops-traffic")
+    page.goto(f"{base}/dashboard/ops/sims")
+    page.locator("table.sims tbody th a").first.click()
+    page.screenshot(path=str(out / "ops-sim.png"), full_page=True)
+    print(f"screenshots in {out}: ops-workspaces, ops-workspace, ops-sims, ops-sim, ops-traffic")

@@ -22,7 +22,7 @@ from tests.integration.test_dashboard import (add_person, browser, code_now, pag
 
 OPERATOR = "ops@example.com"
 OPS_PAGES = ("/dashboard/ops", "/dashboard/ops/workspaces", "/dashboard/ops/sims", "/dashboard/ops/sims/rows",
-             "/dashboard/ops/traffic")
+             "/dashboard/ops/traffic", "/dashboard/ops/messages?id=msg_0", "/dashboard/ops/replies")
 
 
 @pytest.fixture(scope="module")
@@ -74,21 +74,30 @@ def audit(sandesh: Any, *args: str) -> list[dict[str, Any]]:
 
 def test_a_workspace_member_gets_404_on_every_ops_page(page, server, sandesh):  # noqa: F811
     workspace = sandesh("workspace", "create", "--name", "Members only")["id"]
+    sim = sandesh("sim", "add", "--name", "members-only", "--port", "loop://", "--host", "nowhere")["id"]
+    sandesh("sim", "disable", sim)
     for path in OPS_PAGES:  # someone not signed in is sent to sign in
         answer = requests.get(server.url + path, allow_redirects=False, timeout=5)
         assert (answer.status_code, answer.headers["location"]) == (303, "/dashboard/sign-in"), path
     set_password(page, server, add_person(sandesh, workspace, "member@example.com"))
     sign_in(page, server, "member@example.com")
     expect(heading(page)).to_have_text("Overview")
-    for path in OPS_PAGES + (f"/dashboard/ops/workspaces/{workspace}",):
+    for path in OPS_PAGES + (f"/dashboard/ops/workspaces/{workspace}", f"/dashboard/ops/sims/{sim}"):
         assert page.goto(server.url + path).status == 404, path
     expect(heading(page)).to_have_text("Not found")
     token = page.locator("input[name=csrf]").first.get_attribute("value")
     for path in (f"/dashboard/ops/workspaces/{workspace}/activate", "/dashboard/ops/sms/off",
-                 "/dashboard/ops/workspaces"):
-        answer = page.request.post(server.url + path, form={"csrf": token, "reason": "x", "name": "x"})
+                 "/dashboard/ops/workspaces", f"/dashboard/ops/workspaces/{workspace}/promo-hours",
+                 f"/dashboard/ops/workspaces/{workspace}/shred-texts", "/dashboard/ops/sims",
+                 f"/dashboard/ops/sims/{sim}/settings", f"/dashboard/ops/sims/{sim}/pin"):
+        answer = page.request.post(server.url + path, form={
+            "csrf": token, "reason": "x", "name": "x", "port": "loop://", "baud": "9600", "hours": "off",
+            "confirm": "Members only", "pin": "1234"})
         assert answer.status == 404, path
     assert sandesh("workspace", "show", workspace)["status"] == "pending"
+    assert sandesh("workspace", "show", workspace)["promotionalHours"] is not None
+    assert [(s["baud"], s["pin"]) for s in sandesh("sim", "list")["sims"] if s["id"] == sim] == [(115200, None)]
+    assert [s for s in sandesh("sim", "list")["sims"] if s["name"] == "x"] == []
     assert page.request.get(server.url + "/dashboard/ops/sims", max_redirects=0).status == 404
 
 
@@ -302,6 +311,163 @@ def test_traffic_shows_the_queue_the_minutes_the_lag_and_the_readiness_checks(op
     expect(ops.locator("#readiness")).to_have_text("Ready.")
     title = ops.locator("svg.chart title").text_content()
     assert re.search(r"\b([3-9]|\d\d+) accepted", title), title
+
+
+def sim_named(sandesh: Any, name: str) -> dict[str, Any]:
+    return next(sim for sim in sandesh("sim", "list")["sims"] if sim["name"] == name)
+
+
+def test_an_operator_adds_a_sim_updates_its_plan_and_sets_and_clears_its_pin(ops, server, sandesh):
+    ops.goto(server.url + "/dashboard/ops/sims")
+    add = ops.locator("form[action='/dashboard/ops/sims']")
+    add.get_by_label("Name").fill("sim_9")
+    add.get_by_label("Pace", exact=True).fill("31")
+    add.get_by_role("button", name="Add SIM").click()
+    expect(ops.locator("#name-error")).to_contain_text("must not start with 'sim_'")
+    expect(ops.locator("#port-error")).to_be_visible()
+    expect(ops.locator("#pace-error")).to_contain_text("at most 30")
+    expect(ops.get_by_label("Pace", exact=True)).to_have_attribute("aria-invalid", "true")
+    add.get_by_label("Name").fill("ntc-9")
+    add.get_by_label("Port").fill("loop://")
+    add.get_by_label("Host").fill("modems-9")  # no dispatcher of the module drives it
+    add.get_by_label("Pace", exact=True).fill("")
+    add.get_by_label("Daily cap").fill("500")
+    add.get_by_label("Balance USSD code").fill("*400#")
+    add.get_by_label("Minimum credit (NPR)").fill("25")
+    add.get_by_role("button", name="Add SIM").click()
+    expect(heading(ops)).to_have_text("SIM ntc-9")
+    added = sim_named(sandesh, "ntc-9")
+    assert (added["port"], added["baud"], added["host"], added["dailyCap"], added["balanceUssd"],
+            added["minCredit"], added["pin"]) == ("loop://", 115200, "modems-9", 500, "*400#", 2500, None)
+    expect(ops.locator("#pin-state")).to_have_text("not set")
+
+    ops.get_by_role("button", name="Update SIM").click()
+    expect(ops.locator("#sim-error")).to_have_text("nothing to change: type a new value in a field")
+    ops.get_by_label("Balance USSD code").fill("400")
+    ops.get_by_role("button", name="Update SIM").click()
+    expect(ops.locator("#balance_ussd-error")).to_contain_text("USSD code")
+    assert sim_named(sandesh, "ntc-9")["balanceUssd"] == "*400#"
+    ops.get_by_label("Port").fill("loop://?logging=debug")
+    ops.get_by_label("Balance USSD code").fill("*400#")
+    ops.get_by_label("Daily cap").fill("")  # emptied: the SIM has no daily cap
+    ops.get_by_label("Monthly cap").fill("9000")
+    ops.get_by_label("Pace", exact=True).fill("20")
+    ops.get_by_role("button", name="Update SIM").click()
+    expect(ops.get_by_label("Pace", exact=True)).to_have_value("20")
+    updated = sim_named(sandesh, "ntc-9")
+    assert (updated["port"], updated["dailyCap"], updated["monthlyCap"], updated["pace"]) == (
+        "loop://?logging=debug", None, 9000, 20)
+
+    pin = ops.get_by_label("New PIN")
+    expect(pin).to_have_attribute("type", "password")
+    pin.fill("12")
+    ops.get_by_role("button", name="Set PIN").click()
+    expect(ops.locator("#pin-error")).to_have_text("a SIM PIN is 4 to 8 digits")
+    ops.get_by_label("New PIN").fill("4321")
+    ops.get_by_role("button", name="Set PIN").click()
+    expect(ops.locator("#pin-state")).to_have_text("set")
+    assert "4321" not in ops.content()
+    assert sim_named(sandesh, "ntc-9")["pin"] == "set"
+    ops.get_by_role("button", name="Clear PIN").click()
+    expect(ops.locator("#pin-state")).to_have_text("not set")
+    assert sim_named(sandesh, "ntc-9")["pin"] is None
+    sandesh("sim", "disable", "ntc-9")
+
+    trail = [(line["action"], line["actor"]) for line in audit(sandesh) if line["simId"] == added["id"]]
+    assert trail[:6] == [(action, f"user:{OPERATOR}") for action in (
+        "sim.added", "sim.updated", "sim.port_changed", "sim.updated", "sim.pin_set", "sim.pin_set")]
+
+
+def test_an_operator_sets_promotional_hours_and_erases_texts_only_after_typing_the_workspaces_name(
+        ops, server, sandesh, route):
+    workspace = sandesh("workspace", "create", "--name", "Erase Co")["id"]
+    sandesh("workspace", "activate", workspace)
+    sandesh("workspace", "credit", workspace, "10000")
+    key = sandesh("client", "create", "--workspace", workspace, "--brand", "Erase Co")["key"]
+    message = send(server, key).json()["messageId"]
+    ops.goto(f"{server.url}/dashboard/ops/workspaces/{workspace}")
+    expect(ops.locator("#promo-hours")).to_have_text("08:00-20:00, Nepal time")
+    hours = ops.get_by_label("Hours (Nepal time)")
+    hours.fill("25:00-26:00")
+    ops.get_by_role("button", name="Set promotional hours").click()
+    expect(ops.locator("#hours-error")).to_contain_text("must be HH:MM-HH:MM")
+    hours.fill("off")
+    ops.get_by_role("button", name="Set promotional hours").click()
+    expect(ops.locator("#promo-hours")).to_have_text("off: promotions never wait")
+    assert sandesh("workspace", "show", workspace)["promotionalHours"] is None
+    hours.fill("21:00-07:30")
+    ops.get_by_role("button", name="Set promotional hours").click()
+    expect(ops.locator("#promo-hours")).to_have_text("21:00-07:30, Nepal time")
+    shown = sandesh("workspace", "show", workspace)["promotionalHours"]
+    assert (shown["start"], shown["end"]) == ("21:00", "07:30")
+
+    def accepted_text() -> Any:
+        return sandesh("message", "history", message)["events"][0]["text"]
+
+    assert accepted_text() == "Your order has shipped"
+    confirm = ops.get_by_label("Type the workspace's name")
+    confirm.fill("erase co")
+    ops.get_by_role("button", name="Erase texts").click()
+    expect(ops.locator("#confirm-error")).to_have_text("type the workspace's name exactly to erase its texts")
+    assert accepted_text() == "Your order has shipped"
+    confirm.fill("Erase Co")
+    ops.get_by_role("button", name="Erase texts").click()
+    expect(ops.get_by_role("status")).to_have_text("Texts erased: 1 key destroyed.")
+    assert accepted_text() is None
+    ops.reload()  # the answer was a redirect: a reload erases nothing again
+    expect(ops.get_by_role("status")).to_have_text("Texts erased: 1 key destroyed.")
+    trail = [(line["action"], line["actor"]) for line in audit(sandesh, "--workspace", workspace)]
+    assert [a for a in trail if a[0] in ("workspace.promo_hours_set", "workspace.texts_shredded")] == [
+        ("workspace.promo_hours_set", f"user:{OPERATOR}"), ("workspace.promo_hours_set", f"user:{OPERATOR}"),
+        ("workspace.texts_shredded", f"user:{OPERATOR}")]
+
+
+def test_the_message_id_box_opens_a_message_in_its_workspace_or_says_there_is_no_such_message(
+        ops, server, route, active_client):
+    message = send(server, active_client["key"]).json()["messageId"]  # not projected yet: found in the log
+    ops.goto(server.url + "/dashboard/ops/traffic")
+    ops.get_by_label("Message id").fill(message)
+    ops.get_by_role("button", name="Find message").click()
+    expect(heading(ops)).to_have_text("Message timeline")
+    assert ops.url == f"{server.url}/dashboard/w/{active_client['workspace']}/messages/{message}"
+    ops.get_by_label("Message id").fill("msg_0000")
+    with ops.expect_response(lambda answer: "/dashboard/ops/messages" in answer.url) as answered:
+        ops.get_by_role("button", name="Find message").click()
+    assert answered.value.status == 404
+    expect(ops.locator("#find-message-error")).to_have_text("no such message: msg_0000")
+    expect(ops.get_by_label("Message id")).to_have_value("msg_0000")
+
+
+def test_replies_are_listed_newest_first_50_a_page_with_the_message_each_answers(ops, server, sandesh, runtime,
+                                                                                 route, active_client):
+    app = runtime.app
+    message = send(server, active_client["key"], to="9779812345673").json()["messageId"]
+
+    def reply(text: str, answers: str | None) -> str:
+        part = app.dispatch.store_reply_part(None, route.sim_id, "9779812345673", None, 1, 1, text)
+        return app.dispatch.finish_reply(part.id, app.history.message(answers) if answers else None).id
+
+    reply("Yes please, deliver tomorrow", message)
+    for n in range(50):
+        reply(f"who is this? {n}", None)
+    ops.goto(server.url + "/dashboard")
+    ops.get_by_role("link", name="Replies").click()
+    expect(heading(ops)).to_have_text("Replies")
+    rows = ops.locator("table.replies tbody tr")
+    expect(rows).to_have_count(50)
+    listed = [line["text"] for line in sandesh("inbound", "list", "--limit", "50")["replies"]]
+    assert rows.locator("td.text").all_inner_texts() == listed
+    ops.get_by_role("link", name="Older").click()
+    answered = ops.get_by_role("row", name=re.compile("Yes please, deliver tomorrow"))
+    expect(answered).to_contain_text("Acme")
+    answered.get_by_role("link", name=message).click()
+    expect(heading(ops)).to_have_text("Message timeline")
+    ops.goto(server.url + "/dashboard/ops/replies")
+    ops.get_by_label("Unattributed only").check()
+    ops.get_by_role("button", name="Show replies").click()
+    expect(rows).to_have_count(50)
+    expect(rows.filter(has_text="Yes please")).to_have_count(0)
+    expect(rows.first).to_contain_text("no message: unattributed")
 
 
 def test_the_sim_pool_refreshing_itself_does_not_keep_an_unattended_session_alive(server, sandesh, browser,  # noqa: F811

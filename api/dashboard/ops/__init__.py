@@ -1,6 +1,7 @@
 """The operator team's console under /dashboard/ops: workspaces, the SIM pool, traffic and
-health (docs/dashboard.md, "The operator team's console").  Every change calls the same use
-case as the `sandesh` command, audited with the person as the actor."""
+health, replies, and finding a message (docs/dashboard.md, "The operator team's console").
+Every change calls the same use case as the `sandesh` command, audited with the person as the
+actor."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,7 +9,10 @@ from typing import Any
 import falcon.asgi
 
 from ...health import Ready
-from .sims import SimAction, SimPool, SimRows
+from .lookup import FindMessage
+from .replies import Replies
+from .sim import AddSim, SimPage, SimPin, SimSettings
+from .sims import SimAction, SimRows
 from .traffic import SmsSwitch, Traffic
 from .workspaces import ClientRateLimit, WorkspaceAction, WorkspaceDetail, Workspaces
 
@@ -19,8 +23,13 @@ def add_ops(app: falcon.asgi.App, parts: tuple[Any, ...], ready: Ready) -> None:
     app.add_route("/dashboard/ops/workspaces/{workspace_id}", WorkspaceDetail(*parts))
     app.add_route("/dashboard/ops/workspaces/{workspace_id}/{action}", WorkspaceAction(*parts))
     app.add_route("/dashboard/ops/workspaces/{workspace_id}/clients/{client_id}/rate-limit", ClientRateLimit(*parts))
-    app.add_route("/dashboard/ops/sims", SimPool(*parts, route_window=ready.route_window))
+    app.add_route("/dashboard/ops/sims", AddSim(*parts, route_window=ready.route_window))
     app.add_route("/dashboard/ops/sims/rows", SimRows(*parts, route_window=ready.route_window))
+    app.add_route("/dashboard/ops/sims/{sim_id}", SimPage(*parts))
+    app.add_route("/dashboard/ops/sims/{sim_id}/settings", SimSettings(*parts))
+    app.add_route("/dashboard/ops/sims/{sim_id}/pin", SimPin(*parts))
     app.add_route("/dashboard/ops/sims/{sim_id}/{action}", SimAction(*parts, route_window=ready.route_window))
     app.add_route("/dashboard/ops/traffic", Traffic(*parts, ready=ready))
     app.add_route("/dashboard/ops/sms/{action}", SmsSwitch(*parts, ready=ready))
+    app.add_route("/dashboard/ops/messages", FindMessage(*parts))
+    app.add_route("/dashboard/ops/replies", Replies(*parts))

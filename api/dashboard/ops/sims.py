@@ -1,7 +1,8 @@
 """The SIM pool page (docs/dashboard.md, "SIM pool"): every SIM as `sandesh sim list` shows it,
 grouped by host so a host whose SIMs went silent stands out, refreshed in place every few
 seconds by a script served from the package (static/live.js polls the table's fragment);
-Disable, Enable and Release through the use cases of `sandesh sim`."""
+Disable, Enable and Release through the use cases of `sandesh sim` (Add SIM and a SIM's own
+page: ops/sim.py)."""
 from __future__ import annotations
 
 from typing import Any
@@ -26,10 +27,12 @@ class PoolPage(OpsPage):
         self.route_window = route_window
 
     async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any],
-                   template: str, *, status: int = 200, errors: dict[str, str] | None = None) -> None:
+                   template: str, *, status: int = 200, errors: dict[str, str] | None = None,
+                   typed: dict[str, str] | None = None) -> None:
         now, sims = await self.blocking(self._pool)
         self.render(req, resp, template, status=status, title="SIM pool", person=person, sims=sims,
-                    hosts=hosts(sims), now=now, errors=errors or {}, refresh=REFRESH_SECONDS, window=PARTS_PER_WINDOW)
+                    hosts=hosts(sims), now=now, errors=errors or {}, typed=typed or {"baud": "115200"},
+                    refresh=REFRESH_SECONDS, window=PARTS_PER_WINDOW)
 
     def _pool(self) -> tuple[float, list[dict[str, Any]]]:
         now = self.app.clock.now()

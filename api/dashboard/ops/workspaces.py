@@ -1,7 +1,7 @@
 """The operators' Workspaces pages (docs/dashboard.md, "Workspaces"): the list with status,
 balance and last activity, Create workspace, and one workspace's Activate, Suspend,
-Reinstate, Credit, rates, allowed types and its clients' rate limits, through the use cases
-of `sandesh workspace` and `sandesh client update --rate-limit`."""
+Reinstate, Credit, rates, allowed types, promotional hours, Erase texts and its clients' rate
+limits, through the use cases of `sandesh workspace` and `sandesh client update --rate-limit`."""
 from __future__ import annotations
 
 from typing import Any
@@ -90,18 +90,20 @@ class WorkspaceDetail(OpsPage):
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
         person = await self.operator(req, resp)
         if person is not None:
-            await self.show(req, resp, person, workspace_id)
+            erased = req.get_param_as_int("erased", min_value=0)  # after Erase texts: the keys destroyed
+            await self.show(req, resp, person, workspace_id, erased=erased)
 
     async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any],
                    workspace_id: str, *, status: int = 200, errors: dict[str, str] | None = None,
-                   typed: dict[str, str] | None = None) -> None:
+                   typed: dict[str, str] | None = None, erased: int | None = None) -> None:
         found = await self.blocking(self._workspace, workspace_id)
         if found is None:
             return self.web.not_found(req, resp, person)
         workspace, clients = found
+        totp_required = await self.blocking(self.app.people.totp_required, workspace_id)
         self.render(req, resp, "ops/workspace.html", status=status, title=workspace["name"], person=person,
-                      workspace=workspace, clients=clients, types=MESSAGE_TYPES,
-                      errors=errors or {}, typed=typed or {})
+                    workspace=workspace, clients=clients, types=MESSAGE_TYPES, totp_required=totp_required,
+                    errors=errors or {}, typed=typed or {}, erased=erased)
 
     def _workspace(self, workspace_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
         with self.connection() as conn:
@@ -113,7 +115,8 @@ class WorkspaceDetail(OpsPage):
 
 class WorkspaceAction(WorkspaceDetail):
     """POST /dashboard/ops/workspaces/{workspace_id}/{action}: activate, suspend, reinstate,
-    credit (NPR and a note), rates (NPR per segment), types."""
+    credit (NPR and a note), rates (NPR per segment), types, promo-hours (HH:MM-HH:MM or off),
+    shred-texts (the workspace's name typed to confirm)."""
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                       action: str) -> None:
@@ -135,6 +138,10 @@ class WorkspaceAction(WorkspaceDetail):
                 await self.blocking(ops.set_rates, workspace_id, rates, actor)
             elif action == "types":
                 await self.blocking(ops.set_types, workspace_id, _field("types", typed_types, form), actor)
+            elif action == "promo-hours":
+                await self.blocking(ops.set_promo_hours, workspace_id, form.get("hours", ""), actor)
+            elif action == "shred-texts":
+                return await self._shred(req, resp, person, workspace_id, form)
             else:
                 await self.blocking(getattr(ops, f"{action}_workspace"), workspace_id, actor)
         except FieldProblem as problem:
@@ -142,8 +149,20 @@ class WorkspaceAction(WorkspaceDetail):
                                    typed=form)
         except DomainError as problem:
             return await self.show(req, resp, person, workspace_id, status=400,
-                                   errors={"amount" if action == "credit" else action: str(problem)}, typed=form)
+                                   errors={FIELDS.get(action, action): str(problem)}, typed=form)
         self.web.redirect(resp, f"{ROOT}/{workspace_id}")
+
+    async def _shred(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any],
+                     workspace_id: str, form: dict[str, str]) -> None:
+        """Erase texts, once the operator typed the workspace's name: it cannot be undone."""
+        found = await self.blocking(self._workspace, workspace_id)
+        if found is None:
+            return self.web.not_found(req, resp, person)
+        if form.get("confirm", "").strip() != found[0]["name"]:
+            return await self.show(req, resp, person, workspace_id, status=400,
+                                   errors={"confirm": "type the workspace's name exactly to erase its texts"})
+        keys = await self.blocking(self.app.operators.shred_texts, workspace_id, self.actor(person))
+        self.web.redirect(resp, f"{ROOT}/{workspace_id}?erased={keys}")  # a reload does not post it again
 
 
 class ClientRateLimit(WorkspaceDetail):
@@ -173,7 +192,8 @@ class ClientRateLimit(WorkspaceDetail):
             return registry.fetch_one(conn, "clients", "id", client_id)
 
 
-ACTIONS = ("activate", "suspend", "reinstate", "credit", "rates", "types")
+ACTIONS = ("activate", "suspend", "reinstate", "credit", "rates", "types", "promo-hours", "shred-texts")
+FIELDS = {"credit": "amount", "promo-hours": "hours"}  # the field a refusal of the use case is said beside
 
 
 class FieldProblem(Exception):
