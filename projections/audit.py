@@ -59,10 +59,12 @@ def _changed(rows: Rows, e: Event) -> None:
         "client_id": line["clientId"], "sim_id": line["simId"], "details": Jsonb(line["details"])})
 
 
-def query(workspace_id: str, action: str | None, client_id: str | None, person: str | None, since: float | None,
-          until: float | None, page: tuple[str, tuple[Any, ...]] | None, limit: int) -> tuple[str, list[Any]]:
-    """The SQL of a page of the workspace's lines, newest first (`search`)."""
-    where, params = ["workspace_id = %s"], [workspace_id]
+def query(workspace_id: str | None, action: str | None, client_id: str | None, person: str | None,
+          since: float | None, until: float | None, page: tuple[str, tuple[Any, ...]] | None,
+          limit: int) -> tuple[str, list[Any]]:
+    """The SQL of a page of the workspace's lines, newest first (`search`); workspace None: the
+    lines of no workspace (SIMs, the SMS switch), on the same indexes."""
+    where, params = (["workspace_id = %s"], [workspace_id]) if workspace_id else (["workspace_id IS NULL"], [])
     for column, value in (("action", action), ("client_id", client_id)):
         if value:
             where.append(f"{column} = %s")
@@ -75,10 +77,11 @@ def query(workspace_id: str, action: str | None, client_id: str | None, person: 
     return keyset.newest_first_query("audit_lines", ORDER, (where, params), since, until, page, limit, either)
 
 
-def search(conn: Any, workspace_id: str, action: str | None, client_id: str | None, person: str | None,
+def search(conn: Any, workspace_id: str | None, action: str | None, client_id: str | None, person: str | None,
            since: float | None, until: float | None, page: tuple[str, tuple[Any, ...]] | None,
            limit: int) -> list[dict[str, Any]]:
-    """A page of the workspace's audit lines, newest first (the dashboard's Audit log): of this
+    """A page of the workspace's audit lines (None: the service's own, of SIMs and the SMS
+    switch), newest first (the dashboard's Audit logs): of this
     action, of this client, and made by or to this person (an email) when given, at a time in
     [since, until).  `page` is ("before", key) or ("after", key) of a line's ORDER key."""
     return keyset.read_page(conn, query(workspace_id, action, client_id, person, since, until, page, limit), page)

@@ -17,12 +17,13 @@ from sandesh.scripts.commands import register_emulated
 from sandesh.scripts.emulator import Emulator
 from tests.conftest import running_dispatcher
 from tests.helpers import funded_workspace
-from tests.integration.test_dashboard import (add_person, browser, code_now, page, password_was_set,  # noqa: F401
+from tests.integration.test_dashboard import (add_person, audit_shows, browser, code_now, page, password_was_set,  # noqa: F401
                                               set_password, sign_in)
 
 OPERATOR = "ops@example.com"
 OPS_PAGES = ("/dashboard/ops", "/dashboard/ops/workspaces", "/dashboard/ops/sims", "/dashboard/ops/sims/rows",
-             "/dashboard/ops/traffic", "/dashboard/ops/messages?id=msg_0", "/dashboard/ops/replies")
+             "/dashboard/ops/traffic", "/dashboard/ops/messages?id=msg_0", "/dashboard/ops/replies",
+             "/dashboard/ops/audit")
 
 
 @pytest.fixture(scope="module")
@@ -197,6 +198,28 @@ def test_an_operator_suspends_reinstates_and_sets_rates_types_and_a_clients_rate
     assert sandesh("client", "show", client)["rateLimit"] == 200
     actions = [(line["action"], line["actor"]) for line in audit(sandesh, "--workspace", workspace)]
     assert ("client.updated", f"user:{OPERATOR}") in actions and ("workspace.types_set", f"user:{OPERATOR}") in actions
+
+
+def test_the_service_audit_log_shows_the_changes_of_sims_and_the_switch(ops, server, sandesh, route,
+                                                                         projections_worker):
+    sandesh("sim", "disable", "route-1")
+    sandesh("sim", "enable", "route-1")
+    ops.goto(server.url + "/dashboard/ops/sims")
+    ops.locator("#sim-route-1").get_by_role("button", name="Disable route-1").click()
+    expect(ops.locator("#sim-route-1 td.state")).to_have_text("disabled")
+    ops.locator("#sim-route-1").get_by_role("button", name="Enable route-1").click()
+    expect(ops.locator("#sim-route-1 td.state")).to_have_text("active")
+    audit_shows(ops, server.url + "/dashboard/ops/audit?action=sim.enabled", f"user:{OPERATOR}")
+    expect(heading(ops)).to_have_text("Audit log")
+    actors = ops.locator("table.audit tbody tr td:nth-child(2)").all_inner_texts()
+    assert f"user:{OPERATOR}" in actors and "tester" in actors  # the command's and the console's changes
+    assert set(ops.locator("table.audit tbody tr td:nth-child(3)").all_inner_texts()) == {"sim.enabled"}
+    ops.get_by_label("Person").select_option(OPERATOR)
+    ops.get_by_role("button", name="Filter").click()
+    assert set(ops.locator("table.audit tbody tr td:nth-child(2)").all_inner_texts()) == {f"user:{OPERATOR}"}
+    assert ops.get_by_label("Client").count() == 0  # a SIM's line has no client
+    options = ops.get_by_label("Action").locator("option").all_inner_texts()
+    assert "sms.disabled" in options and not [o for o in options if o.startswith(("client.", "workspace."))]
 
 
 def test_the_sim_pool_shows_a_change_made_with_the_cli_within_5_seconds_without_reloading(ops, server, sandesh,

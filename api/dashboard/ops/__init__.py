@@ -9,6 +9,7 @@ from typing import Any
 import falcon.asgi
 
 from ...health import Ready
+from .audit import ServiceAudit
 from .lookup import FindMessage
 from .replies import Replies
 from .sim import AddSim, SimPage, SimPin, SimSettings
@@ -33,3 +34,4 @@ def add_ops(app: falcon.asgi.App, parts: tuple[Any, ...], ready: Ready) -> None:
     app.add_route("/dashboard/ops/sms/{action}", SmsSwitch(*parts, ready=ready))
     app.add_route("/dashboard/ops/messages", FindMessage(*parts))
     app.add_route("/dashboard/ops/replies", Replies(*parts))
+    app.add_route("/dashboard/ops/audit", ServiceAudit(*parts))
