@@ -23,7 +23,7 @@ from tests.integration.test_dashboard import (add_person, audit_shows, browser, 
 OPERATOR = "ops@example.com"
 OPS_PAGES = ("/dashboard/ops", "/dashboard/ops/workspaces", "/dashboard/ops/sims", "/dashboard/ops/sims/rows",
              "/dashboard/ops/traffic", "/dashboard/ops/messages?id=msg_0", "/dashboard/ops/replies",
-             "/dashboard/ops/audit")
+             "/dashboard/ops/audit", "/dashboard/ops/people")
 
 
 @pytest.fixture(scope="module")
@@ -220,6 +220,37 @@ def test_the_service_audit_log_shows_the_changes_of_sims_and_the_switch(ops, ser
     assert ops.get_by_label("Client").count() == 0  # a SIM's line has no client
     options = ops.get_by_label("Action").locator("option").all_inner_texts()
     assert "sms.disabled" in options and not [o for o in options if o.startswith(("client.", "workspace."))]
+
+
+def test_an_operator_adds_a_colleague_and_disables_enables_and_relinks_anyone(ops, server, sandesh):
+    ops.goto(server.url + "/dashboard/ops/people")
+    expect(heading(ops)).to_have_text("People of the service")
+    ops.get_by_label("Email").fill("not an email")
+    ops.get_by_label("Name").fill("Second Shift")
+    ops.get_by_role("button", name="Add operator").click()
+    expect(ops.locator("#email-error")).to_contain_text("is not an email address")
+    ops.get_by_label("Email").fill("second-shift@example.com")
+    ops.get_by_role("button", name="Add operator").click()
+    first = ops.get_by_role("status").locator("code").inner_text()
+    assert "Set your password" in requests.get(first, timeout=10).text
+    listed = {p["email"]: p for p in sandesh("user", "list")["people"]}
+    assert (listed["second-shift@example.com"]["role"], listed["second-shift@example.com"]["workspaceId"]) == (
+        "operator", None)
+
+    ops.get_by_role("button", name="Disable second-shift@example.com").click()
+    expect(ops.locator("tr", has_text="second-shift@example.com")).to_contain_text("disabled")
+    assert {p["email"]: p for p in sandesh("user", "list")["people"]}["second-shift@example.com"]["disabled"] is True
+    ops.get_by_role("button", name="Enable second-shift@example.com").click()
+    expect(ops.locator("tr", has_text="second-shift@example.com")).to_contain_text("invited")
+    ops.get_by_role("button", name="New link second-shift@example.com").click()
+    again = ops.get_by_role("status").locator("code").inner_text()
+    assert again != first and "Link not valid" in requests.get(first, timeout=10).text  # the old one stopped
+    ops.get_by_role("button", name=f"Disable {OPERATOR}").click()
+    expect(ops.locator("tr", has_text=OPERATOR).locator("p.error")).to_have_text(
+        "you cannot disable yourself: ask another operator")
+    actions = [line["action"] for line in audit(sandesh) if line["actor"] == f"user:{OPERATOR}"
+               and line["details"].get("email") == "second-shift@example.com"]
+    assert actions == ["person.added", "person.disabled", "person.enabled", "person.link_issued"]
 
 
 def test_the_sim_pool_shows_a_change_made_with_the_cli_within_5_seconds_without_reloading(ops, server, sandesh,

@@ -11,6 +11,7 @@ import falcon.asgi
 from ...health import Ready
 from .audit import ServiceAudit
 from .lookup import FindMessage
+from .people import Team, TeamAction
 from .replies import Replies
 from .sim import AddSim, SimPage, SimPin, SimSettings
 from .sims import SimAction, SimRows
@@ -35,3 +36,5 @@ def add_ops(app: falcon.asgi.App, parts: tuple[Any, ...], ready: Ready) -> None:
     app.add_route("/dashboard/ops/messages", FindMessage(*parts))
     app.add_route("/dashboard/ops/replies", Replies(*parts))
     app.add_route("/dashboard/ops/audit", ServiceAudit(*parts))
+    app.add_route("/dashboard/ops/people", Team(*parts))
+    app.add_route("/dashboard/ops/people/{person_id}/{action}", TeamAction(*parts))
