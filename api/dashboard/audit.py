@@ -2,7 +2,8 @@
 and its clients and people, newest first, 50 a page, filtered by action, client, person and
 dates; the lines are those `sandesh audit --workspace` lists, read from the `audit_lines` read
 model (projections/audit.py).  Every person of the workspace may read it.  The operator team's
-console shows the service's own lines (SIMs, the SMS switch) on the same page (`ops/audit.py`)."""
+console shows the service's own lines (SIMs, the SMS switch, the operator team's people) on the
+same page (`ops/audit.py`)."""
 from __future__ import annotations
 
 from typing import Any
@@ -18,7 +19,7 @@ from .paging import PAGE, Paged, choices, client_choices, day_range, key_of, par
 
 FIELDS = ("action", "client", "person", "from", "to")
 KEY = (float, str, int)  # audit.ORDER's kinds
-SERVICE = ("sim.", "sms.")  # the actions of no workspace: the service's own audit log
+SERVICE = ("sim.", "sms.", "person.")  # the actions the service's own audit log offers
 
 
 class AuditLog(Page):
@@ -36,7 +37,8 @@ class AuditLog(Page):
         typed = {name: (req.get_param(name) or "").strip() for name in FIELDS}
         since, until, errors = day_range(typed)
         found, clients, persons = await self.blocking(self._search, workspace_id, typed, since, until, requested(req))
-        actions = sorted({name for name in ACTIONS.values() if (workspace_id is None) == name.startswith(SERVICE)})
+        actions = sorted({name for name in ACTIONS.values()
+                          if name.startswith("person.") or (workspace_id is None) == name.startswith(SERVICE)})
         self.web.page(req, resp, "audit.html", status=400 if errors else 200, title="Audit log", person=person,
                       workspace_id=workspace_id, root=root, typed=typed, errors=errors,
                       lines=[readable(audit.line(row)) for row in found.rows], pages=found.links(root, typed),

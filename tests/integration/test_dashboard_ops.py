@@ -220,6 +220,8 @@ def test_the_service_audit_log_shows_the_changes_of_sims_and_the_switch(ops, ser
     assert ops.get_by_label("Client").count() == 0  # a SIM's line has no client
     options = ops.get_by_label("Action").locator("option").all_inner_texts()
     assert "sms.disabled" in options and not [o for o in options if o.startswith(("client.", "workspace."))]
+    ops.goto(server.url + f"/dashboard/ops/audit?person={OPERATOR}&action=person.totp_enrolled")
+    assert ops.locator("table.audit tbody tr td:nth-child(3)").all_inner_texts() == ["person.totp_enrolled"]
 
 
 def test_an_operator_adds_a_colleague_and_disables_enables_and_relinks_anyone(ops, server, sandesh):

@@ -1,5 +1,6 @@
 """The service's audit log (docs/dashboard.md, "Service audit log"): the changes of no workspace,
-to SIMs and the SMS switch, as `sandesh audit` lists them, on the workspace Audit log's page."""
+to SIMs, the SMS switch and the operator team's people, as `sandesh audit` lists them, on the
+workspace Audit log's page."""
 from __future__ import annotations
 
 import falcon.asgi
