@@ -33,7 +33,8 @@ def take(page: Any, base: str, link: str, email: str, password: str, out: Path) 
     page.get_by_label("Note").fill("invoice 2026-117")
     page.get_by_role("button", name="Credit").click()
     page.screenshot(path=str(out / "ops-workspace.png"), full_page=True)
-    for name, path in (("ops-workspaces", "workspaces"), ("ops-sims", "sims"), ("ops-traffic", "traffic")):
+    for name, path in (("ops-workspaces", "workspaces"), ("ops-sims", "sims"), ("ops-traffic", "traffic"),
+                       ("ops-audit", "audit"), ("ops-people", "people")):
         page.goto(f"{base}/dashboard/ops/{path}")
         if path == "sims":
             time.sleep(4)  # one refresh of the page by its script
@@ -41,4 +42,4 @@ def take(page: Any, base: str, link: str, email: str, password: str, out: Path) 
     page.goto(f"{base}/dashboard/ops/sims")
     page.locator("table.sims tbody th a").first.click()
     page.screenshot(path=str(out / "ops-sim.png"), full_page=True)
-    print(f"screenshots in {out}: ops-workspaces, ops-workspace, ops-sims, ops-sim, ops-traffic")
+    print(f"screenshots in {out}: ops-workspaces, ops-workspace, ops-sims, ops-sim, ops-traffic, ops-audit, ops-people")
