@@ -18,7 +18,25 @@ ROOT = "/dashboard/ops/people"
 ACTIONS = ("disable", "enable", "reset")
 
 
-class Team(OpsPage):
+class TeamPage(OpsPage):
+    """The page, shown by the list and by each action."""
+
+    async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any], *,
+                   status: int = 200, typed: dict[str, str] | None = None, errors: dict[str, str] | None = None,
+                   link: dict[str, str] | None = None) -> None:
+        listed = await self.blocking(self._everyone)
+        self.render(req, resp, "ops/people.html", status=status, title="People of the service", person=person,
+                    people=listed, typed=typed or {}, errors=errors or {}, link=link)
+
+    def link(self, req: falcon.asgi.Request, email: str, token: str) -> dict[str, str]:
+        return {"email": email, "url": f"{self.web.origin(req)}/dashboard/set-password/{token}"}
+
+    def _everyone(self) -> list[dict[str, Any]]:
+        with self.connection() as conn:
+            return [people.view(row) for row in people.listed(conn, None)]
+
+
+class Team(TeamPage):
     """GET and POST (Add operator) /dashboard/ops/people."""
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
@@ -46,27 +64,13 @@ class Team(OpsPage):
                 errors["email"] = str(problem)
         await self.show(req, resp, person, status=400, typed=typed, errors=errors)
 
-    async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any], *,
-                   status: int = 200, typed: dict[str, str] | None = None, errors: dict[str, str] | None = None,
-                   link: dict[str, str] | None = None) -> None:
-        listed = await self.blocking(self._everyone)
-        self.render(req, resp, "ops/people.html", status=status, title="Operator team and people", person=person,
-                    people=listed, typed=typed or {}, errors=errors or {}, link=link)
 
-    def link(self, req: falcon.asgi.Request, email: str, token: str) -> dict[str, str]:
-        return {"email": email, "url": f"{self.web.origin(req)}/dashboard/set-password/{token}"}
-
-    def _everyone(self) -> list[dict[str, Any]]:
-        with self.connection() as conn:
-            return [people.view(row) for row in people.listed(conn, None)]
-
-
-class TeamAction(Team):
+class TeamAction(TeamPage):
     """POST /dashboard/ops/people/{person_id}/{action}: disable, enable, or reset (a new one-time
     link, shown once; the old one stops)."""
 
-    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,  # type: ignore[override]
-                      person_id: str, action: str) -> None:
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person_id: str,
+                      action: str) -> None:
         form, person = await self.operator_change(req, resp)
         if person is None:
             return
