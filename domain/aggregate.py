@@ -1,5 +1,5 @@
 """The base of every Sandesh aggregate: eventsourcing aggregates with readable text ids
-(`ws_…`, `cl_…`, `msg_…`) instead of bare UUIDs."""
+(`ws_…`, `cl_…`, `msg_…`) instead of bare UUIDs, whose events carry a version."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -8,6 +8,10 @@ from eventsourcing.domain import BaseAggregate, CanInitAggregate, CanMutateAggre
 
 
 class Event(CanMutateAggregate[str], metaclass=MetaDomainEvent):
+    """Every event class has a version (docs/design.md, "Event versions"): 1 until its fields
+    change, which takes a new `class_version` and an `upcast_vN_vN+1` (domain/events.py)."""
+    class_version = 1
+
     originator_id: str
     originator_version: int
     timestamp: datetime

@@ -90,3 +90,10 @@ class OtpLimited(GuardRefused):
         super().__init__(limit)
         self.limit = limit
         self.retry_after = retry_after
+
+
+class NeedsNewerRelease(Exception):
+    """The database holds what only a newer release can read: an event of a type or version
+    this code does not know, or a log finalized at a newer release (docs/operations.md,
+    "Upgrading").  The process stops with this message rather than misread or skip anything.
+    Not a DomainError: nothing the caller did, and nothing to answer as a refusal."""

@@ -79,9 +79,45 @@ class WebhookDelivery(Aggregate):
     def create_id(**_: object) -> str:
         return new_id("whd")
 
-    @event("Created")
+    class Created(Aggregate.Created):
+        """Version 2 has `sent_as` and `due` (an outage's redelivery, docs/operations.md); a
+        version 1 delivery was never one, so both are None.  Releases up to 0.2.0 stored
+        either shape unversioned: the upcaster keeps the fields an event has."""
+        class_version = 2
+
+        client_id: str
+        event_type: str
+        subject: str
+        status: str | None
+        body: str
+        redelivery_of: str | None
+        at: float
+        sent_as: str | None
+        due: float | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state.setdefault("sent_as", None)
+            state.setdefault("due", None)
+
+    class Redelivered(Aggregate.Event):
+        """Version 2 has `redelivery_id`, the outage's redelivery it was part of; None in
+        version 1 (an operator's redelivery of one delivery)."""
+        class_version = 2
+
+        client_id: str
+        redelivered_as: str
+        actor: str
+        at: float
+        redelivery_id: str | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state.setdefault("redelivery_id", None)
+
+    @event(Created)
     def __init__(self, client_id: str, event_type: str, subject: str, status: str | None, body: str,
-                 redelivery_of: str | None, at: float, sent_as: str | None = None, due: float | None = None):
+                 redelivery_of: str | None, at: float, sent_as: str | None, due: float | None):
         self.client_id = client_id
         self.event_type = event_type
         self.subject = subject
@@ -140,7 +176,7 @@ class WebhookDelivery(Aggregate):
                          redelivery_id=redelivery_id)
         return again
 
-    @event("Redelivered")
+    @event(Redelivered)
     def redelivered(self, client_id: str, redelivered_as: str, actor: str, at: float,
                     redelivery_id: str | None = None) -> None:
         """A new delivery of this event: one an operator asked for (audited as

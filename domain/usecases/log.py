@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 
 from ..errors import NotFound
+from ..events import VersionedMapper
 
 A = TypeVar("A")
 
@@ -25,6 +26,10 @@ class Log(Application[str]):
     def __init__(self, env: dict[str, str], *, inline: InlineWriter):
         super().__init__(env)
         self.inline = inline
+
+    def construct_mapper(self) -> Any:
+        """The library's mapper with event versions checked both ways (domain/events.py)."""
+        return self.factory.mapper(transcoder=self.construct_transcoder(), mapper_class=VersionedMapper)
 
     def _record(self, processing_event: Any) -> Any:
         processing_event.saved_kwargs["inline"] = self.inline(processing_event.events)

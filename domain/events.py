@@ -1,0 +1,169 @@
+"""Every event class the log holds, with its version and fields: the contract with the logs
+that earlier releases wrote (docs/design.md, "Event versions").
+
+An event's fields change only with a new `class_version` and an `upcast_vN_vN+1` static method
+that turns the previous version's state into the new one; every reader (aggregates, the three
+executors of the projections, history, audit, the webhook builder) then sees the newest shape
+only.  `domain/events.json` is the description as it was checked in, every earlier version's
+fields included; `python -m sandesh.scripts.events` compares it with `catalogue()` and
+`--write` records a new version (tests/unit/test_event_versions.py).
+
+A version may wait for the upgrade gate: `written_from = "X.Y.Z"` on the class says that its
+newest version is written only once the database is finalized at release X.Y.Z or later
+(`sandesh upgrade finalize`); until then `written_version` picks the previous version, and the
+class's `downcast_vN_vN-1` gives its shape, so that processes of the previous release, still
+running during a rolling upgrade, never meet an event they cannot read.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+from eventsourcing.domain import DecoratedFuncCaller
+from eventsourcing.persistence import Cipher, Compressor, Mapper, MapperDeserialisationError, StoredEvent, Transcoder
+from eventsourcing.utils import TopicError, get_topic, resolve_topic
+
+from . import release
+from .batch import Batch
+from .client import Client
+from .errors import NeedsNewerRelease
+from .inbound import Reply
+from .message import Message
+from .optout import OptOut
+from .otp import Otp
+from .person import Person
+from .redelivery import Redelivery
+from .sim import Sim, SmsSwitch
+from .webhook import WebhookDelivery
+from .workspace import Workspace
+
+AGGREGATES = (Workspace, Client, Person, Sim, SmsSwitch, Message, Batch, Otp, Reply, OptOut, WebhookDelivery,
+              Redelivery)
+
+
+def persisted() -> list[type]:
+    """The event classes the aggregates record: each one's created event and the events of its
+    decorated methods (not the bases `X.Event` and unused `X.Created`)."""
+    found: list[type] = []
+    for aggregate in AGGREGATES:
+        created = _created_class(aggregate)
+        for name in sorted(vars(aggregate)):
+            value = vars(aggregate)[name]
+            if not isinstance(value, type) or name == "Event":
+                continue
+            if issubclass(value, DecoratedFuncCaller) or value is created:
+                found.append(value)
+    return found
+
+
+def _created_class(aggregate: type) -> type:
+    """The event class `aggregate(...)` records (the library keeps it per aggregate class)."""
+    from eventsourcing.domain import _created_event_classes  # noqa: PLC0415 - no public accessor in 9.5
+
+    (created,) = _created_event_classes[aggregate]
+    return created
+
+
+def fields(cls: type) -> dict[str, str]:
+    """The event's own fields (not the library's originator id, version, timestamp and topic)
+    with their annotations as written."""
+    common = {"originator_id", "originator_version", "timestamp", "originator_topic"}
+    return {f.name: str(f.type) for f in dataclasses.fields(cls) if f.name not in common}
+
+
+def catalogue() -> dict[str, dict[str, Any]]:
+    """topic -> {"version": its class_version, "fields": {name: annotation}}, sorted by topic."""
+    described = {get_topic(cls): {"version": cls.class_version, "fields": fields(cls)} for cls in persisted()}
+    return dict(sorted(described.items()))
+
+
+def written_version(cls: type, finalized: str) -> int | None:
+    """The version of `cls` to write while the database is finalized at release `finalized`:
+    its own, or the previous one while its `written_from` release is not yet finalized.  None for
+    an event type that no running release may yet read (one with version 1 that waits for the
+    gate): its use case must not record it before the upgrade is finalized."""
+    since = getattr(cls, "written_from", None)
+    if since is None or not release.older(finalized, since):
+        return cls.class_version
+    return cls.class_version - 1 or None
+
+
+def upcast(cls: type, state: dict[str, Any], version: int) -> None:
+    """Turn `state`, of `version`, into the class's own version, in place, one step at a time."""
+    while version < cls.class_version:
+        getattr(cls, f"upcast_v{version}_v{version + 1}")(state)
+        version += 1
+
+
+def downcast(cls: type, state: dict[str, Any], version: int) -> None:
+    """Turn `state`, of the class's own version, into the older `version`, in place."""
+    for step in range(cls.class_version, version, -1):
+        getattr(cls, f"downcast_v{step}_v{step - 1}")(state)
+
+
+class VersionedMapper(Mapper[str]):
+    """The library's mapper, with versions checked both ways.  Writing, an event takes the
+    version the upgrade gate allows (`written_version`).  Reading, an event of a type or a
+    version this release does not know, which only a newer release can have written, raises
+    NeedsNewerRelease: the library alone would load it with the new fields unused and misread
+    it in silence."""
+
+    def __init__(self, transcoder: Transcoder, compressor: Compressor | None = None, cipher: Cipher | None = None):
+        super().__init__(transcoder, compressor=compressor, cipher=cipher)
+        # The release the log is finalized at; the wiring gives the database's (projections/releases.py).
+        self.finalized: Callable[[], str] = lambda: release.VERSION
+
+    def to_stored_event(self, domain_event: Any) -> StoredEvent:
+        cls = type(domain_event)
+        version = written_version(cls, self.finalized())
+        if version == cls.class_version:
+            return super().to_stored_event(domain_event)
+        if version is None:
+            raise RuntimeError(f"{get_topic(cls)} is written only once the upgrade is finalized at "
+                               f"{cls.written_from}: its use case must not record it before")
+        state = dict(vars(domain_event))
+        originator_id, originator_version = state.pop("originator_id"), state.pop("originator_version")
+        downcast(cls, state, version)
+        if version > 1:
+            state["class_version"] = version
+        return StoredEvent(originator_id=originator_id, originator_version=originator_version, topic=get_topic(cls),
+                           state=self._sealed(self.transcoder.encode(state)))
+
+    def to_domain_event(self, stored_event: StoredEvent) -> Any:
+        try:
+            cls = resolve_topic(stored_event.topic)
+        except TopicError:
+            raise NeedsNewerRelease(self._newer(f"an event of type {stored_event.topic}")) from None
+        try:
+            state: dict[str, Any] = self.transcoder.decode(self._opened(stored_event.state))
+        except Exception as error:
+            raise MapperDeserialisationError(
+                f"Failed to deserialise state of stored event with topic '{stored_event.topic}', originator_id "
+                f"'{stored_event.originator_id}' and originator_version {stored_event.originator_version}: {error}"
+            ) from error
+        state["originator_id"] = stored_event.originator_id
+        state["originator_version"] = stored_event.originator_version
+        version = state.pop("class_version", 1)
+        if version != cls.class_version:
+            if version > cls.class_version:
+                raise NeedsNewerRelease(self._newer(f"version {version} of {stored_event.topic} (this release "
+                                                    f"reads up to version {cls.class_version})"))
+            upcast(cls, state, version)
+        event = object.__new__(cls)
+        object.__setattr__(event, "__dict__", state)
+        return event
+
+    def _sealed(self, data: bytes) -> bytes:
+        if self.compressor:
+            data = self.compressor.compress(data)
+        return self.cipher.encrypt(data) if self.cipher else data
+
+    def _opened(self, data: bytes) -> bytes:
+        if self.cipher:
+            data = self.cipher.decrypt(data)
+        return self.compressor.decompress(data) if self.compressor else data
+
+    def _newer(self, what: str) -> str:
+        return (f"the log holds {what}, which a newer release wrote; this is Sandesh {release.VERSION} and the "
+                f"database is finalized at {self.finalized()}: run Sandesh {self.finalized()} or newer "
+                f"(docs/operations.md, \"Upgrading\")")
