@@ -1,7 +1,7 @@
 """GET /v1/health and GET /v1/ready: what a load balancer or an orchestrator asks, without a
 key (docs/design.md, "Health").
 
-`health` says the process answers; it never touches the database.  `ready` says whether this
+`health` says the process answers, and which release it runs; it never touches the database.  `ready` says whether this
 instance can do its work now: the database answers, no followed projection is more than
 MAX_LAG events behind the log, and at least one SIM is a route.  It answers 200 with each check,
 or 503 with `Retry-After` and the reasons."""
@@ -14,6 +14,7 @@ import falcon.asgi
 import orjson
 
 from sandesh.domain.clock import Clock
+from sandesh.domain.release import VERSION
 from sandesh.projections import follower, sim_health
 from sandesh.projections.health import DatabaseHealth, is_outage
 
@@ -25,10 +26,11 @@ RETRY_AFTER = "2"
 
 class Health:
     public = True  # no key, and answered while the database is away
+    answer = orjson.dumps({"status": "ok", "version": VERSION})
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         resp.content_type = falcon.MEDIA_JSON
-        resp.data = b'{"status":"ok"}'
+        resp.data = self.answer
 
 
 class Ready:

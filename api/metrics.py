@@ -23,8 +23,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from sandesh.domain.clock import Clock
+from sandesh.domain.release import VERSION
 from sandesh.domain.types import MESSAGE_TYPES
-from sandesh.projections import dispatch, follower, sim_health
+from sandesh.projections import dispatch, follower, releases, sim_health
 from sandesh.projections.health import DatabaseHealth, is_outage
 
 from .waiting import Blocking
@@ -77,6 +78,10 @@ class DatabaseState:
         self.events_table, self.route_window = events_table, route_window
 
     def collect(self) -> Iterator[Metric]:
+        build = GaugeMetricFamily("sandesh_build_info", "1, labelled with the release of the process that answered "
+                                                        "the scrape", labels=["version"])
+        build.add_metric([VERSION], 1)
+        yield build
         up = GaugeMetricFamily("sandesh_database_up", "1 when this scrape read the database; 0 when it could not "
                                                       "(the gauges read from it are then left out)")
         families: list[Metric] = []
@@ -119,7 +124,13 @@ class DatabaseState:
                                 labels=["projection"])
         for name, events in follower.lags(conn, self.events_table, COUNT_CAP).items():
             lag.add_metric([name], events)
-        return [depth, age, state, parts, credit, lag]
+        database = GaugeMetricFamily("sandesh_database_release_info", "1, labelled with the release that last "
+                                     "migrated the database and the release its log is finalized at (the upgrade "
+                                     "gate, docs/operations.md \"Upgrading\")", labels=["migrated_by", "finalized"])
+        found = releases.read(conn)
+        if found is not None:
+            database.add_metric([found.migrated, found.finalized], 1)
+        return [depth, age, state, parts, credit, lag, database]
 
 
 class Metrics:

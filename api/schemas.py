@@ -165,7 +165,10 @@ SCHEMAS: dict[str, Any] = {
         "reason": {"type": "string", "enum": ["invalid_code", "too_many_attempts", "no_active_otp"],
                    "description": "Only when verified is false."},
     }),
-    "Health": closed(["status"], {"status": {"const": "ok"}}),
+    "Health": closed(["status", "version"], {
+        "status": {"const": "ok"},
+        "version": {"type": "string", "description": "The release this process runs (docs/operations.md, "
+                                                     "\"Upgrading\")", "examples": ["0.3.0"]}}),
     "Ready": closed(["ready", "reasons", "checks"], {
         "ready": {"type": "boolean"},
         "reasons": {"type": "array", "items": {"type": "string"}},

@@ -97,3 +97,4 @@ class NeedsNewerRelease(Exception):
     this code does not know, or a log finalized at a newer release (docs/operations.md,
     "Upgrading").  The process stops with this message rather than misread or skip anything.
     Not a DomainError: nothing the caller did, and nothing to answer as a refusal."""
+    exit_status = 3  # of a `sandesh` command or worker that stops on it

@@ -112,6 +112,8 @@ class VersionedMapper(Mapper[str]):
         super().__init__(transcoder, compressor=compressor, cipher=cipher)
         # The release the log is finalized at; the wiring gives the database's (projections/releases.py).
         self.finalized: Callable[[], str] = lambda: release.VERSION
+        # Told before NeedsNewerRelease is raised: a worker stops on it (workers/supervisor.py).
+        self.on_newer: Callable[[str], None] | None = None
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         cls = type(domain_event)
@@ -133,7 +135,7 @@ class VersionedMapper(Mapper[str]):
         try:
             cls = resolve_topic(stored_event.topic)
         except TopicError:
-            raise NeedsNewerRelease(self._newer(f"an event of type {stored_event.topic}")) from None
+            raise self._newer(f"an event of type {stored_event.topic}") from None
         try:
             state: dict[str, Any] = self.transcoder.decode(self._opened(stored_event.state))
         except Exception as error:
@@ -146,8 +148,8 @@ class VersionedMapper(Mapper[str]):
         version = state.pop("class_version", 1)
         if version != cls.class_version:
             if version > cls.class_version:
-                raise NeedsNewerRelease(self._newer(f"version {version} of {stored_event.topic} (this release "
-                                                    f"reads up to version {cls.class_version})"))
+                raise self._newer(f"version {version} of {stored_event.topic} (this release reads up to "
+                                  f"version {cls.class_version})")
             upcast(cls, state, version)
         event = object.__new__(cls)
         object.__setattr__(event, "__dict__", state)
@@ -163,7 +165,10 @@ class VersionedMapper(Mapper[str]):
             data = self.cipher.decrypt(data)
         return self.compressor.decompress(data) if self.compressor else data
 
-    def _newer(self, what: str) -> str:
-        return (f"the log holds {what}, which a newer release wrote; this is Sandesh {release.VERSION} and the "
-                f"database is finalized at {self.finalized()}: run Sandesh {self.finalized()} or newer "
-                f"(docs/operations.md, \"Upgrading\")")
+    def _newer(self, what: str) -> NeedsNewerRelease:
+        message = (f"the log holds {what}, which a newer release wrote; this is Sandesh {release.VERSION} and the "
+                   f"database is finalized at {self.finalized()}: run Sandesh {self.finalized()} or newer "
+                   f"(docs/operations.md, \"Upgrading\")")
+        if self.on_newer is not None:
+            self.on_newer(message)
+        return NeedsNewerRelease(message)

@@ -14,6 +14,7 @@ from sandesh.domain.usecases.log import Log
 
 from .group_commit import GroupCommit
 from .health import DatabaseHealth
+from .releases import Watch
 
 
 def pooled_connections(log: Log) -> Callable[[], ContextManager[Any]]:
@@ -35,10 +36,13 @@ class Runtime:
     connection: Callable[[], ContextManager[Any]]  # runtime.connection(): a pooled connection
     health: DatabaseHealth
     commits: GroupCommit | None = None  # the process's group commit, in the API
+    watch: Watch | None = None  # a long-running process's report of its release, and its read of the gate
 
     @property
     def log(self) -> Log:
         return self.app.log
 
     def close(self) -> None:
+        if self.watch is not None:
+            self.watch.stop()
         self.app.close()

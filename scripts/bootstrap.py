@@ -11,24 +11,29 @@ from ssl import RAND_bytes
 from typing import Any, Callable, ContextManager
 
 from sandesh.api.answers import batch_answer
-from sandesh.domain import credentials
+from sandesh.domain import credentials, release
 from sandesh.domain.application import Sandesh
 from sandesh.domain.clock import Clock, OffsetClock, SystemClock
+from sandesh.domain.errors import NeedsNewerRelease
 from sandesh.domain.settings import Settings
 from sandesh.domain.usecases.log import Log
 
-from sandesh.projections import db, idempotency, optouts, otp_limits, registry, sessions, text_keys, webhooks
+from sandesh.projections import db, idempotency, optouts, otp_limits, registry, releases, sessions, text_keys, webhooks
 from sandesh.projections.group_commit import GroupCommit
 from sandesh.projections.health import DatabaseHealth, DatabaseUnavailable, is_outage
 from sandesh.projections.passwords import Argon2Hasher
+from sandesh.projections.releases import Watch
 from sandesh.projections.runtime import Runtime, pooled_connections
 from sandesh.projections.store import Sealer, derive_key, eventsourcing_env
 from sandesh.workers.webhook_guard import check_url
 
 
 def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table: bool = False,
-              group_commit: bool = False) -> Runtime:
-    """`group_commit` batches concurrent sends of this process into shared appends (the API)."""
+              group_commit: bool = False, process: str | None = None) -> Runtime:
+    """`group_commit` batches concurrent sends of this process into shared appends (the API).
+    `process` names a long-running process (serve, projections, dispatch, webhooks): it reports
+    its release and follows the upgrade gate every second; a command reads the gate once.
+    Either refuses (NeedsNewerRelease) a database finalized at a newer release."""
     credentials.use_random_bytes(RAND_bytes)  # ids without a thread switch each (domain/credentials.py)
     secret = settings.require_secret_key()
     try:
@@ -39,6 +44,11 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
             raise DatabaseUnavailable(db.describe_unreachable(settings, error)) from error
         raise
     connection = pooled_connections(log)
+    try:
+        watch = _follow_the_gate(log, connection, process)
+    except BaseException:
+        log.close()
+        raise
     clock: Clock = SystemClock()
     if settings.test_clock:
         clock = OffsetClock(lambda: _clock_offset(connection))
@@ -54,7 +64,32 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
         webhook_history=webhooks.History(connection))
     return Runtime(settings=settings, app=app, clock=clock, connection=connection,
                    health=DatabaseHealth(settings.database_url, log.recorder.datastore.pool),  # type: ignore[attr-defined]
-                   commits=commits)
+                   commits=commits, watch=watch)
+
+
+def _follow_the_gate(log: Log, connection: Callable[[], ContextManager[Any]], process: str | None) -> Watch | None:
+    """Check the database's releases (this one must not be older than its finalized release)
+    and give the mapper the gate: read once for a command, followed by a Watch for a process.
+    With the database away the check waits for the Watch, and the shapes written meanwhile are
+    the previous release's, which every peer reads."""
+    mapper: Any = log.mapper
+    try:
+        with connection() as conn:
+            found = releases.check(conn)
+    except NeedsNewerRelease:
+        raise
+    except Exception as error:
+        if not is_outage(error):
+            raise
+        found = None
+    finalized = found.finalized if found is not None else release.OLDEST_PEER
+    if process is None:
+        mapper.finalized = lambda: finalized
+        return None
+    watch = Watch(connection, process)
+    watch.finalized = finalized
+    mapper.finalized = lambda: watch.finalized
+    return watch.start()
 
 
 def _clock_offset(connection: Callable[[], ContextManager[Any]]) -> float:
@@ -62,9 +97,23 @@ def _clock_offset(connection: Callable[[], ContextManager[Any]]) -> float:
         return db.read_clock_offset(conn)
 
 
+def check_release(settings: Settings) -> None:
+    """Refuse (NeedsNewerRelease) to start on a database finalized at a newer release; a
+    database that cannot be reached now is checked by each process when it is back."""
+    try:
+        with db.connect(settings) as conn:
+            releases.check(conn)
+    except DatabaseUnavailable:
+        pass
+
+
 def migrate(settings: Settings) -> None:
-    """`sandesh db migrate`: the database, the event table, every read model. Idempotent."""
+    """`sandesh db migrate`: the database, the event table, every read model, and this release
+    recorded as the one that migrated it (projections/releases.py). Idempotent."""
     db.ensure_database(settings)
     with db.migration_lock(settings) as conn:
+        found = releases.before_migration(conn)
+        had_log = db.has_log(conn)
         bootstrap(settings, pool_size=1, create_table=True).close()  # the library creates the events table
         db.create_tables(conn)
+        releases.record_migration(conn, found, had_log=had_log)

@@ -7,7 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from sandesh.domain.errors import DomainError
+from sandesh.domain.errors import DomainError, NeedsNewerRelease
+from sandesh.domain.release import VERSION
 from sandesh.domain.settings import ConfigurationError, Settings
 
 from .output import fail
@@ -103,12 +104,26 @@ def _rupees_or_off(text: str) -> int | object:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sandesh", description="Sandesh: SMS and OTP gateway for Nepal.")
+    p.add_argument("--version", action="version", version=f"sandesh {VERSION}", help="print the release and exit")
     p.add_argument("--database-url", help="PostgreSQL URL (default: $DATABASE_URL)")
     p.add_argument("--actor", help="who is making this change, for the audit trail (default: $USER)")
     sub = p.add_subparsers(dest="group", required=True, metavar="COMMAND")
 
     dbp = sub.add_parser("db", help="database commands").add_subparsers(dest="command", required=True)
-    dbp.add_parser("migrate", help="create the database, event table and read models (idempotent)")
+    dbp.add_parser("migrate", help="create the database, event table and read models (idempotent), and record "
+                                   "this release as the one that migrated it")
+
+    upg = sub.add_parser("upgrade", help="the releases sharing the database, and the upgrade gate "
+                                         "(docs/operations.md, \"Upgrading\")").add_subparsers(dest="command",
+                                                                                                required=True)
+    upg.add_parser("status", help="this release, the database's (migrated by, finalized at) and the running "
+                                  "processes with theirs")
+    c = upg.add_parser("finalize", help="once every process runs this release: write this release's event shapes "
+                                        "from now on; older releases then refuse to start (no rollback without a "
+                                        "backup)")
+    c.add_argument("--force", action="store_true",
+                   help="finalize although processes of an older release seem to run (they may stop on events "
+                        "they cannot read)")
 
     ws = sub.add_parser("workspace", help="manage workspaces").add_subparsers(dest="command", required=True)
     c = ws.add_parser("create", help="create a pending workspace")
@@ -317,6 +332,8 @@ def main(argv: list[str] | None = None) -> int:
         return run(args, settings)
     except (DomainError, ConfigurationError) as error:
         return fail(str(error))
+    except NeedsNewerRelease as error:
+        return fail(str(error), NeedsNewerRelease.exit_status)
     except KeyboardInterrupt:
         return 130
     except Exception as error:

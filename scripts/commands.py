@@ -6,6 +6,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from sandesh.domain.clock import iso, parse_iso
+from sandesh.domain.release import VERSION, older
 from sandesh.domain.errors import InvalidInput, NotFound
 from sandesh.domain.settings import Settings
 from sandesh.domain.types import parse_rates, parse_types
@@ -48,7 +49,48 @@ def _client(runtime: Runtime, client_id: str) -> dict[str, Any]:
 
 def db_migrate(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     migrate(settings)
-    emit({"ok": True})
+    emit({"ok": True, **_releases(settings)})
+    return 0
+
+
+# Releases and the upgrade gate (docs/operations.md, "Upgrading")
+
+def _releases(settings: Settings) -> dict[str, Any]:
+    from sandesh.projections import db, releases
+
+    with db.connect(settings) as conn:
+        found = releases.read(conn)
+    return {"release": VERSION, "migratedBy": found.migrated if found else None,
+            "finalized": found.finalized if found else None}
+
+
+def upgrade_status(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from sandesh.projections import releases
+
+    with opened(settings) as runtime, runtime.connection() as conn:
+        found = releases.read(conn)
+        running = releases.processes(conn)
+        unreported = releases.unreported_dispatchers(conn, runtime.clock.now())
+    emit({**_releases(settings),
+          "finalizedBy": found.finalized_by if found else None,
+          "finalizedOn": found.finalized_at.isoformat() if found and found.finalized_at else None,
+          "processes": [{"kind": p["kind"], "host": p["host"], "pid": p["pid"], "release": p["release"],
+                         "since": p["started_at"].isoformat()} for p in running],
+          "unreportedDispatchers": unreported,
+          "finalizable": found is not None and not unreported
+                         and all(not older(p["release"], VERSION) for p in running)})
+    return 0
+
+
+def upgrade_finalize(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from sandesh.projections import releases
+
+    with opened(settings) as runtime, runtime.connection() as conn:
+        try:
+            result = releases.finalize(conn, actor, runtime.clock.now(), force=args.force)
+        except releases.NotFinalizable as refused:
+            return fail(str(refused))
+    emit({**result, "by": actor})
     return 0
 
 
@@ -497,8 +539,8 @@ def clock_advance(args: argparse.Namespace, settings: Settings, actor: str) -> i
     return 0
 
 
-def _open_worker_runtime(settings: Settings, pool_size: int) -> Runtime:
-    return bootstrap(settings, pool_size=pool_size)
+def _open_worker_runtime(settings: Settings, pool_size: int, name: str) -> Runtime:
+    return bootstrap(settings, pool_size=pool_size, process=name)
 
 
 def worker_projections(args: argparse.Namespace, settings: Settings, actor: str) -> int:
@@ -636,6 +678,8 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("webhooks", "show"): webhooks_show,
     ("webhooks", "redeliver"): webhooks_redeliver,
     ("audit",): audit,
+    ("upgrade", "status"): upgrade_status,
+    ("upgrade", "finalize"): upgrade_finalize,
     ("clock", "show"): clock_show,
     ("clock", "advance"): clock_advance,
     ("worker", "projections"): worker_projections,

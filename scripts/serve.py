@@ -95,7 +95,10 @@ KEEPALIVE_SECONDS = 5  # an idle keep-alive connection is closed after this
 
 
 def serve(settings: Settings, bind: str, workers: int | None = None, connections: int | None = None) -> None:
+    from sandesh.scripts.bootstrap import check_release
+
     settings.require_secret_key()
+    check_release(settings)  # before any worker forks: an older release refuses to start
 
     def load() -> Any:
         from sandesh.api.app import create_app
@@ -105,7 +108,7 @@ def serve(settings: Settings, bind: str, workers: int | None = None, connections
         from sandesh.scripts.logs import configure_logging
 
         configure_logging(settings)
-        runtime = bootstrap(settings, group_commit=True)
+        runtime = bootstrap(settings, group_commit=True, process="serve")
         callers = Callers(runtime.connection, settings.route_window, settings.database_url)
         assert runtime.commits is not None
         return create_app(runtime.app, runtime.connection, route_window=settings.route_window,

@@ -56,7 +56,8 @@ class Dispatcher:
         self.runtime = runtime
         self.app = runtime.app
         self.host = host
-        self.me = f"dispatcher-{uuid.uuid4().hex[:8]}"
+        # the name its SIM heartbeats and leases give: its release report's, when it makes one
+        self.me = runtime.watch.id if runtime.watch is not None else f"dispatcher-{uuid.uuid4().hex[:8]}"
         self.sims: dict[str, SimWorker] = {}
         self.retired: list[SimWorker] = []
         self.stop = threading.Event()

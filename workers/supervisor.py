@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from sandesh.domain.errors import NeedsNewerRelease
 from sandesh.domain.settings import Settings
 from sandesh.projections.runtime import Runtime
 
@@ -44,18 +45,28 @@ WORKERS: dict[str, Worker] = {"projections": Worker(projections.run, projections
                               "webhooks": Worker(webhooks.run, webhooks.POOL_SIZE)}
 
 
-def run_one(name: str, settings: Settings, open_runtime: Callable[[Settings, int], Runtime],
+# A worker that met an event only a newer release can read exits with this status, and is not
+# started again: it would meet the same event (docs/operations.md, "Upgrading").
+NEEDS_NEWER_RELEASE = NeedsNewerRelease.exit_status
+
+
+def run_one(name: str, settings: Settings, open_runtime: Callable[[Settings, int, str], Runtime],
             **options: object) -> int:
     """Run one worker in this process until SIGTERM or Ctrl-C; `open_runtime` is the wiring
     (scripts/bootstrap.py), given by the caller so that workers do not import the entry points."""
     settings.require_secret_key()
     stop = stop_on_signals()
     worker = WORKERS[name]
-    runtime = open_runtime(settings, worker.pool_size)
+    runtime = open_runtime(settings, worker.pool_size, name)
+    newer: list[str] = []
+    runtime.log.mapper.on_newer = lambda message: (newer.append(message), stop.set())  # type: ignore[attr-defined]
     try:
         worker.run(runtime, stop, **options)
     finally:
         runtime.close()
+    if newer:
+        log.critical("worker %s stopped: %s", name, newer[0])
+        return NEEDS_NEWER_RELEASE
     return 0
 
 
@@ -103,6 +114,10 @@ def supervise(children: list[Child], stop: threading.Event) -> int:
         now = time.monotonic()
         for child in children:
             if child.process is not None and (code := child.process.poll()) is not None:
+                if code == NEEDS_NEWER_RELEASE:
+                    log.critical("%s stopped: the database needs a newer release; stopping every worker", child.name)
+                    stop.set()
+                    return _stop_all(children, NEEDS_NEWER_RELEASE)
                 ran = now - child.started
                 child.crashes = 1 if ran >= STEADY_SECONDS else child.crashes + 1
                 delay = RESTART_DELAYS[min(child.crashes - 1, len(RESTART_DELAYS) - 1)]
@@ -112,6 +127,10 @@ def supervise(children: list[Child], stop: threading.Event) -> int:
                 child.start()
                 log.warning("%s restarted (pid %d)", child.name, child.process.pid)
         stop.wait(0.2)
+    return _stop_all(children, 0)
+
+
+def _stop_all(children: list[Child], status: int) -> int:
     running = [c.process for c in children if c.process is not None and c.process.poll() is None]
     for process in running:
         process.send_signal(signal.SIGTERM)
@@ -120,4 +139,4 @@ def supervise(children: list[Child], stop: threading.Event) -> int:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
-    return 0
+    return status

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import requests
 
+
 from sandesh.api.health import MAX_LAG
 from sandesh.domain.message import accept
+from sandesh.domain.release import VERSION
 from sandesh.domain.sending import parse_send
 from sandesh.projections import follower
 from tests.helpers import funded_workspace
@@ -16,9 +18,9 @@ def get(server, path, **headers):
     return requests.get(f"{server.url}{path}", timeout=10, headers=headers)
 
 
-def test_health_answers_without_a_key(server):
+def test_health_answers_without_a_key_with_the_release_it_runs(server):
     answer = get(server, "/v1/health", **{"x-request-id": "lb-probe-1"})
-    assert (answer.status_code, answer.json()) == (200, {"status": "ok"})
+    assert (answer.status_code, answer.json()) == (200, {"status": "ok", "version": VERSION})
     assert answer.headers["content-type"] == "application/json"
     assert answer.headers["x-request-id"] == "lb-probe-1"
     assert requests.post(f"{server.url}/v1/health", timeout=10).status_code == 405

@@ -23,6 +23,7 @@ import requests
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
+from sandesh.domain.release import VERSION
 from sandesh.domain.sending import parse_send
 from sandesh.projections import follower
 from tests.helpers import funded_workspace
@@ -76,6 +77,16 @@ def test_metrics_answer_200_without_a_key_in_prometheus_text_format(server):
     names = {s.name for s in samples}
     assert names and all(n.startswith("sandesh_") for n in names), names  # every process's, not one's runtime
     assert {"sandesh_queue_depth", "sandesh_queue_oldest_age_seconds", "sandesh_projection_lag_events"} <= names
+
+
+def test_the_release_of_the_process_and_of_the_database_are_gauges(server):
+    """`sandesh_build_info` names the release of the process that answered; the database's
+    releases (who migrated it, where its log is finalized) come with it (docs/operations.md,
+    "Upgrading")."""
+    _, samples = scrape(server)
+    assert [s.labels for s in samples if s.name == "sandesh_build_info"] == [{"version": VERSION}]
+    assert [s.labels for s in samples if s.name == "sandesh_database_release_info"] == [
+        {"migrated_by": VERSION, "finalized": VERSION}]
 
 
 def test_requests_are_counted_by_route_template_over_every_worker_an_ended_one_included(server, workspace, env):
@@ -297,6 +308,7 @@ def test_metrics_answer_200_while_the_database_is_away(tmp_path):
         for _ in range(4):  # each worker, whether it noticed the outage yet or not
             _, samples = scrape(server)
             assert value(samples, "sandesh_database_up") == 0
+            assert [s.labels for s in samples if s.name == "sandesh_build_info"] == [{"version": VERSION}]
             assert not [s for s in samples if s.name.startswith(("sandesh_queue", "sandesh_sim", "sandesh_projection"))]
             assert value(samples, "sandesh_http_requests_total", route="/metrics", status="200") >= 1  # the first
         postgres.start()
