@@ -167,8 +167,8 @@ SCHEMAS: dict[str, Any] = {
     }),
     "Health": closed(["status", "version"], {
         "status": {"const": "ok"},
-        "version": {"type": "string", "description": "The release this process runs (docs/operations.md, "
-                                                     "\"Upgrading\")", "examples": ["0.3.0"]}}),
+        "version": {"type": "string", "examples": ["0.3.0"],
+                    "description": "The release this process runs (docs/operations.md, \"Upgrading\")"}}),
     "Ready": closed(["ready", "reasons", "checks"], {
         "ready": {"type": "boolean"},
         "reasons": {"type": "array", "items": {"type": "string"}},
