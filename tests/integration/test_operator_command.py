@@ -7,17 +7,21 @@ import pytest
 
 from sandesh.domain.clock import parse_iso
 from sandesh.domain.credentials import sha256_hex
+from sandesh.domain.release import VERSION
+
+
+MIGRATED = {"ok": True, "release": VERSION, "migratedBy": VERSION, "finalized": VERSION}
 
 
 def test_migrate_is_idempotent(sandesh):
-    assert sandesh("db", "migrate") == {"ok": True}
-    assert sandesh("db", "migrate") == {"ok": True}
+    assert sandesh("db", "migrate") == MIGRATED
+    assert sandesh("db", "migrate") == MIGRATED
 
 
 def test_migrate_creates_a_missing_database(sandesh, database_url):
     url = psycopg.conninfo.make_conninfo(database_url, dbname=psycopg.conninfo.conninfo_to_dict(database_url)["dbname"] + "_new")
     try:
-        assert sandesh("db", "migrate", env={"DATABASE_URL": url}) == {"ok": True}
+        assert sandesh("db", "migrate", env={"DATABASE_URL": url}) == MIGRATED
         assert sandesh("workspace", "list", env={"DATABASE_URL": url}) == {"workspaces": []}
     finally:
         admin = psycopg.conninfo.make_conninfo(database_url, dbname="postgres")
