@@ -1,0 +1,276 @@
+"""A rolling upgrade from the previous release, under traffic (docs/operations.md, "Upgrading").
+
+An installation of the previous release (its own code, installed from its git tag into a venv
+of its own) runs its API, a dispatcher per modem host, its projections and webhook workers.
+This release is migrated onto the same database while they run, then its processes replace
+the old ones one at a time, with restarts of both releases' APIs in both orders.  The gate
+stays shut while an old dispatcher runs, and opens once none does.  Nothing acknowledged is
+lost or charged twice, no request answers 500, every message leaves a modem once, every
+`delivered` webhook arrives, and `replay --check` is equal."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import psycopg
+import pytest
+import requests
+
+from sandesh.domain.release import OLDEST_PEER, VERSION
+from sandesh.domain.signature import verify_signature
+from sandesh.scripts.corpus import release_install
+from tests.conftest import ROOT, SERVER_URL, free_port
+from tests.receiver import Receiver
+
+PREVIOUS = f"v{OLDEST_PEER}"  # the tag of the release this one upgrades from one process at a time
+CREDIT = 10_000_000
+
+
+class Processes:
+    """The long-running processes of one test, by name; stopped with SIGTERM as an operator would."""
+
+    def __init__(self, logs: Path):
+        self.logs, self.running = logs, {}
+
+    def start(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+        log = open(self.logs / f"{name}.log", "ab")
+        self.running[name] = subprocess.Popen(argv, env=env, cwd=self.logs, stdout=log, stderr=log,
+                                              stdin=subprocess.DEVNULL, start_new_session=True)
+        return self.running[name]
+
+    def stop(self, name: str) -> None:
+        process = self.running.pop(name)
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+    def stop_all(self) -> None:
+        for name in list(self.running):
+            self.stop(name)
+
+
+class Traffic:
+    """Sends to whichever APIs are up, in turn; keeps every answer's status and each 202's id.
+    A connection refused by an API being restarted is tried on the next one."""
+
+    def __init__(self, key: str):
+        self.key, self.urls = key, []
+        self.acked: dict[str, str] = {}  # message id -> its text
+        self.statuses: Counter[int] = Counter()
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        session, n = requests.Session(), 0
+        while not self.stop.wait(0.25):
+            n += 1
+            text = f"rolling upgrade {n}"
+            for _ in range(4):
+                with self.lock:
+                    urls = list(self.urls)
+                if not urls:
+                    break
+                url = urls[n % len(urls)]
+                try:
+                    answer = session.post(f"{url}/v1/sms/send", timeout=10, json={"to": "9779841000001", "text": text},
+                                          headers={"x-api-key": self.key, "Idempotency-Key": f"upgrade-{n}"})
+                except requests.ConnectionError:  # the same request, with the same key, to another API
+                    urls.remove(url)
+                    continue
+                self.statuses[answer.status_code] += 1
+                if answer.status_code == 202:
+                    self.acked[answer.json()["messageId"]] = text
+                break
+
+    def serve_at(self, *urls: str) -> None:
+        with self.lock:
+            self.urls = list(urls)
+
+
+def wait_until(check, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.25)
+    return found
+
+
+def answering(url: str) -> bool:
+    """The API answers.  Asked without `requests`, whose answers the suite checks against this
+    release's document: the previous release's health answer has no `version`."""
+    try:
+        with urllib.request.urlopen(f"{url}/v1/health", timeout=2) as answer:
+            return answer.status == 200
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def previous() -> Path:
+    """The previous release's own `sandesh`, installed from its tag (built once, kept under var/)."""
+    return release_install(PREVIOUS)
+
+
+def test_a_rolling_upgrade_under_traffic_loses_nothing_charges_once_and_replays_equal(previous, tmp_path):
+    name = f"sandesh_rolling_{os.getpid()}"
+    url = psycopg.conninfo.make_conninfo(SERVER_URL, dbname=name)
+    with psycopg.connect(SERVER_URL, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{name}"')
+    receiver = Receiver(tmp_path)
+    base = {**{k: v for k, v in os.environ.items()
+               if not k.startswith(("SANDESH_", "PYTHON", "VIRTUAL_ENV", "DATABASE_URL", "REQUESTS_CA_BUNDLE"))},
+            "DATABASE_URL": url, "SANDESH_SECRET_KEY": "rolling-upgrade-key-0123456789abcdef0123",
+            "SANDESH_CLOCK": "test", "SANDESH_WEBHOOK_ALLOW_PRIVATE": "1", "REQUESTS_CA_BUNDLE": str(receiver.ca_file),
+            "USER": "operator"}
+    old_env = {**base, "SANDESH_METRICS_DIR": str(tmp_path / "old-metrics")}
+    new_env = {**base, "SANDESH_METRICS_DIR": str(tmp_path / "new-metrics"), "PYTHONPATH": str(ROOT)}
+    new = [sys.executable, "-m", "sandesh.scripts.cli"]
+    old = [str(previous)]
+
+    def run(release: list[str], env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*release, *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+    def command(release: list[str], env: dict[str, str], *args: str) -> dict:
+        done = run(release, env, *args)
+        assert done.returncode == 0, f"{' '.join(args)}: {done.stderr}"
+        return json.loads(done.stdout)
+
+    processes = Processes(tmp_path)
+    phones = tmp_path / "phones.jsonl"
+    traffic = None
+    try:
+        # An installation of the previous release: four SIMs on two modem hosts.
+        modems = processes.start("emulator", [*new, "emulator", "--sims", "4", "--phones-log", str(phones)], new_env)
+        assert command(old, old_env, "db", "migrate") == {"ok": True}
+        workspace = command(old, old_env, "workspace", "create", "--name", "Rolling", "--types", "transactional")["id"]
+        command(old, old_env, "workspace", "activate", workspace)
+        command(old, old_env, "workspace", "credit", workspace, str(CREDIT))
+        client = command(old, old_env, "client", "create", "--workspace", workspace, "--brand", "Rolling",
+                         "--webhook-url", receiver.url("/hooks"), "--rate-limit", "100")
+        devices = wait_until(lambda: _devices(modems, tmp_path / "emulator.log"), "the emulator's modems")
+        for n, device in enumerate(devices):
+            command(old, old_env, "sim", "add", "--name", f"sim-{n}", "--port", device, "--host", f"h{n % 2}")
+        old_api, new_api = f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
+        processes.start("old-serve", [*old, "serve", "--bind", old_api[7:], "--workers", "1"], old_env)
+        for host in ("h0", "h1"):
+            processes.start(f"old-dispatch-{host}", [*old, "worker", "dispatch", "--host", host], old_env)
+        processes.start("old-projections", [*old, "worker", "projections"], old_env)
+        processes.start("old-webhooks", [*old, "worker", "webhooks"], old_env)
+        wait_until(lambda: answering(old_api) and requests.get(f"{old_api}/v1/ready").status_code == 200,
+                   "the previous release to be ready")
+        traffic = Traffic(client["key"])
+        traffic.serve_at(old_api)
+        traffic.thread.start()
+        time.sleep(2)
+
+        # The upgrade: this release migrates the database while the old processes run.
+        assert command(new, new_env, "db", "migrate")["finalized"] == OLDEST_PEER
+        processes.start("new-serve", [*new, "serve", "--bind", new_api[7:], "--workers", "1"], new_env)
+        wait_until(lambda: answering(new_api), "this release's API")
+        traffic.serve_at(old_api, new_api)
+        processes.stop("old-dispatch-h1")
+        processes.start("new-dispatch-h1", [*new, "worker", "dispatch", "--host", "h1"], new_env)
+        processes.stop("old-projections")
+        processes.start("new-projections", [*new, "worker", "projections"], new_env)
+        processes.stop("old-webhooks")
+        processes.start("new-webhooks", [*new, "worker", "webhooks"], new_env)
+        time.sleep(2)
+        for api, release, env in (("old-serve", old, old_env), ("new-serve", new, new_env),
+                                  ("new-serve", new, new_env), ("old-serve", old, old_env)):
+            bind = (old_api if api == "old-serve" else new_api)[7:]
+            processes.stop(api)  # restarts in both orders, traffic going to the other meanwhile
+            processes.start(api, [*release, "serve", "--bind", bind, "--workers", "1"], env)
+            wait_until(lambda: answering(f"http://{bind}"), f"{api} again")
+            time.sleep(1)
+
+        status = command(new, new_env, "upgrade", "status")
+        assert status["finalizable"] is False and len(status["unreportedDispatchers"]) == 1
+        refused = run(new, new_env, "upgrade", "finalize")
+        assert refused.returncode == 2 and "a release before 0.3.0" in refused.stderr
+
+        processes.stop("old-dispatch-h0")
+        processes.start("new-dispatch-h0", [*new, "worker", "dispatch", "--host", "h0"], new_env)
+        traffic.serve_at(new_api)
+        processes.stop("old-serve")
+        wait_until(lambda: command(new, new_env, "upgrade", "status")["finalizable"], "the gate to open",
+                   timeout=90)  # the old dispatcher's SIM heartbeats age out of the live window
+        assert command(new, new_env, "upgrade", "finalize")["finalized"] == VERSION
+        time.sleep(2)
+        traffic.stop.set()
+        traffic.thread.join(timeout=20)
+
+        # Every acknowledged message leaves a modem once, and its webhooks arrive.  A status report
+        # that reached a modem while its dispatcher was being replaced is lost, as with a real
+        # modem whose port nobody reads (docs/operations.md, "Upgrading"): that message stays `sent`.
+        command(new, new_env, "clock", "advance", "1801")  # the SIMs' pacing windows open again
+        acked = traffic.acked
+        assert traffic.statuses.get(500, 0) == 0, traffic.statuses
+        assert len(acked) >= 40, traffic.statuses
+        statuses: Counter[str] = Counter()
+
+        def left_a_modem() -> bool:
+            with psycopg.connect(url, autocommit=True) as conn:
+                statuses.clear()
+                statuses.update(dict(conn.execute("SELECT status, count(*) FROM messages WHERE id = ANY(%s)"
+                                                  " GROUP BY status", (list(acked),)).fetchall()))
+            return statuses["sent"] + statuses["delivered"] == len(acked)
+        try:
+            wait_until(left_a_modem, "every acknowledged message to leave a modem", timeout=120)
+            time.sleep(3)  # the last status reports
+            left_a_modem()
+        finally:
+            print("statuses of the acknowledged messages:", dict(statuses), "of", len(acked))
+        assert statuses["delivered"] >= len(acked) - 4, statuses
+        received = Counter(json.loads(line)["text"] for line in phones.read_text().splitlines())
+        assert {text: received[text] for text in acked.values()} == {text: 1 for text in acked.values()}
+        assert all(count == 1 for count in received.values()), "no message left a modem twice"
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            balance = conn.execute("SELECT balance FROM workspaces WHERE id = %s", (workspace,)).fetchone()[0]
+            charged = conn.execute("SELECT coalesce(sum(cost), 0), count(*) FROM messages WHERE client_id = %s",
+                                   (client["id"],)).fetchone()
+            delivered = {row[0] for row in conn.execute("SELECT id FROM messages WHERE id = ANY(%s)"
+                                                        " AND status = 'delivered'", (list(acked),))}
+        assert CREDIT - balance == charged[0] and charged[1] >= len(acked), "each message charged once"
+
+        def webhooks() -> bool:
+            found: dict[str, set[str]] = {}
+            for hook in receiver.at("/hooks"):
+                verify_signature(client["webhookSecret"], hook.headers["x-service-signature"], hook.body,
+                                 tolerance=7200)  # signed on the service clock, moved 30 minutes on
+                body = json.loads(hook.body)
+                found.setdefault(body.get("status"), set()).add(body["id"])
+            return set(acked) <= found.get("sent", set()) and delivered <= found.get("delivered", set())
+        wait_until(webhooks, "the sent and delivered webhooks of every acknowledged message", timeout=60)
+
+        checked = run(new, new_env, "replay", "--check")
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        print(f"rolling upgrade {OLDEST_PEER} -> {VERSION}: {len(acked)} sends acknowledged, answers "
+              f"{dict(traffic.statuses)}; each sent once and charged once, {len(delivered)} delivered, every "
+              "webhook arrived; replay --check equal")
+    finally:
+        if traffic is not None:
+            traffic.stop.set()
+        processes.stop_all()
+        receiver.close()
+        with psycopg.connect(SERVER_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _devices(process: subprocess.Popen, log: Path) -> list[str]:
+    """The emulator's pseudo-terminals, from the JSON line it prints per modem."""
+    lines = [line for line in log.read_text().splitlines() if line.startswith("{")]
+    return [json.loads(line)["device"] for line in lines] if len(lines) >= 4 else []
