@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 import pyotp
 import requests
 
-from .corpus import CorpusError
+from .corpus_release import CorpusError
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 SECRET = re.compile(r'<code class="secret">([A-Z2-7]+)</code>')

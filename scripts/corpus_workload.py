@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 
 import requests
 
-from .corpus import CorpusError, Emulator, Process, Release, say, until
+from .corpus_release import CorpusError, Emulator, Process, Release, say, until
 
 # The retry delays of a webhook delivery after attempts 1 to 7 (docs/api.md, "Retries"); the
 # 8th attempt is the last.  The workload moves the clock by them to make a delivery dead.
@@ -275,8 +275,7 @@ class Workload:
         return self.release("message", "history", message_id)
 
     def events_of(self, message_id: str) -> list[str]:
-        found = self.history(message_id)
-        return [e["type"] for e in found.get("events", found.get("history", []))]
+        return [e["type"] for e in self.history(message_id)["events"]]
 
     def sim(self, name: str) -> dict[str, Any]:
         return next(s for s in self.release("sim", "list")["sims"] if s["name"] == name)
@@ -654,6 +653,10 @@ class Workload:
         self.settle([sent], {"delivered"})
 
     def people_step(self) -> None:
+        """An owner sets a password through the printed link, signs in, sets up an authenticator
+        app and makes the workspace's owners use one; another person is given a role, removed,
+        added again, sent a new link, disabled and enabled; a viewer is left invited (their link
+        unused); the owner signs in again with a code; an operator sets up an app at sign-in."""
         from .corpus_dashboard import Browser
 
         r, main = self.release, self.workspaces["main"]
