@@ -26,7 +26,7 @@ import requests
 
 from sandesh.domain.release import OLDEST_PEER, VERSION
 from sandesh.domain.signature import verify_signature
-from sandesh.scripts.corpus import release_install
+from sandesh.scripts.corpus_release import release_install
 from tests.conftest import ROOT, SERVER_URL, free_port
 from tests.receiver import Receiver
 
