@@ -24,7 +24,7 @@ from pathlib import Path
 import psycopg
 
 from .corpus_release import (RELEASES, ROOT, CorpusError, Release, create_database, drop_database, full_commit,
-                             release_env, release_event_topics, release_install, run, say)
+                             pg_tool, release_env, release_event_topics, release_install, run, say)
 from .corpus_workload import Receiver, Workload
 
 __all__ = ["release_install", "make", "main"]  # release_install: tests run old releases with it
@@ -63,7 +63,8 @@ def make(commit: str, release_name: str, out: Path, sims: int, keep_database: bo
             say(f"WARNING: the log has no event of {', '.join(manifest['eventTypesNotWritten'])}")
         manifest["madeIn"] = f"{time.monotonic() - started:.0f} s"
         say(f"pg_dump of {name} into {target / 'log.dump'}")
-        run(["pg_dump", "--format=custom", "--compress=9", "--no-owner", "--file", str(target / "log.dump"), database])
+        run([pg_tool("pg_dump"), "--format=custom", "--compress=9", "--no-owner", "--file", str(target / "log.dump"),
+             database])
         (target / "answers.json").write_text(json.dumps(answers, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
         (target / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")
     except BaseException:

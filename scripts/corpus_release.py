@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -88,6 +89,16 @@ def create_database(name: str) -> str:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
     return database_url(name)
+
+
+def pg_tool(name: str) -> str:
+    """A PostgreSQL client program of the `pgserver` wheel (a dependency): new enough for the local
+    server and for the embedded one alike, so a dump made here restores wherever the tests run."""
+    with warnings.catch_warnings():  # platformdirs warns of a missing XDG_RUNTIME_DIR it has no use for here
+        warnings.simplefilter("ignore")
+        from pgserver._commands import POSTGRES_BIN_PATH
+
+    return str(Path(POSTGRES_BIN_PATH) / name)
 
 
 def drop_database(name: str) -> None:

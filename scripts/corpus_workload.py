@@ -21,7 +21,6 @@ from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
-from urllib.parse import urlparse
 
 import requests
 
@@ -391,7 +390,8 @@ class Workload:
 
     def otps_step(self) -> None:
         def otp(number: str, purpose: str) -> str:
-            sent = self.post("foods", "/v1/sms/otp/send", {"to": number, "purpose": purpose, "ip": REMOTE_IP}, expect=202)
+            sent = self.post("foods", "/v1/sms/otp/send", {"to": number, "purpose": purpose, "ip": REMOTE_IP},
+                             expect=202)
             self.messages[sent.json()["messageId"]] = "foods"
             return sent.json()["messageId"]
 

@@ -28,6 +28,7 @@ import requests
 
 from sandesh.domain.clock import parse_iso
 from sandesh.domain.signature import verify_signature
+from sandesh.scripts.corpus_release import pg_tool
 from tests.conftest import ROOT, SERVER_URL, Sandesh, Server, _admin
 
 CORPUS = ROOT / "tests" / "corpus"
@@ -106,7 +107,7 @@ def restored(dump: Path) -> Iterator[str]:
         conn.execute(f'CREATE DATABASE "{name}"')
     url = psycopg.conninfo.make_conninfo(SERVER_URL, dbname=name)
     try:
-        done = subprocess.run(["pg_restore", "--no-owner", "--exit-on-error", "--dbname", url, str(dump)],
+        done = subprocess.run([pg_tool("pg_restore"), "--no-owner", "--exit-on-error", "--dbname", url, str(dump)],
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         yield url
@@ -372,14 +373,21 @@ def dashboard_opens(sandesh: Sandesh, server: Server, manifest: dict[str, Any]) 
         owner.sign_in("owner@upgrade.example", "upgraded-password-0123")
     delivery = sandesh("webhooks", "list", "--client", manifest["clients"]["outage"]["id"],
                        "--state", "dead")["deliveries"][0]["id"]
-    for page in ("overview", "clients", "messages", f"messages/{story['idempotent']}", "webhooks", f"webhooks/{delivery}", "opt-outs", "people", "audit"):
+    for page in ("overview", "clients", "messages", f"messages/{story['idempotent']}", "webhooks",
+                 f"webhooks/{delivery}", "opt-outs", "people", "audit"):
         owner.page(f"/dashboard/w/{main}/{page}")
+    if people.get("viewer", {}).get("setPasswordLink"):  # a link the earlier release printed sets a password
+        viewer = Browser(server.url, now)
+        viewer.set_password(people["viewer"]["setPasswordLink"], "viewer-password-0123")
+        viewer.sign_in(people["viewer"]["email"], "viewer-password-0123")
+        viewer.page(f"/dashboard/w/{main}/messages")
     operator = Browser(server.url, now)
     if "operator" in people:
         operator.sign_in(people["operator"]["email"], people["operator"]["password"],
                          totp_secret=people["operator"]["totpSecret"])
     else:
-        link = sandesh("user", "add", "--email", "ops@upgrade.example", "--name", "Ops", "--operator")["setPasswordLink"]
+        link = sandesh("user", "add", "--email", "ops@upgrade.example", "--name", "Ops",
+                       "--operator")["setPasswordLink"]
         operator.set_password(link, "upgraded-password-0123")
         operator.sign_in("ops@upgrade.example", "upgraded-password-0123", enroll=True)
     for page in ("workspaces", f"workspaces/{main}", "sims", "traffic", "replies", "audit", "people",
