@@ -85,9 +85,9 @@ def create_tables(conn: psycopg.Connection) -> None:
             conn.execute(projection.ddl)
 
 
-def has_log(conn: Any) -> bool:
-    """Whether the database holds an event table already (an earlier release made it)."""
-    return conn.execute("SELECT to_regclass('sandesh_events') IS NOT NULL").fetchone()[0]
+def has_table(conn: Any, name: str) -> bool:
+    """Whether the database has this table (in the search path) already."""
+    return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()[0]
 
 
 def read_clock_offset(conn: Any) -> float:

@@ -88,12 +88,18 @@ def before_migration(conn: Any) -> Releases | None:
     return found
 
 
-def record_migration(conn: Any, found: Releases | None, *, had_log: bool) -> None:
+# A table the previous release's `db migrate` creates and the one before it did not: found in a
+# database from before the gate, the previous release may have processes running on it.
+PEER_TABLE = "people"
+
+
+def record_migration(conn: Any, found: Releases | None, *, had_log: bool, peer_migrated: bool) -> None:
     """After `db migrate`: this release migrated it.  A database new to the gate is finalized at
-    this release when it had no log yet, else at the previous release, whose processes may
-    still be running (docs/operations.md, "Upgrading")."""
+    the previous release when that release had migrated it (its processes may still be
+    running), else at this one: a new database, or an older release's, whose processes were
+    stopped for the upgrade (docs/operations.md, "Upgrading")."""
     if found is None:
-        finalized = release.OLDEST_PEER if had_log else release.VERSION
+        finalized = release.OLDEST_PEER if had_log and peer_migrated else release.VERSION
         conn.execute("INSERT INTO sandesh_release (migrated, finalized) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING",
                      (release.VERSION, finalized))
     elif release.older(found.migrated, release.VERSION):

@@ -113,7 +113,7 @@ def migrate(settings: Settings) -> None:
     db.ensure_database(settings)
     with db.migration_lock(settings) as conn:
         found = releases.before_migration(conn)
-        had_log = db.has_log(conn)
+        had_log, peer_migrated = db.has_table(conn, "sandesh_events"), db.has_table(conn, releases.PEER_TABLE)
         bootstrap(settings, pool_size=1, create_table=True).close()  # the library creates the events table
         db.create_tables(conn)
-        releases.record_migration(conn, found, had_log=had_log)
+        releases.record_migration(conn, found, had_log=had_log, peer_migrated=peer_migrated)

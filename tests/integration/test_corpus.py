@@ -27,6 +27,7 @@ import pytest
 import requests
 
 from sandesh.domain.clock import parse_iso
+from sandesh.domain.release import OLDEST_PEER, VERSION
 from sandesh.domain.signature import verify_signature
 from sandesh.scripts.corpus_release import pg_tool
 from tests.conftest import ROOT, SERVER_URL, Sandesh, Server, _admin
@@ -214,8 +215,11 @@ def test_a_log_of_an_earlier_release_is_migrated_replayed_answered_alike_and_ser
                "SANDESH_METRICS_DIR": str(tmp_path / "metrics")}
         sandesh = Sandesh(env, tmp_path)
 
-        # The upgrade: migrate, then the read models are checked against the log and rebuilt.
-        sandesh("db", "migrate")
+        # The upgrade: migrate, then the read models are checked against the log and rebuilt.  A
+        # log of the previous release may still have its processes running beside this one, so the
+        # gate keeps to its shapes; an older release's processes were all stopped for the upgrade.
+        migrated = sandesh("db", "migrate")
+        assert migrated["finalized"] == (OLDEST_PEER if manifest["release"] == OLDEST_PEER else VERSION)
         replays_equal(sandesh)
         sandesh("replay")
         set_clock(database, manifest["clock"]["now"])

@@ -53,14 +53,22 @@ def test_a_new_database_is_migrated_and_finalized_at_this_release(sandesh):
     assert (status["migratedBy"], status["finalized"], status["finalizable"]) == (VERSION, VERSION, True)
 
 
-def test_a_database_of_a_release_before_the_gate_is_finalized_at_the_previous_release(sandesh, database_url):
-    """A log written by a release that recorded no release (before 0.3.0) may have processes of
-    the previous release running beside this one: until `upgrade finalize`, their shapes."""
+def test_a_database_of_the_previous_release_is_finalized_at_it_an_older_one_at_this_release(sandesh, database_url):
+    """A log of a release from before the gate (0.2.0 and earlier) that the previous release
+    migrated (it made the `people` table) may have the previous release's processes running
+    beside this one: until `upgrade finalize`, their shapes.  An older release's processes were
+    stopped for the upgrade (docs/operations.md, "Upgrading")."""
     change(database_url, "DROP TABLE sandesh_release")
     migrated = sandesh("db", "migrate")
     assert (migrated["migratedBy"], migrated["finalized"]) == (VERSION, OLDEST_PEER)
     assert sandesh("upgrade", "finalize")["finalized"] == VERSION
     assert sandesh("upgrade", "status")["finalizedBy"] == "tester"
+
+    change(database_url, "DROP TABLE sandesh_release; ALTER TABLE people RENAME TO people_kept")
+    try:
+        assert sandesh("db", "migrate")["finalized"] == VERSION
+    finally:
+        change(database_url, "DROP TABLE people; ALTER TABLE people_kept RENAME TO people")
 
 
 def test_a_release_older_than_the_database_refuses_to_start_and_writes_nothing(sandesh, env, database_url):
