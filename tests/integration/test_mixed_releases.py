@@ -30,7 +30,9 @@ from sandesh.scripts.corpus_release import release_install
 from tests.conftest import ROOT, SERVER_URL, free_port
 from tests.receiver import Receiver
 
-PREVIOUS = f"v{OLDEST_PEER}"  # the tag of the release this one upgrades from one process at a time
+# The release this one upgrades from one process at a time: its commit (tagged v0.2.0, CHANGELOG.md),
+# so that a clone without tags finds it too.
+PREVIOUS = "bf68981"
 CREDIT = 10_000_000
 
 
@@ -183,9 +185,9 @@ def test_a_rolling_upgrade_under_traffic_loses_nothing_charges_once_and_replays_
         traffic.serve_at(old_api, new_api)
         processes.stop("old-dispatch-h1")
         processes.start("new-dispatch-h1", [*new, "worker", "dispatch", "--host", "h1"], new_env)
-        processes.stop("old-projections")
+        # Both releases' projections and webhook workers share the work a while: each leases
+        # deliveries the other's API and sender made, and the old one reads the new one's events.
         processes.start("new-projections", [*new, "worker", "projections"], new_env)
-        processes.stop("old-webhooks")
         processes.start("new-webhooks", [*new, "worker", "webhooks"], new_env)
         time.sleep(2)
         for api, release, env in (("old-serve", old, old_env), ("new-serve", new, new_env),
@@ -201,6 +203,8 @@ def test_a_rolling_upgrade_under_traffic_loses_nothing_charges_once_and_replays_
         refused = run(new, new_env, "upgrade", "finalize")
         assert refused.returncode == 2 and "a release before 0.3.0" in refused.stderr
 
+        processes.stop("old-projections")
+        processes.stop("old-webhooks")
         processes.stop("old-dispatch-h0")
         processes.start("new-dispatch-h0", [*new, "worker", "dispatch", "--host", "h0"], new_env)
         traffic.serve_at(new_api)
