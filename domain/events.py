@@ -106,21 +106,30 @@ class VersionedMapper(Mapper[str]):
     version the upgrade gate allows (`written_version`).  Reading, an event of a type or a
     version this release does not know, which only a newer release can have written, raises
     NeedsNewerRelease: the library alone would load it with the new fields unused and misread
-    it in silence."""
+    it in silence.  Both ways run for every event of a send and of a replay, so what they learn
+    of a class is kept (docs/performance.md, "Replay")."""
 
     def __init__(self, transcoder: Transcoder, compressor: Compressor | None = None, cipher: Cipher | None = None):
         super().__init__(transcoder, compressor=compressor, cipher=cipher)
-        # The release the log is finalized at; the wiring gives the database's (projections/releases.py).
-        self.finalized: Callable[[], str] = lambda: release.VERSION
+        # The release the log is finalized at: the wiring keeps the database's here
+        # (projections/releases.py, `Watch`).
+        self.finalized = release.VERSION
         # Told before NeedsNewerRelease is raised: a worker stops on it (workers/supervisor.py).
         self.on_newer: Callable[[str], None] | None = None
+        self._classes: dict[str, tuple[type, int]] = {}  # topic -> (class, its version)
+        self._written: dict[type, int] = {}  # class -> the version written (0: none yet), at...
+        self._written_at = self.finalized    # ...this finalized release
 
     def to_stored_event(self, domain_event: Any) -> StoredEvent:
         cls = type(domain_event)
-        version = written_version(cls, self.finalized())
+        if self._written_at != self.finalized:
+            self._written, self._written_at = {}, self.finalized
+        version = self._written.get(cls)
+        if version is None:
+            version = self._written[cls] = written_version(cls, self.finalized) or 0
         if version == cls.class_version:
             return super().to_stored_event(domain_event)
-        if version is None:
+        if not version:
             raise RuntimeError(f"{get_topic(cls)} is written only once the upgrade is finalized at "
                                f"{cls.written_from}: its use case must not record it before")
         state = dict(vars(domain_event))
@@ -128,16 +137,28 @@ class VersionedMapper(Mapper[str]):
         downcast(cls, state, version)
         if version > 1:
             state["class_version"] = version
+        data = self.transcoder.encode(state)
+        if self.compressor:
+            data = self.compressor.compress(data)
         return StoredEvent(originator_id=originator_id, originator_version=originator_version, topic=get_topic(cls),
-                           state=self._sealed(self.transcoder.encode(state)))
+                           state=self.cipher.encrypt(data) if self.cipher else data)
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
+        known = self._classes.get(stored_event.topic)
+        if known is None:
+            try:
+                cls = resolve_topic(stored_event.topic)
+            except TopicError:
+                raise self._newer(f"an event of type {stored_event.topic}") from None
+            known = self._classes[stored_event.topic] = (cls, cls.class_version)
+        cls, current = known
         try:
-            cls = resolve_topic(stored_event.topic)
-        except TopicError:
-            raise self._newer(f"an event of type {stored_event.topic}") from None
-        try:
-            state: dict[str, Any] = self.transcoder.decode(self._opened(stored_event.state))
+            data = stored_event.state
+            if self.cipher:
+                data = self.cipher.decrypt(data)
+            if self.compressor:
+                data = self.compressor.decompress(data)
+            state: dict[str, Any] = self.transcoder.decode(data)
         except Exception as error:
             raise MapperDeserialisationError(
                 f"Failed to deserialise state of stored event with topic '{stored_event.topic}', originator_id "
@@ -146,28 +167,18 @@ class VersionedMapper(Mapper[str]):
         state["originator_id"] = stored_event.originator_id
         state["originator_version"] = stored_event.originator_version
         version = state.pop("class_version", 1)
-        if version != cls.class_version:
-            if version > cls.class_version:
+        if version != current:
+            if version > current:
                 raise self._newer(f"version {version} of {stored_event.topic} (this release reads up to "
-                                  f"version {cls.class_version})")
+                                  f"version {current})")
             upcast(cls, state, version)
         event = object.__new__(cls)
         object.__setattr__(event, "__dict__", state)
         return event
 
-    def _sealed(self, data: bytes) -> bytes:
-        if self.compressor:
-            data = self.compressor.compress(data)
-        return self.cipher.encrypt(data) if self.cipher else data
-
-    def _opened(self, data: bytes) -> bytes:
-        if self.cipher:
-            data = self.cipher.decrypt(data)
-        return self.compressor.decompress(data) if self.compressor else data
-
     def _newer(self, what: str) -> NeedsNewerRelease:
         message = (f"the log holds {what}, which a newer release wrote; this is Sandesh {release.VERSION} and the "
-                   f"database is finalized at {self.finalized()}: run Sandesh {self.finalized()} or newer "
+                   f"database is finalized at {self.finalized}: run Sandesh {self.finalized} or newer "
                    f"(docs/operations.md, \"Upgrading\")")
         if self.on_newer is not None:
             self.on_newer(message)

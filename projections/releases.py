@@ -150,13 +150,11 @@ class NotFinalizable(Exception):
 
 
 class Watch:
-    """A process's thread that reads the gate every second (the mapper writes the shapes it
-    allows) and reports the process's release every few seconds.  Until its first read the
-    process writes the shapes of the previous release, which every peer reads."""
+    """A process's thread that reads the gate every second into the mapper (which writes the
+    shapes it allows, domain/events.py) and reports the process's release every few seconds."""
 
-    def __init__(self, connection: Callable[[], ContextManager[Any]], kind: str):
-        self.connection, self.kind = connection, kind
-        self.finalized = release.OLDEST_PEER
+    def __init__(self, connection: Callable[[], ContextManager[Any]], kind: str, mapper: Any):
+        self.connection, self.kind, self.mapper = connection, kind, mapper
         # A dispatcher's id is also the name its SIM heartbeats give (sim_health.dispatcher).
         self.id = f"{'dispatcher' if kind == 'dispatch' else kind}-{uuid.uuid4().hex[:8]}"
         self._stop = threading.Event()
@@ -182,7 +180,7 @@ class Watch:
                 with self.connection() as conn:
                     found = read(conn)
                     if found is not None:
-                        self.finalized = found.finalized
+                        self.mapper.finalized = found.finalized
                     if time.monotonic() - reported >= REPORT_EVERY:
                         self._report(conn)
                         reported = time.monotonic()

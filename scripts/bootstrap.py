@@ -82,13 +82,10 @@ def _follow_the_gate(log: Log, connection: Callable[[], ContextManager[Any]], pr
         if not is_outage(error):
             raise
         found = None
-    finalized = found.finalized if found is not None else release.OLDEST_PEER
+    mapper.finalized = found.finalized if found is not None else release.OLDEST_PEER
     if process is None:
-        mapper.finalized = lambda: finalized
         return None
-    watch = Watch(connection, process)
-    watch.finalized = finalized
-    mapper.finalized = lambda: watch.finalized
+    watch = Watch(connection, process, mapper)
     return watch.start()
 
 

@@ -24,7 +24,7 @@ TOPIC = "sandesh.domain.webhook:WebhookDelivery.Created"
 def mapper(finalized: str | None = None) -> events.VersionedMapper:
     made = events.VersionedMapper(OrjsonTranscoder())
     if finalized is not None:
-        made.finalized = lambda: finalized
+        made.finalized = finalized
     return made
 
 
