@@ -11,24 +11,16 @@ import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import orjson
 import psycopg
 import requests
 
 from sandesh.domain.release import VERSION
+from sandesh.scripts.corpus_release import pg_tool
 from tests.conftest import ROOT, SERVER_URL, Server
 
 SENDS_PER_SECOND = 20
-
-
-def pg_tool(name: str) -> str:
-    """The PostgreSQL client of the `pgserver` wheel (a dependency): new enough for the local
-    server and for the embedded one alike."""
-    from pgserver._commands import POSTGRES_BIN_PATH
-
-    return str(Path(POSTGRES_BIN_PATH) / name)
 
 
 def command(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
