@@ -26,7 +26,7 @@ from psycopg.rows import dict_row
 from sandesh.domain import release
 from sandesh.domain.errors import NeedsNewerRelease
 
-from .health import is_outage
+from .health import DatabaseHealth, is_outage
 
 log = logging.getLogger("sandesh.release")
 
@@ -153,8 +153,8 @@ class Watch:
     """A process's thread that reads the gate every second into the mapper (which writes the
     shapes it allows, domain/events.py) and reports the process's release every few seconds."""
 
-    def __init__(self, connection: Callable[[], ContextManager[Any]], kind: str, mapper: Any):
-        self.connection, self.kind, self.mapper = connection, kind, mapper
+    def __init__(self, connection: Callable[[], ContextManager[Any]], kind: str, mapper: Any, health: DatabaseHealth):
+        self.connection, self.kind, self.mapper, self.health = connection, kind, mapper, health
         # A dispatcher's id is also the name its SIM heartbeats give (sim_health.dispatcher).
         self.id = f"{'dispatcher' if kind == 'dispatch' else kind}-{uuid.uuid4().hex[:8]}"
         self._stop = threading.Event()
@@ -176,6 +176,9 @@ class Watch:
     def _run(self) -> None:
         reported = 0.0
         while not self._stop.is_set():
+            if self.health.down:  # its watcher tells when the database is back; no pooled connection is asked
+                self._stop.wait(READ_EVERY)
+                continue
             try:
                 with self.connection() as conn:
                     found = read(conn)
@@ -184,8 +187,10 @@ class Watch:
                     if time.monotonic() - reported >= REPORT_EVERY:
                         self._report(conn)
                         reported = time.monotonic()
-            except Exception as error:  # noqa: BLE001 - the thread never dies; an outage is told elsewhere
-                if not is_outage(error):
+            except Exception as error:  # noqa: BLE001 - the thread never dies
+                if is_outage(error):
+                    self.health.failed(error)
+                else:
                     log.warning("could not read the database's release: %s", error)
             self._stop.wait(READ_EVERY)
 

@@ -44,8 +44,9 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
             raise DatabaseUnavailable(db.describe_unreachable(settings, error)) from error
         raise
     connection = pooled_connections(log)
+    health = DatabaseHealth(settings.database_url, log.recorder.datastore.pool)  # type: ignore[attr-defined]
     try:
-        watch = _follow_the_gate(log, connection, process)
+        watch = _follow_the_gate(log, connection, health, process)
     except BaseException:
         log.close()
         raise
@@ -62,12 +63,12 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
         webhook_guard=lambda url: check_url(url, settings.webhook_allow_private),
         hasher=Argon2Hasher(), sign_in_failures=sessions.SignInFailures(connection),
         webhook_history=webhooks.History(connection))
-    return Runtime(settings=settings, app=app, clock=clock, connection=connection,
-                   health=DatabaseHealth(settings.database_url, log.recorder.datastore.pool),  # type: ignore[attr-defined]
+    return Runtime(settings=settings, app=app, clock=clock, connection=connection, health=health,
                    commits=commits, watch=watch)
 
 
-def _follow_the_gate(log: Log, connection: Callable[[], ContextManager[Any]], process: str | None) -> Watch | None:
+def _follow_the_gate(log: Log, connection: Callable[[], ContextManager[Any]], health: DatabaseHealth,
+                     process: str | None) -> Watch | None:
     """Check the database's releases (this one must not be older than its finalized release)
     and give the mapper the gate: read once for a command, followed by a Watch for a process.
     With the database away the check waits for the Watch, and the shapes written meanwhile are
@@ -85,7 +86,7 @@ def _follow_the_gate(log: Log, connection: Callable[[], ContextManager[Any]], pr
     mapper.finalized = found.finalized if found is not None else release.OLDEST_PEER
     if process is None:
         return None
-    watch = Watch(connection, process, mapper)
+    watch = Watch(connection, process, mapper, health)
     return watch.start()
 
 

@@ -18,6 +18,7 @@ import psycopg
 import pytest
 import requests
 
+from sandesh.domain.release import VERSION
 from tests.conftest import ROOT, SECRET_KEY, Sandesh, Server
 from tests.private_postgres import PrivatePostgres
 
@@ -123,7 +124,7 @@ def test_an_outage_is_503_with_retry_after_then_every_worker_recovers_and_nothin
             back_at = time.monotonic()
             time.sleep(7)
             stop.set()
-        assert (alive.status_code, alive.json()) == (200, {"status": "ok"})
+        assert (alive.status_code, alive.json()) == (200, {"status": "ok", "version": VERSION})
         assert (ready.status_code, ready.headers.get("retry-after")) == (503, "2")
         assert ready.json()["ready"] is False and ready.json()["reasons"] == ["the database cannot be reached"]
         assert ready.json()["checks"]["database"] == "unreachable" and probe_seconds <= 4.0, probe_seconds
