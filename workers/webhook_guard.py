@@ -1,9 +1,12 @@
 """The SSRF guard of webhook deliveries (docs/design.md, "Decisions: webhooks").
 
-A webhook URL must be `https://` and its host must resolve to public addresses only: loopback,
-private, link-local, shared, multicast and reserved addresses are refused when the URL is
-configured and again when each delivery connects, unless private addresses are allowed
-(SANDESH_WEBHOOK_ALLOW_PRIVATE=1, development and tests).  At delivery the connection is made
+A webhook URL must be `https://` and its host must resolve to public addresses only: every
+special-purpose range of IANA's registries (loopback, private, link-local, shared, multicast,
+reserved, documentation, 192.0.0.0/24, ...) is refused, and so is an IPv6 address that carries
+one of them (IPv4-mapped, NAT64, 6to4, IPv4-compatible) or is Teredo.  They are refused when
+the URL is configured and again when each delivery connects, unless private addresses are
+allowed (SANDESH_WEBHOOK_ALLOW_PRIVATE=1, development and tests); no error names an address a
+host resolved to.  At delivery the connection is made
 to the very address that was checked (TLS still verifies the URL's host name), so a DNS answer
 that changes between the check and the connection cannot redirect it.
 """
@@ -32,15 +35,60 @@ class AddressRefused(NewConnectionError):
         self.why = why
 
 
+# Not public, by IANA's special-purpose address registries: Python's `is_global` misses some of
+# them (192.0.0.8, and IPv4 inside IPv6 such as NAT64 `64:ff9b::a00:1`) on the versions we run.
+NOT_PUBLIC_V4 = {
+    "this network": "0.0.0.0/8", "private": "10.0.0.0/8 172.16.0.0/12 192.168.0.0/16",
+    "shared (carrier-grade NAT)": "100.64.0.0/10", "loopback": "127.0.0.0/8", "link-local": "169.254.0.0/16",
+    "IETF protocol assignments": "192.0.0.0/24", "documentation": "192.0.2.0/24 198.51.100.0/24 203.0.113.0/24",
+    "6to4 relay anycast": "192.88.99.0/24", "benchmarking": "198.18.0.0/15", "multicast": "224.0.0.0/4",
+    "reserved": "240.0.0.0/4",
+}
+NOT_PUBLIC_V6 = {
+    "unspecified or loopback": "::/127", "discard-only": "100::/64", "NAT64 local-use": "64:ff9b:1::/48",
+    "IETF protocol assignments (Teredo among them)": "2001::/23", "documentation": "2001:db8::/32 3fff::/20",
+    "SRv6 segment identifiers": "5f00::/16", "unique-local (private)": "fc00::/7", "link-local": "fe80::/10",
+    "multicast": "ff00::/8",
+}
+# IPv6 addresses that carry an IPv4 address: it decides, as the packets would go to it.
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+
+
+def _networks(table: dict[str, str]) -> list[tuple[Any, str]]:
+    return [(ipaddress.ip_network(net), kind) for kind, nets in table.items() for net in nets.split()]
+
+
+_NOT_PUBLIC = {4: _networks(NOT_PUBLIC_V4), 6: _networks(NOT_PUBLIC_V6)}
+
+
 def refused_reason(address: str) -> str | None:
+    """Why deliveries may not go to `address` (what kind of address it is, never the address),
+    or None for a public one."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    if ip.is_global and not ip.is_multicast:
-        return None
-    kind = next((name for name in ("loopback", "private", "link_local", "multicast", "reserved", "unspecified")
-                 if getattr(ip, f"is_{name}")), "not public")
-    return f"{address} is {kind.replace('_', '-')}"
+    inside = ""
+    if isinstance(ip, ipaddress.IPv6Address):
+        carried, inside = _carried(ip)
+        if carried is not None:
+            ip = carried
+    kind = next((kind for net, kind in _NOT_PUBLIC[ip.version] if ip in net), None)
+    if kind is None and not ip.is_global:
+        kind = "not globally reachable"
+    return f"{kind}{inside}" if kind else None
+
+
+def _carried(ip: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address | None, str]:
+    """The IPv4 address an IPv6 one carries (IPv4-mapped, NAT64, 6to4, IPv4-compatible), with
+    how it is carried."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped, ", as an IPv4-mapped address"
+    if ip in NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFF_FFFF), ", inside NAT64"
+    if ip.sixtofour is not None:
+        return ip.sixtofour, ", inside 6to4"
+    if ip in IPV4_COMPATIBLE and int(ip) > 1:
+        return ipaddress.IPv4Address(int(ip)), ", as an IPv4-compatible address"
+    return None, ""
 
 
 def resolve(host: str, port: int) -> list[str]:
@@ -49,12 +97,15 @@ def resolve(host: str, port: int) -> list[str]:
 
 
 def public_addresses(host: str, port: int) -> list[str]:
-    """Every address `host` resolves to; raises ValueError naming the first one that is not public."""
+    """Every address `host` resolves to; raises ValueError saying what kind of address the first
+    one that is not public is (not the address: a developer is not told what an inside name
+    resolves to)."""
     addresses = resolve(host, port)
     for address in addresses:
         reason = refused_reason(address)
         if reason:
-            raise ValueError(f"{host} resolves to {reason}; webhooks go to public addresses only")
+            raise ValueError(f"{host} resolves to an address that is not public ({reason}); "
+                             "webhooks go to public addresses only")
     return addresses
 
 
@@ -88,9 +139,9 @@ class GuardedConnection(HTTPSConnection):
                                                     source_address=self.source_address,
                                                     socket_options=self.socket_options)
             except socket.timeout:
-                last = ConnectTimeoutError(self, f"connecting to {self.host} ({address}) timed out")
+                last = ConnectTimeoutError(self, f"connecting to {self.host} timed out")
             except OSError as error:
-                last = NewConnectionError(self, f"connecting to {self.host} ({address}): {error}")
+                last = NewConnectionError(self, f"connecting to {self.host}: {error.strerror or type(error).__name__}")
         raise last or NewConnectionError(self, f"{self.host} has no address")
 
 

@@ -716,13 +716,23 @@ def test_list_show_redeliver_and_7_days_of_history(runtime, hooked, sender, sand
 
 # The SSRF guard
 
-def test_a_private_webhook_host_is_refused_at_configuration(sandesh, workspace, receiver):
+# Addresses that are not public though Python 3.11's `is_global` says they are: loopback and
+# private addresses inside NAT64, 6to4 and IPv4-compatible IPv6, and IETF's 192.0.0.0/24.
+INSIDE_IPV6 = ("[64:ff9b::7f00:1]", "[64:ff9b::a00:1]", "[2002:7f00:1::1]", "[::7f00:1]", "192.0.0.8")
+
+
+def test_a_private_webhook_host_is_refused_at_configuration_without_telling_what_it_resolves_to(
+        sandesh, workspace, receiver):
     private = {"SANDESH_WEBHOOK_ALLOW_PRIVATE": "0"}
     for url in (receiver.url("/x"), "https://127.0.0.1/x", "https://10.1.2.3/x", "https://169.254.169.254/x",
-                "https://[::1]/x"):
+                "https://[::1]/x", *(f"https://{host}/x" for host in INSIDE_IPV6)):
         done = sandesh.run("client", "create", "--workspace", workspace, "--brand", "B", "--webhook-url", url,
                            env=private)
         assert done.returncode == 2 and "public addresses only" in done.stderr, (url, done.stderr)
+    named = sandesh.run("client", "create", "--workspace", workspace, "--brand", "B", "--webhook-url",
+                        receiver.url("/x"), env=private)
+    assert "localhost resolves to an address that is not public (loopback)" in named.stderr
+    assert "127.0.0.1" not in named.stderr, "a developer is not told what an inside name resolves to"
     done = sandesh.run("client", "create", "--workspace", workspace, "--brand", "B", "--webhook-url",
                        "https://no-such-host.invalid/x", env=private)
     assert done.returncode == 2 and "does not resolve" in done.stderr
@@ -737,8 +747,30 @@ def test_a_private_address_is_refused_again_at_delivery(runtime, hooked, receive
         guarded.close()
     [row] = rows_of(runtime, hooked)
     assert row["state"] == "waiting" and "refused" in row["history"][0]["error"]
-    assert "127.0.0.1 is loopback" in row["history"][0]["error"]
+    assert "not public (loopback)" in row["history"][0]["error"] and "127.0.0.1" not in row["history"][0]["error"]
     assert hooked.receiver.at(hooked.path) == []
+
+
+@pytest.mark.parametrize("host", INSIDE_IPV6[:4])
+def test_an_ipv6_address_carrying_a_private_one_is_refused_at_delivery(runtime, workspace, receiver, host):
+    """Configured while private addresses were allowed, then delivered by a guarded sender: the
+    connection is never made."""
+    client, _, _ = runtime.app.operators.create_client(workspace, "Inside", f"https://{host}:{receiver.port}/in",
+                                                       1000, "t")
+    request, _ = parse_send({"to": f"97798{next(_numbers):08d}", "text": "inside"})
+    message = runtime.app.sending.send(client.id, workspace, request, 100)
+    guarded = WebhookSender(runtime, http=webhook_guard.session(False, str(receiver.ca_file)))
+    try:
+        lifecycle(runtime, message, ("fail", "x"))
+        deliver(guarded)
+    finally:
+        guarded.close()
+    with runtime.connection() as conn:
+        [row] = conn.execute("SELECT * FROM webhook_deliveries WHERE client_id = %s", (client.id,)).fetchall()
+    error = row["history"][0]["error"]
+    assert "refused" in error and "not public" in error, error
+    assert "127.0.0.1" not in error and "10.0.0.1" not in error, "the address it carries is not told"
+    assert receiver.at("/in") == []
 
 
 # The worker and the example receiver, as processes

@@ -86,6 +86,27 @@ def test_the_guard_refuses_addresses_that_are_not_public(address):
     assert refused_reason(address)
 
 
-@pytest.mark.parametrize("address", ["8.8.8.8", "202.166.194.10", "2001:4860:4860::8888"])
+@pytest.mark.parametrize("address, kind", [
+    ("64:ff9b::a00:1", "private, inside NAT64"),                      # 10.0.0.1 through the well-known NAT64 prefix
+    ("64:ff9b::7f00:1", "loopback, inside NAT64"),
+    ("64:ff9b:1::a00:1", "NAT64 local-use"),                          # RFC 8215: never global
+    ("2002:a00:1::1", "private, inside 6to4"),                        # 6to4 of 10.0.0.1
+    ("2002:7f00:1::1", "loopback, inside 6to4"),
+    ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "IETF protocol assignments (Teredo among them)"),
+    ("::7f00:1", "loopback, as an IPv4-compatible address"),          # ::127.0.0.1
+    ("::a9fe:a9fe", "link-local, as an IPv4-compatible address"),     # ::169.254.169.254
+    ("192.0.0.8", "IETF protocol assignments"), ("192.0.0.170", "IETF protocol assignments"),
+    ("198.18.0.1", "benchmarking"), ("192.0.2.1", "documentation"), ("2001:db8::1", "documentation"),
+    ("100::1", "discard-only"),
+])
+def test_the_guard_refuses_every_range_that_is_not_global_also_inside_ipv6(address, kind):
+    """NAT64, 6to4, Teredo and IPv4-compatible addresses carry an IPv4 address; 192.0.0.0/24
+    is IETF's.  Python 3.11's `is_global` lets several of these through."""
+    assert refused_reason(address) == kind
+
+
+@pytest.mark.parametrize("address", ["8.8.8.8", "202.166.194.10", "2001:4860:4860::8888",
+                                     "64:ff9b::808:808", "2002:808:808::1"])
 def test_the_guard_lets_public_addresses_through(address):
+    """A public IPv4 address behind NAT64 or 6to4 is public."""
     assert refused_reason(address) is None
