@@ -30,6 +30,7 @@ from sandesh.projections.runtime import Runtime
 from sandesh.projections.health import is_outage
 
 from .modem import ModemError, Unsolicited
+from .sim_load import Wakeups
 from .sim_worker import SimWorker
 
 log = logging.getLogger("sandesh.dispatcher")
@@ -42,6 +43,7 @@ REPORT_MATCH_WINDOW = 7 * 24 * 3600
 LIVE_SETTINGS = ("name", "pin_sealed", "pin_refused", "daily_cap", "monthly_cap", "pace", "balance_ussd",
                  "min_credit", "balance_every")
 POOL_EVERY = 1.0            # seconds between reads of the pool, besides notifications
+NUDGE = "nudge"             # why the loop wakes when a SIM's thread is free again
 HOUSEKEEPING_EVERY = 5.0
 
 
@@ -58,13 +60,14 @@ class Dispatcher:
         self.host = host
         # the name its SIM heartbeats and leases give: its release report's, when it makes one
         self.me = runtime.watch.id if runtime.watch is not None else f"dispatcher-{uuid.uuid4().hex[:8]}"
+        # The SIMs it drives, by id: replaced whole by the loop (sync_pool), never changed in place,
+        # so any thread reads the dict it took without a lock (docs/design.md, "The dispatcher's threads").
         self.sims: dict[str, SimWorker] = {}
         self.retired: list[SimWorker] = []
         self.stop = threading.Event()
         self.route_window = runtime.settings.route_window
         self.heartbeat_seconds = heartbeat_seconds(self.route_window)
-        self._wake = threading.Event()
-        self._woken_by: set[str] = set()      # what woke the loop since its last tick
+        self._wakeups = Wakeups()             # what woke the loop since its last tick
         self._only_otp_placeable = False      # the last tick could lease only OTP, and found none
         self._pool_changed = threading.Event()
         self._clock_moved = threading.Event()
@@ -83,7 +86,7 @@ class Dispatcher:
 
     def close(self) -> None:
         self.stop.set()
-        for worker in list(self.sims.values()):
+        for worker in self.sims.values():
             worker.retire()
         for worker in [*self.sims.values(), *self.retired]:
             worker.thread.join(timeout=5)
@@ -97,18 +100,16 @@ class Dispatcher:
 
     def nudge(self) -> None:
         """A SIM became free, or anything else worth a look."""
-        self._woken_by.add("nudge")
-        self._wake.set()
+        self._wakeups.add(NUDGE)
 
     def _notified(self, payload: str) -> None:
-        self._woken_by.add(payload)
         if payload == dispatch.POOL:
             self._pool_changed.set()
         elif payload == dispatch.CLOCK:  # the test clock jumped: heartbeats are stale in service time
-            for worker in list(self.sims.values()):
+            for worker in self.sims.values():
                 worker.report_soon()
             self._clock_moved.set()  # and scheduled messages may be due: released before the next tick
-        self._wake.set()
+        self._wakeups.add(payload)
 
     def run(self) -> None:
         last_housekeeping = 0.0
@@ -124,14 +125,13 @@ class Dispatcher:
                 if time.monotonic() - last_housekeeping >= HOUSEKEEPING_EVERY:
                     last_housekeeping = time.monotonic()
                     self.housekeeping()
-                woken_by, self._woken_by = self._woken_by, set()
+                woken_by = self._wakeups.take()
                 if not (woken_by == {dispatch.WORK} and self._only_otp_placeable):
                     self.tick()  # new work that is not an OTP cannot go where only an OTP may
             except Exception as error:  # the loop never dies: a database outage is waited out
                 self.trouble(error)
                 self.stop.wait(1.0)
-            self._wake.wait(POOL_EVERY)
-            self._wake.clear()
+            self._wakeups.wait(POOL_EVERY)
 
     # The live pool
 
@@ -145,27 +145,31 @@ class Dispatcher:
         self._pool_read = time.monotonic()
         self.retired = [w for w in self.retired if w.thread.is_alive()]
         wanted = {r["id"]: r for r in rows if r["enabled"] and (self.host is None or r["host"] == self.host)}
-        for sim_id, worker in list(self.sims.items()):
+        sims = dict(self.sims)
+        for sim_id, worker in self.sims.items():
             row = wanted.get(sim_id)
             if not worker.thread.is_alive():  # it catches every error; should it die anyway, start it again
                 log.warning("SIM %s: its thread died; starting it again", worker.name)
-                self.sims.pop(sim_id)
+                del sims[sim_id]
                 continue
             if row is None or (row["port"], row["baud"]) != (worker.sim["port"], worker.sim["baud"]):
                 log.info("SIM %s: %s; retiring its thread", worker.name,
                          "moved" if row is not None else "disabled or given to another host")
                 worker.retire()
-                self.retired.append(self.sims.pop(sim_id))
+                self.retired.append(sims.pop(sim_id))
             else:
                 worker.quarantine = row["quarantine"]
                 worker.sim = {**worker.sim, **{name: row[name] for name in LIVE_SETTINGS}}
         busy_ids = {w.id for w in self.retired}
+        started = []
         for sim_id, row in wanted.items():
-            if sim_id not in self.sims and sim_id not in busy_ids:  # a retiring thread first lets go of the port
-                worker = SimWorker(self, row)
-                self.sims[sim_id] = worker
-                worker.start()
-        others = [r for r in rows if r["id"] not in self.sims and r["usable"]]
+            if sim_id not in sims and sim_id not in busy_ids:  # a retiring thread first lets go of the port
+                sims[sim_id] = SimWorker(self, row)
+                started.append(sims[sim_id])
+        self.sims = sims  # published whole before any new thread runs: it may read the pool at once
+        for worker in started:
+            worker.start()
+        others = [r for r in rows if r["id"] not in sims and r["usable"]]
         self._usable_elsewhere = {r["id"] for r in others}
         self._elsewhere = {r["id"] for r in others if r["has_room"]}
 

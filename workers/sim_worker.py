@@ -14,7 +14,6 @@ import queue
 import random
 import threading
 import time
-from collections import deque
 from typing import Any, Callable, Protocol
 
 from prometheus_client import Counter
@@ -24,7 +23,6 @@ from sandesh.domain.application import Sandesh
 from sandesh.domain.usecases.dispatch import RELEASE, SEND, Submission
 from sandesh.domain.cms import REPEATS_BEFORE_QUARANTINE, Action, classify
 from sandesh.domain.operators import of_imsi
-from sandesh.domain.pacing import capacity
 from sandesh.domain.pdu import encode_submit
 from sandesh.domain.routing import FAIL, REJECT, RETRY_DELAY, after_refusal
 from sandesh.domain.sim import CREDIT, FAILURES, NETWORK, PIN
@@ -35,6 +33,7 @@ from sandesh.projections.runtime import Runtime
 
 from .device import Device, SimNotReady
 from .modem import CmsError, CommandTimeout, Modem, ModemError, NotSubmitted, PortGone, Unsolicited
+from .sim_load import Load
 from .sims import attach
 
 log = logging.getLogger("sandesh.dispatcher")
@@ -84,11 +83,8 @@ class SimWorker:
         self.jobs: queue.Queue = queue.Queue()
         self.ready = False           # the port is open and the modem initialised
         self.registered = True
-        self.busy = False
-        self.inflight = 0            # parts of the message it is sending now
+        self.load = Load()           # its window, caps and message in hand: shared with the loop
         self.sent = 0                # parts the network accepted from it since this thread started
-        self.part_times: deque[float] = deque()
-        self.usage: Usage | None = None      # parts today and this month, loaded when the port opens
         self.credit_checked_at: float | None = sim.get("credit_at")
         self.parts_since_credit = 0
         self.refusals_in_row = 0
@@ -115,23 +111,23 @@ class SimWorker:
     def plan(self) -> Plan:
         return Plan(self.sim.get("daily_cap"), self.sim.get("monthly_cap"), self.sim.get("pace"))
 
+    @property
+    def busy(self) -> bool:
+        return self.load.busy
+
     def available(self, now: float) -> bool:
         """Usable, and not resting at a cap of its plan."""
         return self.usable and self.resting(now)[0] is None
 
     def resting(self, now: float) -> tuple[float | None, str | None]:
-        return self.usage.resting(self.plan, now) if self.usage is not None else (None, None)
+        return self.load.resting(self.plan, now)
 
     def left(self, now: float) -> int:
         """Parts it may take now: its pacing window's room, within what its caps leave."""
-        while self.part_times and self.part_times[0] <= now - 1800:
-            self.part_times.popleft()
-        room = capacity(self.part_times, now, self.plan.parts_per_window)
-        capped = self.usage.room(self.plan, now) if self.usage is not None else None
-        return (room if capped is None else min(room, capped)) - self.inflight
+        return self.load.left(self.plan, now)
 
     def give(self, message_id: str, parts: int) -> None:
-        self.busy, self.inflight = True, parts
+        self.load.give(parts)
         self.jobs.put(message_id)
 
     def start(self) -> None:
@@ -213,9 +209,9 @@ class SimWorker:
         with self.runtime.connection() as conn:
             dispatch.release_leases_of(conn, self.id)
             now = self.app.clock.now()
-            self.part_times = deque(dispatch.part_times(conn, self.id, now))
-            self.usage = Usage(day_start(now), dispatch.parts_since(conn, self.id, day_start(now)),
-                               month_start(now), dispatch.parts_since(conn, self.id, month_start(now)))
+            self.load.opened(dispatch.part_times(conn, self.id, now),
+                             Usage(day_start(now), dispatch.parts_since(conn, self.id, day_start(now)),
+                                   month_start(now), dispatch.parts_since(conn, self.id, month_start(now))))
         self.dispatcher.reconcile(self.id)
         self.ready = True
         self._heartbeat()
@@ -251,7 +247,7 @@ class SimWorker:
         try:
             self._send(job)
         finally:
-            self.busy, self.inflight = False, 0
+            self.load.done()
             self.dispatcher.nudge()
 
     def _hand_back(self) -> None:
@@ -294,12 +290,12 @@ class SimWorker:
     def _report(self, registered: bool | None = None, signal: int | None = None) -> None:
         now = self.app.clock.now()
         resting_until, why = self.resting(now)
+        parts_today, parts_month = self.load.used()
         with self.runtime.connection() as conn:
             sim_health.record(conn, self.id, healthy=self.available(now), registered=registered, signal_dbm=signal,
                               last_error=self.last_error, dispatcher=self.dispatcher.me, at=now,
                               reachable=self.ready, resting_until=resting_until, resting_reason=why,
-                              parts_today=self.usage.today if self.usage else None,
-                              parts_month=self.usage.this_month if self.usage else None)
+                              parts_today=parts_today, parts_month=parts_month)
         self.reported_at = time.monotonic()
 
     # Credit
@@ -396,13 +392,11 @@ class SimWorker:
                 return
             SUBMITS.labels(self.id, "accepted").inc()
             now = self.app.clock.now()
-            self.part_times.append(now)
-            self.usage.add(now)
+            self.load.part_accepted(now)
             self.parts_since_credit += 1
             self.sent += 1
             if self.resting(now)[0] is not None:  # at a cap of its plan: the pool learns it now
                 self.report_soon()
-            self.inflight -= 1
             self.refusals_in_row = 0
             self.dispatcher.record(message_id, lambda m, n=number, r=mr: m.part_accepted(n, r, at=now))
 
