@@ -18,6 +18,7 @@ import orjson
 from sandesh.domain import log_context
 from sandesh.domain.application import Sandesh
 from sandesh.domain.errors import DomainError
+from sandesh.domain.settings import DEFAULT_PUBLIC_URL
 from sandesh.projections.callers import Callers
 from sandesh.projections.group_commit import GroupCommit
 from sandesh.projections.health import DatabaseHealth, is_outage
@@ -30,6 +31,7 @@ from .health import Health, Ready
 from .messages import CancelMessage, MessageStatus
 from .metrics import UNMATCHED, DatabaseState, Metrics, RequestMetrics
 from .openapi import OpenApi
+from .peers import over_tls
 from .otp import OtpSend, OtpVerify
 from .resources import Balance
 from .send import Preview, Send, SendBatch
@@ -96,7 +98,8 @@ async def _http_error(req: falcon.asgi.Request, resp: falcon.asgi.Response, erro
 
 def _unexpected(req: falcon.Request, resp: falcon.Response, error: Exception, params: dict) -> None:
     request_id = getattr(req.context, "request_id", "-")
-    log.exception("unexpected error in %s %s (request id %s)", req.method, req.path, request_id)
+    # The route template, never the path: a path can carry a set-password token (docs/operations.md, "Logs").
+    log.exception("unexpected error in %s %s (request id %s)", req.method, req.uri_template or UNMATCHED, request_id)
     _render(req, resp, ApiError("server_error", f"Unexpected error on the service side (request id {request_id})."))
 
 
@@ -109,6 +112,21 @@ def outage_error() -> ApiError:
     replays it instead of sending it twice."""
     return ApiError("unavailable", "The service cannot reach its database right now. Retry with the same "
                                    "Idempotency-Key.", headers={"Retry-After": OUTAGE_RETRY_AFTER})
+
+
+class StrictTransport:
+    """Over TLS (to us, or to a trusted proxy that says so), every answer tells the browser to
+    come back over TLS only, for a year (HSTS, RFC 6797).  Over plain HTTP the header means
+    nothing and is not sent."""
+    HEADER = "max-age=31536000"
+
+    def __init__(self, trusted_proxies: tuple[str, ...]):
+        self.trusted_proxies = trusted_proxies
+
+    async def process_response(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, resource: Any,
+                               req_succeeded: bool) -> None:
+        if over_tls(req, self.trusted_proxies):
+            resp.set_header("Strict-Transport-Security", self.HEADER)
 
 
 class DatabaseGate:
@@ -141,17 +159,21 @@ def _errors(health: DatabaseHealth) -> Callable[..., Any]:
 def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], *, route_window: float,
                health: DatabaseHealth, commits: GroupCommit, blocking_threads: int = 4, rate_limit: bool = True,
                trusted_proxies: tuple[str, ...] = (), callers: Callers | None = None,
-               dashboard_key: bytes | None = None) -> falcon.asgi.App:
+               dashboard_key: bytes | None = None, metrics_token: str | None = None,
+               public_url: str = DEFAULT_PUBLIC_URL) -> falcon.asgi.App:
     """`route_window`: Settings.route_window, how recent a SIM's healthy heartbeat must be for it to be a route;
     `health`: this process's view of the database (an outage is a 503, never a 500 or a hang);
     `commits`: the process's group commit, which the requests' appends await;
     `blocking_threads`: the threads that read the database for requests (the pool's connections);
     `callers`: the process's caller cache (without one, every request reads its caller from the database);
-    `dashboard_key`: the key of the dashboard's CSRF tokens, the same in every process (a random one without it)."""
+    `dashboard_key`: the key of the dashboard's CSRF tokens, the same in every process (a random one without it);
+    `metrics_token`: SANDESH_METRICS_TOKEN, the bearer token of GET /metrics (without it, loopback callers only);
+    `public_url`: SANDESH_PUBLIC_URL, where the links the dashboard hands out point."""
     callers = callers or Callers(connection, route_window)
     blocking, commit = Blocking(blocking_threads), Commit(commits)
     authentication = Authentication(connection, sandesh.clock, callers, blocking, rate_limit=rate_limit)
-    app = falcon.asgi.App(middleware=[RequestMetrics(), RequestId(), DatabaseGate(health), authentication])
+    app = falcon.asgi.App(middleware=[RequestMetrics(), RequestId(), StrictTransport(trusted_proxies),
+                                      DatabaseGate(health), authentication])
     json_handler = falcon.media.JSONHandler(dumps=lambda o: orjson.dumps(o).decode(), loads=orjson.loads)
     app.resp_options.media_handlers[falcon.MEDIA_JSON] = json_handler
     app.req_options.media_handlers[falcon.MEDIA_JSON] = json_handler
@@ -168,9 +190,10 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     ready = Ready(connection, sandesh.clock, health, sandesh.log.recorder.events_table_name, route_window, blocking)
     app.add_route("/v1/ready", ready)
     app.add_route("/metrics", Metrics(DatabaseState(connection, sandesh.clock, health,
-                                                    sandesh.log.recorder.events_table_name, route_window), blocking))
+                                                    sandesh.log.recorder.events_table_name, route_window), blocking,
+                                      metrics_token))
     add_dashboard(app, sandesh, connection, blocking, csrf_key=dashboard_key or RAND_bytes(32),
-                  trusted_proxies=trusted_proxies, ready=ready)
+                  trusted_proxies=trusted_proxies, ready=ready, public_url=public_url)
     app.add_error_handler(Exception, _errors(health))
     app.add_error_handler(falcon.HTTPError, _http_error)
     app.add_error_handler(ApiError, _api_error)

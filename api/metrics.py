@@ -5,14 +5,19 @@ in the sender) is kept by prometheus_client in files of the shared directory
 PROMETHEUS_MULTIPROC_DIR, which `sandesh serve`, `sandesh worker` and `sandesh up` point at
 SANDESH_METRICS_DIR; a scrape, answered by any API worker, sums them all.  What the database
 knows (the queue, the SIMs, the projections' lag) is read when Prometheus asks, by
-`DatabaseState`, with bounded index-backed queries.  While the database is away, a scrape
-still answers 200: `sandesh_database_up` is 0 and those gauges are left out.
+`DatabaseState`, with bounded index-backed queries, at most once in CACHE_SECONDS.  While the
+database is away, a scrape still answers 200: `sandesh_database_up` is 0 and those gauges are
+left out.  Only Prometheus gets an answer: the bearer token of SANDESH_METRICS_TOKEN, or a
+caller on this machine when no token is set (docs/operations.md, "Metrics").
 
 Every label has a bounded set of values: route templates, never paths; types and outcomes from
 fixed lists; SIM ids of the operator's pool.  No message id, number or key is ever a label."""
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import os
+import threading
 import time
 from typing import Any, Callable, ContextManager, Iterator
 
@@ -28,6 +33,7 @@ from sandesh.domain.types import MESSAGE_TYPES
 from sandesh.projections import dispatch, follower, releases, sim_health
 from sandesh.projections.health import DatabaseHealth, is_outage
 
+from .errors import ApiError
 from .waiting import Blocking
 
 REQUESTS = Counter("sandesh_http_requests", "HTTP requests answered, by route template, method and status",
@@ -40,6 +46,7 @@ SENDS = Counter("sandesh_sends", "Send requests (POST /v1/sms/send, /v1/sms/otp/
 UNMATCHED = "unmatched"  # the route of a path no resource answers: never the path itself
 SEND_ROUTES = {"/v1/sms/send": None, "/v1/sms/otp/send": "otp"}  # route -> its type, when the route fixes it
 COUNT_CAP = 100_000  # queue depth and projection lag are counted up to this (cost bounded by it, not the data)
+CACHE_SECONDS = 5.0  # what the database said is kept this long: Prometheus scrapes every 15 s or more
 
 
 class RequestMetrics:
@@ -69,33 +76,44 @@ def _outcome(resp: falcon.Response) -> str:
 
 
 class DatabaseState:
-    """A collector of the gauges read from PostgreSQL at each scrape (the SQL lives with the tables
-    in projections/)."""
+    """A collector of the gauges read from PostgreSQL (the SQL lives with the tables in
+    projections/).  What it read is kept for CACHE_SECONDS: scrapes that come closer together,
+    however many, cost the database one read."""
 
     def __init__(self, connection: Callable[[], ContextManager[Any]], clock: Clock, health: DatabaseHealth,
                  events_table: str, route_window: float):
         self.connection, self.clock, self.health = connection, clock, health
         self.events_table, self.route_window = events_table, route_window
+        self._lock = threading.Lock()
+        self._read_at = -CACHE_SECONDS
+        self._families: list[Metric] = []
 
     def collect(self) -> Iterator[Metric]:
         build = GaugeMetricFamily("sandesh_build_info", "1, labelled with the release of the process that answered "
                                                         "the scrape", labels=["version"])
         build.add_metric([VERSION], 1)
         yield build
+        with self._lock:
+            if time.monotonic() - self._read_at >= CACHE_SECONDS:
+                self._families, self._read_at = self._read_now(), time.monotonic()
+            families = self._families
         up = GaugeMetricFamily("sandesh_database_up", "1 when this scrape read the database; 0 when it could not "
                                                       "(the gauges read from it are then left out)")
-        families: list[Metric] = []
-        if not self.health.down:
-            try:
-                with self.connection() as conn:
-                    families = self._read(conn)
-            except Exception as error:
-                if not is_outage(error):
-                    raise
-                self.health.failed(error)
         up.add_metric([], 1 if families else 0)
         yield up
         yield from families
+
+    def _read_now(self) -> list[Metric]:
+        if self.health.down:
+            return []
+        try:
+            with self.connection() as conn:
+                return self._read(conn)
+        except Exception as error:
+            if not is_outage(error):
+                raise
+            self.health.failed(error)
+            return []
 
     def _read(self, conn: Any) -> list[Metric]:
         now = self.clock.now()
@@ -133,17 +151,38 @@ class DatabaseState:
         return [depth, age, state, parts, credit, lag, database]
 
 
-class Metrics:
-    """GET /metrics."""
-    public = True  # no key, and answered while the database is away
+# Headers a proxy adds: a request that carries one did not come from this machine, whatever the
+# socket's peer says (a proxy on this machine that is not in SANDESH_TRUSTED_PROXIES).
+FORWARDED = ("Forwarded", "X-Forwarded-For", "X-Real-IP")
 
-    def __init__(self, database: DatabaseState, blocking: Blocking):
+
+class Metrics:
+    """GET /metrics, for Prometheus: with `token` (SANDESH_METRICS_TOKEN) to whoever sends it as
+    `Authorization: Bearer <token>`; without one to callers on this machine only (a loopback
+    peer, no proxy's headers).  Not an API key's endpoint: answered while the database is away."""
+    public = True
+
+    def __init__(self, database: DatabaseState, blocking: Blocking, token: str | None = None):
         self.database = database
         self.blocking = blocking
+        self.token = token
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        self._admit(req)
         resp.content_type = CONTENT_TYPE_LATEST
         resp.data = await self.blocking(self._scrape)  # the files of every process, and the database
+
+    def _admit(self, req: falcon.asgi.Request) -> None:
+        if self.token is not None:
+            scheme, _, given = (req.get_header("Authorization") or "").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token.encode()):
+                raise ApiError("unauthorized", "GET /metrics needs `Authorization: Bearer` with the token of "
+                                               "SANDESH_METRICS_TOKEN.", headers={"WWW-Authenticate": "Bearer"})
+            return
+        peer = req.remote_addr or ""
+        if not _loopback(peer) or any(req.get_header(name) for name in FORWARDED):
+            raise ApiError("forbidden", "GET /metrics answers callers on this machine only; set "
+                                        "SANDESH_METRICS_TOKEN to scrape it from elsewhere.")
 
     def _scrape(self) -> bytes:
         # A registry per scrape, as prometheus_client's multiprocess mode asks: the metrics of
@@ -155,3 +194,10 @@ class Metrics:
             registry.register(REGISTRY)
         registry.register(self.database)
         return generate_latest(registry)
+
+
+def _loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False

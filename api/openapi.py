@@ -206,7 +206,9 @@ def document() -> dict[str, Any]:
             "/metrics": _public("metrics", "Prometheus metrics", {
                 "200": {"description": "Prometheus text format (docs/operations.md, \"Metrics\").",
                         "content": {"text/plain": {"schema": {"type": "string"}}}},
-                "500": ref("responses", "500")}),
+                **_errors(401, 403)}, description="With SANDESH_METRICS_TOKEN set, only to `Authorization: Bearer "
+                                                  "<token>` (401 otherwise); without it, only to callers on the "
+                                                  "service's own machine (403 otherwise)."),
         },
         "webhooks": {
             "message.status": _webhook("A message's status changed", "message.status", "StatusEvent"),

@@ -1,4 +1,5 @@
-"""Who is calling: the socket's peer, or what a trusted proxy says the peer was."""
+"""Who is calling: the socket's peer, or what a trusted proxy says the peer was; and whether the
+request came over TLS."""
 from __future__ import annotations
 
 import falcon.asgi
@@ -17,3 +18,10 @@ def calling_ip(req: falcon.asgi.Request, trusted_proxies: tuple[str, ...]) -> st
         if hop and hop not in trusted_proxies:
             return hop
     return peer
+
+
+def over_tls(req: falcon.asgi.Request, trusted_proxies: tuple[str, ...]) -> bool:
+    """The request came over TLS: to us, or to a trusted proxy that says so (X-Forwarded-Proto)."""
+    if req.scheme == "https":
+        return True
+    return (req.remote_addr or "") in trusted_proxies and req.get_header("X-Forwarded-Proto") == "https"

@@ -34,6 +34,7 @@ class Settings:
     route_window: float = 60.0  # a SIM is a route while its last healthy heartbeat is this recent
     metrics_dir: str = DEFAULT_METRICS_DIR  # where every process keeps its counters for GET /metrics
     public_url: str = DEFAULT_PUBLIC_URL  # where people reach the dashboard: the base of set-password links
+    metrics_token: str | None = None  # GET /metrics answers whoever sends it as a bearer token; else loopback only
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -58,6 +59,7 @@ class Settings:
             route_window=float(env.get("SANDESH_ROUTE_WINDOW") or 60),
             metrics_dir=env.get("SANDESH_METRICS_DIR") or DEFAULT_METRICS_DIR,
             public_url=(env.get("SANDESH_PUBLIC_URL") or DEFAULT_PUBLIC_URL).rstrip("/"),
+            metrics_token=env.get("SANDESH_METRICS_TOKEN") or None,
         )
 
     def require_secret_key(self) -> str:

@@ -114,7 +114,8 @@ def serve(settings: Settings, bind: str, workers: int | None = None, connections
         return create_app(runtime.app, runtime.connection, route_window=settings.route_window,
                           health=runtime.health, commits=runtime.commits, blocking_threads=settings.pool_size,
                           trusted_proxies=settings.trusted_proxies, callers=callers,
-                          dashboard_key=derive_key(settings.require_secret_key(), "dashboard-csrf"))
+                          dashboard_key=derive_key(settings.require_secret_key(), "dashboard-csrf"),
+                          metrics_token=settings.metrics_token, public_url=settings.public_url)
 
     logging.captureWarnings(True)  # a warning is a log line too, in the log's format
     Gunicorn(options(bind, workers, connections, settings.log_level, settings.log_format), load).run()

@@ -148,6 +148,7 @@ class Server:
     def __init__(self, env: dict[str, str], workers: int = 2, args: tuple[str, ...] = ()):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        env = {"SANDESH_PUBLIC_URL": self.url, **env}  # the links it hands out lead to it
         self.log = open(Path(env.get("SANDESH_TEST_LOGDIR", "/tmp")) / f"sandesh-serve-{self.port}.log", "w+")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "sandesh.scripts.cli", "serve", "--bind", f"127.0.0.1:{self.port}",

@@ -53,7 +53,7 @@ class People(PeoplePage):
         except DomainError as problem:
             return await self.show(req, resp, person, workspace_id, status=400, errors={"email": str(problem)},
                                    typed=form)
-        link = f"{self.web.origin(req)}/dashboard/set-password/{token}"
+        link = self.web.link(f"/dashboard/set-password/{token}")
         await self.show(req, resp, person, workspace_id, link={"email": invited.email, "url": link})
 
 

@@ -14,7 +14,7 @@ import falcon
 import falcon.asgi
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from ..peers import calling_ip
+from ..peers import calling_ip, over_tls
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
@@ -50,8 +50,8 @@ class Web:
     """Given at construction: the key CSRF tokens are made with, and the proxies whose
     X-Forwarded-For and X-Forwarded-Proto are believed (behind the TLS proxy)."""
 
-    def __init__(self, csrf_key: bytes, trusted_proxies: tuple[str, ...]):
-        self.csrf_key, self.trusted_proxies = csrf_key, trusted_proxies
+    def __init__(self, csrf_key: bytes, trusted_proxies: tuple[str, ...], public_url: str):
+        self.csrf_key, self.trusted_proxies, self.public_url = csrf_key, trusted_proxies, public_url
 
     # Pages
     def page(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, template: str, *,
@@ -87,13 +87,12 @@ class Web:
 
     # Cookies: HttpOnly, SameSite=Strict; over HTTPS also Secure with the __Host- prefix
     def https(self, req: falcon.asgi.Request) -> bool:
-        if req.scheme == "https":
-            return True
-        return (req.remote_addr or "") in self.trusted_proxies and req.get_header("X-Forwarded-Proto") == "https"
+        return over_tls(req, self.trusted_proxies)
 
-    def origin(self, req: falcon.asgi.Request) -> str:
-        """Where the person reached us, for a link they pass on: https behind the TLS proxy."""
-        return f"{'https' if self.https(req) else req.scheme}://{req.netloc}"
+    def link(self, path: str) -> str:
+        """A link a person passes on (a set-password link), at SANDESH_PUBLIC_URL: never at the
+        request's Host header, which whoever asks for the link writes."""
+        return f"{self.public_url}{path}"
 
     def cookie(self, req: falcon.asgi.Request, name: str) -> str:
         return f"__Host-{name}" if self.https(req) else name

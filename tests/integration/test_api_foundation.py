@@ -31,6 +31,7 @@ def app(runtime):
     application = create_app(runtime.app, runtime.connection, route_window=runtime.settings.route_window,
                              health=runtime.health, commits=GroupCommit(runtime.app.log.append_events))
     application.add_route("/v1/test/echo", Echo())
+    application.add_route("/v1/test/echo/{token}", Echo())
     return falcon.testing.TestClient(application)
 
 
@@ -155,6 +156,16 @@ def test_unexpected_errors_are_500_server_error_logged_with_the_request_id(app, 
     assert answer.json == {"error": "Unexpected error on the service side (request id req-42).", "code": "server_error"}
     logged = [(r.getMessage(), r.exc_info[0] if r.exc_info else None) for r in caplog.records if r.name == "sandesh.api"]
     assert logged == [("unexpected error in GET /v1/test/echo (request id req-42)", RuntimeError)]
+
+
+def test_an_unexpected_errors_log_line_names_the_route_never_the_path_or_query(app, active_client, caplog):
+    """A path can carry a secret (a set-password link's token): the line has the route template."""
+    with caplog.at_level(logging.ERROR, logger="sandesh.api"):
+        answer = app.simulate_get("/v1/test/echo/person_1.s3cr3t-t0ken", query_string="code=123456",
+                                  headers={"x-api-key": active_client["key"], "x-request-id": "req-43"})
+    assert answer.status_code == 500
+    [line] = [r.getMessage() for r in caplog.records if r.name == "sandesh.api"]
+    assert line == "unexpected error in GET /v1/test/echo/{token} (request id req-43)"
 
 
 def test_every_response_carries_x_request_id_echoing_the_callers(server, active_client):

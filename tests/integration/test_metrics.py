@@ -23,6 +23,7 @@ import requests
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
+from sandesh.api.metrics import CACHE_SECONDS
 from sandesh.domain.release import VERSION
 from sandesh.domain.sending import parse_send
 from sandesh.projections import follower
@@ -77,6 +78,30 @@ def test_metrics_answer_200_without_a_key_in_prometheus_text_format(server):
     names = {s.name for s in samples}
     assert names and all(n.startswith("sandesh_") for n in names), names  # every process's, not one's runtime
     assert {"sandesh_queue_depth", "sandesh_queue_oldest_age_seconds", "sandesh_projection_lag_events"} <= names
+
+
+def test_without_a_token_only_a_caller_on_this_machine_is_answered(server):
+    """A request a proxy forwarded (one not in SANDESH_TRUSTED_PROXIES, on this machine) carries
+    its headers: refused, whatever the socket's peer."""
+    for header in ({"X-Forwarded-For": "203.0.113.9"}, {"Forwarded": "for=203.0.113.9"}, {"X-Real-IP": "1.2.3.4"}):
+        answer = requests.get(f"{server.url}/metrics", headers=header, timeout=10)
+        assert (answer.status_code, answer.json()["code"]) == (403, "forbidden"), header
+        assert "SANDESH_METRICS_TOKEN" in answer.json()["error"]
+
+
+def test_with_a_token_metrics_answer_whoever_sends_it_and_no_one_else(env):
+    token = "scrape-" + uuid.uuid4().hex
+    running = Server({**env, "SANDESH_METRICS_TOKEN": token}, workers=1)
+    try:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {token}"}):
+            answer = requests.get(f"{running.url}/metrics", headers=headers, timeout=10)
+            assert (answer.status_code, answer.json()["code"]) == (401, "unauthorized"), headers
+            assert answer.headers["WWW-Authenticate"] == "Bearer"
+        through_a_proxy = {"Authorization": f"Bearer {token}", "X-Forwarded-For": "203.0.113.9"}
+        answer = requests.get(f"{running.url}/metrics", headers=through_a_proxy, timeout=10)
+        assert answer.status_code == 200 and "sandesh_build_info" in answer.text
+    finally:
+        running.stop()
 
 
 def test_the_release_of_the_process_and_of_the_database_are_gauges(server):
@@ -177,25 +202,25 @@ def test_the_queue_depth_and_the_age_of_its_oldest_message_per_type(server, sand
     sandesh("workspace", "set-promo-hours", ws, "off")  # its promotions join the queue at any hour
     sandesh("workspace", "credit", ws, "100000")
     key = sandesh("client", "create", "--workspace", ws, "--brand", "Queue")["key"]
+    time.sleep(CACHE_SECONDS)  # what each API worker read of the database before is forgotten
     _, before = scrape(server)
     for n in range(3):
         answer = post(server, "/v1/sms/send", {"to": f"97798123457{n:02}", "text": "Sale", "messageType": "promotional"},
                       key)
         assert answer.status_code == 202, answer.text
-    _, samples = scrape(server)
     depth = "sandesh_queue_depth"
-    assert value(samples, depth, type="promotional") - value(before, depth, type="promotional") == 3
+    samples = eventually(server, lambda s: value(s, depth, type="promotional") - value(before, depth,
+                                                                                        type="promotional") == 3)
     assert value(samples, depth, type="transactional") >= 1 and value(samples, depth, type="otp") >= 1
     sandesh("clock", "advance", "120")
-    _, samples = scrape(server)
-    for message_type in ("transactional", "otp", "promotional"):
-        assert 120 <= value(samples, "sandesh_queue_oldest_age_seconds", type=message_type) < 300, message_type
+    eventually(server, lambda s: all(120 <= value(s, "sandesh_queue_oldest_age_seconds", type=message_type) < 300
+                                     for message_type in ("transactional", "otp", "promotional")))
 
 
 def test_sim_gauges_show_each_sims_state_and_parts_used(server, sandesh, route):
     spare = sandesh("sim", "add", "--name", "metrics-spare", "--port", "loop://")["id"]
     sandesh("sim", "disable", spare)
-    _, samples = scrape(server)
+    samples = eventually(server, lambda s: any(x.name == "sandesh_sim_state" and x.labels["sim"] == spare for x in s))
     states = {(s.labels["sim"], s.labels["state"]): s.value for s in samples if s.name == "sandesh_sim_state"}
     assert {state: states[(route.sim_id, state)] for state in ("active", "disabled", "quarantined", "unreachable")} \
         == {"active": 1, "disabled": 0, "quarantined": 0, "unreachable": 0}
@@ -205,14 +230,14 @@ def test_sim_gauges_show_each_sims_state_and_parts_used(server, sandesh, route):
 
 def test_projection_lag_is_what_the_followed_projections_have_still_to_apply(server, runtime):
     """No projections worker runs here: the sends above wait for it."""
-    _, samples = scrape(server)
-    lag = {s.labels["projection"]: s.value for s in samples if s.name == "sandesh_projection_lag_events"}
+    def lags(samples):
+        return {s.labels["projection"]: s.value for s in samples if s.name == "sandesh_projection_lag_events"}
+
+    lag = lags(eventually(server, lambda s: lags(s).get("otps", 0) > 0))
     assert set(lag) == {"messages", "counters", "otps", "audit"}
     assert lag["messages"] > 0 and lag["otps"] > 0
     follower.catch_up(runtime)
-    _, samples = scrape(server)
-    assert {s.labels["projection"]: s.value for s in samples if s.name == "sandesh_projection_lag_events"} == {
-        "messages": 0, "counters": 0, "otps": 0, "audit": 0}
+    eventually(server, lambda s: lags(s) == {"messages": 0, "counters": 0, "otps": 0, "audit": 0})
 
 
 def test_a_dispatch_worker_counts_each_sims_submits_and_cms_errors(server, env, sandesh, runtime, route):
@@ -302,9 +327,14 @@ def test_metrics_answer_200_while_the_database_is_away(tmp_path):
         subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "db", "migrate"], env=env, cwd=ROOT, check=True,
                        capture_output=True)
         server = Server(env, workers=2)
+        deadline = time.monotonic() + 30
+        while server.output().count("ASGI server listening") < 2:  # both workers booted before the stop
+            assert time.monotonic() < deadline, server.output()
+            time.sleep(0.1)
         _, samples = scrape(server)
         assert value(samples, "sandesh_database_up") == 1
         postgres.stop()
+        time.sleep(CACHE_SECONDS)  # what a worker read before the stop is kept this long
         for _ in range(4):  # each worker, whether it noticed the outage yet or not
             _, samples = scrape(server)
             assert value(samples, "sandesh_database_up") == 0

@@ -29,7 +29,7 @@ class TeamPage(OpsPage):
                     people=listed, typed=typed or {}, errors=errors or {}, link=link)
 
     def link(self, req: falcon.asgi.Request, email: str, token: str) -> dict[str, str]:
-        return {"email": email, "url": f"{self.web.origin(req)}/dashboard/set-password/{token}"}
+        return {"email": email, "url": self.web.link(f"/dashboard/set-password/{token}")}
 
     def _everyone(self) -> list[dict[str, Any]]:
         with self.connection() as conn:
