@@ -117,6 +117,13 @@ class PasswordHasher(Protocol):
         """True when the password matches; never raises for a wrong one."""
 
 
+class Sessions(Protocol):
+    """The dashboard's sessions, kept outside the log (their ids live in people's cookies)."""
+
+    def end_all(self, person_id: str) -> int:
+        """Every session of the person ends now; how many there were."""
+
+
 class SignInFailures(Protocol):
     """Failed dashboard sign-ins, per key (an account or a calling IP; domain/signin.py), kept
     outside the log on the service clock."""

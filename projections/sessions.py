@@ -65,6 +65,17 @@ def end_all(conn: Any, person_id: str) -> int:
     return conn.execute("DELETE FROM dashboard_sessions WHERE person_id = %s", (person_id,)).rowcount
 
 
+class Sessions:
+    """The application's Sessions port (domain/ports.py) on pooled connections."""
+
+    def __init__(self, connection: Callable[[], ContextManager[Any]]):
+        self.connection = connection
+
+    def end_all(self, person_id: str) -> int:
+        with self.connection() as conn:
+            return end_all(conn, person_id)
+
+
 class SignInFailures:
     """The application's SignInFailures port (domain/ports.py) on pooled connections."""
 

@@ -256,6 +256,16 @@ class SignInFailures:
             self.times.setdefault(key, []).append(now)
 
 
+class Sessions:
+    """The dashboard's sessions of each person, as a count the use cases end."""
+
+    def __init__(self) -> None:
+        self.of: dict[str, int] = {}
+
+    def end_all(self, person_id: str) -> int:
+        return self.of.pop(person_id, 0)
+
+
 def in_memory(clock: Clock, webhook_guard: Callable[[str], None] = lambda url: None) -> Sandesh:
     """Every use case over in-memory adapters: no database, no network."""
     log = Log({"PERSISTENCE_MODULE": "tests.memory:MemoryFactory",
@@ -264,7 +274,7 @@ def in_memory(clock: Clock, webhook_guard: Callable[[str], None] = lambda url: N
     return Sandesh.build(log, clock=clock, sealer=Sealer(), texts=Texts(), idempotency=Keys(recorder),
                          otp_windows=Windows(recorder), opt_outs=OptOuts(recorder), otp_key=b"k" * 32,
                          append=log.save, batch_answer=batch_answer, webhook_guard=webhook_guard,
-                         hasher=Argon2Hasher(), sign_in_failures=SignInFailures(),
+                         hasher=Argon2Hasher(), sign_in_failures=SignInFailures(), sessions=Sessions(),
                          webhook_history=WebhookHistory(recorder))
 
 

@@ -159,9 +159,11 @@ class SignOut(Page):
         self.web.redirect(resp, SIGN_IN)
 
     def _end(self, session_id: str) -> None:
+        """Everywhere only from a session that is fully signed in: one that gave the password but
+        not yet the code ends itself alone, so the password alone cannot sign the person out."""
         with self.connection() as conn:
             person = sessions.touch(conn, session_id, self.app.clock.now())
-            if self.everywhere and person is not None:
+            if self.everywhere and person is not None and person["stage"] == sessions.SIGNED_IN:
                 sessions.end_all(conn, person["id"])
             else:
                 sessions.end(conn, session_id)

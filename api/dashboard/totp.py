@@ -3,6 +3,7 @@ setting up an authenticator app (with its QR code, an SVG made here: nothing fro
 and an owner's switch that makes the workspace's owners use one."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 from typing import Any
@@ -50,8 +51,9 @@ class Code(Page):
 class Enroll(Page):
     """Setting up an authenticator app: GET and POST /dashboard/sign-in/enroll for an owner whose
     workspace requires codes (after their password), or /dashboard/authenticator for anyone
-    signed in (`signing_in` False).  The secret derives from the session id, so nothing is
-    stored until a code proves the app holds it."""
+    signed in (`signing_in` False), where one set up already is replaced only with a code of it
+    or the password.  The secret derives from the session id, so nothing is stored until a code
+    proves the app holds it."""
 
     def __init__(self, *args: Any, signing_in: bool):
         super().__init__(*args)
@@ -71,7 +73,12 @@ class Enroll(Page):
         if person is None:
             return self.web.redirect(resp, SIGN_IN)
         try:
-            await self.blocking(self.app.people.enroll_totp, person["id"], self._secret(req), form.get("code", ""))
+            await self.blocking(functools.partial(self.app.people.enroll_totp, person["id"], self._secret(req),
+                                                  form.get("code", ""), proof=form.get("current", ""),
+                                                  ip=self.web.calling_ip(req)))
+        except SignInRefused as refused:
+            return await self._show(req, resp, person, status=429,
+                                    error=f"Too many failed tries. Wait {waiting_time(refused.wait)} and try again.")
         except (InvalidInput, InvalidTransition) as problem:
             return await self._show(req, resp, person, status=400, error=str(problem))
         if self.signing_in:

@@ -11,7 +11,7 @@ from ..credentials import sha256_hex
 from ..errors import InvalidInput, InvalidTransition, NameTaken, NotFound
 from ..person import (LINK_HOURS, OPERATOR, OWNER, Person, actor_of, check_name, check_role, new_link_token,
                       normalise_email, password_problem, person_id, person_of_token)
-from ..ports import PasswordHasher, Sealer, SignInFailures
+from ..ports import PasswordHasher, Sealer, Sessions, SignInFailures
 from ..signin import FAILURES_PER_ACCOUNT, FAILURES_PER_IP, SignInRefused, account_key, ip_key, wait_after
 from ..totp import matching_step
 from ..workspace import Workspace
@@ -22,8 +22,10 @@ SECOND_FACTOR_CODE, SECOND_FACTOR_ENROLL = "code", "enroll"
 
 
 class People:
-    def __init__(self, log: Log, clock: Clock, hasher: PasswordHasher, failures: SignInFailures, sealer: Sealer):
+    def __init__(self, log: Log, clock: Clock, hasher: PasswordHasher, failures: SignInFailures, sealer: Sealer,
+                 sessions: Sessions):
         self.log, self.clock, self.hasher, self.failures, self.sealer = log, clock, hasher, failures, sealer
+        self.sessions = sessions  # a person's end when they are disabled, removed or added again
 
     def add_person(self, email: str, name: str, workspace_id: str | None, role: str | None, operator: bool,
                    actor: str) -> tuple[Person, str]:
@@ -45,6 +47,7 @@ class People:
         if found is not None:
             found.rejoin(name, workspace_id, role, token, actor=actor, at=now)
             self.log.save(found)
+            self.sessions.end_all(found.id)  # none outlives the removal: a new start, through the new link
             return found, token
         person = Person(email=email, name=name, workspace_id=workspace_id, role=role, token_hash=sha256_hex(token),
                         token_expires=now + LINK_HOURS * 3600, actor=actor, at=now)
@@ -63,6 +66,7 @@ class People:
         person = self._person(email)
         person.disable(actor=actor, at=self.clock.now())
         self.log.save(person)
+        self.sessions.end_all(person.id)
         return person
 
     def enable_person(self, email: str, actor: str) -> Person:
@@ -84,6 +88,7 @@ class People:
         person = self._member(target, workspace_id, by)
         person.remove(actor=actor_of(by), at=self.clock.now())
         self.log.save(person)
+        self.sessions.end_all(person.id)
         return person
 
     def _member(self, target: str, workspace_id: str, by: str) -> Person:
@@ -166,16 +171,33 @@ class People:
         self.log.save(person)  # two sign-ins with one code race on the version: one wins
         return person
 
-    def enroll_totp(self, person_id: str, secret: str, code: str) -> Person:
-        """Set up an authenticator app: `code` proves it holds `secret`.  InvalidInput when not."""
+    def enroll_totp(self, person_id: str, secret: str, code: str, *, proof: str = "", ip: str = "") -> Person:
+        """Set up an authenticator app: `code` proves it holds `secret`.  Replacing one also takes
+        `proof`, a code of the app in use or the password, so that a session alone (a stolen
+        cookie) cannot swap the second factor; a wrong proof counts as a failed sign-in.
+        InvalidInput says which is wrong."""
         person = self.log.get(person_id, Person, "person")
         now = self.clock.now()
-        step = matching_step(secret, code, now, after=person.totp_step)
+        if person.totp_sealed is not None:
+            self._proven(person, proof, ip, now)
+        step = matching_step(secret, code, now, after=0)  # no code of this new secret was ever accepted
         if step is None:
             raise InvalidInput("That code is not right: type the 6 digits the app shows now.")
-        person.enroll_totp(self.sealer.seal(secret), step, at=now)
+        person.enroll_totp(self.sealer.seal(secret), max(step, person.totp_step), at=now)
         self.log.save(person)
         return person
+
+    def _proven(self, person: Person, proof: str, ip: str, now: float) -> None:
+        keys = self._throttled(person.email, ip, now)
+        assert person.totp_sealed is not None
+        step = matching_step(self.sealer.open(person.totp_sealed), proof, now, after=person.totp_step)
+        if step is not None:
+            person.use_totp(step, at=now)  # a code is never accepted twice
+            return
+        if person.password_hash is not None and proof and self.hasher.verify(person.password_hash, proof):
+            return
+        self.failures.record(keys, now)
+        raise InvalidInput("To replace your app, type a code it shows now, or your password.")
 
     def _throttled(self, email: str, ip: str, now: float) -> list[str]:
         """The throttle's keys of a try; SignInRefused with the wait when either is past its limit."""

@@ -181,3 +181,21 @@ def test_a_new_event_type_waiting_for_the_gate_is_never_written_before_it():
     with pytest.raises(RuntimeError, match="written only once the upgrade is finalized at 9.0.0"):
         mapper("8.9.0").to_stored_event(opened)
     assert mapper("9.0.0").to_stored_event(opened).topic.endswith("Crate.Opened")
+
+
+def test_a_re_added_persons_authenticator_is_reset_only_once_the_upgrade_is_finalized():
+    """Person.Rejoined version 2 (`authenticator_reset`) waits for the gate at 0.3.0: before it,
+    0.2.0's processes may read the log, and would take the reset for nothing."""
+    from sandesh.domain.person import Person
+
+    person = Person(email="asha@example.com", name="Asha", workspace_id="ws_1", role="owner", token_hash="h",
+                    token_expires=9.0, actor="t", at=1.0)
+    person.remove(actor="t", at=2.0)
+    person.rejoin("Asha", "ws_1", "viewer", "person_x.token", actor="t", at=3.0)
+    rejoined = person.collect_events()[-1]
+    before = mapper("0.2.0").to_stored_event(rejoined)
+    assert "authenticator_reset" not in orjson.loads(before.state)
+    assert mapper("0.2.0").to_domain_event(before).authenticator_reset is False
+    after = mapper("0.3.0").to_stored_event(rejoined)
+    assert orjson.loads(after.state)["class_version"] == 2
+    assert mapper("0.3.0").to_domain_event(after).authenticator_reset is True

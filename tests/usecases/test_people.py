@@ -156,3 +156,78 @@ def test_the_operator_team_always_signs_in_with_a_second_factor(store):
     secret = totp.new_secret()
     store.app.people.enroll_totp(person.id, secret, totp.hotp(secret, totp.step_of(store.app.clock.now())))
     assert store.app.people.second_factor(store.app.people.person(person.id)) == "code"
+
+
+def open_session(store, person_id: str) -> None:
+    """A dashboard session of the person, as signing in begins one."""
+    sessions = store.app.people.sessions
+    if isinstance(sessions, memory.Sessions):
+        sessions.of[person_id] = sessions.of.get(person_id, 0) + 1
+    else:
+        from sandesh.projections import sessions as table
+
+        with sessions.connection() as conn:
+            table.begin(conn, person_id, store.app.clock.now())
+
+
+def test_disabling_removing_or_adding_a_person_again_ends_their_sessions_at_once(store):
+    """None of their sessions outlives the change: re-added, a person starts over through the
+    new link, with no password and no authenticator app (docs/dashboard.md, "Sessions")."""
+    workspace_id = store.workspace()
+    owner, _ = store.app.people.add_person(an_email(), "Owner", workspace_id, "owner", False, "tester")
+    person, token = store.app.people.add_person(an_email(), "Asha", workspace_id, "developer", False, "tester")
+    store.app.people.set_password(token, PASSWORD)
+    secret = totp.new_secret()
+    store.app.people.enroll_totp(person.id, secret, totp.hotp(secret, totp.step_of(store.app.clock.now())))
+
+    open_session(store, person.id)
+    store.app.people.disable_person(person.email, "tester")
+    assert store.app.people.sessions.end_all(person.id) == 0, "disabling ended them"
+    store.app.people.enable_person(person.email, "tester")
+
+    open_session(store, person.id)
+    store.app.people.remove_person(person.id, workspace_id, owner.email)
+    assert store.app.people.sessions.end_all(person.id) == 0, "removing ended them"
+
+    open_session(store, person.id)  # one begun just before (a race with the removal)
+    again, link = store.app.people.add_person(person.email, "Asha", workspace_id, "viewer", False, owner.email)
+    assert store.app.people.sessions.end_all(person.id) == 0, "adding again ended them"
+    assert (again.password_hash, again.totp_sealed) == (None, None), "a new start: no password, no app"
+    with pytest.raises(SignInRefused):
+        store.app.people.sign_in(person.email, PASSWORD, "192.0.2.9")
+    store.app.people.set_password(link, PASSWORD)
+    assert store.app.people.second_factor(store.app.people.sign_in(person.email, PASSWORD, "192.0.2.9")) is None
+
+
+def test_replacing_an_authenticator_app_takes_a_code_of_the_current_one_or_the_password():
+    """A signed-in session alone (a stolen cookie) cannot swap the second factor; a wrong proof
+    counts toward the sign-in throttle."""
+    clock = FixedClock()
+    app = memory.in_memory(clock)
+    workspace = app.operators.create_workspace("Pasal", None, {}, "tester")
+    person, token = app.people.add_person(an_email(), "Asha", workspace.id, "owner", False, "tester")
+    app.people.set_password(token, PASSWORD)
+    first = totp.new_secret()
+    app.people.enroll_totp(person.id, first, totp.hotp(first, totp.step_of(clock.now())))
+    clock.advance(totp.STEP)
+
+    second = totp.new_secret()
+    new_code = totp.hotp(second, totp.step_of(clock.now()))
+    for proof in ("", "wrong password!", "000000" if totp.hotp(first, totp.step_of(clock.now())) != "000000"
+                  else "111111"):
+        with pytest.raises(InvalidInput, match="a code it shows now, or your password"):
+            app.people.enroll_totp(person.id, second, new_code, proof=proof, ip="192.0.2.10")
+    assert app.people.failures.recent([f"account:{person.email}"], clock.now())  # counted as failed sign-ins
+    assert app.people.sealer.open(app.people.person(person.id).totp_sealed) == first
+
+    app.people.enroll_totp(person.id, second, new_code, proof=PASSWORD, ip="192.0.2.10")
+    assert app.people.sealer.open(app.people.person(person.id).totp_sealed) == second
+
+    clock.advance(totp.STEP)
+    third = totp.new_secret()
+    current = totp.hotp(second, totp.step_of(clock.now()))
+    app.people.enroll_totp(person.id, third, totp.hotp(third, totp.step_of(clock.now())), proof=current,
+                           ip="192.0.2.10")
+    assert app.people.sealer.open(app.people.person(person.id).totp_sealed) == third
+    with pytest.raises(SignInRefused):
+        app.people.verify_code(person.id, current, "192.0.2.10")  # the proof's code was used

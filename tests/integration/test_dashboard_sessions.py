@@ -1,0 +1,118 @@
+"""Sessions follow the person (docs/dashboard.md, "Sessions"), over plain HTTP as a browser
+without JavaScript sends it: "Sign out everywhere" takes a session that gave the code too;
+disabling a person ends their sessions at once; an authenticator app is replaced only with a
+code of the current one or the password."""
+from __future__ import annotations
+
+import re
+
+import pyotp
+import pytest
+import requests
+
+from sandesh.domain import totp
+from sandesh.scripts.corpus_dashboard import Browser
+from tests.conftest import Server
+
+PASSWORD = "correct horse battery staple"
+CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+@pytest.fixture(scope="module")
+def server(env):
+    running = Server(env, workers=1)
+    yield running
+    running.stop()
+
+
+def now(sandesh) -> float:
+    from sandesh.domain.clock import parse_iso
+
+    return parse_iso(sandesh("clock", "show")["now"])
+
+
+def signed_in(browser: Browser) -> bool:
+    """The session opens the dashboard (a signed-out one lands on the sign-in page)."""
+    return "/dashboard/sign-in" not in browser.http.get(browser.base + "/dashboard", timeout=30).url
+
+
+def post(browser: Browser, page: str, action: str, **fields: str) -> requests.Response:
+    token = CSRF.search(browser.http.get(browser.base + page, timeout=30).text).group(1)
+    return browser.http.post(browser.base + action, data={"csrf": token, **fields}, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def owner(sandesh, server):
+    """An owner with an authenticator app, signed in on one browser."""
+    workspace = sandesh("workspace", "create", "--name", "Sessions")["id"]
+    sandesh("workspace", "activate", workspace)
+    added = sandesh("user", "add", "--email", "owner@sessions.example", "--name", "Owner", "--workspace", workspace,
+                    "--role", "owner")
+    browser = Browser(server.url, now=lambda: now(sandesh))
+    browser.set_password(added["setPasswordLink"], PASSWORD)
+    browser.sign_in(added["email"], PASSWORD)
+    secret = browser.enroll()
+    return {"email": added["email"], "secret": secret, "workspace": workspace}
+
+
+def a_browser(server, sandesh) -> Browser:
+    return Browser(server.url, now=lambda: now(sandesh))
+
+
+def next_step(sandesh) -> None:
+    """The next code step of the service clock: a code is accepted once."""
+    sandesh("clock", "advance", str(totp.STEP))
+
+
+def test_signing_out_everywhere_takes_a_fully_signed_in_session(owner, server, sandesh):
+    """Someone who knows only the password cannot end the person's sessions at will."""
+    next_step(sandesh)
+    victim = a_browser(server, sandesh)
+    victim.sign_in(owner["email"], PASSWORD, totp_secret=owner["secret"])
+    half = a_browser(server, sandesh)
+    landed = post(half, "/dashboard/sign-in", "/dashboard/sign-in", email=owner["email"], password=PASSWORD)
+    assert landed.url.endswith("/dashboard/sign-in/code")
+    post(half, "/dashboard/sign-in/code", "/dashboard/sign-out-everywhere")
+    assert signed_in(victim), "a session that owes its code ended only itself"
+
+    next_step(sandesh)
+    other = a_browser(server, sandesh)
+    other.sign_in(owner["email"], PASSWORD, totp_secret=owner["secret"])
+    post(other, "/dashboard", "/dashboard/sign-out-everywhere")
+    assert not signed_in(victim) and not signed_in(other)
+
+
+def test_disabling_a_person_ends_their_sessions_at_once(sandesh, server):
+    workspace = sandesh("workspace", "create", "--name", "Disabled")["id"]
+    sandesh("workspace", "activate", workspace)
+    added = sandesh("user", "add", "--email", "dev@sessions.example", "--name", "Dev", "--workspace", workspace,
+                    "--role", "developer")
+    browser = a_browser(server, sandesh)
+    browser.set_password(added["setPasswordLink"], PASSWORD)
+    browser.sign_in(added["email"], PASSWORD)
+    assert signed_in(browser)
+    sandesh("user", "disable", added["email"])
+    sandesh("user", "enable", added["email"])
+    assert not signed_in(browser), "the session ended with the disabling and did not come back with enabling"
+
+
+def test_an_authenticator_app_is_replaced_only_with_a_code_of_the_current_one_or_the_password(owner, server, sandesh):
+    next_step(sandesh)
+    browser = a_browser(server, sandesh)
+    browser.sign_in(owner["email"], PASSWORD, totp_secret=owner["secret"])
+    page = browser.http.get(browser.base + "/dashboard/authenticator", timeout=30).text
+    assert "Code of your current app, or your password" in page
+    new_secret = re.search(r'<code class="secret">([A-Z2-7]+)</code>', page).group(1)
+    new_code = pyotp.TOTP(new_secret).at(int(now(sandesh)))
+    refused = post(browser, "/dashboard/authenticator", "/dashboard/authenticator", code=new_code, current="")
+    assert refused.status_code == 400 and "a code it shows now, or your password" in refused.text
+    wrong = post(browser, "/dashboard/authenticator", "/dashboard/authenticator", code=new_code, current="not it")
+    assert wrong.status_code == 400
+    replaced = post(browser, "/dashboard/authenticator", "/dashboard/authenticator", code=new_code, current=PASSWORD)
+    assert replaced.status_code == 200 and replaced.url.endswith("/overview"), replaced.url
+
+    next_step(sandesh)
+    again = a_browser(server, sandesh)
+    again.sign_in(owner["email"], PASSWORD, totp_secret=new_secret)
+    assert signed_in(again), "the new app's codes sign in"
+    owner["secret"] = new_secret
