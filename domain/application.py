@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .clock import Clock
-from .ports import (IdempotencyKeys, OptOuts, OtpWindows, PasswordHasher, Sealer, Sessions, SignInFailures, Texts,
+from .ports import (IdempotencyKeys, OptOuts, OtpWindows, PasswordHasher, Sealer, Sessions, SignInTries, Texts,
                     WebhookHistory)
 from .usecases.dispatch import Dispatch
 from .usecases.history import History
@@ -38,11 +38,11 @@ class Sandesh:
     def build(cls, log: Log, *, clock: Clock, sealer: Sealer, texts: Texts, idempotency: IdempotencyKeys,
               otp_windows: OtpWindows, opt_outs: OptOuts, otp_key: bytes, append: Callable[..., None],
               batch_answer: BatchAnswer, webhook_guard: Callable[[str], None], hasher: PasswordHasher,
-              sign_in_failures: SignInFailures, sessions: Sessions, webhook_history: WebhookHistory) -> Sandesh:
+              sign_in_tries: SignInTries, sessions: Sessions, webhook_history: WebhookHistory) -> Sandesh:
         """`append` appends sends (the API's group commit, or the log's `save`); `batch_answer`
         renders a batch's 202 body, kept for its Idempotency-Key; `webhook_guard` refuses a
-        webhook URL inside the network; `hasher` hashes dashboard passwords, `sign_in_failures`
-        keeps failed sign-ins for their throttle, `sessions` ends a person's dashboard sessions;
+        webhook URL inside the network; `hasher` hashes dashboard passwords, `sign_in_tries`
+        keeps the tries to sign in for their throttle, `sessions` ends a person's dashboard sessions;
         `webhook_history` finds the deliveries an operator redelivers."""
         return cls(
             log=log, clock=clock, texts=texts,
@@ -53,7 +53,7 @@ class Sandesh:
             dispatch=Dispatch(log, clock, texts),
             webhooks=Webhooks(log, clock, sealer, webhook_history),
             history=History(log, texts),
-            people=People(log, clock, hasher, sign_in_failures, sealer, sessions),
+            people=People(log, clock, hasher, sign_in_tries, sealer, sessions),
         )
 
     def close(self) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from .promo_hours import PromoHours
+from .signin import Turn, TryKeys
 
 
 @dataclass(frozen=True)
@@ -124,11 +125,17 @@ class Sessions(Protocol):
         """Every session of the person ends now; how many there were."""
 
 
-class SignInFailures(Protocol):
-    """Failed dashboard sign-ins, per key (an account or a calling IP; domain/signin.py), kept
-    outside the log on the service clock."""
+class SignInTries(Protocol):
+    """Tries to sign in to the dashboard (a password, or an authenticator code), kept outside the
+    log on the service clock, counted per key (domain/signin.py, `TryKeys`)."""
 
-    def recent(self, keys: list[str], now: float) -> dict[str, list[float]]:
-        """The times of each key's failures still in the window."""
+    def take(self, keys: TryKeys, now: float,
+             turn: Callable[[Mapping[str, list[float]], float | None], Turn]) -> tuple[str, Turn]:
+        """Atomically for these keys: the times of the tries recorded under each (in the last
+        hour) and the account's next free turn are given to `turn` (`turn_of`), which says when
+        this try may be checked or refuses it (SignInRefused); a try taken is recorded under
+        every key, and a paced one moves the account's next turn on by PACE.  Returns the try's
+        id and its turn."""
 
-    def record(self, keys: list[str], now: float) -> None: ...
+    def succeeded(self, try_id: str) -> None:
+        """The try was right: it is no failure."""

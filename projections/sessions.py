@@ -2,16 +2,17 @@
 the service clock, like the request rate (request_rate.py).
 
 Owns `dashboard_sessions` (only the SHA-256 of a session id is kept; the id itself lives in the
-person's cookie) and `sign_in_failures` (one row per failed try and key: an account or a calling
-IP; read by the throttle of domain/signin.py).  Reads `people` (people.py) to know who a session
+person's cookie), `sign_in_failures` (one row per try and key, recorded before the try is
+checked and taken back when it was right: the throttle of domain/signin.py) and `sign_in_pace`
+(each paced account's next free turn).  Reads `people` (people.py) to know who a session
 is and whether they are still enabled."""
 from __future__ import annotations
 
 import secrets
-from typing import Any, Callable, ContextManager
+from typing import Any, Callable, ContextManager, Mapping
 
 from sandesh.domain.credentials import sha256_hex
-from sandesh.domain.signin import FAILURE_WINDOW, SESSION_ABSOLUTE, SESSION_IDLE, session_alive
+from sandesh.domain.signin import ACCOUNT_WINDOW, PACE, SESSION_ABSOLUTE, SESSION_IDLE, Turn, TryKeys, session_alive
 
 DDL = """
 CREATE TABLE IF NOT EXISTS dashboard_sessions (
@@ -21,6 +22,9 @@ CREATE INDEX IF NOT EXISTS dashboard_sessions_person ON dashboard_sessions (pers
 ALTER TABLE dashboard_sessions ADD COLUMN IF NOT EXISTS stage text NOT NULL DEFAULT 'signed_in';
 CREATE TABLE IF NOT EXISTS sign_in_failures (key text NOT NULL, at double precision NOT NULL);
 CREATE INDEX IF NOT EXISTS sign_in_failures_key ON sign_in_failures (key, at);
+ALTER TABLE sign_in_failures ADD COLUMN IF NOT EXISTS try_id text;
+CREATE INDEX IF NOT EXISTS sign_in_failures_try ON sign_in_failures (try_id);
+CREATE TABLE IF NOT EXISTS sign_in_pace (account text PRIMARY KEY, next_turn double precision NOT NULL);
 """
 
 
@@ -76,22 +80,33 @@ class Sessions:
             return end_all(conn, person_id)
 
 
-class SignInFailures:
-    """The application's SignInFailures port (domain/ports.py) on pooled connections."""
+class SignInTries:
+    """The application's SignInTries port (domain/ports.py) on pooled connections: one
+    transaction per try, holding a lock per key, so concurrent tries are counted one by one."""
 
     def __init__(self, connection: Callable[[], ContextManager[Any]]):
         self.connection = connection
 
-    def recent(self, keys: list[str], now: float) -> dict[str, list[float]]:
-        with self.connection() as conn:
-            rows = conn.execute("SELECT key, at FROM sign_in_failures WHERE key = ANY(%s) AND at > %s",
-                                (keys, now - FAILURE_WINDOW)).fetchall()
-        found: dict[str, list[float]] = {key: [] for key in keys}
-        for row in rows:
-            found[row["key"]].append(row["at"])
-        return found
+    def take(self, keys: TryKeys, now: float,
+             turn: Callable[[Mapping[str, list[float]], float | None], Turn]) -> tuple[str, Turn]:
+        names = keys.all()
+        try_id = secrets.token_hex(16)
+        with self.connection() as conn, conn.transaction():
+            for name in sorted(names):  # always in one order: two tries never wait for each other's locks
+                conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (name,))
+            conn.execute("DELETE FROM sign_in_failures WHERE key = ANY(%s) AND at <= %s", (names, now - ACCOUNT_WINDOW))
+            tries: dict[str, list[float]] = {name: [] for name in names}
+            for row in conn.execute("SELECT key, at FROM sign_in_failures WHERE key = ANY(%s)", (names,)):
+                tries[row["key"]].append(row["at"])
+            paced = conn.execute("SELECT next_turn FROM sign_in_pace WHERE account = %s", (keys.account,)).fetchone()
+            taken = turn(tries, paced["next_turn"] if paced else None)
+            conn.execute("INSERT INTO sign_in_failures (key, at, try_id) SELECT unnest(%s::text[]), %s, %s",
+                         (names, now, try_id))
+            if taken.paced:
+                conn.execute("INSERT INTO sign_in_pace (account, next_turn) VALUES (%s, %s) ON CONFLICT (account)"
+                             " DO UPDATE SET next_turn = excluded.next_turn", (keys.account, taken.at + PACE))
+        return try_id, taken
 
-    def record(self, keys: list[str], now: float) -> None:
+    def succeeded(self, try_id: str) -> None:
         with self.connection() as conn:
-            conn.execute("DELETE FROM sign_in_failures WHERE key = ANY(%s) AND at <= %s", (keys, now - FAILURE_WINDOW))
-            conn.execute("INSERT INTO sign_in_failures (key, at) SELECT unnest(%s::text[]), %s", (keys, now))
+            conn.execute("DELETE FROM sign_in_failures WHERE try_id = %s", (try_id,))

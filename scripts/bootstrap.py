@@ -61,7 +61,7 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
         opt_outs=optouts.OptOuts(connection), otp_key=derive_key(secret, "otp-codes"),
         append=commits.save if commits is not None else log.save, batch_answer=batch_answer,
         webhook_guard=lambda url: check_url(url, settings.webhook_allow_private),
-        hasher=Argon2Hasher(), sign_in_failures=sessions.SignInFailures(connection),
+        hasher=Argon2Hasher(), sign_in_tries=sessions.SignInTries(connection),
         sessions=sessions.Sessions(connection),
         webhook_history=webhooks.History(connection))
     return Runtime(settings=settings, app=app, clock=clock, connection=connection, health=health,

@@ -6,6 +6,7 @@ Idempotency-Key, a SIM's name or ICCID, or overfill an OTP window is refused who
 from __future__ import annotations
 
 import copy
+import secrets
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from sandesh.domain.message import Message, accepted_reply
 from sandesh.domain.optout import OptOut
 from sandesh.domain.otp import Otp
 from sandesh.domain.ports import Claim, Prior
+from sandesh.domain.signin import PACE, Turn, TryKeys
 from sandesh.domain.sim import Sim
 from sandesh.domain.usecases.log import Log
 from sandesh.domain.webhook import HISTORY, WebhookDelivery
@@ -244,16 +246,33 @@ class Sealer:
         return sealed.removeprefix("secret:")
 
 
-class SignInFailures:
+class SignInTries:
+    """The throttle's tries per key, under one lock (as PostgreSQL's per-key locks)."""
+
     def __init__(self) -> None:
-        self.times: dict[str, list[float]] = {}
+        self.times: dict[str, list[tuple[str, float]]] = {}
+        self.next_turn: dict[str, float] = {}
+        self.lock = threading.Lock()
 
-    def recent(self, keys: list[str], now: float) -> dict[str, list[float]]:
-        return {key: list(self.times.get(key, [])) for key in keys}
+    def take(self, keys: TryKeys, now: float, turn: Callable[..., Turn]) -> tuple[str, Turn]:
+        with self.lock:
+            tries = {key: [at for _, at in self.times.get(key, [])] for key in keys.all()}
+            taken = turn(tries, self.next_turn.get(keys.account))
+            try_id = secrets.token_hex(8)
+            for key in keys.all():
+                self.times.setdefault(key, []).append((try_id, now))
+            if taken.paced:
+                self.next_turn[keys.account] = taken.at + PACE
+            return try_id, taken
 
-    def record(self, keys: list[str], now: float) -> None:
-        for key in keys:
-            self.times.setdefault(key, []).append(now)
+    def succeeded(self, try_id: str) -> None:
+        with self.lock:
+            for key, tries in self.times.items():
+                self.times[key] = [(i, at) for i, at in tries if i != try_id]
+
+    def recent(self, key: str) -> list[float]:
+        with self.lock:
+            return [at for _, at in self.times.get(key, [])]
 
 
 class Sessions:
@@ -274,7 +293,7 @@ def in_memory(clock: Clock, webhook_guard: Callable[[str], None] = lambda url: N
     return Sandesh.build(log, clock=clock, sealer=Sealer(), texts=Texts(), idempotency=Keys(recorder),
                          otp_windows=Windows(recorder), opt_outs=OptOuts(recorder), otp_key=b"k" * 32,
                          append=log.save, batch_answer=batch_answer, webhook_guard=webhook_guard,
-                         hasher=Argon2Hasher(), sign_in_failures=SignInFailures(), sessions=Sessions(),
+                         hasher=Argon2Hasher(), sign_in_tries=SignInTries(), sessions=Sessions(),
                          webhook_history=WebhookHistory(recorder))
 
 

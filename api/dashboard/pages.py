@@ -5,6 +5,7 @@ Every resource is `dashboard = True`: the API's key check leaves it alone (api/a
 sign in here instead, and an API key never opens a page."""
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Callable, ContextManager
 
 import falcon
@@ -14,6 +15,7 @@ from sandesh.domain.application import Sandesh
 from sandesh.domain.errors import InvalidInput, InvalidTransition
 from sandesh.domain.person import OPERATOR
 from sandesh.domain.signin import SignInRefused
+from sandesh.domain.usecases.people import SignInTry
 from sandesh.projections import sessions
 
 from ..waiting import Blocking
@@ -92,6 +94,12 @@ class Page:
             return form, None
         return form, person
 
+    async def turn(self, attempt: SignInTry) -> None:
+        """Wait for a paced try's turn (domain/signin.py): on the event loop, holding no thread."""
+        early = attempt.at - self.app.clock.now()
+        if early > 0:
+            await asyncio.sleep(early)
+
     @staticmethod
     def sees(person: dict[str, Any], workspace_id: str) -> bool:
         """A person sees their own workspace only; the operator team sees every one."""
@@ -127,10 +135,11 @@ class SignIn(Page):
         form = await self.web.form(req)
         if not self.web.csrf_ok(req, form):
             return self.web.forbidden(req, resp)
-        email = form.get("email", "")
+        email, ip = form.get("email", ""), self.web.calling_ip(req)
         try:
-            person = await self.blocking(self.app.people.sign_in, email, form.get("password", ""),
-                                         self.web.calling_ip(req))
+            attempt = await self.blocking(self.app.people.try_sign_in, email, ip)
+            await self.turn(attempt)
+            person = await self.blocking(self.app.people.sign_in, email, form.get("password", ""), ip, attempt)
         except SignInRefused as refused:
             error = (f"Too many failed sign-ins. Wait {waiting_time(refused.wait)} and try again." if refused.wait
                      else WRONG)

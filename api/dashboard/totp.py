@@ -37,9 +37,11 @@ class Code(Page):
         person = await self.waiting(req, SECOND_FACTOR_CODE)
         if person is None:
             return self.web.redirect(resp, SIGN_IN)
+        ip = self.web.calling_ip(req)
         try:
-            await self.blocking(self.app.people.verify_code, person["id"], form.get("code", ""),
-                                self.web.calling_ip(req))
+            attempt = await self.blocking(self.app.people.try_code, person["id"], ip)
+            await self.turn(attempt)
+            await self.blocking(self.app.people.verify_code, person["id"], form.get("code", ""), ip, attempt)
         except SignInRefused as refused:
             error = (f"Too many failed sign-ins. Wait {waiting_time(refused.wait)} and try again." if refused.wait
                      else WRONG_CODE)

@@ -3,7 +3,9 @@ set-password and sign-in pages; docs/dashboard.md).  Each change is an event of 
 its actor, so the audit trail reads it back (history.py)."""
 from __future__ import annotations
 
+import math
 import secrets
+from dataclasses import dataclass
 from functools import cached_property
 
 from ..clock import Clock
@@ -11,8 +13,8 @@ from ..credentials import sha256_hex
 from ..errors import InvalidInput, InvalidTransition, NameTaken, NotFound
 from ..person import (LINK_HOURS, OPERATOR, OWNER, Person, actor_of, check_name, check_role, new_link_token,
                       normalise_email, password_problem, person_id, person_of_token)
-from ..ports import PasswordHasher, Sealer, Sessions, SignInFailures
-from ..signin import FAILURES_PER_ACCOUNT, FAILURES_PER_IP, SignInRefused, account_key, ip_key, wait_after
+from ..ports import PasswordHasher, Sealer, Sessions, SignInTries
+from ..signin import SignInRefused, TryKeys, turn_of
 from ..totp import matching_step
 from ..workspace import Workspace
 from .log import Log
@@ -21,10 +23,17 @@ from .log import Log
 SECOND_FACTOR_CODE, SECOND_FACTOR_ENROLL = "code", "enroll"
 
 
+@dataclass(frozen=True)
+class SignInTry:
+    """A try recorded by the throttle: its id, and when it may be checked."""
+    id: str
+    at: float
+
+
 class People:
-    def __init__(self, log: Log, clock: Clock, hasher: PasswordHasher, failures: SignInFailures, sealer: Sealer,
+    def __init__(self, log: Log, clock: Clock, hasher: PasswordHasher, tries: SignInTries, sealer: Sealer,
                  sessions: Sessions):
-        self.log, self.clock, self.hasher, self.failures, self.sealer = log, clock, hasher, failures, sealer
+        self.log, self.clock, self.hasher, self.tries, self.sealer = log, clock, hasher, tries, sealer
         self.sessions = sessions  # a person's end when they are disabled, removed or added again
 
     def add_person(self, email: str, name: str, workspace_id: str | None, role: str | None, operator: bool,
@@ -119,19 +128,26 @@ class People:
         self.log.save(person)
         return person
 
-    def sign_in(self, email: str, password: str, ip: str) -> Person:
+    def try_sign_in(self, email: str, ip: str) -> SignInTry:
+        """A try to sign in to this account from this address, recorded before its password is
+        checked: when it may be (its turn, later than now while the account is paced), or
+        SignInRefused(wait) when it may not (domain/signin.py).  The dashboard awaits the turn
+        without holding a thread, then calls `sign_in` with the try."""
+        return self._try(email.strip().lower(), ip)
+
+    def sign_in(self, email: str, password: str, ip: str, attempt: SignInTry | None = None) -> Person:
         """The person whose email and password these are, or SignInRefused: the same refusal,
-        after the same work (one hash verified), whether the email exists or not."""
+        after the same work (one hash verified), whether the email exists or not.  Without
+        `attempt`, the try is taken now."""
         email = email.strip().lower()
-        now = self.clock.now()
-        keys = self._throttled(email, ip, now)
+        attempt = self._turn_came(attempt or self._try(email, ip))
         person = self.log.find(person_id(email), Person)
         known = person is not None and person.may_sign_in
         hashed = person.password_hash if known and person is not None else None
         matches = self.hasher.verify(hashed or self._decoy, password)
         if not (known and matches):
-            self.failures.record(keys, now)
-            raise SignInRefused()
+            raise SignInRefused()  # the try stays recorded: a failure
+        self.tries.succeeded(attempt.id)
         assert person is not None
         return person
 
@@ -155,20 +171,24 @@ class People:
         workspace = self.log.find(workspace_id, Workspace)
         return workspace is not None and workspace.totp_required
 
-    def verify_code(self, person_id: str, code: str, ip: str) -> Person:
+    def try_code(self, person_id: str, ip: str) -> SignInTry:
+        """A try of an authenticator code, throttled as a password is (`try_sign_in`)."""
+        return self._try(self.log.get(person_id, Person, "person").email, ip)
+
+    def verify_code(self, person_id: str, code: str, ip: str, attempt: SignInTry | None = None) -> Person:
         """The person, once `code` is their app's for now and unused; else SignInRefused, and the
-        failure counts toward the same throttle as a wrong password."""
+        try counts as a failure toward the same throttle as a wrong password."""
         person = self.log.get(person_id, Person, "person")
+        attempt = self._turn_came(attempt or self._try(person.email, ip))
         now = self.clock.now()
-        keys = self._throttled(person.email, ip, now)
         step = None
         if person.totp_sealed is not None and person.may_sign_in:
             step = matching_step(self.sealer.open(person.totp_sealed), code, now, after=person.totp_step)
         if step is None:
-            self.failures.record(keys, now)
             raise SignInRefused()
         person.use_totp(step, at=now)
         self.log.save(person)  # two sign-ins with one code race on the version: one wins
+        self.tries.succeeded(attempt.id)
         return person
 
     def enroll_totp(self, person_id: str, secret: str, code: str, *, proof: str = "", ip: str = "") -> Person:
@@ -188,26 +208,26 @@ class People:
         return person
 
     def _proven(self, person: Person, proof: str, ip: str, now: float) -> None:
-        keys = self._throttled(person.email, ip, now)
+        attempt = self._turn_came(self._try(person.email, ip))
         assert person.totp_sealed is not None
         step = matching_step(self.sealer.open(person.totp_sealed), proof, now, after=person.totp_step)
         if step is not None:
             person.use_totp(step, at=now)  # a code is never accepted twice
-            return
-        if person.password_hash is not None and proof and self.hasher.verify(person.password_hash, proof):
-            return
-        self.failures.record(keys, now)
-        raise InvalidInput("To replace your app, type a code it shows now, or your password.")
+        elif not (person.password_hash is not None and proof and self.hasher.verify(person.password_hash, proof)):
+            raise InvalidInput("To replace your app, type a code it shows now, or your password.")
+        self.tries.succeeded(attempt.id)
 
-    def _throttled(self, email: str, ip: str, now: float) -> list[str]:
-        """The throttle's keys of a try; SignInRefused with the wait when either is past its limit."""
-        keys = [account_key(email), ip_key(ip)]
-        recent = self.failures.recent(keys, now)
-        wait = max(wait_after(recent.get(keys[0], []), FAILURES_PER_ACCOUNT, now),
-                   wait_after(recent.get(keys[1], []), FAILURES_PER_IP, now))
-        if wait:
-            raise SignInRefused(wait)
-        return keys
+    def _try(self, email: str, ip: str) -> SignInTry:
+        keys, now = TryKeys.of(email, ip), self.clock.now()
+        try_id, turn = self.tries.take(keys, now, lambda tries, next_turn: turn_of(keys, tries, next_turn, now))
+        return SignInTry(try_id, turn.at)
+
+    def _turn_came(self, attempt: SignInTry) -> SignInTry:
+        """A paced try is checked at its turn, not before."""
+        early = attempt.at - self.clock.now()
+        if early > 0:
+            raise SignInRefused(math.ceil(early))
+        return attempt
 
     @cached_property
     def _decoy(self) -> str:

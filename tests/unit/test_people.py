@@ -153,3 +153,34 @@ def test_a_code_is_accepted_one_step_either_side_and_never_twice():
 def test_the_qr_code_holds_an_otpauth_uri():
     assert provisioning_uri("ABC", "a@b.example") == (
         "otpauth://totp/Sandesh%3Aa%40b.example?secret=ABC&issuer=Sandesh&algorithm=SHA1&digits=6&period=30")
+
+
+def test_an_attacker_with_1000_addresses_gets_at_most_100_guesses_an_hour_against_one_account():
+    """docs/dashboard.md, "Signing in": the account is paced, whatever the addresses.  The
+    attacker tries every second from the next of 1,000 addresses and waits for each turn given."""
+    from sandesh.domain.signin import GUESSES_PER_HOUR, PACE, SignInRefused, TryKeys, turn_of
+
+    tries: dict[str, list[float]] = {}
+    next_turn, checked = None, 0
+    for second in range(3600):
+        now = NOW + second
+        keys = TryKeys.of("victim@example.com", f"198.51.{second % 1000 // 250}.{second % 250}")
+        try:
+            turn = turn_of(keys, {key: tries.get(key, []) for key in keys.all()}, next_turn, now)
+        except SignInRefused:
+            continue
+        for key in keys.all():
+            tries.setdefault(key, []).append(now)
+        if turn.paced:
+            next_turn = turn.at + PACE
+        checked += turn.at < NOW + 3600
+    assert checked <= GUESSES_PER_HOUR
+    assert checked >= GUESSES_PER_HOUR - 2  # and the pace is no stricter than it says
+
+
+def test_an_ipv6_address_counts_by_its_64_an_ipv4_one_alone():
+    from sandesh.domain.signin import address_group
+
+    assert address_group("2001:db8:1:2:aaaa::1") == address_group("2001:db8:1:2::ffff") == "2001:db8:1:2::/64"
+    assert address_group("198.51.100.7") == address_group("::ffff:198.51.100.7") == "198.51.100.7"
+    assert address_group("198.51.100.7") != address_group("198.51.100.8")

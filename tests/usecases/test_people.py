@@ -9,7 +9,7 @@ import pytest
 from sandesh.domain import totp
 from sandesh.domain.clock import FixedClock
 from sandesh.domain.errors import InvalidInput, InvalidTransition, NameTaken, NotFound
-from sandesh.domain.signin import FAILURE_WINDOW, FAILURES_PER_ACCOUNT, SignInRefused
+from sandesh.domain.signin import FAILURE_WINDOW, TRIES_PER_ACCOUNT_ADDRESS, SignInRefused
 
 from tests import memory
 
@@ -86,20 +86,37 @@ def test_the_changes_are_in_the_audit_trail_with_their_actors(store):
     assert lines == [("person.added", "tester"), ("person.password_set", f"user:{person.email}")]
 
 
-def test_failed_sign_ins_of_an_account_wait_then_pass_on_the_service_clock():
+def test_five_wrong_passwords_from_one_address_then_the_right_one_from_another_signs_in(store):
+    """No one is locked out: the address that failed waits 15 minutes for that account (on the
+    service clock), the right password from another address is not refused for it."""
+    person, token = store.app.people.add_person(an_email(), "Asha", store.workspace(), "owner", False, "tester")
+    store.app.people.set_password(token, PASSWORD)
+    for _ in range(TRIES_PER_ACCOUNT_ADDRESS):
+        with pytest.raises(SignInRefused) as refused:
+            store.app.people.sign_in(person.email, "wrong password!", "192.0.2.4")
+        assert refused.value.wait == 0
+    with pytest.raises(SignInRefused) as refused:
+        store.app.people.sign_in(person.email, PASSWORD, "192.0.2.4")  # that address waits, right or not
+    assert 0 < refused.value.wait <= FAILURE_WINDOW
+    assert store.app.people.sign_in(person.email, PASSWORD, "192.0.2.5").id == person.id
+
+
+def test_the_addresses_of_one_ipv6_network_count_as_one():
+    """An attacker's /64 holds 2^64 addresses: each of them counts for the network."""
     clock = FixedClock()
     app = memory.in_memory(clock)
     workspace = app.operators.create_workspace("Pasal", None, {}, "tester")
     person, token = app.people.add_person(an_email(), "Asha", workspace.id, "owner", False, "tester")
     app.people.set_password(token, PASSWORD)
-    for _ in range(FAILURES_PER_ACCOUNT):
+    for n in range(TRIES_PER_ACCOUNT_ADDRESS):
         with pytest.raises(SignInRefused):
-            app.people.sign_in(person.email, "wrong password!", "192.0.2.4")
+            app.people.sign_in(person.email, "wrong password!", f"2001:db8:1:2::{n + 1:x}")
     with pytest.raises(SignInRefused) as refused:
-        app.people.sign_in(person.email, PASSWORD, "192.0.2.5")  # the right password waits too
-    assert refused.value.wait == FAILURE_WINDOW
+        app.people.sign_in(person.email, "wrong password!", "2001:db8:1:2:ffff::9")
+    assert refused.value.wait > 0
+    assert app.people.sign_in(person.email, PASSWORD, "2001:db8:1:3::1").id == person.id  # another network
     clock.advance(FAILURE_WINDOW)
-    assert app.people.sign_in(person.email, PASSWORD, "192.0.2.5").id == person.id
+    assert app.people.sign_in(person.email, PASSWORD, "2001:db8:1:2::1").id == person.id  # the wait ended
 
 
 def test_an_owner_changes_anothers_role_and_removes_them_but_not_themselves(store):
@@ -217,7 +234,7 @@ def test_replacing_an_authenticator_app_takes_a_code_of_the_current_one_or_the_p
                   else "111111"):
         with pytest.raises(InvalidInput, match="a code it shows now, or your password"):
             app.people.enroll_totp(person.id, second, new_code, proof=proof, ip="192.0.2.10")
-    assert app.people.failures.recent([f"account:{person.email}"], clock.now())  # counted as failed sign-ins
+    assert len(app.people.tries.recent(f"account:{person.email}")) == 3  # counted as failed sign-ins
     assert app.people.sealer.open(app.people.person(person.id).totp_sealed) == first
 
     app.people.enroll_totp(person.id, second, new_code, proof=PASSWORD, ip="192.0.2.10")

@@ -1,0 +1,55 @@
+"""The sign-in throttle on PostgreSQL under concurrency (docs/dashboard.md, "Signing in"): each
+try is recorded before its password is checked, under a lock per key, so 50 tries at once count
+one by one as 50 in a row would.  Checking the counts first and recording a failure after the
+0.3 s of argon2 let every concurrent try through."""
+from __future__ import annotations
+
+import itertools
+from concurrent.futures import ThreadPoolExecutor
+
+from sandesh.domain.signin import ACCOUNT_PACED_AFTER, TRIES_PER_ACCOUNT_ADDRESS, SignInRefused
+from tests.helpers import funded_workspace
+
+PASSWORD = "correct horse battery staple"
+_people = itertools.count()
+
+
+def a_person(runtime) -> str:
+    workspace = funded_workspace(runtime.app, "Throttle", 0, "t")
+    person, token = runtime.app.people.add_person(f"throttled{next(_people)}@example.com", "T", workspace, "owner",
+                                                  False, "t")
+    runtime.app.people.set_password(token, PASSWORD)
+    return person.email
+
+
+def fifty_at_once(runtime, email: str, addresses: list[str]) -> list[int]:
+    """The wait each of 50 concurrent wrong tries was answered with (0: its password was checked)."""
+    def attempt(ip: str) -> int:
+        try:
+            runtime.app.people.sign_in(email, "not the password", ip)
+        except SignInRefused as refused:
+            return refused.wait
+        raise AssertionError("a wrong password signed in")
+
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        return list(pool.map(attempt, addresses))
+
+
+def test_fifty_concurrent_wrong_tries_from_one_address_count_one_by_one(runtime):
+    email = a_person(runtime)
+    waits = fifty_at_once(runtime, email, ["198.51.100.7"] * 50)
+    assert waits.count(0) == TRIES_PER_ACCOUNT_ADDRESS, "five passwords checked, as five tries in a row would"
+    assert all(wait > 0 for wait in waits if wait), "the others were told to wait"
+    assert runtime.app.people.sign_in(email, PASSWORD, "198.51.100.8").email == email  # another address
+
+
+def test_fifty_concurrent_wrong_tries_from_fifty_addresses_are_paced(runtime):
+    """Past 5 failures an account's tries take turns, whatever their addresses: one is checked
+    now, the next only in 38 s, more than a page waits (they are told to come back)."""
+    email = a_person(runtime)
+    waits = fifty_at_once(runtime, email, [f"198.51.100.{n}" for n in range(10, 60)])
+    assert waits.count(0) == ACCOUNT_PACED_AFTER + 1
+    with runtime.connection() as conn:
+        recorded = conn.execute("SELECT count(*) AS n FROM sign_in_failures WHERE key = %s",
+                                (f"account:{email}",)).fetchone()["n"]
+    assert recorded == ACCOUNT_PACED_AFTER + 1, "a try told to come back is no guess"
