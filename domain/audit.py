@@ -57,7 +57,10 @@ ACTIONS: dict[type, str] = {
 # Never shown in `details`: no key or secret, not even sealed or hashed (docs/operations.md, "Audit").
 HIDDEN = {"actor", "at", "timestamp", "originator_id", "originator_version",
           "key_hash", "secret_sealed", "secret_hash", "pin_sealed", "workspace_id", "originator_topic",
-          "token_hash", "token_expires", "password_hash", "step"}
+          "token_hash", "token_expires", "password_hash", "step",
+          # what the action says already (a person added again starts without their app); and
+          # the audit lines a release wrote must stay as a replay of its log makes them
+          "authenticator_reset"}
 
 
 def operator_change(event: Any) -> bool:
