@@ -2,6 +2,7 @@
 every request recorded with its raw body, answers scripted per path."""
 from __future__ import annotations
 
+import socket
 import ssl
 import threading
 import time
@@ -92,3 +93,71 @@ class Receiver:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class Dripping:
+    """A receiver that answers slowly on purpose, on real sockets with TLS (the test CA's
+    certificate for `localhost`): `head` sends its status line a byte every `every` seconds;
+    `body` answers 200 with a 1 MB Content-Length, then a byte every `every` seconds; `endless`
+    answers 200 and streams a body that never ends as fast as it is read.  Records when each
+    connection it served was closed by the other side."""
+
+    def __init__(self, ca: trustme.CA, mode: str, every: float = 5.0):
+        self.mode, self.every = mode, every
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ca.issue_cert("localhost", "127.0.0.1").configure_cert(self.context)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.closed_at: list[float] = []
+        self.sent: list[int] = []
+        self.stop = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, path: str) -> str:
+        return f"https://localhost:{self.port}{path}"
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                raw, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
+
+    def _serve(self, raw: socket.socket) -> None:
+        sent = 0
+        try:
+            with self.context.wrap_socket(raw, server_side=True) as tls:
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    request += tls.recv(65536)
+                head, _, body = request.partition(b"\r\n\r\n")
+                length = int(next((line.split(b":")[1] for line in head.split(b"\r\n")
+                                   if line.lower().startswith(b"content-length")), b"0"))
+                while len(body) < length:
+                    body += tls.recv(65536)
+                if self.mode == "head":
+                    for byte in b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok":
+                        tls.sendall(bytes([byte]))
+                        sent += 1
+                        if self.stop.wait(self.every):
+                            return
+                elif self.mode == "body":
+                    tls.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 1000000\r\n\r\n")
+                    while not self.stop.wait(self.every):
+                        tls.sendall(b"x")
+                        sent += 1
+                else:
+                    tls.sendall(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+                    chunk = b"%x\r\n%s\r\n" % (65536, b"y" * 65536)
+                    while not self.stop.is_set():
+                        tls.sendall(chunk)
+                        sent += 65536
+        except (OSError, ssl.SSLError):
+            self.closed_at.append(time.monotonic())
+        finally:
+            self.sent.append(sent)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.listener.close()

@@ -26,6 +26,8 @@ from urllib3.util import connection
 
 from sandesh.domain.errors import InvalidInput
 
+from .webhook_deadline import DEADLINES
+
 
 class AddressRefused(NewConnectionError):
     """The webhook host resolves to an address deliveries may not go to."""
@@ -122,7 +124,20 @@ def check_url(url: str, allow_private: bool) -> None:
         raise InvalidInput(str(error)) from None
 
 
-class GuardedConnection(HTTPSConnection):
+class WatchedConnection(HTTPSConnection):
+    """Gives its socket to the attempt on its thread, which shuts it down at its deadline
+    (workers/webhook_deadline.py): a new socket when it connects, the open one when it is used again."""
+
+    def _new_conn(self) -> socket.socket:
+        return DEADLINES.watched(super()._new_conn())
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        if self.sock is not None:
+            DEADLINES.watched(self.sock)
+        super().request(*args, **kwargs)
+
+
+class GuardedConnection(WatchedConnection):
     """Connects only to addresses checked just now; TLS verifies the URL's host name as usual."""
 
     def _new_conn(self) -> socket.socket:
@@ -135,9 +150,9 @@ class GuardedConnection(HTTPSConnection):
         last: Exception | None = None
         for address in addresses:
             try:
-                return connection.create_connection((address, self.port), self.timeout,
-                                                    source_address=self.source_address,
-                                                    socket_options=self.socket_options)
+                return DEADLINES.watched(connection.create_connection((address, self.port), self.timeout,
+                                                                      source_address=self.source_address,
+                                                                      socket_options=self.socket_options))
             except socket.timeout:
                 last = ConnectTimeoutError(self, f"connecting to {self.host} timed out")
             except OSError as error:
@@ -145,25 +160,42 @@ class GuardedConnection(HTTPSConnection):
         raise last or NewConnectionError(self, f"{self.host} has no address")
 
 
+class WatchedPool(HTTPSConnectionPool):
+    ConnectionCls = WatchedConnection
+
+
 class GuardedPool(HTTPSConnectionPool):
     ConnectionCls = GuardedConnection
 
 
-class GuardedAdapter(HTTPAdapter):
+class _Adapter(HTTPAdapter):
+    """https through `pool_class`'s connections."""
+    pool_class: type[HTTPSConnectionPool] = WatchedPool
+
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {**self.poolmanager.pool_classes_by_scheme, "https": GuardedPool}
+        self.poolmanager.pool_classes_by_scheme = {**self.poolmanager.pool_classes_by_scheme,
+                                                   "https": self.pool_class}
+
+
+class WatchedAdapter(_Adapter):
+    pool_class = WatchedPool
+
+
+class GuardedAdapter(_Adapter):
+    pool_class = GuardedPool
 
 
 def session(allow_private: bool, ca_bundle: str | None, pool: int = 16) -> requests.Session:
     """The HTTP session of the webhook sender: https only, certificates verified (against
-    REQUESTS_CA_BUNDLE when set), no proxies from the environment, the guard unless allowed."""
+    REQUESTS_CA_BUNDLE when set), no proxies from the environment, the guard unless allowed,
+    each connection's socket shut down at its attempt's deadline (`DEADLINES.within`)."""
     http = requests.Session()
     http.trust_env = False
     http.verify = ca_bundle or True
     http.mount("http://", _Refuse())
-    adapter = (HTTPAdapter if allow_private else GuardedAdapter)(pool_connections=pool, pool_maxsize=pool,
-                                                                max_retries=0)
+    adapter = (WatchedAdapter if allow_private else GuardedAdapter)(pool_connections=pool, pool_maxsize=pool,
+                                                                   max_retries=0)
     http.mount("https://", adapter)
     return http
 

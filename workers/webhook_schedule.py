@@ -91,9 +91,9 @@ class WebhookSchedule:
         """Oldest lease first, the waiting deliveries that have a place and whose client has
         fewer than `per_client` running; they are running from `tick` on.
 
-        One that waited so long that its attempt might outlast its lease (a receiver may drip
-        its answer past TIMEOUT, which is per read) is not started: another sender may lease it
-        once the lease ends.  While the lease is surely still ours it is handed back, else left."""
+        One that waited so long that its attempt (TIMEOUT at most, and its recording) might
+        outlast its lease is not started: another sender may lease it once the lease ends.
+        While the lease is surely still ours it is handed back, else left."""
         attempts: list[Leased] = []
         hand_back: list[str] = []
         if self.turn == CLOSED or not self.waiting:

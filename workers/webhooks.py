@@ -36,6 +36,7 @@ from sandesh.projections.group_commit import GroupCommit
 from sandesh.projections.runtime import Runtime
 
 from . import webhook_guard
+from .webhook_deadline import DEADLINES
 from .webhook_schedule import LEASE, PER_CLIENT, SLOW_THREADS, Leased, WebhookSchedule
 
 STEP_EVERY = 0.05  # seconds: while appends keep coming, the log is followed this often, not at each
@@ -264,14 +265,18 @@ class WebhookSender:
             "x-service-delivery": delivery.delivery_header, "x-service-signature": sign(secrets, int(self.clock.now()), body),
         }
         started = time.monotonic()
-        try:
-            response = self.http.send(self._request(url, headers, body), timeout=(TIMEOUT, TIMEOUT),
-                                      allow_redirects=False)
-        except requests.Timeout:
-            return None, f"no answer within {TIMEOUT:.0f} s", time.monotonic() - started
-        except requests.RequestException as error:
-            return None, _describe(error), time.monotonic() - started
-        duration = time.monotonic() - started
+        with DEADLINES.within(TIMEOUT):  # connecting, TLS, the head and the body read, together
+            try:
+                response = self.http.send(self._request(url, headers, body), timeout=(TIMEOUT, TIMEOUT),
+                                          allow_redirects=False, stream=True)
+            except requests.Timeout:
+                return None, f"no answer within {TIMEOUT:.0f} s", time.monotonic() - started
+            except requests.RequestException as error:
+                if time.monotonic() - started >= TIMEOUT:  # its deadline shut the connection
+                    return None, f"no answer within {TIMEOUT:.0f} s", time.monotonic() - started
+                return None, _describe(error), time.monotonic() - started
+            duration = time.monotonic() - started
+            _read_some(response)
         if duration > TIMEOUT:
             return None, f"answered {response.status_code} after {duration:.1f} s, over {TIMEOUT:.0f} s", duration
         return response.status_code, None if 200 <= response.status_code <= 299 else f"HTTP {response.status_code}", duration
@@ -405,6 +410,28 @@ class _Batch:
         if message_id not in self.messages:
             self.messages[message_id] = self.app.log.repository.get(message_id)
         return self.messages[message_id]
+
+
+MAX_ANSWER = 64 * 1024  # bytes of a receiver's answer read at most; nothing of it is kept
+
+
+def _read_some(response: requests.Response) -> None:
+    """Read the answer's body, up to MAX_ANSWER bytes and the attempt's deadline, then let the
+    connection go: back to the pool when the whole body was read, closed otherwise.  A receiver
+    that streams gigabytes, or drips them, costs 64 KiB and the deadline at most."""
+    read = 0
+    try:
+        while read <= MAX_ANSWER:
+            chunk = response.raw.read(min(16 * 1024, MAX_ANSWER + 1 - read), decode_content=False)
+            if not chunk:
+                break
+            read += len(chunk)
+    except Exception:  # noqa: BLE001 - its deadline, or the receiver gone: the status stands
+        read = MAX_ANSWER + 1
+    if read > MAX_ANSWER:
+        response.close()  # mid-body: this connection is never used again
+    else:
+        response.raw.release_conn()  # the whole answer was read: the connection serves the next attempt
 
 
 def _describe(error: requests.RequestException) -> str:

@@ -1,0 +1,71 @@
+"""Every webhook attempt ends by its deadline (docs/design.md, "Webhook sender"), against
+receivers on real sockets that drip their answer or stream one without end.  A module of its
+own: the deliveries it leaves waiting are no other test's."""
+from __future__ import annotations
+
+import itertools
+import time
+
+import pytest
+
+from sandesh.domain.sending import parse_send
+from sandesh.domain.webhook import TIMEOUT
+from sandesh.workers import webhook_guard
+from sandesh.workers.webhooks import WebhookSender
+from tests.helpers import funded_workspace
+from tests.integration.test_webhooks import lifecycle
+from tests.receiver import Dripping
+
+_numbers = itertools.count(30_000_000)
+
+
+@pytest.fixture(scope="module")
+def workspace(runtime):
+    return funded_workspace(runtime.app, "Deadlines", 10**7, "t")
+
+
+@pytest.fixture
+def sender(runtime, receiver):
+    running = WebhookSender(runtime, http=webhook_guard.session(True, str(receiver.ca_file)))
+    yield running
+    running.close()
+
+
+@pytest.mark.parametrize("mode, outcome", [("head", "no answer within 10 s"), ("body", 200), ("endless", 200)])
+def test_an_attempt_ends_by_its_deadline_however_the_receiver_drips_or_streams(runtime, workspace, receiver, sender,
+                                                                              mode, outcome):
+    """Connecting, TLS, the head and the body read together end within 10 s (the interface's
+    "2xx within 10 seconds"); of an answer's body at most 64 KiB is read.  A 200 whose head came
+    in time is delivered.  With a timeout per read, a receiver dripping a byte every 5 s held its
+    attempt, and its thread, for as long as it liked (docs/design.md, "Webhook sender")."""
+    dripping = Dripping(receiver.ca, mode)
+    try:
+        client, _, _ = runtime.app.operators.create_client(workspace, "Dripping", dripping.url("/d"), 1000, "t")
+        request, _ = parse_send({"to": f"97798{next(_numbers):08d}", "text": "drip"})
+        message = runtime.app.sending.send(client.id, workspace, request, 100)
+        lifecycle(runtime, message, ("fail", "x"))
+        sender.follow()
+        with runtime.connection() as conn:
+            [delivery_id] = [r["id"] for r in conn.execute("SELECT id FROM webhook_deliveries WHERE client_id = %s",
+                                                            (client.id,))]
+        started = time.monotonic()
+        sender.attempt(delivery_id)
+        took = time.monotonic() - started
+        with runtime.connection() as conn:
+            [row] = conn.execute("SELECT * FROM webhook_deliveries WHERE client_id = %s", (client.id,)).fetchall()
+        attempt = row["history"][-1]
+        assert took < TIMEOUT + 1.0, took
+        if outcome == 200:
+            assert (attempt["statusCode"], row["state"]) == (200, "delivered"), attempt
+        else:
+            assert attempt["statusCode"] is None and attempt["error"] == outcome, attempt
+        if mode == "endless":  # 64 KiB read, the connection shut: the stream stops at once, not at the deadline
+            assert took < 2.0, took
+            deadline = time.monotonic() + 2
+            while not dripping.closed_at:
+                assert time.monotonic() < deadline, "the connection stayed open"
+                time.sleep(0.05)
+    finally:
+        dripping.close()
+
+
