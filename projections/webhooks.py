@@ -5,7 +5,7 @@ and several senders lease them with SKIP LOCKED.  Rows older than 7 days are for
 (`purge`); the log keeps their events.
 
 Owns `webhook_deliveries` (`MODEL`), part of registry.py's inline projection; reads `clients`
-(registry.py) for a workspace's deliveries.
+(registry.py) for a workspace's deliveries and for the workspace's share of the sender.
 """
 from __future__ import annotations
 
@@ -69,24 +69,33 @@ def _hurried(rows: Rows, e: WebhookDelivery.Hurried) -> None:
                                                            "leased_until": None, "updated_at": e.at})
 
 
-# The oldest due deliveries, a bounded window of them, ranked by each client's room.
+# The oldest due deliveries, a bounded window of them, ranked by each client's room, then by
+# each workspace's room (a workspace's clients share it).
 LEASE = """
 UPDATE webhook_deliveries d SET leased_until = %(until)s FROM (
-    SELECT id FROM (
-        SELECT id, next_at, row_number() OVER (PARTITION BY client_id ORDER BY next_at) AS nth,
-               %(per_client)s - COALESCE((%(held)s::jsonb ->> client_id)::integer, 0) AS room
-        FROM (SELECT id, client_id, next_at FROM webhook_deliveries
-              WHERE next_at <= %(now)s AND (leased_until IS NULL OR leased_until <= %(now)s)
-              ORDER BY next_at LIMIT %(scan)s FOR UPDATE SKIP LOCKED) candidates) ranked
-    WHERE nth <= room ORDER BY next_at LIMIT %(limit)s) due
-WHERE d.id = due.id RETURNING d.id, d.client_id
+    SELECT id, workspace_id FROM (
+        SELECT id, next_at, workspace_id, wroom,
+               row_number() OVER (PARTITION BY workspace_id ORDER BY next_at) AS wnth
+        FROM (
+            SELECT id, next_at, workspace_id,
+                   row_number() OVER (PARTITION BY client_id ORDER BY next_at) AS nth,
+                   %(per_client)s - COALESCE((%(held)s::jsonb ->> client_id)::integer, 0) AS room,
+                   %(per_workspace)s - COALESCE((%(held_workspaces)s::jsonb ->> workspace_id)::integer, 0) AS wroom
+            FROM (SELECT d.id, d.client_id, c.workspace_id, d.next_at
+                  FROM webhook_deliveries d JOIN clients c ON c.id = d.client_id
+                  WHERE d.next_at <= %(now)s AND (d.leased_until IS NULL OR d.leased_until <= %(now)s)
+                  ORDER BY d.next_at LIMIT %(scan)s FOR UPDATE OF d SKIP LOCKED) candidates) by_client
+        WHERE nth <= room) by_workspace
+    WHERE wnth <= wroom ORDER BY next_at LIMIT %(limit)s) due
+WHERE d.id = due.id RETURNING d.id, d.client_id, due.workspace_id
 """
 
 
-# While a client is at its share: the clients with deliveries waiting (one index entry each, a
-# loose index scan), then for each the oldest due that it has room for.  A client at its share
-# then costs a lease one index entry however many of its deliveries are due, where LEASE would
-# skip them one by one (a slow receiver's backlog, due before everyone else's).
+# While a client or a workspace is at its share: the clients with deliveries waiting (one index
+# entry each, a loose index scan), then for each the oldest due that it and its workspace have
+# room for.  A client at its share then costs a lease one index entry however many of its
+# deliveries are due, where LEASE would skip them one by one (a slow receiver's backlog, due
+# before everyone else's).
 LEASE_AROUND_FULL = """
 WITH RECURSIVE waiting(client_id) AS (
     (SELECT client_id FROM webhook_deliveries WHERE next_at IS NOT NULL ORDER BY client_id LIMIT 1)
@@ -95,33 +104,44 @@ WITH RECURSIVE waiting(client_id) AS (
             ORDER BY d.client_id LIMIT 1)
     FROM waiting w WHERE w.client_id IS NOT NULL),
 candidates AS (
-    SELECT c.id, c.next_at FROM waiting w CROSS JOIN LATERAL (
+    SELECT x.id, x.next_at, c.workspace_id,
+           %(per_workspace)s - COALESCE((%(held_workspaces)s::jsonb ->> c.workspace_id)::integer, 0) AS wroom
+    FROM waiting w JOIN clients c ON c.id = w.client_id CROSS JOIN LATERAL (
         SELECT d.id, d.next_at FROM webhook_deliveries d
         WHERE d.client_id = w.client_id AND d.next_at <= %(now)s
           AND (d.leased_until IS NULL OR d.leased_until <= %(now)s)
         ORDER BY d.next_at
-        LIMIT greatest(%(per_client)s - COALESCE((%(held)s::jsonb ->> w.client_id)::integer, 0), 0)
-        FOR UPDATE SKIP LOCKED) c
-    WHERE w.client_id IS NOT NULL)
+        LIMIT greatest(least(%(per_client)s - COALESCE((%(held)s::jsonb ->> w.client_id)::integer, 0),
+                             %(per_workspace)s - COALESCE((%(held_workspaces)s::jsonb ->> c.workspace_id)::integer, 0)),
+                       0)
+        FOR UPDATE SKIP LOCKED) x),
+by_workspace AS (
+    SELECT id, next_at, workspace_id, wroom,
+           row_number() OVER (PARTITION BY workspace_id ORDER BY next_at) AS wnth FROM candidates)
 UPDATE webhook_deliveries d SET leased_until = %(until)s
-FROM (SELECT id FROM candidates ORDER BY next_at LIMIT %(limit)s) due
-WHERE d.id = due.id RETURNING d.id, d.client_id
+FROM (SELECT id, workspace_id FROM by_workspace WHERE wnth <= wroom ORDER BY next_at LIMIT %(limit)s) due
+WHERE d.id = due.id RETURNING d.id, d.client_id, due.workspace_id
 """
 
 
 def lease_due(conn: Any, now: float, limit: int, lease: float, held: dict[str, int] | None = None,
-              per_client: int | None = None) -> list[tuple[str, str]]:
-    """Up to `limit` due deliveries as (id, client id), each leased to the caller for `lease`
-    seconds, oldest due first; no client gets more than `per_client` at once, counting the
-    ones the caller `held` of it already (running or leased ahead), so one slow receiver cannot
-    take every thread (docs/design.md, "Webhook sender")."""
-    held = held or {}
+              per_client: int | None = None, held_workspaces: dict[str, int] | None = None,
+              per_workspace: int | None = None) -> list[tuple[str, str, str]]:
+    """Up to `limit` due deliveries as (id, client id, workspace id), each leased to the caller
+    for `lease` seconds, oldest due first; no client gets more than `per_client` at once, and no
+    workspace more than `per_workspace` over all its clients, counting the ones the caller
+    `held` of them already (running or leased ahead), so neither one slow receiver nor one
+    workspace's many can take every thread (docs/design.md, "Webhook sender")."""
+    held, held_workspaces = held or {}, held_workspaces or {}
     per_client = per_client or limit
-    any_full = any(count >= per_client for count in held.values())
+    per_workspace = per_workspace or limit
+    any_full = (any(count >= per_client for count in held.values())
+                or any(count >= per_workspace for count in held_workspaces.values()))
     rows = conn.execute(LEASE_AROUND_FULL if any_full else LEASE, {  # one statement: no BEGIN, COMMIT round trips
         "now": now, "limit": limit, "until": now + lease, "per_client": per_client,
-        "held": orjson.dumps(held).decode(), "scan": max(4 * limit, 100)}).fetchall()
-    return [(row["id"], row["client_id"]) for row in rows]
+        "held": orjson.dumps(held).decode(), "per_workspace": per_workspace,
+        "held_workspaces": orjson.dumps(held_workspaces).decode(), "scan": max(4 * limit, 100)}).fetchall()
+    return [(row["id"], row["client_id"], row["workspace_id"]) for row in rows]
 
 
 def hand_back(conn: Any, delivery_ids: list[str]) -> None:

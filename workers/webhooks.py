@@ -168,18 +168,19 @@ class WebhookSender:
     def _lease_and_start(self) -> int:
         with self.lock:
             room = self.schedule.room(time.monotonic())
-        due: list[tuple[str, str]] = []
+        due: list[tuple[str, str, str]] = []
         if room.deliveries > 0:
             now = self.clock.now()
             with self.runtime.connection() as conn:
-                due = webhooks.lease_due(conn, now, room.deliveries, LEASE, room.held, room.per_client)
+                due = webhooks.lease_due(conn, now, room.deliveries, LEASE, room.held, room.per_client,
+                                         room.held_workspaces, room.per_workspace)
             try:
-                loaded = self.app.webhooks.deliveries([delivery_id for delivery_id, _ in due]) if due else {}
+                loaded = self.app.webhooks.deliveries([delivery_id for delivery_id, _, _ in due]) if due else {}
             except Exception:  # each attempt then reads its own, and reports what fails
                 loaded = {}
             with self.lock:
-                self.schedule.leased([(delivery_id, client_id, loaded.get(delivery_id))
-                                      for delivery_id, client_id in due], now)
+                self.schedule.leased([(delivery_id, client_id, workspace_id, loaded.get(delivery_id))
+                                      for delivery_id, client_id, workspace_id in due], now)
         self._start_ready()
         return len(due)
 

@@ -15,9 +15,11 @@ def schedule(places=4, per_client=2, **rest):
     return WebhookSchedule(places, per_client, slow=0.5, slow_threads=48, ahead=2, lease=60.0, **rest)
 
 
-def lease(s, *delivery_ids, now=NOW):
-    """These deliveries leased at `now`; each one's client is its id's letter (`a2`: client `a`)."""
-    s.leased([(delivery_id, delivery_id[0], None) for delivery_id in delivery_ids], now)
+def lease(s, *delivery_ids, now=NOW, workspaces=None):
+    """These deliveries leased at `now`; each one's client is its id's letter (`a2`: client `a`),
+    of workspace `w` unless `workspaces` says another."""
+    s.leased([(delivery_id, delivery_id[0], (workspaces or {}).get(delivery_id[0], "w"), None)
+              for delivery_id in delivery_ids], now)
 
 
 def started(starts: Starts) -> list[str]:
@@ -118,16 +120,30 @@ def test_no_wake_up_while_a_place_is_free_or_nothing_waits():
     assert s.start(NOW, TICK).wake_in is None
 
 
+def test_a_workspace_holds_at_most_its_share_over_all_its_clients():
+    """One tenant with many clients (each under its own share) leaves the others their places."""
+    s = schedule(places=8, per_client=4, per_workspace=3)
+    tenant = {"a": "x", "b": "x", "c": "x", "d": "y"}
+    lease(s, "a1", "b1", "c1", "a2", "b2", "d1", workspaces=tenant)
+    assert started(s.start(NOW, TICK)) == ["a1", "b1", "c1", "d1"]
+    assert waiting(s) == ["a2", "b2"]
+    room = s.room(TICK)
+    assert (room.held_workspaces, room.per_workspace) == ({"x": 5, "y": 1}, 6)
+    s.ended("b1")
+    assert started(s.start(NOW, TICK)) == ["a2"]
+
+
 # Leased ahead
 
 def test_a_lease_takes_the_free_places_and_as_many_again_and_twice_the_share_per_client():
     """docs/performance.md, "Leased ahead"."""
     s = schedule(places=4, per_client=2)
-    assert s.room(TICK) == Room(8, {}, 4)
+    assert s.room(TICK) == Room(8, {}, 4, {}, 32)
     lease(s, "a1", "a2", "a3", "b1")
-    assert s.room(TICK) == Room(4, {"a": 3, "b": 1}, 4)
+    assert s.room(TICK) == Room(4, {"a": 3, "b": 1}, 4, {"w": 4}, 32)
     s.start(NOW, TICK)
-    assert s.room(TICK) == Room(4, {"a": 3, "b": 1}, 4), "running or waiting, each holds one of the eight"
+    assert s.room(TICK) == Room(4, {"a": 3, "b": 1}, 4, {"w": 4}, 32), \
+        "running or waiting, each holds one of the eight"
     lease(s, "c1", "c2", "c3", "c4")
     assert s.room(TICK).deliveries == 0
 
@@ -137,7 +153,7 @@ def test_slow_attempts_leave_room_to_lease_for_the_places_they_gave_up():
     lease(s, "a1", "a2")
     s.start(NOW, TICK)
     assert s.room(TICK).deliveries == 2
-    assert s.room(TICK + 1) == Room(4, {"a": 2}, 4)
+    assert s.room(TICK + 1) == Room(4, {"a": 2}, 4, {"w": 2}, 32)
 
 
 def test_a_delivery_leased_ahead_too_long_ago_is_handed_back_while_its_lease_is_surely_ours():
