@@ -85,6 +85,12 @@ def create_tables(conn: psycopg.Connection) -> None:
             conn.execute(projection.ddl)
 
 
+def events_by_topic(conn: Any) -> dict[str, int]:
+    """How many events of each topic the log holds (a corpus's manifest, scripts/corpus.py)."""
+    rows = conn.execute("SELECT topic, count(*) FROM sandesh_events GROUP BY topic ORDER BY topic").fetchall()
+    return {topic: count for topic, count in rows}
+
+
 def has_table(conn: Any, name: str) -> bool:
     """Whether the database has this table (in the search path) already."""
     return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()[0]

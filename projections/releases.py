@@ -124,19 +124,24 @@ def unreported_dispatchers(conn: Any, now: float, live_seconds: float = LIVE_SEC
     return sorted(row["dispatcher"] for row in rows)
 
 
+def holding_back(conn: Any, now: float) -> list[str]:
+    """What keeps the log from being finalized at this release: the running processes of an
+    older release, and the dispatchers of releases before 0.3.0 (`now`: the service clock)."""
+    older = [f"{p['kind']} on {p['host']} (pid {p['pid']}, Sandesh {p['release']})"
+             for p in processes(conn) if release.older(p["release"], release.VERSION)]
+    return older + [f"dispatcher {name} (a release before 0.3.0)" for name in unreported_dispatchers(conn, now)]
+
+
 def finalize(conn: Any, actor: str, now: float, *, force: bool = False) -> dict[str, Any]:
     """Finalize the log at this release: from now on every process writes this release's event
-    shapes, and older releases refuse to start.  Refused (InvalidTransition's message via
-    NotFinalizable) while an older release runs, unless `force`."""
+    shapes, and older releases refuse to start.  NotFinalizable while an older release runs
+    (`holding_back`), unless `force`."""
     found = read(conn)
     if found is None:
         raise NotFinalizable("the database has no release recorded: run `sandesh db migrate` first")
-    older = [p for p in processes(conn) if release.older(p["release"], release.VERSION)]
-    unreported = unreported_dispatchers(conn, now)
-    if (older or unreported) and not force:
-        names = [f"{p['kind']} on {p['host']} (pid {p['pid']}, Sandesh {p['release']})" for p in older]
-        names += [f"dispatcher {name} (a release before 0.3.0)" for name in unreported]
-        raise NotFinalizable("processes of an older release are running: " + "; ".join(names)
+    blocking = holding_back(conn, now)
+    if blocking and not force:
+        raise NotFinalizable("processes of an older release are running: " + "; ".join(blocking)
                              + ". Upgrade or stop them first (docs/operations.md, \"Upgrading\")")
     if not release.older(found.finalized, release.VERSION):
         return {"finalized": found.finalized, "changed": False}

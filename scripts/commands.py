@@ -6,7 +6,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from sandesh.domain.clock import iso, parse_iso
-from sandesh.domain.release import VERSION, older
+from sandesh.domain.release import VERSION
 from sandesh.domain.errors import InvalidInput, NotFound
 from sandesh.domain.settings import Settings
 from sandesh.domain.types import parse_rates, parse_types
@@ -68,17 +68,18 @@ def upgrade_status(args: argparse.Namespace, settings: Settings, actor: str) -> 
     from sandesh.projections import releases
 
     with opened(settings) as runtime, runtime.connection() as conn:
+        now = runtime.clock.now()
         found = releases.read(conn)
         running = releases.processes(conn)
-        unreported = releases.unreported_dispatchers(conn, runtime.clock.now())
+        unreported = releases.unreported_dispatchers(conn, now)
+        blocking = releases.holding_back(conn, now)
     emit({**_releases(settings),
           "finalizedBy": found.finalized_by if found else None,
           "finalizedOn": found.finalized_at.isoformat() if found and found.finalized_at else None,
           "processes": [{"kind": p["kind"], "host": p["host"], "pid": p["pid"], "release": p["release"],
                          "since": p["started_at"].isoformat()} for p in running],
           "unreportedDispatchers": unreported,
-          "finalizable": found is not None and not unreported
-                         and all(not older(p["release"], VERSION) for p in running)})
+          "finalizable": found is not None and not blocking})
     return 0
 
 

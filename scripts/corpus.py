@@ -23,6 +23,8 @@ from pathlib import Path
 
 import psycopg
 
+from sandesh.projections import db
+
 from .corpus_release import (RELEASES, ROOT, CorpusError, Release, create_database, drop_database, full_commit,
                              pg_tool, release_env, release_event_topics, release_install, run, say)
 from .corpus_workload import Receiver, Workload
@@ -36,8 +38,7 @@ SECRET_KEY = "corpus-secret-key-of-earlier-releases-0123456789"
 
 def events_by_topic(database: str) -> dict[str, int]:
     with psycopg.connect(database) as conn:
-        rows = conn.execute("SELECT topic, count(*) FROM sandesh_events GROUP BY topic ORDER BY topic").fetchall()
-    return {topic: count for topic, count in rows}
+        return db.events_by_topic(conn)
 
 
 def make(commit: str, release_name: str, out: Path, sims: int, keep_database: bool) -> Path:
