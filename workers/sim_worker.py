@@ -180,16 +180,19 @@ class SimWorker:
             row = registry.find_sim(conn, "id", self.id)
         if row is not None:
             self.sim = {**self.sim, "pin_sealed": row["pin_sealed"], "pin_refused": row["pin_refused"]}
-        self.modem = Modem(self.sim["port"], self.sim["baud"], on_unsolicited=self.dispatcher.unsolicited_for(self),
+        # The dispatcher refreshes self.sim from its pool reads meanwhile: the PIN entered and the
+        # PIN judged must be the same one, so both come from this copy.
+        sim = self.sim
+        self.modem = Modem(sim["port"], sim["baud"], on_unsolicited=self.dispatcher.unsolicited_for(self),
                            on_gone=self.report_soon)
         try:
             self.modem.open()
-            device = attach(self.runtime, self.sim, self.modem)
+            device = attach(self.runtime, sim, self.modem)
         except SimNotReady as error:  # an operator must act: no SIM, a PIN needed or refused, a PUK
             self._trouble(str(error))
             self.modem.close()
             if error.kind == PIN:  # judged with the PIN read above: one set since is entered next time
-                quarantined = self.app.sims.quarantine_for_pin(self.id, self.sim["pin_sealed"], str(error),
+                quarantined = self.app.sims.quarantine_for_pin(self.id, sim["pin_sealed"], str(error),
                                                                self.dispatcher.me)
             else:
                 quarantined = self.app.sims.quarantine_sim(self.id, error.kind, str(error), self.dispatcher.me)
