@@ -159,14 +159,15 @@ def _errors(health: DatabaseHealth) -> Callable[..., Any]:
 def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], *, route_window: float,
                health: DatabaseHealth, commits: GroupCommit, blocking_threads: int = 4, rate_limit: bool = True,
                trusted_proxies: tuple[str, ...] = (), callers: Callers | None = None,
-               dashboard_key: bytes | None = None, metrics_token: str | None = None,
+               dashboard_keys: Callable[[], tuple[bytes, ...]] | None = None, metrics_token: str | None = None,
                public_url: str = DEFAULT_PUBLIC_URL) -> falcon.asgi.App:
     """`route_window`: Settings.route_window, how recent a SIM's healthy heartbeat must be for it to be a route;
     `health`: this process's view of the database (an outage is a 503, never a 500 or a hang);
     `commits`: the process's group commit, which the requests' appends await;
     `blocking_threads`: the threads that read the database for requests (the pool's connections);
     `callers`: the process's caller cache (without one, every request reads its caller from the database);
-    `dashboard_key`: the key of the dashboard's CSRF tokens, the same in every process (a random one without it);
+    `dashboard_keys`: the keys of the dashboard's CSRF tokens, the same in every process, the one that
+    makes them first (a random one without it);
     `metrics_token`: SANDESH_METRICS_TOKEN, the bearer token of GET /metrics (without it, loopback callers only);
     `public_url`: SANDESH_PUBLIC_URL, where the links the dashboard hands out point."""
     callers = callers or Callers(connection, route_window)
@@ -192,9 +193,13 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     app.add_route("/metrics", Metrics(DatabaseState(connection, sandesh.clock, health,
                                                     sandesh.log.recorder.events_table_name, route_window), blocking,
                                       metrics_token))
-    add_dashboard(app, sandesh, connection, blocking, csrf_key=dashboard_key or RAND_bytes(32),
+    add_dashboard(app, sandesh, connection, blocking, csrf_keys=dashboard_keys or _one_key(RAND_bytes(32)),
                   trusted_proxies=trusted_proxies, ready=ready, public_url=public_url)
     app.add_error_handler(Exception, _errors(health))
     app.add_error_handler(falcon.HTTPError, _http_error)
     app.add_error_handler(ApiError, _api_error)
     return app
+
+
+def _one_key(key: bytes) -> Callable[[], tuple[bytes, ...]]:
+    return lambda: (key,)

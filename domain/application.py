@@ -11,6 +11,7 @@ from .ports import (IdempotencyKeys, OptOuts, OtpWindows, PasswordHasher, Sealer
                     WebhookHistory)
 from .usecases.dispatch import Dispatch
 from .usecases.history import History
+from .usecases.keys import Secrets
 from .usecases.log import Log
 from .usecases.operators import Operators
 from .usecases.otp import Otps
@@ -33,27 +34,30 @@ class Sandesh:
     webhooks: Webhooks
     history: History
     people: People
+    secrets: Secrets
 
     @classmethod
     def build(cls, log: Log, *, clock: Clock, sealer: Sealer, texts: Texts, idempotency: IdempotencyKeys,
-              otp_windows: OtpWindows, opt_outs: OptOuts, otp_key: bytes, append: Callable[..., None],
+              otp_windows: OtpWindows, opt_outs: OptOuts, otp_keys: Callable[[], tuple[bytes, ...]], append: Callable[..., None],
               batch_answer: BatchAnswer, webhook_guard: Callable[[str], None], hasher: PasswordHasher,
               sign_in_tries: SignInTries, sessions: Sessions, webhook_history: WebhookHistory) -> Sandesh:
         """`append` appends sends (the API's group commit, or the log's `save`); `batch_answer`
         renders a batch's 202 body, kept for its Idempotency-Key; `webhook_guard` refuses a
         webhook URL inside the network; `hasher` hashes dashboard passwords, `sign_in_tries`
         keeps the tries to sign in for their throttle, `sessions` ends a person's dashboard sessions;
-        `webhook_history` finds the deliveries an operator redelivers."""
+        `webhook_history` finds the deliveries an operator redelivers; `otp_keys` gives the keys of OTP
+        code hashes, the one that makes them first (projections/keys.py, RingHashes)."""
         return cls(
             log=log, clock=clock, texts=texts,
             operators=Operators(log, clock, sealer, texts, webhook_guard),
             sims=Sims(log, clock, sealer),
             sending=Sending(log, clock, texts, idempotency, opt_outs, append, batch_answer),
-            otp=Otps(log, clock, texts, otp_windows, otp_key, append),
+            otp=Otps(log, clock, texts, otp_windows, otp_keys, append),
             dispatch=Dispatch(log, clock, texts),
             webhooks=Webhooks(log, clock, sealer, webhook_history),
             history=History(log, texts),
             people=People(log, clock, hasher, sign_in_tries, sealer, sessions),
+            secrets=Secrets(log, clock, sealer),
         )
 
     def close(self) -> None:

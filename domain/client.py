@@ -100,6 +100,23 @@ class Client(Aggregate):
         self.secret_sealed = secret_sealed
         self.secret_hash = secret_hash
 
+    class SecretsResealed(Aggregate.Event):
+        """The webhook secrets, the same ones, sealed again under the key that writes now (a key
+        rotation, docs/operations.md, "Rotating the key").  Written once the log is finalized
+        at 0.3.0, the first release that reads it."""
+        written_from = "0.3.0"
+
+        secret_sealed: str
+        previous_secret_sealed: str | None
+        at: float
+
+    def reseal(self, secret_sealed: str, previous_secret_sealed: str | None, at: float) -> None:
+        self._secrets_resealed(secret_sealed=secret_sealed, previous_secret_sealed=previous_secret_sealed, at=at)
+
+    @event(SecretsResealed)
+    def _secrets_resealed(self, secret_sealed: str, previous_secret_sealed: str | None, at: float) -> None:
+        self.secret_sealed, self.previous_secret_sealed = secret_sealed, previous_secret_sealed
+
     @event("Disabled")
     def _disabled(self, actor: str, at: float) -> None:
         self.enabled = False

@@ -215,6 +215,22 @@ class Person(Aggregate):
         if authenticator_reset:
             self.totp_sealed = None
 
+    class TotpResealed(Aggregate.Event):
+        """The authenticator app's secret, the same one, sealed again under the key that writes
+        now (a key rotation).  Written once the log is finalized at 0.3.0, the first release
+        that reads it."""
+        written_from = "0.3.0"
+
+        totp_sealed: str
+        at: float
+
+    def reseal_totp(self, totp_sealed: str, at: float) -> None:
+        self._totp_resealed(totp_sealed=totp_sealed, at=at)
+
+    @event(TotpResealed)
+    def _totp_resealed(self, totp_sealed: str, at: float) -> None:
+        self.totp_sealed = totp_sealed
+
     @event("LinkIssued")
     def _link_issued(self, email: str, workspace_id: str | None, token_hash: str, token_expires: float, actor: str,
                      at: float) -> None:

@@ -59,11 +59,16 @@ class OtpWindows(Protocol):
 
 
 class Sealer(Protocol):
-    """Seals small secrets at rest (webhook secrets, SIM PINs) under the server's key."""
+    """Seals small secrets at rest (webhook secrets, SIM PINs, TOTP secrets) under the server's
+    key ring: the key that writes now seals, every key still held opens."""
 
     def seal(self, plaintext: str) -> str: ...
 
     def open(self, sealed: str) -> str: ...
+
+    def current(self, sealed: str) -> bool:
+        """Whether `sealed` is under the key that writes now (docs/operations.md, "Rotating the key")."""
+        ...
 
 
 class Texts(Protocol):

@@ -24,6 +24,7 @@ def _flag(value: str | None) -> bool:
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
     secret_key: str = ""
+    previous_keys: tuple[str, ...] = field(default_factory=tuple)  # older keys still read (a key rotation)
     clock_mode: str = "system"  # "system" or "test" (docs/design.md, "Decisions: the test clock")
     webhook_allow_private: bool = False
     requests_ca_bundle: str | None = None
@@ -49,6 +50,7 @@ class Settings:
         return cls(
             database_url=env.get("DATABASE_URL") or DEFAULT_DATABASE_URL,
             secret_key=env.get("SANDESH_SECRET_KEY") or "",
+            previous_keys=tuple(k for k in (env.get("SANDESH_PREVIOUS_KEYS") or "").replace(",", " ").split()),
             clock_mode=clock_mode,
             webhook_allow_private=_flag(env.get("SANDESH_WEBHOOK_ALLOW_PRIVATE")),
             requests_ca_bundle=env.get("REQUESTS_CA_BUNDLE") or None,
@@ -69,6 +71,14 @@ class Settings:
                 f"{MIN_SECRET_KEY_LENGTH} characters (e.g. `python -c 'import secrets; print(secrets.token_hex(32))'`)"
             )
         return self.secret_key
+
+    def require_key_ring(self) -> tuple[str, ...]:
+        """SANDESH_SECRET_KEY, then SANDESH_PREVIOUS_KEYS (docs/operations.md, "Rotating the key")."""
+        short = [i + 1 for i, key in enumerate(self.previous_keys) if len(key) < MIN_SECRET_KEY_LENGTH]
+        if short:
+            raise ConfigurationError(f"SANDESH_PREVIOUS_KEYS: key {', '.join(map(str, short))} is shorter than "
+                                     f"{MIN_SECRET_KEY_LENGTH} characters; keys are separated by commas or spaces")
+        return (self.require_secret_key(), *self.previous_keys)
 
     @property
     def test_clock(self) -> bool:

@@ -132,6 +132,21 @@ class Sim(Aggregate):
         self.pin_sealed = pin_sealed
         self.pin_refused = False
 
+    class PinResealed(Aggregate.Event):
+        """The PIN, the same one, sealed again under the key that writes now (a key rotation).
+        Written once the log is finalized at 0.3.0, the first release that reads it."""
+        written_from = "0.3.0"
+
+        pin_sealed: str
+        at: float
+
+    def reseal_pin(self, pin_sealed: str, at: float) -> None:
+        self._pin_resealed(pin_sealed=pin_sealed, at=at)
+
+    @event(PinResealed)
+    def _pin_resealed(self, pin_sealed: str, at: float) -> None:
+        self.pin_sealed = pin_sealed
+
     def credit_checked(self, amount: int | None, reply: str, actor: str, at: float) -> None:
         """A balance query's answer: below the SIM's minimum it is quarantined before its sends fail;
         a quarantine for credit ends when a later answer shows enough."""

@@ -153,6 +153,12 @@ def _client_secret_rotated(rows: Rows, e: Client.SecretRotated) -> None:
         "secret_sealed": e.secret_sealed, "secret_hash": e.secret_hash, "updated_at": e.at})
 
 
+@OWN.on(Client.SecretsResealed)
+def _client_secrets_resealed(rows: Rows, e: Client.SecretsResealed) -> None:
+    rows.update("clients", (e.originator_id,), {"secret_sealed": e.secret_sealed,
+                                                "previous_secret_sealed": e.previous_secret_sealed})
+
+
 @OWN.on(Client.Disabled, Client.Enabled)
 def _client_enabled(rows: Rows, e: Client.Disabled | Client.Enabled) -> None:
     rows.update("clients", (e.originator_id,), {"enabled": isinstance(e, Client.Enabled), "updated_at": e.at})
@@ -210,6 +216,11 @@ def _sim_device_learned(rows: Rows, e: Sim.DeviceLearned) -> None:
 @OWN.on(Sim.PinSet)
 def _sim_pin_set(rows: Rows, e: Sim.PinSet) -> None:
     rows.update("sims", (e.originator_id,), {"pin_sealed": e.pin_sealed, "pin_refused": False, "updated_at": e.at})
+
+
+@OWN.on(Sim.PinResealed)
+def _sim_pin_resealed(rows: Rows, e: Sim.PinResealed) -> None:
+    rows.update("sims", (e.originator_id,), {"pin_sealed": e.pin_sealed})
 
 
 @OWN.on(Sim.CreditChecked)

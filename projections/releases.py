@@ -4,7 +4,8 @@ Owns `sandesh_release` and `sandesh_processes`.  `sandesh_release` is one row: t
 release that ran `sandesh db migrate` (`migrated`), and the release the log is finalized at
 (`finalized`, the upgrade gate: event shapes of releases up to it may be written).  Every
 long-running process (`sandesh serve`'s workers, each `sandesh worker`) reports its release
-in `sandesh_processes` every few seconds and reads the gate every second (`Watch`).
+in `sandesh_processes` every few seconds, with the server keys it holds and the one it writes
+with, and reads the gate and the key ring every second (`Watch`, keys.py).
 
 A release older than `finalized` refuses to start (`check`), and `finalize` refuses while a
 process of an older release is running.  Processes of releases before 0.3.0 report nothing:
@@ -26,6 +27,7 @@ from psycopg.rows import dict_row
 from sandesh.domain import release
 from sandesh.domain.errors import NeedsNewerRelease
 
+from . import keys
 from .health import DatabaseHealth, is_outage
 
 log = logging.getLogger("sandesh.release")
@@ -38,6 +40,7 @@ CREATE TABLE IF NOT EXISTS sandesh_release (
 CREATE TABLE IF NOT EXISTS sandesh_processes (
     id text PRIMARY KEY, kind text NOT NULL, host text NOT NULL, pid integer NOT NULL, release text NOT NULL,
     started_at timestamptz NOT NULL DEFAULT now(), seen_at timestamptz NOT NULL DEFAULT now());
+ALTER TABLE sandesh_processes ADD COLUMN IF NOT EXISTS keys text[], ADD COLUMN IF NOT EXISTS writes text;
 """
 
 LIVE_SECONDS = 30.0      # a process that reported within this is running
@@ -108,7 +111,7 @@ def record_migration(conn: Any, found: Releases | None, *, had_log: bool, peer_m
 
 def processes(conn: Any, live_seconds: float = LIVE_SECONDS) -> list[dict[str, Any]]:
     """The processes that reported within `live_seconds`, oldest release first."""
-    return _rows(conn, "SELECT id, kind, host, pid, release, started_at, seen_at FROM sandesh_processes"
+    return _rows(conn, "SELECT id, kind, host, pid, release, started_at, seen_at, keys, writes FROM sandesh_processes"
                        " WHERE seen_at > now() - make_interval(secs => %s)"
                        " ORDER BY string_to_array(release, '.')::int[], host, pid", (live_seconds,))
 
@@ -156,10 +159,13 @@ class NotFinalizable(Exception):
 
 class Watch:
     """A process's thread that reads the gate every second into the mapper (which writes the
-    shapes it allows, domain/events.py) and reports the process's release every few seconds."""
+    shapes it allows, domain/events.py), and the key ring into the process's (which key
+    writes), and reports the process's release and keys every few seconds, and at once when
+    the key that writes changed."""
 
-    def __init__(self, connection: Callable[[], ContextManager[Any]], kind: str, mapper: Any, health: DatabaseHealth):
-        self.connection, self.kind, self.mapper, self.health = connection, kind, mapper, health
+    def __init__(self, connection: Callable[[], ContextManager[Any]], kind: str, mapper: Any, health: DatabaseHealth,
+                 ring: keys.KeyRing | None = None):
+        self.connection, self.kind, self.mapper, self.health, self.ring = connection, kind, mapper, health, ring
         # A dispatcher's id is also the name its SIM heartbeats give (sim_health.dispatcher).
         self.id = f"{'dispatcher' if kind == 'dispatch' else kind}-{uuid.uuid4().hex[:8]}"
         self._stop = threading.Event()
@@ -189,7 +195,11 @@ class Watch:
                     found = read(conn)
                     if found is not None:
                         self.mapper.finalized = found.finalized
-                    if time.monotonic() - reported >= REPORT_EVERY:
+                    writing = None
+                    if self.ring is not None:
+                        writing = self.ring.current
+                        self.ring.follow(keys.read(conn))
+                    if time.monotonic() - reported >= REPORT_EVERY or (self.ring and self.ring.current != writing):
                         self._report(conn)
                         reported = time.monotonic()
             except Exception as error:  # noqa: BLE001 - the thread never dies
@@ -201,8 +211,10 @@ class Watch:
 
     def _report(self, conn: Any) -> None:
         conn.execute(
-            "INSERT INTO sandesh_processes (id, kind, host, pid, release) VALUES (%s, %s, %s, %s, %s)"
-            " ON CONFLICT (id) DO UPDATE SET seen_at = now(), release = excluded.release",
-            (self.id, self.kind, socket.gethostname(), os.getpid(), release.VERSION))
+            "INSERT INTO sandesh_processes (id, kind, host, pid, release, keys, writes) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (id) DO UPDATE SET seen_at = now(), release = excluded.release, keys = excluded.keys,"
+            " writes = excluded.writes",
+            (self.id, self.kind, socket.gethostname(), os.getpid(), release.VERSION,
+             list(self.ring.ids) if self.ring else None, self.ring.current if self.ring else None))
         conn.execute("DELETE FROM sandesh_processes WHERE seen_at < now() - make_interval(secs => %s)",
                      (FORGET_SECONDS,))

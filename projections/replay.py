@@ -34,13 +34,14 @@ NAMES = tuple(PROJECTIONS)
 class Progress:
     """A bar with count, rate and ETA on a terminal (tqdm); plain lines otherwise."""
 
-    def __init__(self, name: str, total: int):
+    def __init__(self, name: str, total: int, verb: str = "replay", unit: str = "events"):
         self.name, self.total, self.done, self.started, self.last_line = name, total, 0, time.monotonic(), 0.0
+        self.verb, self.unit = verb, unit
         self.bar = None
         if sys.stderr.isatty():
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, desc=f"replay {name}", unit="ev", file=sys.stderr)
+            self.bar = tqdm(total=total, desc=f"{verb} {name}", unit=unit, file=sys.stderr)
 
     def advance(self, count: int) -> None:
         self.done += count
@@ -60,7 +61,7 @@ class Progress:
         elapsed = max(time.monotonic() - self.started, 1e-6)
         rate = self.done / elapsed
         eta = (self.total - self.done) / rate if rate and self.total > self.done else 0
-        sys.stderr.write(f"replay {self.name}: {self.done}/{self.total} events, {rate:,.0f} ev/s, ETA {eta:.0f} s\n")
+        sys.stderr.write(f"{self.verb} {self.name}: {self.done}/{self.total} {self.unit}, {rate:,.0f}/s, ETA {eta:.0f} s\n")
         sys.stderr.flush()
 
 

@@ -1,8 +1,9 @@
 """How the event log is stored: orjson states, AES-GCM encryption, inline read models.
 
-Every event state is encrypted with a key derived from SANDESH_SECRET_KEY before it reaches
+Every event state is encrypted with a key derived from the server's key ring before it reaches
 PostgreSQL (docs/design.md, "Decisions: event store and security"), in eventsourcing's AESCipher
-format (`Cipher`).  Inline read models (the
+format (`Cipher`; keys.RingCipher, which the wiring gives the mapper, names the key once it
+was rotated).  Inline read models (the
 registry of workspaces, clients and SIMs, the balance ledger, idempotency keys) are written by
 the same transaction that appends their events: the recorder runs them before it takes the
 events table lock, so a failed guard (e.g. a balance that would go below zero) aborts the append
@@ -12,8 +13,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import hashlib
-import hmac
 import os
 from datetime import datetime
 from ssl import RAND_bytes
@@ -34,6 +33,8 @@ from psycopg.types.json import set_json_dumps, set_json_loads
 
 from sandesh.domain.errors import GuardRefused, IdempotencyKeyTaken, InsufficientBalance, NameTaken, OtpLimited
 from sandesh.domain.settings import Settings
+
+from .keys import derive_key
 
 # What each guard of an append means, by the name PostgreSQL reports in the error's
 # constraint field (the CHECKs and unique keys of the inline read models, and the
@@ -58,11 +59,6 @@ def refusal(error: BaseException) -> GuardRefused | None:
 # jsonb columns (rates, types) are read on every request: parse them with orjson, not json.
 set_json_loads(orjson.loads)
 set_json_dumps(orjson.dumps)
-
-
-def derive_key(secret_key: str, purpose: str) -> bytes:
-    """A 32-byte key for one use, so no two uses share key material."""
-    return hmac.new(secret_key.encode(), f"sandesh/{purpose}".encode(), hashlib.sha256).digest()
 
 
 class OrjsonTranscoder(Transcoder):
@@ -222,22 +218,6 @@ class SandeshFactory(PostgresFactory):
         pool.timeout = POOL_WAIT_SECONDS
         pool.reconnect_timeout = RECONNECT_GIVE_UP_SECONDS
         pool.kwargs["connect_timeout"] = CONNECT_TIMEOUT_SECONDS
-
-
-class Sealer:
-    """Encrypts small secrets (webhook secrets; the keys of texts) at rest with a key derived from
-    the server key, one per purpose."""
-
-    def __init__(self, secret_key: str, purpose: str = "sealed-secrets"):
-        self._aead = AESGCM(derive_key(secret_key, purpose))
-
-    def seal(self, plaintext: str) -> str:
-        nonce = RAND_bytes(12)
-        return base64.urlsafe_b64encode(nonce + self._aead.encrypt(nonce, plaintext.encode(), None)).decode()
-
-    def open(self, sealed: str) -> str:
-        raw = base64.urlsafe_b64decode(sealed.encode())
-        return self._aead.decrypt(raw[:12], raw[12:], None).decode()
 
 
 def eventsourcing_env(settings: Settings, *, create_table: bool = False, pool_size: int | None = None) -> dict[str, str]:

@@ -2,7 +2,7 @@
 docs/design.md, "Erasing texts").
 
 Owns `text_keys`: one row per key, its owner (a workspace id, or `reply:<id>` for a reply still
-gathering parts), the key itself sealed with a key derived from SANDESH_SECRET_KEY, and when
+gathering parts), the key itself sealed under the server's key ring (keys.py), and when
 it was destroyed.  It is not a read model: nothing in the log makes it, a replay never touches
 it, and a backup of the log and read models leaves it out (docs/design.md, "Erasing texts").  Destroying a
 key sets its material to NULL; every text sealed under it is then unreadable wherever a copy of
@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sandesh.domain.clock import Clock
 from sandesh.domain.credentials import new_id
 
-from .store import Sealer
+from .keys import RingSealer
 
 TABLES = ("text_keys",)
 DDL = """
@@ -41,7 +41,7 @@ KEY_CACHE_SECONDS = 1.0
 
 
 class TextKeys:
-    def __init__(self, connection: Callable[[], ContextManager[Any]], sealer: Sealer, clock: Clock):
+    def __init__(self, connection: Callable[[], ContextManager[Any]], sealer: RingSealer, clock: Clock):
         self._connection, self._sealer, self._clock = connection, sealer, clock
         self._current: dict[str, tuple[float, str, AESGCM]] = {}   # owner -> (read at, key id, cipher)
         self._known: dict[str, tuple[float, AESGCM | None]] = {}   # key id -> (read at, cipher or None)

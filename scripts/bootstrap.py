@@ -18,13 +18,14 @@ from sandesh.domain.errors import NeedsNewerRelease
 from sandesh.domain.settings import Settings
 from sandesh.domain.usecases.log import Log
 
-from sandesh.projections import db, idempotency, optouts, otp_limits, registry, releases, sessions, text_keys, webhooks
+from sandesh.projections import db, idempotency, keys, optouts, otp_limits, registry, releases, sessions, text_keys, webhooks
 from sandesh.projections.group_commit import GroupCommit
 from sandesh.projections.health import DatabaseHealth, DatabaseUnavailable, is_outage
 from sandesh.projections.passwords import Argon2Hasher
 from sandesh.projections.releases import Watch
 from sandesh.projections.runtime import Runtime, pooled_connections
-from sandesh.projections.store import Sealer, derive_key, eventsourcing_env
+from sandesh.projections.keys import KeyRing, RingCipher, RingHashes, RingSealer
+from sandesh.projections.store import eventsourcing_env
 from sandesh.workers.webhook_guard import check_url
 
 
@@ -35,7 +36,7 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
     its release and follows the upgrade gate every second; a command reads the gate once.
     Either refuses (NeedsNewerRelease) a database finalized at a newer release."""
     credentials.use_random_bytes(RAND_bytes)  # ids without a thread switch each (domain/credentials.py)
-    secret = settings.require_secret_key()
+    ring = KeyRing(settings.require_key_ring())
     try:
         log = Log(eventsourcing_env(settings, create_table=create_table, pool_size=pool_size),
                   inline=registry.inline_writer)
@@ -43,10 +44,11 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
         if is_outage(error):
             raise DatabaseUnavailable(db.describe_unreachable(settings, error)) from error
         raise
+    log.mapper.cipher = RingCipher(ring)  # type: ignore[attr-defined]
     connection = pooled_connections(log)
     health = DatabaseHealth(settings.database_url, log.recorder.datastore.pool)  # type: ignore[attr-defined]
     try:
-        watch = _follow_the_gate(log, connection, health, process)
+        watch = _follow_the_gate(log, connection, health, process, ring)
     except BaseException:
         log.close()
         raise
@@ -55,30 +57,32 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
         clock = OffsetClock(lambda: _clock_offset(connection))
     commits = GroupCommit(log.append_events) if group_commit else None
     app = Sandesh.build(
-        log, clock=clock, sealer=Sealer(secret),
-        texts=text_keys.TextKeys(connection, Sealer(secret, "text-keys"), clock),
+        log, clock=clock, sealer=RingSealer(ring),
+        texts=text_keys.TextKeys(connection, RingSealer(ring, "text-keys"), clock),
         idempotency=idempotency.Keys(connection), otp_windows=otp_limits.Windows(connection),
-        opt_outs=optouts.OptOuts(connection), otp_key=derive_key(secret, "otp-codes"),
+        opt_outs=optouts.OptOuts(connection), otp_keys=RingHashes(ring, "otp-codes"),
         append=commits.save if commits is not None else log.save, batch_answer=batch_answer,
         webhook_guard=lambda url: check_url(url, settings.webhook_allow_private),
         hasher=Argon2Hasher(), sign_in_tries=sessions.SignInTries(connection),
         sessions=sessions.Sessions(connection),
         webhook_history=webhooks.History(connection))
     return Runtime(settings=settings, app=app, clock=clock, connection=connection, health=health,
-                   commits=commits, watch=watch)
+                   commits=commits, watch=watch, keys=ring)
 
 
 def _follow_the_gate(log: Log, connection: Callable[[], ContextManager[Any]], health: DatabaseHealth,
-                     process: str | None) -> Watch | None:
+                     process: str | None, ring: KeyRing) -> Watch | None:
     """Check the database's releases (this one must not be older than its finalized release)
-    and give the mapper the gate: read once for a command, followed by a Watch for a process.
+    and its key ring (this process must hold every key it still needs), and give the mapper the
+    gate and the ring the key that writes: read once for a command, followed by a Watch for a process.
     With the database away the check waits for the Watch, and the shapes written meanwhile are
     the previous release's, which every peer reads."""
     mapper: Any = log.mapper
     try:
         with connection() as conn:
             found = releases.check(conn)
-    except NeedsNewerRelease:
+            keys.check(conn, ring)
+    except (NeedsNewerRelease, keys.KeyMissing):
         raise
     except Exception as error:
         if not is_outage(error):
@@ -87,7 +91,7 @@ def _follow_the_gate(log: Log, connection: Callable[[], ContextManager[Any]], he
     mapper.finalized = found.finalized if found is not None else release.OLDEST_PEER
     if process is None:
         return None
-    watch = Watch(connection, process, mapper, health)
+    watch = Watch(connection, process, mapper, health, ring)
     return watch.start()
 
 
@@ -97,18 +101,22 @@ def _clock_offset(connection: Callable[[], ContextManager[Any]]) -> float:
 
 
 def check_release(settings: Settings) -> None:
-    """Refuse (NeedsNewerRelease) to start on a database finalized at a newer release; a
-    database that cannot be reached now is checked by each process when it is back."""
+    """Refuse (NeedsNewerRelease) to start on a database finalized at a newer release, and
+    (KeyMissing) without a key its log still needs; a database that cannot be reached now is
+    checked by each process when it is back."""
+    ring = KeyRing(settings.require_key_ring())
     try:
         with db.connect(settings) as conn:
             releases.check(conn)
+            keys.check(conn, ring)
     except DatabaseUnavailable:
         pass
 
 
 def migrate(settings: Settings) -> None:
     """`sandesh db migrate`: the database, the event table, every read model, and this release
-    recorded as the one that migrated it (projections/releases.py). Idempotent."""
+    recorded as the one that migrated it (projections/releases.py), and the database's first key
+    when it has none recorded (projections/keys.py). Idempotent."""
     db.ensure_database(settings)
     with db.migration_lock(settings) as conn:
         found = releases.before_migration(conn)
@@ -116,3 +124,19 @@ def migrate(settings: Settings) -> None:
         bootstrap(settings, pool_size=1, create_table=True).close()  # the library creates the events table
         db.create_tables(conn)
         releases.record_migration(conn, found, had_log=had_log, peer_migrated=peer_migrated)
+        keys.record_first_key(conn, KeyRing(settings.require_key_ring()), lambda ring: _key_of_log(conn, ring))
+
+
+def _key_of_log(conn: Any, ring: KeyRing) -> str | None:
+    """The id of the key that opens the log's first event; None for an empty log."""
+    state = keys.first_event_state(conn)
+    if state is None:
+        return None
+    for kid, secret in ring.secrets.items():
+        try:
+            RingCipher(KeyRing([secret])).decrypt(state)
+            return kid
+        except ValueError:
+            continue
+    raise keys.KeyMissing("no key in SANDESH_SECRET_KEY or SANDESH_PREVIOUS_KEYS opens this database's log: "
+                          "set the key it was written with")

@@ -125,6 +125,21 @@ def parser() -> argparse.ArgumentParser:
                    help="finalize although processes of an older release seem to run (they may stop on events "
                         "they cannot read)")
 
+    key = sub.add_parser("key", help="the server key ring: rotate SANDESH_SECRET_KEY, retire an old key "
+                                     "(docs/operations.md, \"Rotating the key\")").add_subparsers(dest="command",
+                                                                                                 required=True)
+    key.add_parser("status", help="the database's keys (which one writes, which are retired), the keys each "
+                                  "running process holds, and what is still under an older key")
+    c = key.add_parser("rotate", help="make SANDESH_SECRET_KEY the key that writes, in every running process "
+                                      "within a second, then reseal everything under the older keys")
+    c.add_argument("--no-reseal", action="store_true", help="rotate only; run `sandesh key reseal` later")
+    key.add_parser("reseal", help="encrypt events, keys of texts and sealed secrets again under the key that "
+                                  "writes (resumable; with progress)")
+    c = key.add_parser("retire", help="record that nothing needs an older key any more, so processes start "
+                                      "without it; refuses while anything does")
+    c.add_argument("key", metavar="KEY_ID", help="the key's id, from `sandesh key status`")
+    c.add_argument("--now", action="store_true", help="do not wait for dashboard forms and OTP codes made with "
+                                                      "it to expire (a leaked key)")
     ws = sub.add_parser("workspace", help="manage workspaces").add_subparsers(dest="command", required=True)
     c = ws.add_parser("create", help="create a pending workspace")
     c.add_argument("--name", required=True)

@@ -103,18 +103,18 @@ def serve(settings: Settings, bind: str, workers: int | None = None, connections
     def load() -> Any:
         from sandesh.api.app import create_app
         from sandesh.projections.callers import Callers
-        from sandesh.projections.store import derive_key
+        from sandesh.projections.keys import RingHashes
         from sandesh.scripts.bootstrap import bootstrap
         from sandesh.scripts.logs import configure_logging
 
         configure_logging(settings)
         runtime = bootstrap(settings, group_commit=True, process="serve")
         callers = Callers(runtime.connection, settings.route_window, settings.database_url)
-        assert runtime.commits is not None
+        assert runtime.commits is not None and runtime.keys is not None
         return create_app(runtime.app, runtime.connection, route_window=settings.route_window,
                           health=runtime.health, commits=runtime.commits, blocking_threads=settings.pool_size,
                           trusted_proxies=settings.trusted_proxies, callers=callers,
-                          dashboard_key=derive_key(settings.require_secret_key(), "dashboard-csrf"),
+                          dashboard_keys=RingHashes(runtime.keys, "dashboard-csrf"),
                           metrics_token=settings.metrics_token, public_url=settings.public_url)
 
     logging.captureWarnings(True)  # a warning is a log line too, in the log's format

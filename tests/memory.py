@@ -245,6 +245,9 @@ class Sealer:
     def open(self, sealed: str) -> str:
         return sealed.removeprefix("secret:")
 
+    def current(self, sealed: str) -> bool:
+        return True
+
 
 class SignInTries:
     """The throttle's tries per key, under one lock (as PostgreSQL's per-key locks)."""
@@ -291,7 +294,7 @@ def in_memory(clock: Clock, webhook_guard: Callable[[str], None] = lambda url: N
                "TRANSCODER_TOPIC": "sandesh.projections.store:OrjsonTranscoder"}, inline=inline_writer)
     recorder: MemoryRecorder = log.recorder  # type: ignore[assignment]
     return Sandesh.build(log, clock=clock, sealer=Sealer(), texts=Texts(), idempotency=Keys(recorder),
-                         otp_windows=Windows(recorder), opt_outs=OptOuts(recorder), otp_key=b"k" * 32,
+                         otp_windows=Windows(recorder), opt_outs=OptOuts(recorder), otp_keys=lambda: (b"k" * 32,),
                          append=log.save, batch_answer=batch_answer, webhook_guard=webhook_guard,
                          hasher=Argon2Hasher(), sign_in_tries=SignInTries(), sessions=Sessions(),
                          webhook_history=WebhookHistory(recorder))

@@ -25,9 +25,9 @@ from .web import Web
 
 
 def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[], ContextManager[Any]],
-                  blocking: Blocking, *, csrf_key: bytes, trusted_proxies: tuple[str, ...], ready: Ready,
+                  blocking: Blocking, *, csrf_keys: Callable[[], tuple[bytes, ...]], trusted_proxies: tuple[str, ...], ready: Ready,
                   public_url: str) -> None:
-    web = Web(csrf_key, trusted_proxies, public_url)
+    web = Web(csrf_keys, trusted_proxies, public_url)
     parts = (sandesh, connection, blocking, web)
     app.add_route("/dashboard", Home(*parts))
     app.add_route("/dashboard/sign-in", SignIn(*parts))

@@ -7,7 +7,7 @@ import hashlib
 import hmac
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import parse_qs
 
 import falcon
@@ -50,8 +50,14 @@ class Web:
     """Given at construction: the key CSRF tokens are made with, and the proxies whose
     X-Forwarded-For and X-Forwarded-Proto are believed (behind the TLS proxy)."""
 
-    def __init__(self, csrf_key: bytes, trusted_proxies: tuple[str, ...], public_url: str):
-        self.csrf_key, self.trusted_proxies, self.public_url = csrf_key, trusted_proxies, public_url
+    def __init__(self, csrf_keys: Callable[[], tuple[bytes, ...]], trusted_proxies: tuple[str, ...], public_url: str):
+        # The key that makes CSRF tokens first; the others (a key rotation's older ones) still check
+        # them until they are retired (docs/operations.md, "Rotating the key").
+        self.csrf_keys, self.trusted_proxies, self.public_url = csrf_keys, trusted_proxies, public_url
+
+    @property
+    def csrf_key(self) -> bytes:
+        return self.csrf_keys()[0]
 
     # Pages
     def page(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, template: str, *,
@@ -110,13 +116,15 @@ class Web:
         return req.cookies.get(self.cookie(req, SESSION)) or None
 
     # CSRF: a token bound to the browser's nonce cookie and its session
-    def csrf_token(self, nonce: str, req: falcon.asgi.Request) -> str:
+    def csrf_token(self, nonce: str, req: falcon.asgi.Request, key: bytes | None = None) -> str:
         bound = f"{nonce}|{self.session_id(req) or ''}"
-        return hmac.new(self.csrf_key, bound.encode(), hashlib.sha256).hexdigest()
+        return hmac.new(key or self.csrf_key, bound.encode(), hashlib.sha256).hexdigest()
 
     def csrf_ok(self, req: falcon.asgi.Request, form: dict[str, str]) -> bool:
         nonce = req.cookies.get(self.cookie(req, NONCE))
-        return bool(nonce) and hmac.compare_digest(form.get("csrf", ""), self.csrf_token(nonce, req))
+        given = form.get("csrf", "")
+        return bool(nonce) and any(hmac.compare_digest(given, self.csrf_token(nonce, req, key))
+                                   for key in self.csrf_keys())
 
     def _new_nonce(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> str:
         nonce = secrets.token_urlsafe(24)

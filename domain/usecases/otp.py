@@ -2,6 +2,7 @@
 A code is kept only as its keyed hash, in the Otp aggregate of client + number + purpose."""
 from __future__ import annotations
 
+import hmac
 from dataclasses import dataclass
 from typing import Callable
 
@@ -24,10 +25,12 @@ class OtpSent:
 
 
 class Otps:
-    def __init__(self, log: Log, clock: Clock, texts: Texts, windows: OtpWindows, otp_key: bytes,
+    def __init__(self, log: Log, clock: Clock, texts: Texts, windows: OtpWindows, otp_keys: Callable[[], tuple[bytes, ...]],
                  append: Callable[..., None]):
         self.log, self.clock, self.texts, self.windows = log, clock, texts, windows
-        self.otp_key = otp_key  # keys the hash of codes; no code is ever stored in clear
+        # Key the hash of codes (no code is ever stored in clear): the first makes them, every one
+        # checks them, so a code issued before a key rotation stays good until it expires.
+        self.otp_keys = otp_keys
         self.append = append  # sends are appended by the process's group commit in the API
 
     def send_otp(self, caller: Caller, request: OtpSendRequest, calling_ip: str) -> OtpSent:
@@ -65,10 +68,16 @@ class Otps:
             otp = yield Read(self.log.find, (otp_id(caller.client_id, request.to, request.purpose), Otp))
             if otp is None or otp.state is None:
                 return (), Outcome(False, NO_ACTIVE_OTP)
-            outcome = otp.verify(hash_code(self.otp_key, otp.id, request.code), self.clock.now())
+            outcome = otp.verify(self._hash_to_check(otp, request.code), self.clock.now())
             return ((otp,) if otp.pending_events else ()), outcome
 
         return (yield from retried(attempt, f"the check of a code for {request.to}"))
+
+    def _hash_to_check(self, otp: Otp, code: str) -> str:
+        """The code's hash under the key that made the code's own, if one does; else the first."""
+        hashes = [hash_code(key, otp.id, code) for key in self.otp_keys()]
+        return next((h for h in hashes if hmac.compare_digest(h, otp.code_hash)),
+                    hashes[0])
 
     def _count_calling_ip(self, caller: Caller, calling_ip: str) -> None:
         wait = self.windows.hit_caller_ip(caller.client_id, calling_ip, self.clock.now())
@@ -96,7 +105,7 @@ class Otps:
                              segments=parts.segments, encoding=parts.encoding,
                              cost=caller.rates["otp"] * parts.segments,
                              idempotency_key=None, request_hash=None, at=now, expires_at=now + LIFETIME)
-            otp.issue(code_hash=hash_code(self.otp_key, otp.id, code), message_id=message.id, ip=request.ip, at=now)
+            otp.issue(code_hash=hash_code(self.otp_keys()[0], otp.id, code), message_id=message.id, ip=request.ip, at=now)
             return (message, otp), OtpSent(message, otp)
 
         try:
