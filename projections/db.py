@@ -13,7 +13,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from sandesh.domain.settings import Settings
 
-from . import dispatch, keys, otp_limits, registry, releases, request_rate, sessions, sim_health, text_keys
+from . import checkpoints, dispatch, keys, otp_limits, registry, releases, request_rate, sessions, sim_health, text_keys
 from .health import DatabaseUnavailable
 
 
@@ -75,7 +75,7 @@ def create_tables(conn: psycopg.Connection) -> None:
 
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-        conn.execute(OWN_DDL + request_rate.DDL + sim_health.DDL + sessions.DDL + releases.DDL + keys.DDL)
+        conn.execute(OWN_DDL + request_rate.DDL + sim_health.DDL + sessions.DDL + releases.DDL + keys.DDL + checkpoints.DDL)
         conn.execute(otp_limits.DDL)
         conn.execute(registry.PROJECTION.ddl)
         conn.execute(dispatch.FUNCTIONS)

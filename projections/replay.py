@@ -22,7 +22,7 @@ from psycopg.types.json import Jsonb
 
 from sandesh.domain.topics import topics_of
 
-from . import follower, registry
+from . import checkpoints, follower, registry
 from .contract import Projection
 from .rows import MemoryRows, SqlRows
 from .runtime import Runtime
@@ -84,23 +84,25 @@ def _apply_batch(runtime: Runtime, conn: Any, schema: str, view: Projection, aft
 READ_BATCH = 10_000
 
 
-def _read(runtime: Runtime, topics: list[str]) -> Iterator[list[Any]]:
-    """The log's stored events of these topics in batches of tuples (id, originator id,
-    version, topic, state), read ahead by a thread on a connection of its own while the last
-    batch is folded (the server's work and the network wait overlap the folding)."""
+def _read(runtime: Runtime, topics: list[str], after: int = 0, upto: int | None = None) -> Iterator[list[Any]]:
+    """The log's stored events of these topics after `after` (up to `upto`) in batches of tuples
+    (id, originator id, version, topic, state), read ahead by a thread on a connection of its own
+    while the last batch is folded (the server's work and the network wait overlap the folding)."""
     table = f'public."{runtime.app.log.recorder.events_table_name}"'
     query = (f"SELECT notification_id, originator_id, originator_version, topic, state FROM {table}"
-             " WHERE notification_id > %s AND topic = ANY(%s) ORDER BY notification_id LIMIT %s")
+             " WHERE notification_id > %s AND notification_id <= %s AND topic = ANY(%s)"
+             " ORDER BY notification_id LIMIT %s")
+    last = upto if upto is not None else 2**63 - 1
     ahead: queue.Queue[Any] = queue.Queue(maxsize=2)
     stop = threading.Event()
 
     def reader() -> None:
-        after = 0
+        nonlocal after
         try:
             with psycopg.connect(runtime.settings.database_url, autocommit=True) as conn:
                 cur = conn.cursor(binary=True)
                 while not stop.is_set():
-                    batch = cur.execute(query, (after, topics, READ_BATCH), prepare=True).fetchall()
+                    batch = cur.execute(query, (after, last, topics, READ_BATCH), prepare=True).fetchall()
                     ahead.put(batch)
                     if not batch:
                         return
@@ -127,28 +129,30 @@ def _read(runtime: Runtime, topics: list[str]) -> Iterator[list[Any]]:
                 thread.join(0.05)
 
 
-def _fold(runtime: Runtime, views: dict[str, Projection], defaults: dict[str, dict[str, Any]],
-          progress: Progress) -> tuple[int, MemoryRows, dict[str, int]]:
-    """Every event of the log, decoded once, through each view's handlers on rows in memory.
-    Returns the position reached, the rows, and how many events each view handled."""
-    tables = {name: spec for view in views.values() for name, spec in view.tables.items()}
-    memory = MemoryRows(tables, defaults)
-    handlers: dict[type, list[tuple[str, Any]]] = {}  # each view's handler of each class, looked up once
+def _fold(runtime: Runtime, views: dict[str, Projection], memory: MemoryRows, progress: Progress,
+          starts: dict[str, int], upto: int | None = None) -> tuple[int, dict[str, int]]:
+    """Every event of the log after each view's start (0, or its checkpoint's position) and up
+    to `upto`, decoded once, through the views' handlers on the rows in `memory`.  Returns the
+    position reached and how many events each view handled."""
+    handlers: dict[type, list[tuple[str, Any, int]]] = {}  # each view's handler of each class, looked up once
     for name, view in views.items():
         for cls, handler in view.handlers.items():
-            handlers.setdefault(cls, []).append((name, handler))
+            handlers.setdefault(cls, []).append((name, handler, starts[name]))
     counts = dict.fromkeys(views, 0)
     to_event = runtime.app.log.mapper.to_domain_event
-    position = 0
-    for batch in _read(runtime, topics_of(handlers)):
+    position = first = min(starts.values())
+    uneven = len(set(starts.values())) > 1  # views from checkpoints at different positions
+    for batch in _read(runtime, topics_of(handlers), first, upto):
         for notification_id, originator_id, version, topic, state in batch:
             event = to_event(StoredEvent(originator_id, version, topic, state))
-            for name, handler in handlers[type(event)]:
+            for name, handler, start in handlers[type(event)]:
+                if uneven and notification_id <= start:
+                    continue
                 handler(memory, event)
                 counts[name] += 1
         position = batch[-1][0]
         progress.advance(len(batch))
-    return position, memory, counts
+    return max(position, *starts.values()), counts
 
 
 def _create(conn: Any, schema: str, view: Projection) -> None:
@@ -199,17 +203,30 @@ def _load(conn: Any, schema: str, view: Projection, memory: MemoryRows) -> int:
     return total
 
 
-def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str]) -> dict[str, Any]:
-    """Each named projection's tables made in schema `prefix + name` from the whole log, in one
-    pass.  Returns the position reached and per view its events, rows and seconds."""
+def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, from_checkpoint: bool = False,
+           upto: int | None = None) -> dict[str, Any]:
+    """Each named projection's tables made in schema `prefix + name` from the whole log (from
+    its checkpoint on, `from_checkpoint`; up to `upto`), in one pass.  Returns the position
+    reached and per view its events, rows and seconds."""
     views = {name: PROJECTIONS[name] for name in names}
     defaults: dict[str, dict[str, Any]] = {}
     for name, view in views.items():
         _create(conn, f"{prefix}{name}", view)
         defaults.update(_defaults(conn, f"{prefix}{name}", view))
-    progress = Progress("log" if len(names) > 1 else names[0], runtime.app.log.recorder.max_notification_id() or 0)
+    memory = MemoryRows({table: spec for view in views.values() for table, spec in view.tables.items()}, defaults)
+    starts = dict.fromkeys(names, 0)
     started = time.monotonic()
-    position, memory, counts = _fold(runtime, views, defaults, progress)
+    if from_checkpoint:
+        found = checkpoints.read(conn)
+        missing = [name for name in names if name not in found]
+        if missing:
+            raise NoCheckpoint(f"no checkpoint of {', '.join(missing)}: make one with `sandesh checkpoint`")
+        for name in names:
+            starts[name] = found[name]["position"]
+            checkpoints.load(conn, name, views[name], memory)
+    head = upto if upto is not None else runtime.app.log.recorder.max_notification_id() or 0
+    progress = Progress("log" if len(names) > 1 else names[0], max(0, head - min(starts.values())))
+    position, counts = _fold(runtime, views, memory, progress, starts, upto)
     progress.close()
     read = time.monotonic() - started
     built = {}
@@ -221,10 +238,15 @@ def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str]) -> dict[s
     return {"position": position, "readSeconds": read, "projections": built}
 
 
-def rebuild_all(runtime: Runtime, names: list[str]) -> dict[str, Any]:
-    """Rebuild the named projections from one pass over the log, and swap each in."""
+class NoCheckpoint(Exception):
+    """A replay from a checkpoint that was never made; the message says what to run."""
+
+
+def rebuild_all(runtime: Runtime, names: list[str], *, from_checkpoint: bool = False) -> dict[str, Any]:
+    """Rebuild the named projections from one pass over the log (over what follows their
+    checkpoints, `from_checkpoint`), and swap each in."""
     with runtime.connection() as conn:
-        built = _build(runtime, conn, "rebuild_", names)
+        built = _build(runtime, conn, "rebuild_", names, from_checkpoint=from_checkpoint)
         results = {}
         for name in names:
             began = time.monotonic()
@@ -239,13 +261,14 @@ def rebuild_all(runtime: Runtime, names: list[str]) -> dict[str, Any]:
 EXAMPLES = 3  # differing rows shown per table and side
 
 
-def check(runtime: Runtime, names: list[str]) -> dict[str, Any]:
-    """`sandesh replay --check`: rebuild beside the live tables and compare them row for row,
-    without swapping anything.  `ok` is false when any table differs."""
+def check(runtime: Runtime, names: list[str], *, since_checkpoint: bool = False) -> dict[str, Any]:
+    """`sandesh replay --check`: rebuild beside the live tables (from the checkpoints on,
+    `since_checkpoint`) and compare them row for row, without swapping anything.  `ok` is false
+    when any table differs."""
     started = time.monotonic()
     with runtime.connection() as conn:
         try:
-            built = _build(runtime, conn, "check_", names)
+            built = _build(runtime, conn, "check_", names, from_checkpoint=since_checkpoint)
             results = {name: _check_one(runtime, conn, name, built["position"]) for name in names}
         finally:
             for name in names:
@@ -360,8 +383,46 @@ def _swap_once(runtime: Runtime, conn: Any, schema: str, view: Projection, posit
     return position, applied
 
 
-def replay(runtime: Runtime, names: list[str]) -> dict[str, Any]:
+def replay(runtime: Runtime, names: list[str], *, from_checkpoint: bool = False) -> dict[str, Any]:
     started = time.monotonic()
-    done = rebuild_all(runtime, names)
+    done = rebuild_all(runtime, names, from_checkpoint=from_checkpoint)
     return {"events": done["position"], "seconds": round(time.monotonic() - started, 3),
             "readSeconds": done["readSeconds"], "projections": done["projections"]}
+
+
+def checkpoint(runtime: Runtime, names: list[str], *, from_zero: bool = False) -> dict[str, Any]:
+    """`sandesh checkpoint`: fold the log into a checkpoint of each named projection, from its
+    previous checkpoint on when every one has one (else, or `from_zero`, from zero), up to the log's head.  One
+    made from the previous checkpoint is first compared, row for row, with a fresh fold from
+    zero to the same position; it replaces the previous one only when they are equal."""
+    started = time.monotonic()
+    with runtime.connection() as conn:
+        conn.execute(checkpoints.DDL)
+        previous = checkpoints.read(conn)
+        onward = not from_zero and all(name in previous for name in names)
+        try:
+            built = _build(runtime, conn, "checkpoint_new_", names, from_checkpoint=onward)
+            verified = "a fresh fold from zero"
+            if onward:
+                fresh = _build(runtime, conn, "checkpoint_fresh_", names, upto=built["position"])
+                differ = {name: {t: n for t, n in checkpoints.differences(
+                    conn, PROJECTIONS[name], f"checkpoint_new_{name}", f"checkpoint_fresh_{name}").items() if n}
+                    for name in names}
+                differ = {name: tables for name, tables in differ.items() if tables}
+                if differ:
+                    return {"ok": False, "position": built["position"], "differ": differ,
+                            "seconds": round(time.monotonic() - started, 3)}
+                verified = "equal to a fresh fold from zero"
+            with conn.transaction():
+                for name in names:
+                    done = built["projections"][name]
+                    checkpoints.keep(conn, name, f"checkpoint_new_{name}", built["position"], done["rows"],
+                                     round(time.monotonic() - started, 3), verified)
+        finally:
+            for name in names:
+                conn.execute(f'DROP SCHEMA IF EXISTS "checkpoint_new_{name}" CASCADE')
+                conn.execute(f'DROP SCHEMA IF EXISTS "checkpoint_fresh_{name}" CASCADE')
+    return {"ok": True, "position": built["position"], "from": "the previous checkpoint" if onward else "zero",
+            "verified": verified, "seconds": round(time.monotonic() - started, 3),
+            "projections": {name: {"rows": built["projections"][name]["rows"]} for name in names}}
+

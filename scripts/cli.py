@@ -306,6 +306,16 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--check", action="store_true",
                    help="rebuild beside the live tables and compare them row for row without swapping; prints "
                         "rows compared and rows that differ per table, exits 1 when any differ")
+    r.add_argument("--from-checkpoint", action="store_true",
+                   help="start from each projection's checkpoint (`sandesh checkpoint`) and fold only the events after it")
+    r.add_argument("--since-checkpoint", action="store_true",
+                   help="with --check: check only the events after each projection's checkpoint")
+
+    cp = sub.add_parser("checkpoint", help="fold the log into a checkpoint of each read model (docs/operations.md, "
+                                           "\"Checkpoints\"): from the previous one on, kept once it equals a "
+                                           "fresh fold from zero")
+    cp.add_argument("names", nargs="*", metavar="PROJECTION", help="registry, messages, counters, otps, audit (default: all)")
+    cp.add_argument("--from-zero", action="store_true", help="fold the whole log, not from the previous checkpoint on")
 
     em = sub.add_parser("emulator", help="virtual GSM modems on pseudo-terminals, for development and tests")
     em.add_argument("--sims", type=positive_int, default=2, metavar="N", help="how many modems (default 2)")

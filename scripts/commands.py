@@ -726,13 +726,32 @@ def replay(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     unknown = [name for name in args.names if name not in rebuild.NAMES]
     if unknown:
         raise InvalidInput(f"unknown projection {unknown[0]!r}; expected some of {', '.join(rebuild.NAMES)}")
+    if args.since_checkpoint and not args.check:
+        raise InvalidInput("--since-checkpoint goes with --check; a rebuild from a checkpoint is --from-checkpoint")
+    if args.from_checkpoint and args.check:
+        raise InvalidInput("--from-checkpoint rebuilds; to check from a checkpoint use --check --since-checkpoint")
     with opened(settings) as runtime:
-        if args.check:
-            result = rebuild.check(runtime, args.names or list(rebuild.NAMES))
-            emit(result)
-            return 0 if result["ok"] else 1
-        emit(rebuild.replay(runtime, args.names or list(rebuild.NAMES)))
+        try:
+            if args.check:
+                result = rebuild.check(runtime, args.names or list(rebuild.NAMES), since_checkpoint=args.since_checkpoint)
+                emit(result)
+                return 0 if result["ok"] else 1
+            emit(rebuild.replay(runtime, args.names or list(rebuild.NAMES), from_checkpoint=args.from_checkpoint))
+        except rebuild.NoCheckpoint as missing:
+            return fail(str(missing))
     return 0
+
+
+def checkpoint(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from sandesh.projections import replay as rebuild
+
+    unknown = [name for name in args.names if name not in rebuild.NAMES]
+    if unknown:
+        raise InvalidInput(f"unknown projection {unknown[0]!r}; expected some of {', '.join(rebuild.NAMES)}")
+    with opened(settings) as runtime:
+        result = rebuild.checkpoint(runtime, args.names or list(rebuild.NAMES), from_zero=args.from_zero)
+    emit(result)
+    return 0 if result["ok"] else 1
 
 
 def emulator(args: argparse.Namespace, settings: Settings, actor: str) -> int:
@@ -835,6 +854,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("worker", "webhooks"): worker_webhooks,
     ("worker", "all"): worker_all,
     ("replay",): replay,
+    ("checkpoint",): checkpoint,
     ("emulator",): emulator,
     ("serve",): serve,
     ("up",): up,

@@ -393,3 +393,49 @@ def test_a_follower_moves_past_the_events_it_does_not_follow(runtime):
     assert step(limit=2) == 2 and position() == three[1], "a full batch: up to its last event"
     assert step(limit=2) == 1 and position() == app.log.recorder.max_notification_id(), "a short one: up to the newest"
     assert handled[-3:] == three
+
+
+def test_a_rebuild_from_a_checkpoint_equals_a_rebuild_from_zero(runtime, clients, sandesh):
+    """`sandesh checkpoint` folds the log into a checkpoint (then onward from it, kept once it
+    equals a fresh fold); `replay --from-checkpoint` folds only what follows and makes every read
+    model equal to a replay from zero; `replay --check --since-checkpoint` finds a checkpoint
+    that does not match the log."""
+    app = runtime.app
+    ws, cl = clients[0]
+
+    def more(n: int, text: str) -> None:
+        for i in range(n):
+            request, _ = parse_send({"to": f"97798{i:08d}", "text": f"{text} {i}"})
+            message = app.history.message(app.sending.send(cl, ws, request, 100).id)
+            if i % 3 == 0:  # a lifecycle that updates rows a checkpoint holds
+                message.submit("sim_t", at=runtime.clock.now())
+                message.part_accepted(1, i, at=runtime.clock.now())
+                app.log.save(message)
+
+    refused = sandesh.run("replay", "--from-checkpoint")
+    assert refused.returncode == 2 and "no checkpoint of" in refused.stderr
+    first = sandesh("checkpoint")
+    assert (first["ok"], first["from"], first["verified"]) == (True, "zero", "a fresh fold from zero")
+    more(30, "after the first checkpoint")
+    second = sandesh("checkpoint")
+    assert (second["from"], second["verified"]) == ("the previous checkpoint", "equal to a fresh fold from zero")
+    assert second["position"] > first["position"]
+    more(30, "after the second")
+    follower.catch_up(runtime)
+
+    assert sandesh("replay", "--check", "--since-checkpoint")["ok"] is True
+    from_zero = sandesh("replay")
+    rebuilt_from_zero = all_read_models(runtime)
+    from_checkpoint = sandesh("replay", "--from-checkpoint")
+    assert all_read_models(runtime) == rebuilt_from_zero
+    assert 0 < from_checkpoint["projections"]["messages"]["events"] < from_zero["projections"]["messages"]["events"]
+
+    with runtime.connection() as conn:  # a checkpoint that no longer matches the log
+        conn.execute("UPDATE checkpoint_messages.messages SET status = 'delivered'"
+                     " WHERE id = (SELECT min(id) FROM checkpoint_messages.messages)")
+    found = sandesh.run("replay", "--check", "--since-checkpoint", "messages")
+    assert found.returncode == 1 and orjson.loads(found.stdout)["projections"]["messages"]["tables"]["messages"]["differ"]
+    onward = sandesh.run("checkpoint")
+    assert onward.returncode == 1 and set(orjson.loads(onward.stdout)["differ"]) == {"messages"}
+    assert sandesh("checkpoint", "--from-zero")["verified"] == "a fresh fold from zero"
+    assert sandesh("replay", "--check", "--since-checkpoint")["ok"] is True
