@@ -137,33 +137,52 @@ class KeyRing:
         first = [k for k in (self.original, self.current) if k in self.secrets]
         return list(dict.fromkeys(first + list(self.secrets)))
 
+    @property
+    def state(self) -> tuple[str, str | None]:
+        """What the ciphers' cached choices depend on: they choose again when it changes."""
+        return self.current, self.original
+
 
 class RingCipher:
     """The event store's cipher over the ring: writes with the current key, reads with any
-    (eventsourcing's Cipher interface; the library's AESCipher format inside)."""
+    (eventsourcing's Cipher interface; the library's AESCipher format inside).  Every event of
+    a send and of a replay passes here, so its choices are kept until the ring changes."""
 
     def __init__(self, ring: KeyRing):
         self.ring = ring
+        self._state: tuple[str, str | None] | None = None
+        self._writer: tuple[AESGCM, bytes] = (ring.aead("event-store", ring.current), b"")
+        self._order: tuple[AESGCM, ...] = ()
+        self._marked = {bytes.fromhex(kid): ring.aead("event-store", kid) for kid in ring.secrets}
+
+    def _choose(self) -> None:
+        ring = self.ring
+        self._state = ring.state
+        self._writer = (ring.aead("event-store", ring.current),
+                        b"" if ring.legacy else EVENT_MARK + bytes.fromhex(ring.current))
+        self._order = tuple(ring.aead("event-store", kid) for kid in ring.reading_order())
 
     def encrypt(self, plaintext: bytes) -> bytes:
-        ring = self.ring
+        if self._state != self.ring.state:
+            self._choose()
+        aead, mark = self._writer
         nonce = RAND_bytes(12)  # not os.urandom: docs/performance.md, "Random bytes without a thread switch"
-        sealed = ring.aead("event-store", ring.current).encrypt(nonce, plaintext, None)
-        body = nonce + sealed[-16:] + sealed[:-16]
-        return body if ring.legacy else EVENT_MARK + bytes.fromhex(ring.current) + body
+        sealed = aead.encrypt(nonce, plaintext, None)
+        return mark + nonce + sealed[-16:] + sealed[:-16]
 
     def decrypt(self, ciphertext: bytes) -> bytes:
-        ring = self.ring
+        if self._state != self.ring.state:
+            self._choose()
         if ciphertext[:3] == EVENT_MARK:
-            kid = ciphertext[3:7].hex()
-            if kid in ring.secrets:
-                opened = _open_event(ring.aead("event-store", kid), ciphertext[7:])
+            aead = self._marked.get(ciphertext[3:7])
+            if aead is not None:
+                opened = _open_event(aead, ciphertext[7:])
                 if opened is not None:
                     return opened
         if len(ciphertext) < 28:
             raise ValueError("Damaged cipher text: too short")
-        for kid in ring.reading_order():
-            opened = _open_event(ring.aead("event-store", kid), ciphertext)
+        for aead in self._order:
+            opened = _open_event(aead, ciphertext)
             if opened is not None:
                 return opened
         raise ValueError("Invalid cipher tag: no key of this process opens the event "
