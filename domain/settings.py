@@ -20,6 +20,15 @@ def _flag(value: str | None) -> bool:
     return (value or "").strip().lower() in {"1", "true", "yes", "on", "y"}
 
 
+def _megabytes(env: Mapping[str, str], name: str, default: int) -> int:
+    text = (env.get(name) or "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < 64:
+        raise ConfigurationError(f"{name} must be a whole number of megabytes, at least 64, not {text!r}")
+    return int(text)
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
@@ -36,6 +45,7 @@ class Settings:
     metrics_dir: str = DEFAULT_METRICS_DIR  # where every process keeps its counters for GET /metrics
     public_url: str = DEFAULT_PUBLIC_URL  # where people reach the dashboard: the base of set-password links
     metrics_token: str | None = None  # GET /metrics answers whoever sends it as a bearer token; else loopback only
+    replay_memory_mb: int = 1024  # what `sandesh replay`, `replay --check` and `checkpoint` may hold
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -62,6 +72,7 @@ class Settings:
             metrics_dir=env.get("SANDESH_METRICS_DIR") or DEFAULT_METRICS_DIR,
             public_url=(env.get("SANDESH_PUBLIC_URL") or DEFAULT_PUBLIC_URL).rstrip("/"),
             metrics_token=env.get("SANDESH_METRICS_TOKEN") or None,
+            replay_memory_mb=_megabytes(env, "SANDESH_REPLAY_MEMORY_MB", 1024),
         )
 
     def require_secret_key(self) -> str:

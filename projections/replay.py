@@ -10,13 +10,16 @@ appends take them), so no event is missed or applied twice while the API runs.
 """
 from __future__ import annotations
 
+import os
 import queue
+import resource
 import sys
 import threading
 import time
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import psycopg
+from psycopg.rows import dict_row
 from eventsourcing.persistence import StoredEvent
 from psycopg.types.json import Jsonb
 
@@ -24,7 +27,7 @@ from sandesh.domain.topics import topics_of
 
 from . import checkpoints, follower, registry
 from .contract import Projection
-from .rows import MemoryRows, SqlRows
+from .rows import MemoryRows, SpillingRows, SqlRows
 from .runtime import Runtime
 
 PROJECTIONS: dict[str, Projection] = {registry.PROJECTION.name: registry.PROJECTION, **follower.FOLLOWED}
@@ -82,6 +85,7 @@ def _apply_batch(runtime: Runtime, conn: Any, schema: str, view: Projection, aft
 
 
 READ_BATCH = 10_000
+MEMORY_BUDGET = 1 << 30  # bytes a replay's process may hold, whatever the log's length (`--memory-mb`)
 
 
 def _read(runtime: Runtime, topics: list[str], after: int = 0, upto: int | None = None) -> Iterator[list[Any]]:
@@ -181,22 +185,52 @@ def _defaults(conn: Any, schema: str, view: Projection) -> dict[str, dict[str, A
     return found
 
 
+def _copy(conn: Any, schema: str, table: str, rows: Iterable[dict[str, Any]]) -> None:
+    """COPY rows as the handlers left them into `schema`.`table`."""
+    columns = _columns(conn, schema, table)
+    names = [c["column_name"] for c in columns]
+    json = [i for i, c in enumerate(columns) if c["data_type"] in ("jsonb", "json")]
+    listed = ", ".join(f'"{n}"' for n in names)
+    with conn.cursor() as cur, cur.copy(f'COPY "{schema}"."{table}" ({listed}) FROM STDIN') as copy:
+        for row in rows:
+            values = [row[n] for n in names]
+            for i in json:
+                if values[i] is not None:
+                    values[i] = Jsonb(values[i])
+            copy.write_row(values)
+
+
+class _Spill:
+    """The tables a replay builds, as the place its rows in memory spill to (rows.py,
+    `SpillingRows`): COPY out, and a row taken back by its key with DELETE ... RETURNING."""
+
+    def __init__(self, conn: Any, schemas: dict[str, str], tables: dict[str, Any]):
+        self.conn, self.schemas = conn, schemas
+        self._take = {name: (f'DELETE FROM "{schemas[name]}"."{name}" WHERE '
+                             + " AND ".join(f'"{c}" = %s' for c in spec.key) + " RETURNING *")
+                      for name, spec in tables.items() if spec.key}
+
+    def put(self, table: str, rows: list[dict[str, Any]]) -> None:
+        _copy(self.conn, self.schemas[table], table, rows)
+
+    def take(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(self._take[table], key, prepare=True).fetchone()
+
+
+def _resident() -> int:
+    """This process's resident memory, in bytes (Linux)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
 def _load(conn: Any, schema: str, view: Projection, memory: MemoryRows) -> int:
-    """COPY the view's rows from memory into its scratch tables; returns how many rows."""
+    """COPY the view's rows still in memory into its scratch tables (those spilled are there
+    already); returns how many rows the tables hold."""
     total = 0
     for table in view.tables:
-        columns = _columns(conn, schema, table)
-        names = [c["column_name"] for c in columns]
-        json = [i for i, c in enumerate(columns) if c["data_type"] in ("jsonb", "json")]
-        listed = ", ".join(f'"{n}"' for n in names)
-        with conn.cursor() as cur, cur.copy(f'COPY "{schema}"."{table}" ({listed}) FROM STDIN') as copy:
-            for row in memory.rows[table].values():
-                values = [row[n] for n in names]
-                for i in json:
-                    if values[i] is not None:
-                        values[i] = Jsonb(values[i])
-                copy.write_row(values)
-        total += len(memory.rows[table])
+        _copy(conn, schema, table, memory.rows[table].values())
+        total += len(memory.rows[table]) + (memory.spilled.get(table, 0) if isinstance(memory, SpillingRows) else 0)
     with conn.cursor() as cur:
         for table in view.tables:
             cur.execute(f'ANALYZE "{schema}"."{table}"')
@@ -204,7 +238,7 @@ def _load(conn: Any, schema: str, view: Projection, memory: MemoryRows) -> int:
 
 
 def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, from_checkpoint: bool = False,
-           upto: int | None = None) -> dict[str, Any]:
+           upto: int | None = None, memory_budget: int = MEMORY_BUDGET) -> dict[str, Any]:
     """Each named projection's tables made in schema `prefix + name` from the whole log (from
     its checkpoint on, `from_checkpoint`; up to `upto`), in one pass.  Returns the position
     reached and per view its events, rows and seconds."""
@@ -213,7 +247,9 @@ def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, from_c
     for name, view in views.items():
         _create(conn, f"{prefix}{name}", view)
         defaults.update(_defaults(conn, f"{prefix}{name}", view))
-    memory = MemoryRows({table: spec for view in views.values() for table, spec in view.tables.items()}, defaults)
+    tables = {table: spec for view in views.values() for table, spec in view.tables.items()}
+    schemas = {table: f"{prefix}{name}" for name, view in views.items() for table in view.tables}
+    memory = SpillingRows(tables, defaults, _Spill(conn, schemas, tables), memory_budget, _resident)
     starts = dict.fromkeys(names, 0)
     started = time.monotonic()
     if from_checkpoint:
@@ -235,18 +271,26 @@ def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, from_c
         with conn.transaction():
             rows = _load(conn, f"{prefix}{name}", view, memory)
         built[name] = {"events": counts[name], "rows": rows, "seconds": time.monotonic() - began}
-    return {"position": position, "readSeconds": read, "projections": built}
+    return {"position": position, "readSeconds": read, "projections": built, "memory": _memory(memory)}
+
+
+def _memory(memory: SpillingRows) -> dict[str, Any]:
+    """What the pass held: the process's peak resident memory, and the rows it let go of and took back."""
+    return {"peakMB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "budgetMB": memory.budget >> 20, "rowsSpilled": sum(memory.spilled.values()),
+            "rowsTakenBack": memory.taken_back}
 
 
 class NoCheckpoint(Exception):
     """A replay from a checkpoint that was never made; the message says what to run."""
 
 
-def rebuild_all(runtime: Runtime, names: list[str], *, from_checkpoint: bool = False) -> dict[str, Any]:
+def rebuild_all(runtime: Runtime, names: list[str], *, from_checkpoint: bool = False,
+                memory_budget: int = MEMORY_BUDGET) -> dict[str, Any]:
     """Rebuild the named projections from one pass over the log (over what follows their
     checkpoints, `from_checkpoint`), and swap each in."""
     with runtime.connection() as conn:
-        built = _build(runtime, conn, "rebuild_", names, from_checkpoint=from_checkpoint)
+        built = _build(runtime, conn, "rebuild_", names, from_checkpoint=from_checkpoint, memory_budget=memory_budget)
         results = {}
         for name in names:
             began = time.monotonic()
@@ -255,26 +299,30 @@ def rebuild_all(runtime: Runtime, names: list[str], *, from_checkpoint: bool = F
             done = built["projections"][name]
             results[name] = {"events": done["events"] + progress.done, "rows": done["rows"],
                              "seconds": round(done["seconds"] + time.monotonic() - began, 3), "position": position}
-    return {"readSeconds": round(built["readSeconds"], 3), "projections": results, "position": built["position"]}
+    return {"readSeconds": round(built["readSeconds"], 3), "projections": results, "position": built["position"],
+            "memory": built["memory"]}
 
 
 EXAMPLES = 3  # differing rows shown per table and side
 
 
-def check(runtime: Runtime, names: list[str], *, since_checkpoint: bool = False) -> dict[str, Any]:
+def check(runtime: Runtime, names: list[str], *, since_checkpoint: bool = False,
+          memory_budget: int = MEMORY_BUDGET) -> dict[str, Any]:
     """`sandesh replay --check`: rebuild beside the live tables (from the checkpoints on,
     `since_checkpoint`) and compare them row for row, without swapping anything.  `ok` is false
     when any table differs."""
     started = time.monotonic()
     with runtime.connection() as conn:
         try:
-            built = _build(runtime, conn, "check_", names, from_checkpoint=since_checkpoint)
+            built = _build(runtime, conn, "check_", names, from_checkpoint=since_checkpoint,
+                           memory_budget=memory_budget)
             results = {name: _check_one(runtime, conn, name, built["position"]) for name in names}
         finally:
             for name in names:
                 conn.execute(f'DROP SCHEMA IF EXISTS "check_{name}" CASCADE')
     ok = all(t["differ"] == 0 for r in results.values() for t in r["tables"].values())
-    return {"ok": ok, "seconds": round(time.monotonic() - started, 3), "projections": results}
+    return {"ok": ok, "seconds": round(time.monotonic() - started, 3), "projections": results,
+            "memory": built["memory"]}
 
 
 def _check_one(runtime: Runtime, conn: Any, name: str, position: int) -> dict[str, Any]:
@@ -383,14 +431,16 @@ def _swap_once(runtime: Runtime, conn: Any, schema: str, view: Projection, posit
     return position, applied
 
 
-def replay(runtime: Runtime, names: list[str], *, from_checkpoint: bool = False) -> dict[str, Any]:
+def replay(runtime: Runtime, names: list[str], *, from_checkpoint: bool = False,
+           memory_budget: int = MEMORY_BUDGET) -> dict[str, Any]:
     started = time.monotonic()
-    done = rebuild_all(runtime, names, from_checkpoint=from_checkpoint)
+    done = rebuild_all(runtime, names, from_checkpoint=from_checkpoint, memory_budget=memory_budget)
     return {"events": done["position"], "seconds": round(time.monotonic() - started, 3),
-            "readSeconds": done["readSeconds"], "projections": done["projections"]}
+            "readSeconds": done["readSeconds"], "projections": done["projections"], "memory": done["memory"]}
 
 
-def checkpoint(runtime: Runtime, names: list[str], *, from_zero: bool = False) -> dict[str, Any]:
+def checkpoint(runtime: Runtime, names: list[str], *, from_zero: bool = False,
+               memory_budget: int = MEMORY_BUDGET) -> dict[str, Any]:
     """`sandesh checkpoint`: fold the log into a checkpoint of each named projection, from its
     previous checkpoint on when every one has one (else, or `from_zero`, from zero), up to the log's head.  One
     made from the previous checkpoint is first compared, row for row, with a fresh fold from
@@ -401,10 +451,12 @@ def checkpoint(runtime: Runtime, names: list[str], *, from_zero: bool = False) -
         previous = checkpoints.read(conn)
         onward = not from_zero and all(name in previous for name in names)
         try:
-            built = _build(runtime, conn, "checkpoint_new_", names, from_checkpoint=onward)
+            built = _build(runtime, conn, "checkpoint_new_", names, from_checkpoint=onward,
+                           memory_budget=memory_budget)
             verified = "a fresh fold from zero"
             if onward:
-                fresh = _build(runtime, conn, "checkpoint_fresh_", names, upto=built["position"])
+                fresh = _build(runtime, conn, "checkpoint_fresh_", names, upto=built["position"],
+                               memory_budget=memory_budget)
                 differ = {name: {t: n for t, n in checkpoints.differences(
                     conn, PROJECTIONS[name], f"checkpoint_new_{name}", f"checkpoint_fresh_{name}").items() if n}
                     for name in names}

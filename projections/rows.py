@@ -15,6 +15,7 @@ Both executors see the same operations, so a projection has one definition; `san
 from __future__ import annotations
 
 import functools
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NamedTuple, Protocol
 
@@ -514,3 +515,105 @@ _TOP = _Top()
 
 
 _SPECIAL = frozenset({Add, Old, AppendNew, JsonAppend, Computed, Jsonb})
+
+
+class Spill(Protocol):
+    """Where `SpillingRows` puts the rows it lets go of, and takes them back from: the tables a
+    replay is building (projections/replay.py)."""
+
+    def put(self, table: str, rows: list[dict[str, Any]]) -> None: ...
+    def take(self, table: str, key: Key) -> dict[str, Any] | None: ...
+
+
+class SpillingRows(MemoryRows):
+    """MemoryRows within a memory budget.  The tables that only grow with the log (keyed, without
+    a memory index: messages, audit lines, deliveries...) hold at most `limit` rows: past it, the
+    rows touched longest ago go to `spill`, the tables being built, and an operation on a key
+    that is not in memory takes its row back first.  Rows are touched mostly soon after they
+    are made (a message's life), so few come back.  The limit is set when the process's resident
+    memory (`resident()`, bytes) first reaches `high` of `budget`: the rows held then.  Tables
+    with a memory index (the queue, OTP issues) stay whole in memory: their size is the
+    backlog's, not the log's."""
+
+    CHECK_EVERY = 1000  # new rows between two reads of the resident memory
+
+    def __init__(self, tables: dict[str, Table], defaults: dict[str, dict[str, Any]], spill: Spill, budget: int,
+                 resident: Callable[[], int], high: float = 0.8):
+        super().__init__(tables, defaults)
+        self.spill, self.budget, self.resident, self.high = spill, budget, resident, high
+        self.limit: int | None = None
+        self._unchecked = 0
+        self.spillable = {name for name, t in tables.items() if t.key and not t.ordered}
+        self.spilled = dict.fromkeys(self.spillable, 0)  # rows of each table now in `spill`
+        self.taken_back = 0
+        self._held = 0  # rows of the spillable tables in memory
+
+    def insert(self, table: str, row: dict[str, Any], *, on_conflict: str | None = None) -> None:
+        if table not in self.spillable:
+            return super().insert(table, row, on_conflict=on_conflict)
+        rows = self.rows[table]
+        key = tuple([row[c] for c in self.tables[table].key])
+        present = key in rows
+        if not present and self.spilled[table]:
+            present = self._take(table, key)
+        super().insert(table, row, on_conflict=on_conflict)
+        if present:
+            rows[key] = rows.pop(key)  # touched now: the last to go
+        else:
+            self._held += 1
+            if self.limit is None:
+                self._unchecked += 1
+                if self._unchecked >= self.CHECK_EVERY:
+                    self._unchecked = 0
+                    if self.resident() >= self.high * self.budget:
+                        self.limit = max(500, self._held)
+            if self.limit is not None and self._held > self.limit:
+                self._let_go()
+
+    def update(self, table: str, key: Key, changes: dict[str, Any]) -> None:
+        if table in self.spillable and self._here(table, key):
+            rows = self.rows[table]
+            rows[key] = rows.pop(key)
+        super().update(table, key, changes)
+
+    def delete(self, table: str, key: Key, *, older: tuple[str, Any] | None = None) -> None:
+        if table in self.spillable and self._here(table, key):
+            before = len(self.rows[table])
+            super().delete(table, key, older=older)
+            self._held -= before - len(self.rows[table])
+            return
+        super().delete(table, key, older=older)
+
+    def get(self, table: str, key: Key, column: str) -> Any:
+        if table in self.spillable:
+            self._here(table, key)
+        return super().get(table, key, column)
+
+    def _here(self, table: str, key: Key) -> bool:
+        """Whether the row is in memory, after taking it back from the spill if it is there."""
+        if key in self.rows[table]:
+            return True
+        return bool(self.spilled[table]) and self._take(table, key)
+
+    def _take(self, table: str, key: Key) -> bool:
+        row = self.spill.take(table, key)
+        if row is None:
+            return False
+        self.spilled[table] -= 1
+        self.taken_back += 1
+        self.rows[table][key] = row
+        self._held += 1
+        return True
+
+    def _let_go(self) -> None:
+        """Spill the oldest-touched tenth of the held rows, from each table in proportion."""
+        share = self.limit // 10
+        for table in self.spillable:
+            rows = self.rows[table]
+            count = len(rows) * share // max(1, self._held)
+            if not count:
+                continue
+            keys = list(itertools.islice(iter(rows), count))
+            self.spill.put(table, [rows.pop(key) for key in keys])
+            self.spilled[table] += count
+            self._held -= count

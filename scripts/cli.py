@@ -32,6 +32,12 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
+def megabytes(text: str) -> int:
+    if not text.isdigit() or int(text) < 64:
+        raise argparse.ArgumentTypeError(f"a whole number of megabytes, at least 64, not {text!r}")
+    return int(text)
+
+
 def iso_time(text: str) -> float:
     """A time given as ISO 8601 (`Z` or an offset; none is UTC)."""
     from sandesh.domain.clock import parse_iso
@@ -310,12 +316,16 @@ def parser() -> argparse.ArgumentParser:
                    help="start from each projection's checkpoint (`sandesh checkpoint`) and fold only the events after it")
     r.add_argument("--since-checkpoint", action="store_true",
                    help="with --check: check only the events after each projection's checkpoint")
+    r.add_argument("--memory-mb", type=megabytes, metavar="MB",
+                   help="the memory the replay may hold, whatever the log's length (default SANDESH_REPLAY_MEMORY_MB, "
+                        "else 1024): rows past it wait in the tables being built")
 
-    cp = sub.add_parser("checkpoint", help="fold the log into a checkpoint of each read model (docs/operations.md, "
-                                           "\"Checkpoints\"): from the previous one on, kept once it equals a "
-                                           "fresh fold from zero")
+    cp = sub.add_parser("checkpoint", help="fold the log into a checkpoint of each read model, from the previous "
+                                           "one on, kept once it equals a fresh fold from zero "
+                                           "(docs/operations.md, \"Checkpoints\")")
     cp.add_argument("names", nargs="*", metavar="PROJECTION", help="registry, messages, counters, otps, audit (default: all)")
     cp.add_argument("--from-zero", action="store_true", help="fold the whole log, not from the previous checkpoint on")
+    cp.add_argument("--memory-mb", type=megabytes, metavar="MB", help="as for replay")
 
     em = sub.add_parser("emulator", help="virtual GSM modems on pseudo-terminals, for development and tests")
     em.add_argument("--sims", type=positive_int, default=2, metavar="N", help="how many modems (default 2)")

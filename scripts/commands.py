@@ -732,11 +732,14 @@ def replay(args: argparse.Namespace, settings: Settings, actor: str) -> int:
         raise InvalidInput("--from-checkpoint rebuilds; to check from a checkpoint use --check --since-checkpoint")
     with opened(settings) as runtime:
         try:
+            budget = (args.memory_mb or settings.replay_memory_mb) << 20
             if args.check:
-                result = rebuild.check(runtime, args.names or list(rebuild.NAMES), since_checkpoint=args.since_checkpoint)
+                result = rebuild.check(runtime, args.names or list(rebuild.NAMES), since_checkpoint=args.since_checkpoint,
+                                       memory_budget=budget)
                 emit(result)
                 return 0 if result["ok"] else 1
-            emit(rebuild.replay(runtime, args.names or list(rebuild.NAMES), from_checkpoint=args.from_checkpoint))
+            emit(rebuild.replay(runtime, args.names or list(rebuild.NAMES), from_checkpoint=args.from_checkpoint,
+                                memory_budget=budget))
         except rebuild.NoCheckpoint as missing:
             return fail(str(missing))
     return 0
@@ -749,7 +752,8 @@ def checkpoint(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     if unknown:
         raise InvalidInput(f"unknown projection {unknown[0]!r}; expected some of {', '.join(rebuild.NAMES)}")
     with opened(settings) as runtime:
-        result = rebuild.checkpoint(runtime, args.names or list(rebuild.NAMES), from_zero=args.from_zero)
+        result = rebuild.checkpoint(runtime, args.names or list(rebuild.NAMES), from_zero=args.from_zero,
+                                    memory_budget=(args.memory_mb or settings.replay_memory_mb) << 20)
     emit(result)
     return 0 if result["ok"] else 1
 
