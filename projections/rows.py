@@ -394,6 +394,7 @@ class MemoryRows:
         self.tables, self.defaults = tables, defaults
         self.rows: dict[str, dict[Key, dict[str, Any]]] = {name: {} for name in tables}
         self._indexes = {name: [_Index(o) for o in t.ordered] for name, t in tables.items()}
+        self._by_name = {(table, index.spec.name): index for table, found in self._indexes.items() for index in found}
         self._serial = 0
 
     def insert(self, table: str, row: dict[str, Any], *, on_conflict: str | None = None) -> None:
@@ -461,14 +462,14 @@ class MemoryRows:
     # What Computed values ask
 
     def index(self, table: str, name: str) -> _Index:
-        return next(i for i in self._indexes[table] if i.spec.name == name)
+        return self._by_name[(table, name)]
 
     def lowest(self, table: str, index: str, group: Key) -> Any:
-        members = self.index(table, index).groups.get(tuple(group))
+        members = self._by_name[(table, index)].groups.get(tuple(group))
         return members[0][0] if members else None
 
     def highest(self, table: str, index: str, group: Key) -> Any:
-        members = self.index(table, index).groups.get(tuple(group))
+        members = self._by_name[(table, index)].groups.get(tuple(group))
         return members[-1][0] if members else None
 
     def _change(self, table: str, key: Key, current: dict[str, Any], changes: dict[str, Any]) -> None:

@@ -1,14 +1,21 @@
-"""How fast `sandesh replay` rebuilds every read model.
+"""How fast `sandesh replay` rebuilds every read model, and what it holds in memory.
 
-    .venv/bin/python -m sandesh.scripts.bench.replay N [--profile]
+    .venv/bin/python -m sandesh.scripts.bench.replay N [--shape lifecycle|campaign|both] [--profile]
 
-Makes a log of about N events through the application (no HTTP): 4 clients in 2 workspaces,
-each message accepted, submitted, its part accepted by the network, sent, reported and
-delivered (6 events), appended in batches as the API's group commit does; every 50th message
-also has an Idempotency-Key.  Then `sandesh replay` runs as a user runs it (a subprocess, all
-projections) and the figures are printed: log events, wall seconds, log events per second, the
-one pass over the log, and each projection's load and swap.  With --profile the
-replay runs in this process under cProfile instead and the top functions are printed.
+Makes a log of about N events through the domain and the log (no HTTP, no group commit: the
+messages' events appended in batches of 100 messages, as the API's group commit appends them),
+4 clients in 2 workspaces, every 50th message with an Idempotency-Key.  Two shapes:
+
+- `lifecycle`: each message accepted, submitted, its part accepted by the network, sent,
+  reported and delivered (6 events);
+- `campaign`: rounds of 1,000 messages accepted, after each of which the 100 waiting longest
+  are sent and delivered: two thirds of the events are `Accepted`, and the queue keeps growing.
+
+Then `sandesh replay` runs as a user runs it (a subprocess, all projections, no flags) and the
+figures are printed per shape: log events, wall seconds, log events per second, the one pass
+over the log, each projection's load and swap, the replay's peak memory and the rows it let
+go of.  With --profile the replay runs in this process under cProfile instead and the top
+functions are printed.
 """
 from __future__ import annotations
 
@@ -31,49 +38,81 @@ from sandesh.scripts.bootstrap import bootstrap
 
 from .common import ROOT, bench_clients, scratch_database
 
-EVENTS_PER_MESSAGE = 6
 BATCH_MESSAGES = 100
 
 
-def fill(runtime, events: int) -> int:
-    """Append about `events` events; returns how many the log holds."""
+CAMPAIGN_ROUND = 1000   # messages accepted in a round of the campaign shape...
+CAMPAIGN_SENT = 100     # ...after which this many of the longest waiting are sent and delivered
+
+
+def fill(runtime, events: int, shape: str = "lifecycle") -> int:
+    """Append about `events` events of the shape; returns how many the log holds."""
     app = runtime.app
     clients = bench_clients(app, "Replay", 2, 2)
     request, _ = parse_send({"to": "9779812345678", "text": "Your order has shipped and arrives tomorrow."})
-    messages = max(1, events // EVENTS_PER_MESSAGE)
-    started, made = time.monotonic(), 0
-    while made < messages:
+    started, made, waiting = time.monotonic(), 0, []
+
+    def accepted(i: int):
+        client_id, workspace_id = clients[i % len(clients)]
+        key = f"order-{i}" if i % 50 == 0 else None
+        return accept(client_id=client_id, workspace_id=workspace_id, to=request.to,
+                      text=app.texts.seal(workspace_id, request.text), message_type="transactional", segments=1,
+                      encoding=request.encoding, cost=100, idempotency_key=key, request_hash="h" if key else None,
+                      at=app.clock.now())
+
+    def delivered(message, i: int) -> None:
+        now = app.clock.now()
+        message.submit("sim_bench", at=now)
+        message.part_accepted(1, i % 256, at=now)
+        message.report(1, 0, at=now)
+
+    written = 0
+    while written < events:
         batch = []
-        for i in range(made, min(messages, made + BATCH_MESSAGES)):
-            client_id, workspace_id = clients[i % len(clients)]
-            now = app.clock.now()
-            key = f"order-{i}" if i % 50 == 0 else None
-            message = accept(client_id=client_id, workspace_id=workspace_id, to=request.to,
-                             text=app.texts.seal(workspace_id, request.text),
-                             message_type="transactional", segments=1, encoding=request.encoding, cost=100,
-                             idempotency_key=key, request_hash="h" if key else None, at=now)
-            message.submit("sim_bench", at=now)
-            message.part_accepted(1, i % 256, at=now)
-            message.report(1, 0, at=now)
-            batch += message.collect_events()
+        if shape == "lifecycle":
+            for i in range(made, made + BATCH_MESSAGES):
+                message = accepted(i)
+                delivered(message, i)
+                batch += message.collect_events()
+            made += BATCH_MESSAGES
+        else:
+            for i in range(made, made + BATCH_MESSAGES):
+                message = accepted(i)
+                batch += message.collect_events()
+                waiting.append(message)
+            made += BATCH_MESSAGES
+            if made % CAMPAIGN_ROUND == 0:
+                app.log.append_events(batch)
+                written += len(batch)
+                batch = []
+                for n, message in enumerate(waiting[:CAMPAIGN_SENT]):
+                    delivered(message, n)
+                    batch += message.collect_events()
+                del waiting[:CAMPAIGN_SENT]
         app.log.append_events(batch)
-        made += BATCH_MESSAGES
-        if made % 10_000 < BATCH_MESSAGES:
-            rate = made * EVENTS_PER_MESSAGE / (time.monotonic() - started)
-            sys.stderr.write(f"  made {made * EVENTS_PER_MESSAGE:,} events ({rate:,.0f}/s)\n")
+        written += len(batch)
+        if made % 20_000 < BATCH_MESSAGES:
+            sys.stderr.write(f"  {shape}: made {written:,} events ({written / (time.monotonic() - started):,.0f}/s)\n")
     return app.log.recorder.max_notification_id() or 0
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("events", type=int, help="about how many log events to make")
+    parser.add_argument("--shape", choices=("lifecycle", "campaign", "both"), default="both",
+                        help="the log's shape (default both, one after the other)")
     parser.add_argument("--profile", action="store_true", help="replay in this process under cProfile")
     args = parser.parse_args()
+    for shape in (("lifecycle", "campaign") if args.shape == "both" else (args.shape,)):
+        print(orjson.dumps({"shape": shape, **run(args.events, shape, args.profile)}).decode(), flush=True)
+
+
+def run(events: int, shape: str, profile: bool) -> dict:
     with scratch_database() as env:
         runtime = bootstrap(Settings.from_env(env), pool_size=2)
         try:
-            total = fill(runtime, args.events)
-            if args.profile:
+            total = fill(runtime, events, shape)
+            if profile:
                 profiler = cProfile.Profile()
                 started = time.monotonic()
                 profiler.enable()
@@ -90,14 +129,15 @@ def main() -> None:
                                       capture_output=True, text=True, check=True)
                 wall = time.monotonic() - started
                 summary = orjson.loads(done.stdout)
-                peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+                peak = summary["memory"]["peakMB"]  # the replay's own, not the largest child's so far
         finally:
             runtime.close()
     shares = {name: p["seconds"] for name, p in summary["projections"].items()}
-    print(orjson.dumps({"logEvents": total, "replayedEvents": summary["events"], "wallSeconds": round(wall, 2),
-                        "logEventsPerSecond": round(total / wall), "insideSeconds": summary["seconds"],
-                        "readAndFoldSeconds": summary.get("readSeconds"), "peakMemoryMB": round(peak),
-                        "loadAndSwapSeconds": shares}).decode())
+    return {"logEvents": total, "replayedEvents": summary["events"], "wallSeconds": round(wall, 2),
+            "logEventsPerSecond": round(total / wall), "insideSeconds": summary["seconds"],
+            "readAndFoldSeconds": summary.get("readSeconds"), "peakMemoryMB": round(peak),
+            "rowsSpilled": summary.get("memory", {}).get("rowsSpilled"),
+            "rowsTakenBack": summary.get("memory", {}).get("rowsTakenBack"), "loadAndSwapSeconds": shares}
 
 
 if __name__ == "__main__":
