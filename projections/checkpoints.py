@@ -14,6 +14,8 @@ from typing import Any
 
 from psycopg.rows import dict_row, tuple_row
 
+from sandesh.domain import release
+
 from .contract import Projection
 from .rows import MemoryRows
 
@@ -21,6 +23,7 @@ DDL = """
 CREATE TABLE IF NOT EXISTS sandesh_checkpoints (
     name text PRIMARY KEY, position bigint NOT NULL, made_at timestamptz NOT NULL DEFAULT now(),
     rows bigint NOT NULL, seconds double precision NOT NULL, verified text NOT NULL);
+ALTER TABLE sandesh_checkpoints ADD COLUMN IF NOT EXISTS release text;
 """
 
 
@@ -34,16 +37,28 @@ def read(conn: Any) -> dict[str, dict[str, Any]]:
         if not cur.execute("SELECT to_regclass('sandesh_checkpoints') IS NOT NULL AS present").fetchone()["present"]:
             return {}
         return {r["name"]: r for r in cur.execute(
-            "SELECT name, position, made_at, rows, seconds, verified FROM sandesh_checkpoints ORDER BY name")}
+            "SELECT name, position, made_at, rows, seconds, verified, release FROM sandesh_checkpoints ORDER BY name")}
 
 
-def load(conn: Any, name: str, view: Projection, memory: MemoryRows) -> int:
-    """The checkpoint's rows of the view's tables into `memory`, as its handlers left them;
-    returns how many rows."""
+def load(conn: Any, name: str, view: Projection, memory: MemoryRows, into: str) -> int:
+    """The checkpoint's rows, as its handlers left them: those of the tables `memory` lets go of
+    (rows.py, `SpillingRows`) copied by the server into the same tables in schema `into`, where
+    they are taken back when an event changes them; the others into `memory`.  Returns how
+    many rows."""
     total = 0
+    spillable = getattr(memory, "spillable", set())
     with conn.cursor(row_factory=dict_row) as cur:
         for table in view.tables:
-            cur.execute(f'SELECT * FROM "{schema(name)}"."{table}"')
+            source = f'"{schema(name)}"."{table}"'
+            if table in spillable:
+                columns = ", ".join(f'"{r["column_name"]}"' for r in cur.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s"
+                    " ORDER BY ordinal_position", (schema(name), table)).fetchall())
+                copied = cur.execute(f'INSERT INTO "{into}"."{table}" ({columns}) SELECT {columns} FROM {source}').rowcount
+                memory.spilled[table] += copied  # type: ignore[attr-defined]
+                total += copied
+                continue
+            cur.execute(f"SELECT * FROM {source}")
             while batch := cur.fetchmany(10_000):
                 for row in batch:
                     memory.insert(table, row)
@@ -70,7 +85,7 @@ def keep(conn: Any, name: str, made: str, position: int, rows: int, seconds: flo
     """Make the tables in schema `made` the checkpoint of `name`, in place of the previous one."""
     conn.execute(f'DROP SCHEMA IF EXISTS "{schema(name)}" CASCADE')
     conn.execute(f'ALTER SCHEMA "{made}" RENAME TO "{schema(name)}"')
-    conn.execute("INSERT INTO sandesh_checkpoints (name, position, rows, seconds, verified) VALUES (%s, %s, %s, %s, %s)"
-                 " ON CONFLICT (name) DO UPDATE SET position = excluded.position, made_at = now(),"
-                 " rows = excluded.rows, seconds = excluded.seconds, verified = excluded.verified",
-                 (name, position, rows, seconds, verified))
+    conn.execute("INSERT INTO sandesh_checkpoints (name, position, rows, seconds, verified, release)"
+                 " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (name) DO UPDATE SET position = excluded.position,"
+                 " made_at = now(), rows = excluded.rows, seconds = excluded.seconds, verified = excluded.verified,"
+                 " release = excluded.release", (name, position, rows, seconds, verified, release.VERSION))

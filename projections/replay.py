@@ -23,6 +23,7 @@ from psycopg.rows import dict_row
 from eventsourcing.persistence import StoredEvent
 from psycopg.types.json import Jsonb
 
+from sandesh.domain.release import VERSION
 from sandesh.domain.topics import topics_of
 
 from . import checkpoints, follower, registry
@@ -257,9 +258,13 @@ def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, from_c
         missing = [name for name in names if name not in found]
         if missing:
             raise NoCheckpoint(f"no checkpoint of {', '.join(missing)}: make one with `sandesh checkpoint`")
+        other = [f"{name} (Sandesh {found[name]['release']})" for name in names if found[name]["release"] != VERSION]
+        if other:
+            raise NoCheckpoint(f"the checkpoints of {', '.join(other)} were made by another release, whose tables may "
+                               f"differ: make new ones with `sandesh checkpoint --from-zero`")
         for name in names:
             starts[name] = found[name]["position"]
-            checkpoints.load(conn, name, views[name], memory)
+            checkpoints.load(conn, name, views[name], memory, f"{prefix}{name}")
     head = upto if upto is not None else runtime.app.log.recorder.max_notification_id() or 0
     progress = Progress("log" if len(names) > 1 else names[0], max(0, head - min(starts.values())))
     position, counts = _fold(runtime, views, memory, progress, starts, upto)
@@ -449,7 +454,7 @@ def checkpoint(runtime: Runtime, names: list[str], *, from_zero: bool = False,
     with runtime.connection() as conn:
         conn.execute(checkpoints.DDL)
         previous = checkpoints.read(conn)
-        onward = not from_zero and all(name in previous for name in names)
+        onward = not from_zero and all(name in previous and previous[name]["release"] == VERSION for name in names)
         try:
             built = _build(runtime, conn, "checkpoint_new_", names, from_checkpoint=onward,
                            memory_budget=memory_budget)

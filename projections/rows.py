@@ -555,8 +555,8 @@ class SpillingRows(MemoryRows):
         rows = self.rows[table]
         key = tuple([row[c] for c in self.tables[table].key])
         present = key in rows
-        if not present and self.spilled[table]:
-            present = self._take(table, key)
+        if not present and on_conflict is not None and self.spilled[table]:  # a plain insert is of a new key:
+            present = self._take(table, key)                                  # the log never makes a twin
         super().insert(table, row, on_conflict=on_conflict)
         if present:
             rows[key] = rows.pop(key)  # touched now: the last to go
