@@ -210,19 +210,27 @@ RECONNECT_GIVE_UP_SECONDS = 2.0
 
 class SandeshFactory(PostgresFactory):
     """The library's PostgreSQL store, with the pool's waits of an outage set where the pool is
-    made (the library's environment names only some of them)."""
+    made (the library's environment names only some of them), and every parameter of
+    DATABASE_URL the library's environment has no name for (`target_session_attrs` of a
+    primary and its standby, `sslmode`, `application_name`...) given to each connection."""
 
     def __init__(self, env: Any):
         super().__init__(env)
         pool = self.datastore.pool
         pool.timeout = POOL_WAIT_SECONDS
         pool.reconnect_timeout = RECONNECT_GIVE_UP_SECONDS
+        pool.kwargs.update(orjson.loads(self.env.get(CONNINFO_REST) or "{}"))
         pool.kwargs["connect_timeout"] = CONNECT_TIMEOUT_SECONDS
+
+
+CONNINFO_REST = "SANDESH_CONNINFO_REST"  # DATABASE_URL's parameters beyond the library's own names, as JSON
+NAMED = ("dbname", "host", "port", "user", "password", "connect_timeout")
 
 
 def eventsourcing_env(settings: Settings, *, create_table: bool = False, pool_size: int | None = None) -> dict[str, str]:
     """The eventsourcing library's configuration, built from our settings (never from os.environ)."""
     params = conninfo_to_dict(settings.database_url)
+    rest = {name: value for name, value in params.items() if name not in NAMED}
     cipher_key = base64.b64encode(derive_key(settings.require_secret_key(), "event-store")).decode()
     return {
         "PERSISTENCE_MODULE": "sandesh.projections.store:SandeshFactory",
@@ -242,4 +250,5 @@ def eventsourcing_env(settings: Settings, *, create_table: bool = False, pool_si
         "APPLICATION_RECORDER_TOPIC": "sandesh.projections.store:SandeshRecorder",
         "CIPHER_TOPIC": "sandesh.projections.store:Cipher",
         "CIPHER_KEY": cipher_key,
+        CONNINFO_REST: orjson.dumps(rest).decode(),
     }
