@@ -20,9 +20,11 @@ def _free_port() -> int:
 
 
 class PrivatePostgres:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, standby_of: PrivatePostgres | None = None):
+        """A new cluster, or (`standby_of`) a streaming standby of that running primary, made by
+        pg_basebackup -R under the name `standby`."""
         import pgserver
-        from pgserver._commands import POSTGRES_BIN_PATH
+        from pgserver._commands import POSTGRES_BIN_PATH, pg_basebackup
 
         self.root, self.port = root, _free_port()
         self.data, self.sockets, self.log = root / "data", root / "sockets", root / "server.log"
@@ -46,7 +48,11 @@ class PrivatePostgres:
             self.log.touch()
             os.chown(self.log, user.pw_uid, user.pw_gid)
             self._run_as = {"user": pwd.getpwnam("pgserver").pw_uid}
-        self._initdb(["-U", "root", "--auth=trust", "-E", "UTF8", "--no-sync"], pgdata=self.data, **self._run_as)
+        if standby_of is None:
+            self._initdb(["-U", "root", "--auth=trust", "-E", "UTF8", "--no-sync"], pgdata=self.data, **self._run_as)
+        else:
+            pg_basebackup(["-D", str(self.data), "-R", "-X", "stream", "-U", "root", "-h", "127.0.0.1",
+                           "-p", str(standby_of.port), "-d", "application_name=standby"], **self._run_as)
 
     @property
     def url(self) -> str:
@@ -63,6 +69,10 @@ class PrivatePostgres:
             except psycopg.OperationalError:
                 assert time.monotonic() < deadline, self.log.read_text()[-2000:]
                 time.sleep(0.1)
+
+    def promote(self) -> None:
+        """A standby becomes the primary (as Patroni or an operator's `pg_ctl promote` does)."""
+        self._pg_ctl(["-w", "promote"], pgdata=self.data, **self._run_as)
 
     def stop(self, mode: str = "fast") -> None:
         """`fast` ends every session and stops, as an operator's restart would; `immediate` is a crash."""
