@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -104,6 +105,7 @@ def test_a_primary_crashed_under_traffic_fails_over_to_its_standby_and_nothing_i
         processes.stop_all()
         standby.remove()
         primary.remove()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _accepting(api: str, key: str) -> bool:

@@ -159,6 +159,8 @@ def test_a_key_rotated_under_traffic_is_retired_and_the_service_runs_on_the_new_
             assert runtime.app.sims.sim_pin(pin_sealed["pin_sealed"]) == "2468"
             assert runtime.app.people.sealer.open(runtime.app.people.person(person.id).totp_sealed) == app_secret
         command(new, "clock", "advance", "1801")  # the SIMs' pacing windows, full of the traffic's sends, open again
+        wait_until(lambda: requests.get(f"{api}/v1/ready", timeout=5).status_code == 200,  # a heartbeat on the
+                   "a SIM to be a route again", timeout=90)                                 # moved clock
         after = requests.post(f"{api}/v1/sms/send", json={"to": "9779841000999", "text": "after the rotation"},
                               headers=headers, timeout=10)
         assert after.status_code == 202, after.text
