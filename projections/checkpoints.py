@@ -17,7 +17,7 @@ from psycopg.rows import dict_row, tuple_row
 from sandesh.domain import release
 
 from .contract import Projection
-from .rows import MemoryRows
+from .rows import SpillingRows
 
 DDL = """
 CREATE TABLE IF NOT EXISTS sandesh_checkpoints (
@@ -40,22 +40,21 @@ def read(conn: Any) -> dict[str, dict[str, Any]]:
             "SELECT name, position, made_at, rows, seconds, verified, release FROM sandesh_checkpoints ORDER BY name")}
 
 
-def load(conn: Any, name: str, view: Projection, memory: MemoryRows, into: str) -> int:
+def load(conn: Any, name: str, view: Projection, memory: SpillingRows, into: str) -> int:
     """The checkpoint's rows, as its handlers left them: those of the tables `memory` lets go of
     (rows.py, `SpillingRows`) copied by the server into the same tables in schema `into`, where
     they are taken back when an event changes them; the others into `memory`.  Returns how
     many rows."""
     total = 0
-    spillable = getattr(memory, "spillable", set())
     with conn.cursor(row_factory=dict_row) as cur:
         for table in view.tables:
             source = f'"{schema(name)}"."{table}"'
-            if table in spillable:
+            if table in memory.spillable:
                 columns = ", ".join(f'"{r["column_name"]}"' for r in cur.execute(
                     "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s"
                     " ORDER BY ordinal_position", (schema(name), table)).fetchall())
                 copied = cur.execute(f'INSERT INTO "{into}"."{table}" ({columns}) SELECT {columns} FROM {source}').rowcount
-                memory.spilled[table] += copied  # type: ignore[attr-defined]
+                memory.spilled[table] += copied
                 total += copied
                 continue
             cur.execute(f"SELECT * FROM {source}")

@@ -188,10 +188,6 @@ class RingCipher:
         raise ValueError("Invalid cipher tag: no key of this process opens the event "
                          "(docs/operations.md, \"Rotating the key\")")
 
-    def written_with(self, ciphertext: bytes) -> str | None:
-        """The key id an event state names; None for the first key's format."""
-        return ciphertext[3:7].hex() if ciphertext[:3] == EVENT_MARK else None
-
 
 def _open_event(aead: AESGCM, body: bytes) -> bytes | None:
     try:
@@ -305,7 +301,7 @@ def check(conn: Any, ring: KeyRing) -> list[dict[str, Any]]:
 def record_first_key(conn: Any, ring: KeyRing, opens_log: Callable[[KeyRing], str | None]) -> None:
     """At `db migrate`: a database without a ring records its first key, the one that opens its
     log's first event (`opens_log` gives its id, None for an empty log), else SANDESH_SECRET_KEY."""
-    if read(conn) and _rows(conn, "SELECT 1 FROM sandesh_keys LIMIT 1"):
+    if read(conn):
         return
     first = opens_log(ring)
     if first is None:

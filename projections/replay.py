@@ -225,13 +225,13 @@ def _resident() -> int:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def _load(conn: Any, schema: str, view: Projection, memory: MemoryRows) -> int:
+def _load(conn: Any, schema: str, view: Projection, memory: SpillingRows) -> int:
     """COPY the view's rows still in memory into its scratch tables (those spilled are there
     already); returns how many rows the tables hold."""
     total = 0
     for table in view.tables:
         _copy(conn, schema, table, memory.rows[table].values())
-        total += len(memory.rows[table]) + (memory.spilled.get(table, 0) if isinstance(memory, SpillingRows) else 0)
+        total += len(memory.rows[table]) + memory.spilled.get(table, 0)
     with conn.cursor() as cur:
         for table in view.tables:
             cur.execute(f'ANALYZE "{schema}"."{table}"')
@@ -460,12 +460,13 @@ def checkpoint(runtime: Runtime, names: list[str], *, from_zero: bool = False,
                            memory_budget=memory_budget)
             verified = "a fresh fold from zero"
             if onward:
-                fresh = _build(runtime, conn, "checkpoint_fresh_", names, upto=built["position"],
-                               memory_budget=memory_budget)
-                differ = {name: {t: n for t, n in checkpoints.differences(
-                    conn, PROJECTIONS[name], f"checkpoint_new_{name}", f"checkpoint_fresh_{name}").items() if n}
-                    for name in names}
-                differ = {name: tables for name, tables in differ.items() if tables}
+                _build(runtime, conn, "checkpoint_fresh_", names, upto=built["position"], memory_budget=memory_budget)
+                differ = {}
+                for name in names:
+                    tables = checkpoints.differences(conn, PROJECTIONS[name], f"checkpoint_new_{name}",
+                                                     f"checkpoint_fresh_{name}")
+                    if any(tables.values()):
+                        differ[name] = {table: n for table, n in tables.items() if n}
                 if differ:
                     return {"ok": False, "position": built["position"], "differ": differ,
                             "seconds": round(time.monotonic() - started, 3)}

@@ -89,6 +89,17 @@ def database_url() -> Iterator[str]:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@pytest.fixture
+def empty_database_url() -> Iterator[str]:
+    """A new database, not migrated (a test's own release or an earlier one migrates it), dropped afterwards."""
+    name = f"sandesh_test_{uuid.uuid4().hex[:12]}"
+    with _admin() as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield psycopg.conninfo.make_conninfo(SERVER_URL, dbname=name)
+    with _admin() as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture(scope="module")
 def env(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return {

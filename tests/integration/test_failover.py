@@ -19,7 +19,7 @@ import psycopg
 import requests
 
 from tests.conftest import ROOT, SECRET_KEY, free_port
-from tests.integration.test_mixed_releases import Processes, Traffic, answering, wait_until
+from tests.installation import Processes, Traffic, answering, wait_until
 from tests.private_postgres import PrivatePostgres
 
 

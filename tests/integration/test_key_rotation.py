@@ -21,20 +21,17 @@ from sandesh.domain.settings import Settings
 from sandesh.domain.signature import verify_signature
 from sandesh.projections.keys import EVENT_MARK, key_id
 from sandesh.scripts.bootstrap import bootstrap
-from tests.conftest import ROOT, SERVER_URL, free_port
-from tests.integration.test_mixed_releases import Processes, Traffic, answering, wait_until
+from tests.conftest import ROOT, free_port
+from tests.installation import Processes, Traffic, answering, devices, wait_until
 from tests.receiver import Receiver
 
 OLD = "the-key-this-installation-began-with-0123456789"
 NEW = "the-key-that-replaces-it-after-a-leak-9876543210"
 
 
-def test_a_key_rotated_under_traffic_is_retired_and_the_service_runs_on_the_new_key_alone(tmp_path):
-    name = f"sandesh_keys_{os.getpid()}"
-    url = psycopg.conninfo.make_conninfo(SERVER_URL, dbname=name)
-    with psycopg.connect(SERVER_URL, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{name}"')
+def test_a_key_rotated_under_traffic_is_retired_and_the_service_runs_on_the_new_key_alone(tmp_path,
+                                                                                          empty_database_url):
+    url = empty_database_url
     receiver = Receiver(tmp_path)
     base = {**{k: v for k, v in os.environ.items() if not k.startswith(("SANDESH_", "DATABASE_URL"))},
             "DATABASE_URL": url, "SANDESH_CLOCK": "test", "SANDESH_WEBHOOK_ALLOW_PRIVATE": "1",
@@ -63,15 +60,15 @@ def test_a_key_rotated_under_traffic_is_retired_and_the_service_runs_on_the_new_
     phones = tmp_path / "phones.jsonl"
     traffic = None
     try:
-        modems = processes.start("emulator", [*cli, "emulator", "--sims", "2", "--phones-log", str(phones)], old)
+        processes.start("emulator", [*cli, "emulator", "--sims", "2", "--phones-log", str(phones)], old)
         command(old, "db", "migrate")
         workspace = command(old, "workspace", "create", "--name", "Keys", "--types", "transactional,otp")["id"]
         command(old, "workspace", "activate", workspace)
         command(old, "workspace", "credit", workspace, "10000000")
         client = command(old, "client", "create", "--workspace", workspace, "--brand", "Keys",
                          "--webhook-url", receiver.url("/hooks"), "--rate-limit", "100")
-        devices = wait_until(lambda: _devices_of(modems, tmp_path / "emulator.log"), "the emulator's modems")
-        for n, device in enumerate(devices):
+        ports = wait_until(lambda: devices(tmp_path / "emulator.log", 2), "the emulator's modems")
+        for n, device in enumerate(ports):
             command(old, "sim", "add", "--name", f"sim-{n}", "--port", device)
         command(old, "sim", "update", "sim-0", "--pin", "2468")
         with _runtime(old) as runtime:  # an owner with an authenticator app
@@ -182,8 +179,6 @@ def test_a_key_rotated_under_traffic_is_retired_and_the_service_runs_on_the_new_
             traffic.stop.set()
         processes.stop_all()
         receiver.close()
-        with psycopg.connect(SERVER_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 class _runtime:
@@ -195,11 +190,6 @@ class _runtime:
 
     def __exit__(self, *_):
         self.runtime.close()
-
-
-def _devices_of(process, log) -> list[str]:
-    lines = [line for line in log.read_text().splitlines() if line.startswith("{")] if log.exists() else []
-    return [json.loads(line)["device"] for line in lines] if len(lines) >= 2 else []
 
 
 def _received(phones, number: str) -> list[str]:

@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import threading
 import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -27,7 +24,8 @@ import requests
 from sandesh.domain.release import OLDEST_PEER, VERSION
 from sandesh.domain.signature import verify_signature
 from sandesh.scripts.corpus_release import release_install
-from tests.conftest import ROOT, SERVER_URL, free_port
+from tests.conftest import ROOT, free_port
+from tests.installation import Processes, Traffic, answering, devices, wait_until
 from tests.receiver import Receiver
 
 # The release this one upgrades from one process at a time: its commit (tagged v0.2.0, CHANGELOG.md),
@@ -36,101 +34,15 @@ PREVIOUS = "bf68981"
 CREDIT = 10_000_000
 
 
-class Processes:
-    """The long-running processes of one test, by name; stopped with SIGTERM as an operator would."""
-
-    def __init__(self, logs: Path):
-        self.logs, self.running = logs, {}
-
-    def start(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
-        log = open(self.logs / f"{name}.log", "ab")
-        self.running[name] = subprocess.Popen(argv, env=env, cwd=self.logs, stdout=log, stderr=log,
-                                              stdin=subprocess.DEVNULL, start_new_session=True)
-        return self.running[name]
-
-    def stop(self, name: str) -> None:
-        process = self.running.pop(name)
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-
-    def stop_all(self) -> None:
-        for name in list(self.running):
-            self.stop(name)
-
-
-class Traffic:
-    """Sends to whichever APIs are up, in turn; keeps every answer's status and each 202's id.
-    A connection refused by an API being restarted is tried on the next one."""
-
-    def __init__(self, key: str):
-        self.key, self.urls = key, []
-        self.acked: dict[str, str] = {}  # message id -> its text
-        self.statuses: Counter[int] = Counter()
-        self.stop = threading.Event()
-        self.lock = threading.Lock()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        session, n = requests.Session(), 0
-        while not self.stop.wait(0.25):
-            n += 1
-            text = f"rolling upgrade {n}"
-            for _ in range(4):
-                with self.lock:
-                    urls = list(self.urls)
-                if not urls:
-                    break
-                url = urls[n % len(urls)]
-                try:
-                    answer = session.post(f"{url}/v1/sms/send", timeout=10, json={"to": "9779841000001", "text": text},
-                                          headers={"x-api-key": self.key, "Idempotency-Key": f"upgrade-{n}"})
-                except requests.ConnectionError:  # the same request, with the same key, to another API
-                    urls.remove(url)
-                    continue
-                self.statuses[answer.status_code] += 1
-                if answer.status_code == 202:
-                    self.acked[answer.json()["messageId"]] = text
-                break
-
-    def serve_at(self, *urls: str) -> None:
-        with self.lock:
-            self.urls = list(urls)
-
-
-def wait_until(check, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.25)
-    return found
-
-
-def answering(url: str) -> bool:
-    """The API answers.  Asked without `requests`, whose answers the suite checks against this
-    release's document: the previous release's health answer has no `version`."""
-    try:
-        with urllib.request.urlopen(f"{url}/v1/health", timeout=2) as answer:
-            return answer.status == 200
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def previous() -> Path:
     """The previous release's own `sandesh`, installed from its tag (built once, kept under var/)."""
     return release_install(PREVIOUS)
 
 
-def test_a_rolling_upgrade_under_traffic_loses_nothing_charges_once_and_replays_equal(previous, tmp_path):
-    name = f"sandesh_rolling_{os.getpid()}"
-    url = psycopg.conninfo.make_conninfo(SERVER_URL, dbname=name)
-    with psycopg.connect(SERVER_URL, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{name}"')
+def test_a_rolling_upgrade_under_traffic_loses_nothing_charges_once_and_replays_equal(previous, tmp_path,
+                                                                                     empty_database_url):
+    url = empty_database_url
     receiver = Receiver(tmp_path)
     base = {**{k: v for k, v in os.environ.items()
                if not k.startswith(("SANDESH_", "PYTHON", "VIRTUAL_ENV", "DATABASE_URL", "REQUESTS_CA_BUNDLE"))},
@@ -155,15 +67,15 @@ def test_a_rolling_upgrade_under_traffic_loses_nothing_charges_once_and_replays_
     traffic = None
     try:
         # An installation of the previous release: four SIMs on two modem hosts.
-        modems = processes.start("emulator", [*new, "emulator", "--sims", "4", "--phones-log", str(phones)], new_env)
+        processes.start("emulator", [*new, "emulator", "--sims", "4", "--phones-log", str(phones)], new_env)
         assert command(old, old_env, "db", "migrate") == {"ok": True}
         workspace = command(old, old_env, "workspace", "create", "--name", "Rolling", "--types", "transactional")["id"]
         command(old, old_env, "workspace", "activate", workspace)
         command(old, old_env, "workspace", "credit", workspace, str(CREDIT))
         client = command(old, old_env, "client", "create", "--workspace", workspace, "--brand", "Rolling",
                          "--webhook-url", receiver.url("/hooks"), "--rate-limit", "100")
-        devices = wait_until(lambda: _devices(modems, tmp_path / "emulator.log"), "the emulator's modems")
-        for n, device in enumerate(devices):
+        ports = wait_until(lambda: devices(tmp_path / "emulator.log", 4), "the emulator's modems")
+        for n, device in enumerate(ports):
             command(old, old_env, "sim", "add", "--name", f"sim-{n}", "--port", device, "--host", f"h{n % 2}")
         old_api, new_api = f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
         processes.start("old-serve", [*old, "serve", "--bind", old_api[7:], "--workers", "1"], old_env)
@@ -270,11 +182,4 @@ def test_a_rolling_upgrade_under_traffic_loses_nothing_charges_once_and_replays_
             traffic.stop.set()
         processes.stop_all()
         receiver.close()
-        with psycopg.connect(SERVER_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
-
-def _devices(process: subprocess.Popen, log: Path) -> list[str]:
-    """The emulator's pseudo-terminals, from the JSON line it prints per modem."""
-    lines = [line for line in log.read_text().splitlines() if line.startswith("{")]
-    return [json.loads(line)["device"] for line in lines] if len(lines) >= 4 else []
