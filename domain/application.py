@@ -1,5 +1,5 @@
 """Sandesh: every use case of the service, by context (domain/usecases/), built from the
-dependencies the wiring gives (scripts/bootstrap.py over PostgreSQL; tests/memory.py in memory).
+dependencies the wiring gives (scripts/service/bootstrap.py over PostgreSQL; tests/memory.py in memory).
 Nothing is attached after construction: a use case has what it needs or is not built."""
 from __future__ import annotations
 

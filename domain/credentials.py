@@ -17,7 +17,7 @@ SECRET_PREFIX = "whsec_"
 
 # Where new ids' random bytes come from.  os.urandom lets go of the GIL at every call, which costs
 # a thread switch per id when many request threads wait for it; the wiring gives OpenSSL's
-# generator instead (scripts/bootstrap.py; docs/performance.md, "Random bytes without a thread switch").
+# generator instead (scripts/service/bootstrap.py; docs/performance.md, "Random bytes without a thread switch").
 _random_bytes: Callable[[int], bytes] = os.urandom
 
 

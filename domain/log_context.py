@@ -1,6 +1,6 @@
 """What a log line is about: the request, workspace, client, message and SIM the code is
 working for, carried in a context variable so that every log call below picks it up
-(scripts/logs.py puts them in each JSON line; docs/design.md, "Logs").  Only identifiers go
+(scripts/service/logs.py puts them in each JSON line; docs/design.md, "Logs").  Only identifiers go
 here: never a key, a secret, a code or a text."""
 from __future__ import annotations
 

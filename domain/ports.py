@@ -1,6 +1,6 @@
 """What the use cases (domain/usecases/) need from storage besides the log, as
 protocols; their PostgreSQL side lives in projections/ (idempotency.Keys, otp_limits.Windows,
-optouts.OptOuts) and is plugged in by the wiring (scripts/bootstrap.py)."""
+optouts.OptOuts) and is plugged in by the wiring (scripts/service/bootstrap.py)."""
 from __future__ import annotations
 
 from contextlib import AbstractContextManager

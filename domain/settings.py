@@ -38,7 +38,7 @@ class Settings:
     webhook_allow_private: bool = False
     requests_ca_bundle: str | None = None
     log_level: str = "INFO"
-    log_format: str = "text"  # or "json": one JSON object per line (scripts/logs.py)
+    log_format: str = "text"  # or "json": one JSON object per line (scripts/service/logs.py)
     trusted_proxies: tuple[str, ...] = field(default_factory=tuple)
     pool_size: int = 4
     route_window: float = 60.0  # a SIM is a route while its last healthy heartbeat is this recent

@@ -86,7 +86,7 @@ def create_tables(conn: psycopg.Connection) -> None:
 
 
 def events_by_topic(conn: Any) -> dict[str, int]:
-    """How many events of each topic the log holds (a corpus's manifest, scripts/corpus.py)."""
+    """How many events of each topic the log holds (a corpus's manifest, scripts/devtools/corpus.py)."""
     rows = conn.execute("SELECT topic, count(*) FROM sandesh_events GROUP BY topic ORDER BY topic").fetchall()
     return {topic: count for topic, count in rows}
 

@@ -320,7 +320,7 @@ PROJECTION = Projection.composed(
            "people"),
     inline=True, notices=_notices)
 
-# What the application hands to the recorder (scripts/bootstrap.py): write an append's rows on its cursor.
+# What the application hands to the recorder (scripts/service/bootstrap.py): write an append's rows on its cursor.
 inline_writer: Callable[[Sequence[Any]], Callable[[Any], None]] = PROJECTION.inline_writer
 
 

@@ -1,6 +1,6 @@
 """The handle every process holds on the running store: settings, the use cases over the log,
 the service clock, pooled connections and the database's health.  It is built by the wiring in
-`scripts/bootstrap.py`; code here and in the workers only uses it."""
+`scripts/service/bootstrap.py`; code here and in the workers only uses it."""
 from __future__ import annotations
 
 from contextlib import contextmanager

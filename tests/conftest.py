@@ -53,7 +53,7 @@ def _test_server() -> str:
         return DEFAULT_SERVER
     except psycopg.OperationalError:
         pass
-    from sandesh.scripts.up import embedded_database
+    from sandesh.scripts.service.up import embedded_database
 
     url = embedded_database(ROOT / "var" / "test-pg", "postgres")
     sys.stderr.write(f"no PostgreSQL at {DEFAULT_SERVER}: the tests run on an embedded one ({url})\n")
@@ -82,7 +82,7 @@ def database_url() -> Iterator[str]:
         conn.execute(f'CREATE DATABASE "{name}"')
     url = psycopg.conninfo.make_conninfo(SERVER_URL, dbname=name)
     env = {**os.environ, "DATABASE_URL": url, "SANDESH_SECRET_KEY": SECRET_KEY}
-    subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "db", "migrate"], env=env, cwd=ROOT,
+    subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", "db", "migrate"], env=env, cwd=ROOT,
                    check=True, capture_output=True)
     yield url
     with _admin() as conn:
@@ -114,7 +114,7 @@ def env(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str
 def runtime(env: dict[str, str]) -> Iterator[Any]:
     """The application and its database, in the test process (the dispatcher's tests need 6 connections)."""
     from sandesh.domain.settings import Settings
-    from sandesh.scripts.bootstrap import bootstrap
+    from sandesh.scripts.service.bootstrap import bootstrap
 
     rt = bootstrap(Settings.from_env(env), pool_size=6)
     yield rt
@@ -129,7 +129,7 @@ class Sandesh:
         self.after_clock_advance: list[Callable[[], None]] = []
 
     def run(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        done = subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", *args], env={**self.env, **(env or {}),
+        done = subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", *args], env={**self.env, **(env or {}),
                               "PYTHONPATH": str(ROOT)}, cwd=self.cwd, capture_output=True, text=True, timeout=60)
         if args[:2] == ("clock", "advance") and done.returncode == 0:
             for hook in self.after_clock_advance:
@@ -162,7 +162,7 @@ class Server:
         env = {"SANDESH_PUBLIC_URL": self.url, **env}  # the links it hands out lead to it
         self.log = open(Path(env.get("SANDESH_TEST_LOGDIR", "/tmp")) / f"sandesh-serve-{self.port}.log", "w+")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "sandesh.scripts.cli", "serve", "--bind", f"127.0.0.1:{self.port}",
+            [sys.executable, "-m", "sandesh.scripts.service.cli", "serve", "--bind", f"127.0.0.1:{self.port}",
              "--workers", str(workers), *args],
             env={**env, "PYTHONPATH": str(ROOT)}, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
@@ -200,7 +200,7 @@ def server(env: dict[str, str]) -> Iterator[Server]:
 def projections_worker(env: dict[str, str]) -> Iterator[subprocess.Popen]:
     """A real `sandesh worker projections`: the followed read models trail the log by about a
     second, as in service."""
-    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", "projections"], cwd=ROOT,
+    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "worker", "projections"], cwd=ROOT,
                               env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     yield worker

@@ -53,7 +53,7 @@ NEEDS_NEWER_RELEASE = NeedsNewerRelease.exit_status
 def run_one(name: str, settings: Settings, open_runtime: Callable[[Settings, int, str], Runtime],
             **options: object) -> int:
     """Run one worker in this process until SIGTERM or Ctrl-C; `open_runtime` is the wiring
-    (scripts/bootstrap.py), given by the caller so that workers do not import the entry points."""
+    (scripts/service/bootstrap.py), given by the caller so that workers do not import the entry points."""
     settings.require_secret_key()
     stop = stop_on_signals()
     worker = WORKERS[name]
@@ -72,7 +72,7 @@ def run_one(name: str, settings: Settings, open_runtime: Callable[[Settings, int
 
 def run_all(settings: Settings, extra_args: list[str]) -> int:
     settings.require_secret_key()
-    children = [Child(f"worker {name}", [sys.executable, "-m", "sandesh.scripts.cli", *extra_args, "worker", name])
+    children = [Child(f"worker {name}", [sys.executable, "-m", "sandesh.scripts.service.cli", *extra_args, "worker", name])
                 for name in WORKERS]
     return supervise(children, stop_on_signals())
 

@@ -35,9 +35,9 @@ from sandesh.domain.pacing import PARTS_PER_WINDOW, WINDOW_SECONDS
 from sandesh.domain.sending import parse_send
 from sandesh.domain.settings import Settings
 from sandesh.projections import db
-from sandesh.scripts.bootstrap import bootstrap
-from sandesh.scripts.commands import register_emulated
-from sandesh.scripts.emulator import Emulator
+from sandesh.scripts.service.bootstrap import bootstrap
+from sandesh.scripts.service.commands import register_emulated
+from sandesh.scripts.devtools.emulator import Emulator
 
 from .common import ROOT, funded_workspace, percentile, scratch_database
 
@@ -103,7 +103,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def start(args: list[str], env: dict[str, str], log: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", *args], env=env, cwd=ROOT,
+    return subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", *args], env=env, cwd=ROOT,
                             stdout=open(log, "w"), stderr=subprocess.STDOUT)
 
 

@@ -21,7 +21,7 @@ import orjson
 import requests
 
 from sandesh.domain.settings import Settings
-from sandesh.scripts.bootstrap import bootstrap
+from sandesh.scripts.service.bootstrap import bootstrap
 
 from .common import ROOT, funded_workspace, percentile, reported_route, scratch_database
 
@@ -82,7 +82,7 @@ def main() -> None:
             workspace = funded_workspace(runtime.app, "Batch bench", 10**13)
             runtime.app.operators.set_promo_hours(workspace, "off", "bench")  # promotions queued at any hour
             keys = [runtime.app.operators.create_client(workspace, f"B{c}", None, 10**6, "bench")[1] for c in range(4)]
-            server = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "serve", "--bind", "127.0.0.1:18711"],
+            server = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "serve", "--bind", "127.0.0.1:18711"],
                                       env={**env, "SANDESH_LOG_LEVEL": "WARNING"}, cwd=ROOT,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:

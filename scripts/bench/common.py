@@ -28,7 +28,7 @@ def scratch_database() -> Iterator[dict[str, str]]:
     env = {**os.environ, "DATABASE_URL": make_conninfo(SERVER, dbname=name), "SANDESH_SECRET_KEY": SECRET_KEY,
            "PYTHONPATH": str(ROOT)}
     try:
-        subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "db", "migrate"], env=env, check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", "db", "migrate"], env=env, check=True, capture_output=True)
         yield env
     finally:
         with psycopg.connect(SERVER, autocommit=True) as conn:

@@ -59,7 +59,7 @@ def create_app() -> falcon.App:
 
 
 def main() -> None:
-    from sandesh.scripts.serve import Gunicorn, _cores
+    from sandesh.scripts.service.serve import Gunicorn, _cores
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("bind", metavar="HOST:PORT")

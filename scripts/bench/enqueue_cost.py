@@ -22,7 +22,7 @@ from sandesh.domain.settings import Settings
 from sandesh.projections import dispatch
 from sandesh.projections.rows import Computed, SqlRows
 from sandesh.projections.store import StatementBuffer
-from sandesh.scripts.bootstrap import bootstrap
+from sandesh.scripts.service.bootstrap import bootstrap
 
 from .backlog import fill
 from .common import funded_workspace, scratch_database

@@ -14,7 +14,7 @@ import statistics
 
 from sandesh.domain.settings import Settings
 from sandesh.projections import dispatch
-from sandesh.scripts.bootstrap import bootstrap
+from sandesh.scripts.service.bootstrap import bootstrap
 
 from .backlog import fill
 from .common import funded_workspace, scratch_database

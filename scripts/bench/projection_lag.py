@@ -23,7 +23,7 @@ import psycopg
 
 from sandesh.domain.sending import parse_send
 from sandesh.domain.settings import Settings
-from sandesh.scripts.bootstrap import bootstrap
+from sandesh.scripts.service.bootstrap import bootstrap
 
 from .common import ROOT, bench_clients, percentile, scratch_database
 
@@ -39,7 +39,7 @@ def main() -> None:
     args = parser.parse_args()
     with scratch_database() as env:
         runtime = bootstrap(Settings.from_env(env), pool_size=THREADS, group_commit=True)
-        worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", "projections"], env=env,
+        worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "worker", "projections"], env=env,
                                   cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             print(orjson.dumps(measure(runtime, env["DATABASE_URL"], args.rate, args.seconds)).decode())

@@ -34,7 +34,7 @@ from sandesh.domain.message import accept
 from sandesh.domain.sending import parse_send
 from sandesh.domain.settings import Settings
 from sandesh.projections import replay
-from sandesh.scripts.bootstrap import bootstrap
+from sandesh.scripts.service.bootstrap import bootstrap
 
 from .common import ROOT, bench_clients, scratch_database
 
@@ -125,7 +125,7 @@ def run(events: int, shape: str, profile: bool) -> dict:
                 print(out.getvalue())
             else:
                 started = time.monotonic()
-                done = subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "replay"], env=env, cwd=ROOT,
+                done = subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", "replay"], env=env, cwd=ROOT,
                                       capture_output=True, text=True, check=True)
                 wall = time.monotonic() - started
                 summary = orjson.loads(done.stdout)

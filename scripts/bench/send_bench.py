@@ -31,7 +31,7 @@ import requests
 
 from sandesh.domain.settings import Settings
 from sandesh.projections import follower
-from sandesh.scripts.bootstrap import bootstrap
+from sandesh.scripts.service.bootstrap import bootstrap
 
 from .common import ROOT, funded_workspace, scratch_database
 
@@ -84,11 +84,11 @@ def product(env: dict[str, str], stack: ExitStack) -> Iterator[dict[str, list[in
     worker all` and `sandesh serve` (no flag), sends accepted; yields the pids of its processes
     by role ("serve" for the API's workers, "projections", "dispatch", "webhooks")."""
     quiet = dict(env)  # the default log level: an access line per request (to /dev/null)
-    emulator = stack.enter_context(_running(["sandesh.scripts.cli", "emulator", "--sims", "2", "--register"], quiet))
+    emulator = stack.enter_context(_running(["sandesh.scripts.service.cli", "emulator", "--sims", "2", "--register"], quiet))
     time.sleep(3)  # the modems registered
     assert emulator.poll() is None, "the emulator did not start"
-    workers = stack.enter_context(_running(["sandesh.scripts.cli", "worker", "all"], quiet))
-    serve = stack.enter_context(_running(["sandesh.scripts.cli", "serve", "--bind", f"127.0.0.1:{SANDESH}"], quiet,
+    workers = stack.enter_context(_running(["sandesh.scripts.service.cli", "worker", "all"], quiet))
+    serve = stack.enter_context(_running(["sandesh.scripts.service.cli", "serve", "--bind", f"127.0.0.1:{SANDESH}"], quiet,
                                          f"http://127.0.0.1:{SANDESH}/v1/health"))
     time.sleep(2)  # every process up
     pids = {"serve": children(serve.pid)}

@@ -55,7 +55,7 @@ def prepare(env: dict[str, str], sims: int) -> str:
     """SIMs reported on once, and a signed-in operator; returns the operator's session id."""
     from sandesh.domain.settings import Settings
     from sandesh.projections import sessions, sim_health
-    from sandesh.scripts.bootstrap import bootstrap
+    from sandesh.scripts.service.bootstrap import bootstrap
 
     runtime = bootstrap(Settings.from_env(env))
     try:
@@ -79,7 +79,7 @@ def main() -> None:
     with scratch_database() as env:
         session = prepare(env, args.sims)
         port = 8000 + os.getpid() % 1000
-        serve = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "serve", "--bind", f"127.0.0.1:{port}",
+        serve = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "serve", "--bind", f"127.0.0.1:{port}",
                                   "--workers", "1"], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)
         try:

@@ -4,7 +4,7 @@
         [--slow-receivers K] [--repeat N]
 
 In a scratch database: one client whose webhook URL is the example receiver
-(scripts/example_receiver.py, its own process, verifying every signature) behind a trustme
+(scripts/devtools/example_receiver.py, its own process, verifying every signature) behind a trustme
 certificate; EVENTS messages each end `failed`, so each makes one message.status delivery.
 For each concurrency a fresh client and fresh events; the figure is from the sender's start
 until the last delivery is recorded as delivered (following the log, signing, POSTing over
@@ -77,7 +77,7 @@ def main() -> None:
 
 
 def _receiver(env: dict[str, str], tmp: str, port: int, secret: str, delay: float = 0.0) -> subprocess.Popen:
-    receiver = subprocess.Popen([sys.executable, "scripts/example_receiver.py", "--port", str(port),
+    receiver = subprocess.Popen([sys.executable, "scripts/devtools/example_receiver.py", "--port", str(port),
                                  "--cert", f"{tmp}/receiver.pem", "--delay", str(delay)], cwd=ROOT,
                                 env={**env, "WEBHOOK_SECRET": secret},
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -97,7 +97,7 @@ def run(env: dict[str, str], tmp: str, events: int, concurrency: int, slow: int 
     from the moment every delivery existed until the last was recorded."""
     from sandesh.domain.sending import parse_send
     from sandesh.domain.settings import Settings
-    from sandesh.scripts.bootstrap import bootstrap
+    from sandesh.scripts.service.bootstrap import bootstrap
     from sandesh.workers.webhooks import POOL_SIZE, WebhookSender
 
     runtime = bootstrap(Settings.from_env(env), pool_size=POOL_SIZE)  # as `sandesh worker webhooks` opens it

@@ -1,5 +1,5 @@
 """The log outlives the code.  Each folder of tests/corpus/ holds a log written by an earlier
-release's own processes (scripts/corpus.py: its API, workers, emulator and commands, run through
+release's own processes (scripts/devtools/corpus.py: its API, workers, emulator and commands, run through
 one scripted workload), what that release answered at the end, and the keys and ids of it.
 
 This release restores each log into a fresh database, migrates it, finds its read models equal
@@ -29,7 +29,7 @@ import requests
 from sandesh.domain.clock import parse_iso
 from sandesh.domain.release import OLDEST_PEER, VERSION
 from sandesh.domain.signature import verify_signature
-from sandesh.scripts.corpus_release import pg_tool
+from sandesh.scripts.devtools.corpus_release import pg_tool
 from tests.conftest import ROOT, SERVER_URL, Sandesh, Server, _admin
 
 CORPUS = ROOT / "tests" / "corpus"
@@ -184,7 +184,7 @@ class Modems:
     def __init__(self, env: dict[str, str], sims: int, phones: Path):
         self.phones = phones
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "sandesh.scripts.cli", "emulator", "--sims", str(sims), "--phones-log", str(phones),
+            [sys.executable, "-m", "sandesh.scripts.service.cli", "emulator", "--sims", str(sims), "--phones-log", str(phones),
              "--report-delay", "0.3"], cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)}, stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.modems = [json.loads(self.process.stdout.readline()) for _ in range(sims)]
@@ -273,7 +273,7 @@ def takes_over(sandesh: Sandesh, server: Server, env: dict[str, str], manifest: 
     modems = Modems(env, manifest["emulator"]["sims"], tmp_path / "phones.jsonl")
     for modem in modems.modems:
         sandesh("sim", "update", modem["name"], "--port", modem["device"])
-    workers = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", "all"], cwd=ROOT,
+    workers = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "worker", "all"], cwd=ROOT,
                                env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
                                stderr=open(tmp_path / "workers.log", "wb"), start_new_session=True)
     foods = Customer(server, clients["foods"])
@@ -362,7 +362,7 @@ def dashboard_opens(sandesh: Sandesh, server: Server, manifest: dict[str, Any]) 
     """The dashboard over the earlier release's log: its people sign in with the passwords and
     authenticator apps they set then (a log without people gets an owner now), and the pages of
     their workspace, its old messages and deliveries, and the operator team's console open."""
-    from sandesh.scripts.corpus_dashboard import Browser
+    from sandesh.scripts.devtools.corpus_dashboard import Browser
 
     now = lambda: service_now(sandesh)  # noqa: E731 - the codes of authenticator apps follow the service clock
     main, story = manifest["workspaces"]["main"], manifest["story"]

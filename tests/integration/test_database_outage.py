@@ -42,7 +42,7 @@ def env(postgres, tmp_path_factory):
            "DATABASE_URL": url, "SANDESH_SECRET_KEY": SECRET_KEY, "SANDESH_CLOCK": "test",
            "SANDESH_WEBHOOK_ALLOW_PRIVATE": "1", "USER": "tester", "PYTHONPATH": str(ROOT),
            "SANDESH_METRICS_DIR": str(tmp_path_factory.mktemp("metrics"))}
-    subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "db", "migrate"], env=env, cwd=ROOT, check=True,
+    subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", "db", "migrate"], env=env, cwd=ROOT, check=True,
                    capture_output=True)
     return env
 
@@ -52,7 +52,7 @@ class Heartbeat:
 
     def __init__(self, env):
         from sandesh.domain.settings import Settings
-        from sandesh.scripts.bootstrap import bootstrap
+        from sandesh.scripts.service.bootstrap import bootstrap
 
         self.runtime = bootstrap(Settings.from_env(env), pool_size=1)
         self.sim = self.runtime.app.sims.add_sim("outage-1", "loop://", 115200, None, "test").id
@@ -174,7 +174,7 @@ def test_an_outage_is_503_with_retry_after_then_every_worker_recovers_and_nothin
 def test_workers_ride_out_an_outage_and_an_otp_after_it_reaches_the_phone(postgres, env, tmp_path):
     """Every worker loop survives the database going away (no process exits): afterwards a code
     is sent through the emulated modem and the counters catch up."""
-    from sandesh.scripts.emulator import Emulator
+    from sandesh.scripts.devtools.emulator import Emulator
 
     sandesh = Sandesh(env, tmp_path)
     ws = sandesh("workspace", "create", "--name", "Ride out")["id"]
@@ -187,7 +187,7 @@ def test_workers_ride_out_an_outage_and_an_otp_after_it_reaches_the_phone(postgr
         [(name, device)] = emulator.devices()
         sandesh("sim", "add", "--name", name, "--port", device)
         log = open(tmp_path / "workers.log", "w+")
-        workers = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", "all"], env=env, cwd=ROOT,
+        workers = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "worker", "all"], env=env, cwd=ROOT,
                                    stdout=log, stderr=subprocess.STDOUT)
         server = Server(env, workers=1)
         try:

@@ -9,8 +9,8 @@ from sandesh.domain.errors import NotCancelable
 from sandesh.domain.sending import parse_send
 from sandesh.projections import follower
 from tests.helpers import funded_workspace
-from sandesh.scripts.commands import register_emulated
-from sandesh.scripts.emulator import Emulator
+from sandesh.scripts.service.commands import register_emulated
+from sandesh.scripts.devtools.emulator import Emulator
 from tests.conftest import running_dispatcher, wait_for_status
 from sandesh.workers.dispatcher import Dispatcher
 
@@ -433,7 +433,7 @@ def _killed_during_at_cmgs(runtime, env, account, host_c, text, reports):
     modem.script_reports(*reports)
     modem.hang_after_pdu(deliver=True)  # the part leaves, +CMGS never comes
     message = send(runtime, account, text)
-    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", "dispatch", "--host", "host-c"],
+    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "worker", "dispatch", "--host", "host-c"],
                               cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

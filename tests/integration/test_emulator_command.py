@@ -11,7 +11,7 @@ from tests.conftest import ROOT
 
 
 def start(env):
-    process = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "emulator", "--sims", "2", "--register"],
+    process = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "emulator", "--sims", "2", "--register"],
                                cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)}, stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     modems = [orjson.loads(process.stdout.readline()) for _ in range(2)]

@@ -42,7 +42,7 @@ def test_a_primary_crashed_under_traffic_fails_over_to_its_standby_and_nothing_i
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SANDESH_", "DATABASE_URL"))},
            "DATABASE_URL": url, "SANDESH_SECRET_KEY": SECRET_KEY, "SANDESH_CLOCK": "test", "USER": "operator",
            "PYTHONPATH": str(ROOT), "SANDESH_METRICS_DIR": str(tmp_path / "metrics")}
-    cli = [sys.executable, "-m", "sandesh.scripts.cli"]
+    cli = [sys.executable, "-m", "sandesh.scripts.service.cli"]
 
     def command(*args: str) -> dict:
         done = subprocess.run([*cli, *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)

@@ -20,7 +20,7 @@ from sandesh.domain import totp
 from sandesh.domain.settings import Settings
 from sandesh.domain.signature import verify_signature
 from sandesh.projections.keys import EVENT_MARK, key_id
-from sandesh.scripts.bootstrap import bootstrap
+from sandesh.scripts.service.bootstrap import bootstrap
 from tests.conftest import ROOT, free_port
 from tests.installation import Processes, Traffic, answering, devices, wait_until
 from tests.receiver import Receiver
@@ -40,7 +40,7 @@ def test_a_key_rotated_under_traffic_is_retired_and_the_service_runs_on_the_new_
     old = {**base, "SANDESH_SECRET_KEY": OLD}
     both = {**base, "SANDESH_SECRET_KEY": NEW, "SANDESH_PREVIOUS_KEYS": OLD}
     new = {**base, "SANDESH_SECRET_KEY": NEW}
-    cli = [sys.executable, "-m", "sandesh.scripts.cli"]
+    cli = [sys.executable, "-m", "sandesh.scripts.service.cli"]
 
     def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
         return subprocess.run([*cli, *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)

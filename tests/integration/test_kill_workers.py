@@ -17,7 +17,7 @@ from tests.receiver import Receiver
 
 
 def _worker(env, name):
-    return subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", name], cwd=ROOT,
+    return subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "worker", name], cwd=ROOT,
                             env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

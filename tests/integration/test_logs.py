@@ -13,7 +13,7 @@ import pytest
 from sandesh.domain import log_context
 from sandesh.domain.sending import parse_send
 from tests.helpers import funded_workspace
-from sandesh.scripts.logs import JsonFormatter
+from sandesh.scripts.service.logs import JsonFormatter
 from tests.conftest import ROOT
 
 
@@ -32,7 +32,7 @@ def test_the_webhook_worker_logs_json_lines_naming_the_client_and_nothing_secret
     stderr = tmp_path / "worker.log"
     with open(stderr, "w") as sink:
         worker = subprocess.Popen(
-            [sys.executable, "-m", "sandesh.scripts.cli", "worker", "webhooks"], cwd=ROOT, stderr=sink,
+            [sys.executable, "-m", "sandesh.scripts.service.cli", "worker", "webhooks"], cwd=ROOT, stderr=sink,
             env={**env, "SANDESH_LOG_FORMAT": "json", "SANDESH_WEBHOOK_ALLOW_PRIVATE": "1",
                  "REQUESTS_CA_BUNDLE": str(receiver.ca_file)})
         try:

@@ -243,15 +243,15 @@ def test_projection_lag_is_what_the_followed_projections_have_still_to_apply(ser
 def test_a_dispatch_worker_counts_each_sims_submits_and_cms_errors(server, env, sandesh, runtime, route):
     """`sandesh worker dispatch` drives an emulated modem whose first submit is refused with
     +CMS ERROR: 38; the queued messages go out through it."""
-    from sandesh.scripts.commands import register_emulated
-    from sandesh.scripts.emulator import Emulator
+    from sandesh.scripts.service.commands import register_emulated
+    from sandesh.scripts.devtools.emulator import Emulator
 
     sandesh("sim", "disable", route.sim_id)  # a loop:// port: no modem to drive
     with Emulator(sims=1, report_delay=0.05) as emulator:
         register_emulated(runtime, emulator.devices(), "test")
         [emu] = [s["id"] for s in sandesh("sim", "list")["sims"] if s["name"] == "emu-1"]
         emulator.modem("emu-1").fail_next("AT+CMGS", "+CMS ERROR: 38")
-        worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", "dispatch"],
+        worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "worker", "dispatch"],
                                   env={**env, "PYTHONPATH": str(ROOT)}, cwd=ROOT, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, text=True)
         try:
@@ -280,7 +280,7 @@ def test_webhook_attempts_are_counted_by_outcome_with_their_duration(server, env
         message = app.history.message(app.sending.send(client.id, workspace, request, 100).id)
         message.fail("no route", at=runtime.clock.now())  # a message.status webhook: failed
         app.log.save(message)
-    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", "webhooks"],
+    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "worker", "webhooks"],
                               env={**env, "PYTHONPATH": str(ROOT), "REQUESTS_CA_BUNDLE": str(receiver.ca_file)},
                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -324,7 +324,7 @@ def test_metrics_answer_200_while_the_database_is_away(tmp_path):
            "PYTHONPATH": str(ROOT)}
     server = None
     try:
-        subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "db", "migrate"], env=env, cwd=ROOT, check=True,
+        subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", "db", "migrate"], env=env, cwd=ROOT, check=True,
                        capture_output=True)
         server = Server(env, workers=2)
         deadline = time.monotonic() + 30

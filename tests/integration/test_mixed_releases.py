@@ -23,7 +23,7 @@ import requests
 
 from sandesh.domain.release import OLDEST_PEER, VERSION
 from sandesh.domain.signature import verify_signature
-from sandesh.scripts.corpus_release import release_install
+from sandesh.scripts.devtools.corpus_release import release_install
 from tests.conftest import ROOT, free_port
 from tests.installation import Processes, Traffic, answering, devices, wait_until
 from tests.receiver import Receiver
@@ -51,7 +51,7 @@ def test_a_rolling_upgrade_under_traffic_loses_nothing_charges_once_and_replays_
             "USER": "operator"}
     old_env = {**base, "SANDESH_METRICS_DIR": str(tmp_path / "old-metrics")}
     new_env = {**base, "SANDESH_METRICS_DIR": str(tmp_path / "new-metrics"), "PYTHONPATH": str(ROOT)}
-    new = [sys.executable, "-m", "sandesh.scripts.cli"]
+    new = [sys.executable, "-m", "sandesh.scripts.service.cli"]
     old = [str(previous)]
 
     def run(release: list[str], env: dict[str, str], *args: str) -> subprocess.CompletedProcess:

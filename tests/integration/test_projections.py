@@ -199,7 +199,7 @@ def test_replay_refuses_unknown_names(sandesh):
 
 def test_worker_all_follows_the_log_and_stops_cleanly_on_sigterm(runtime, clients, env):
     ws, cl = clients[0]
-    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", "all"], cwd=ROOT,
+    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "worker", "all"], cwd=ROOT,
                               env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         request, _ = parse_send({"to": "9779812345678", "text": "followed"})

@@ -30,7 +30,7 @@ def client(sandesh, receiver):
 
 @pytest.fixture(scope="module")
 def webhook_worker(env, receiver):
-    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", "webhooks"],
+    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "worker", "webhooks"],
                               env={**env, "REQUESTS_CA_BUNDLE": str(receiver.ca_file), "PYTHONPATH": str(ROOT)},
                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     yield worker

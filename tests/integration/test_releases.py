@@ -34,7 +34,7 @@ def events(database_url: str) -> int:
 
 
 def worker(env: dict[str, str], *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", *args], cwd=ROOT,
+    return subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "worker", *args], cwd=ROOT,
                             env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
 
@@ -42,7 +42,7 @@ def worker(env: dict[str, str], *args: str) -> subprocess.Popen:
 def test_the_version_is_one_everywhere():
     """The package's metadata, `sandesh --version` and the code agree (one source: domain/release.py)."""
     assert importlib.metadata.version("sandesh") == VERSION
-    shown = subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "--version"], capture_output=True, text=True,
+    shown = subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", "--version"], capture_output=True, text=True,
                            cwd=ROOT, check=True)
     assert shown.stdout.strip() == f"sandesh {VERSION}"
 
@@ -78,7 +78,7 @@ def test_a_release_older_than_the_database_refuses_to_start_and_writes_nothing(s
         refused = sandesh.run("workspace", "create", "--name", "Too old")
         assert refused.returncode == 3
         assert "finalized at Sandesh 99.0.0" in refused.stderr and "Run Sandesh 99.0.0 or newer" in refused.stderr
-        serve = subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "serve", "--bind", "127.0.0.1:0"],
+        serve = subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", "serve", "--bind", "127.0.0.1:0"],
                                env={**env, "PYTHONPATH": str(ROOT)}, cwd=ROOT, capture_output=True, text=True,
                                timeout=30)
         assert serve.returncode == 3 and "99.0.0" in serve.stderr

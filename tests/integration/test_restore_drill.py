@@ -17,19 +17,19 @@ import psycopg
 import requests
 
 from sandesh.domain.release import VERSION
-from sandesh.scripts.corpus_release import pg_tool
+from sandesh.scripts.devtools.corpus_release import pg_tool
 from tests.conftest import ROOT, SERVER_URL, Server
 
 SENDS_PER_SECOND = 20
 
 
 def command(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", *args], env={**env, "PYTHONPATH": str(ROOT)},
+    return subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", *args], env={**env, "PYTHONPATH": str(ROOT)},
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 def started(env: dict[str, str], *args: str, **kwargs: object) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", *args], cwd=ROOT,
+    return subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", *args], cwd=ROOT,
                             env={**env, "PYTHONPATH": str(ROOT)}, **kwargs)
 
 

@@ -1,4 +1,4 @@
-"""`sandesh serve` keeps each worker to a core of its own (scripts/serve.py, docs/performance.md
+"""`sandesh serve` keeps each worker to a core of its own (scripts/service/serve.py, docs/performance.md
 "One core per worker"), and a worker started in place of a killed one takes the core it left."""
 import os
 import signal

@@ -7,7 +7,7 @@ from psycopg.conninfo import make_conninfo
 
 from sandesh.domain.settings import Settings
 from sandesh.projections.health import DatabaseUnavailable
-from sandesh.scripts.bootstrap import bootstrap
+from sandesh.scripts.service.bootstrap import bootstrap
 from tests.conftest import SECRET_KEY
 
 

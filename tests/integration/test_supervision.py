@@ -24,7 +24,7 @@ def _children(process):
 
 def test_a_worker_killed_with_sigkill_is_restarted_and_the_restart_is_logged(env, tmp_path):
     log = open(tmp_path / "all.log", "w+")
-    supervisor = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", "all"], cwd=ROOT,
+    supervisor = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "worker", "all"], cwd=ROOT,
                                   env={**env, "PYTHONPATH": str(ROOT)}, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 15

@@ -17,7 +17,7 @@ def test_up_starts_an_embedded_database_and_an_api_that_answers_a_new_key(tmp_pa
            if k not in {"DATABASE_URL", "SANDESH_SECRET_KEY", "SANDESH_WEBHOOK_ALLOW_PRIVATE"}}
     env["PYTHONPATH"] = str(ROOT)
     port = free_port()
-    up = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "up", "--bind", f"127.0.0.1:{port}"],
+    up = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "up", "--bind", f"127.0.0.1:{port}"],
                           cwd=tmp_path, env={**env, "SANDESH_WEBHOOK_ALLOW_PRIVATE": "1"},
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -41,20 +41,20 @@ def test_up_starts_an_embedded_database_and_an_api_that_answers_a_new_key(tmp_pa
         page = requests.get(link, timeout=5)
         assert page.status_code == 200 and "Set your password" in page.text
         # Another terminal in the same folder finds the same database and key through ./var/sandesh.env.
-        made = subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "client", "create", "--workspace",
+        made = subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", "client", "create", "--workspace",
                                started["demo"]["workspaceId"], "--brand", "Mine"], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=60)
         assert made.returncode == 0, made.stderr
         key = orjson.loads(made.stdout)["key"]
         assert requests.get(started["baseUrl"] + "/sms/balance", headers={"x-api-key": key}, timeout=5).status_code == 200
-        invited = subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "user", "add", "--email", "dev@demo.example",
+        invited = subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", "user", "add", "--email", "dev@demo.example",
                                   "--name", "Dev", "--workspace", started["demo"]["workspaceId"], "--role", "developer"],
                                  cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
         assert invited.returncode == 0, invited.stderr  # its link opens the dashboard `up` serves, on its port
         assert orjson.loads(invited.stdout)["setPasswordLink"].startswith(f"http://127.0.0.1:{port}/dashboard/")
         # ... and the settings `up` runs with: a webhook URL on this machine, allowed for the service, is
         # allowed for the command too, though its own environment does not say so.
-        hooked = subprocess.run([sys.executable, "-m", "sandesh.scripts.cli", "client", "update",
+        hooked = subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", "client", "update",
                                  orjson.loads(made.stdout)["id"], "--webhook-url", "https://localhost:9443/hooks"],
                                 cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
         assert hooked.returncode == 0, hooked.stderr

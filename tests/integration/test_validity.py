@@ -10,8 +10,8 @@ from sandesh.domain.pdu import decode_submit
 from sandesh.domain.ports import Caller
 from sandesh.domain.sending import OtpSendRequest, parse_send
 from tests.helpers import funded_workspace
-from sandesh.scripts.commands import register_emulated
-from sandesh.scripts.emulator import Emulator
+from sandesh.scripts.service.commands import register_emulated
+from sandesh.scripts.devtools.emulator import Emulator
 from tests.conftest import running_dispatcher, wait_for_status
 
 

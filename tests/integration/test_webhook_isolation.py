@@ -67,7 +67,7 @@ def test_a_workspace_of_100_dripping_receivers_does_not_slow_anothers_webhooks(r
                        for phase in ("alone", "busy"))
     a_clients = [runtime.app.operators.create_client(a, f"A{n}", dripping.url(f"/a/{n}"), 1000, "t")[0].id
                  for n in range(CLIENTS)]
-    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", "webhooks"], cwd=ROOT,
+    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "worker", "webhooks"], cwd=ROOT,
                               env={**env, "REQUESTS_CA_BUNDLE": str(receiver.ca_file), "PYTHONPATH": str(ROOT)},
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     peak = [0]

@@ -783,10 +783,10 @@ def test_sandesh_worker_webhooks_delivers_to_the_example_receiver(runtime, works
     port = free_port()
     client, _, secret = runtime.app.operators.create_client(workspace, "Example", f"https://localhost:{port}/webhooks", 10, "t")
     example = subprocess.Popen(
-        [sys.executable, "scripts/example_receiver.py", "--port", str(port), "--cert", str(tmp_path / "receiver.pem"),
+        [sys.executable, "scripts/devtools/example_receiver.py", "--port", str(port), "--cert", str(tmp_path / "receiver.pem"),
          "--tolerance", "1000000000"],
         env={**env, "WEBHOOK_SECRET": secret}, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.cli", "worker", "webhooks"],
+    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "worker", "webhooks"],
                               env={**env, "REQUESTS_CA_BUNDLE": str(receiver.ca_file), "PYTHONPATH": str(ROOT)},
                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -807,8 +807,8 @@ def test_sandesh_worker_webhooks_delivers_to_the_example_receiver(runtime, works
 def test_through_emulated_modems_a_send_ends_delivered_and_a_reply_arrives_as_message_inbound(runtime, hooked,
                                                                                                  sender):
     """The whole path: the dispatcher drives emulated SIMs, the sender follows the log."""
-    from sandesh.scripts.commands import register_emulated
-    from sandesh.scripts.emulator import Emulator
+    from sandesh.scripts.service.commands import register_emulated
+    from sandesh.scripts.devtools.emulator import Emulator
     from sandesh.workers.dispatcher import Dispatcher
 
     with Emulator(sims=2, report_delay=0.05) as emulator:

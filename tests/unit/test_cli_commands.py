@@ -1,12 +1,12 @@
-"""The `sandesh` parser and the command table (scripts/commands.py COMMANDS) agree: every
+"""The `sandesh` parser and the command table (scripts/service/commands.py COMMANDS) agree: every
 subcommand a user can type runs its function, and no function is registered for words the
 parser does not accept."""
 from __future__ import annotations
 
 import argparse
 
-from sandesh.scripts.cli import parser, words
-from sandesh.scripts.commands import COMMANDS
+from sandesh.scripts.service.cli import parser, words
+from sandesh.scripts.service.commands import COMMANDS
 
 
 def typed_commands(p: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:

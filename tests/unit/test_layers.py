@@ -174,13 +174,13 @@ def test_installed_everything_lives_under_one_sandesh_namespace(tmp_path):
     assert {n.split("/")[0] for n in names} == {"sandesh", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}
     for layer in LAYERS:
         assert f"sandesh/{layer}/__init__.py" in names
-    assert "sandesh/scripts/cli.py" in names and "sandesh/domain/pdu.py" in names
+    assert "sandesh/scripts/service/cli.py" in names and "sandesh/scripts/devtools/emulator.py" in names and "sandesh/domain/pdu.py" in names
 
 
 def test_the_command_and_python_m_run_outside_the_checkout(tmp_path):
     """From another folder (the checkout not on sys.path) both entry points find the package."""
     command = Path(sys.executable).parent / "sandesh"
-    for argv in ([str(command), "--help"], [sys.executable, "-m", "sandesh.scripts.cli", "--help"]):
+    for argv in ([str(command), "--help"], [sys.executable, "-m", "sandesh.scripts.service.cli", "--help"]):
         done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         assert "Sandesh: SMS and OTP gateway for Nepal" in done.stdout

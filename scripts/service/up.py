@@ -76,7 +76,7 @@ DEMO_OWNER = "owner@demo.example"
 def _demo_client(settings: Settings, actor: str) -> dict[str, str] | None:
     """The demo workspace, its client and its owner, whose set-password link opens the dashboard."""
     from sandesh.projections import registry
-    from sandesh.scripts.bootstrap import bootstrap
+    from sandesh.scripts.service.bootstrap import bootstrap
 
     runtime = bootstrap(settings, pool_size=2)
     try:
@@ -96,7 +96,7 @@ def _demo_client(settings: Settings, actor: str) -> dict[str, str] | None:
 
 
 def up(args: argparse.Namespace, actor: str) -> int:
-    from sandesh.scripts.bootstrap import migrate
+    from sandesh.scripts.service.bootstrap import migrate
 
     VAR.mkdir(exist_ok=True)
     env = dict(os.environ)
@@ -119,7 +119,7 @@ def up(args: argparse.Namespace, actor: str) -> int:
 
     configure_logging(settings)
     children = []
-    cli = [sys.executable, "-m", "sandesh.scripts.cli"]
+    cli = [sys.executable, "-m", "sandesh.scripts.service.cli"]
     if _only_emulated_sims(settings):
         emulator = Child("emulator", [*cli, "emulator", "--sims", "2", "--register", "--phones-log",
                                       str(VAR / "phones.jsonl")], env=env, stdout=subprocess.PIPE)

@@ -1,6 +1,6 @@
 """An example webhook receiver: verifies each delivery, ignores repeats, prints the events.
 
-    WEBHOOK_SECRET=whsec_... python scripts/example_receiver.py --port 8443 --cert receiver.pem
+    WEBHOOK_SECRET=whsec_... python scripts/devtools/example_receiver.py --port 8443 --cert receiver.pem
 
 WEBHOOK_SECRET may hold two secrets separated by a comma while you rotate (the new one and the
 previous one).  `--cert` is a PEM file with the private key and certificate chain: webhooks

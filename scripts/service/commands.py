@@ -759,7 +759,7 @@ def checkpoint(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 
 
 def emulator(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from .emulator import main as run_emulator
+    from ..devtools.emulator import main as run_emulator
 
     argv = ["--sims", str(args.sims), "--report-delay", str(args.report_delay), "--profile", args.profile]
     argv += ["--phones-log", args.phones_log] if args.phones_log else []
@@ -800,7 +800,7 @@ def up(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 Command = Callable[[argparse.Namespace, Settings, str], int]
 
 # Every `sandesh` subcommand and the function that runs it, by its words on the command line
-# (scripts/cli.py builds the parser; tests/unit/test_cli_commands.py checks the two agree).
+# (scripts/service/cli.py builds the parser; tests/unit/test_cli_commands.py checks the two agree).
 COMMANDS: dict[tuple[str, ...], Command] = {
     ("db", "migrate"): db_migrate,
     ("workspace", "create"): workspace_create,

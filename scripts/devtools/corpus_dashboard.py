@@ -1,4 +1,4 @@
-"""A person at a release's dashboard, for the corpus workload (scripts/corpus_workload.py): plain
+"""A person at a release's dashboard, for the corpus workload (scripts/devtools/corpus_workload.py): plain
 HTTP as a browser without JavaScript sends it, cookies kept, each form posted with the CSRF token
 of the page it is on, authentication codes computed with pyotp on the service clock."""
 from __future__ import annotations

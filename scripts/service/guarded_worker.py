@@ -10,7 +10,7 @@ and file descriptors, and a proxy in front is the operator's choice, not a given
   connection); its body must not stall for BODY_STALL_SECONDS, and must be whole within
   BODY_SECONDS; otherwise the client gets `408` (when no response has started) and the
   connection is closed;
-- an idle keep-alive connection is closed after the `keepalive` setting (scripts/serve.py);
+- an idle keep-alive connection is closed after the `keepalive` setting (scripts/service/serve.py);
 - past `worker_connections` open connections, a process answers a new one `503` with
   `Retry-After` at once and closes it, rather than let it wait.
 """

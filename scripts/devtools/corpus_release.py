@@ -1,5 +1,5 @@
 """An earlier release installed on its own, and its commands and processes, run against one
-database: the part of the corpus maker (scripts/corpus.py) that tests use too, to run an old
+database: the part of the corpus maker (scripts/devtools/corpus.py) that tests use too, to run an old
 release beside this one (tests/integration/test_mixed_releases.py)."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable
 
 import psycopg
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RELEASES = ROOT / "var" / "releases"
 DEFAULT_SERVER = "postgresql://root@127.0.0.1:5432/postgres"
 
@@ -229,7 +229,7 @@ def until(check: Callable[[], Any], what: str, timeout: float = 60, every: float
 
 class Emulator:
     """A release's own `sandesh emulator`: N virtual modems on pseudo-terminals, driven through
-    JSON control lines on its stdin (scripts/emulator.py, control())."""
+    JSON control lines on its stdin (scripts/devtools/emulator.py, control())."""
 
     def __init__(self, release: Release, sims: int, phones_log: Path, *, register: bool, report_delay: float = 0.3):
         args = ["emulator", "--sims", str(sims), "--phones-log", str(phones_log), "--report-delay", str(report_delay)]

@@ -1,5 +1,5 @@
 """The corpus workload: a scripted stretch of a Sandesh installation's life, run unchanged against
-each release by scripts/corpus.py, so that the release's log holds every event type it can write.
+each release by scripts/devtools/corpus.py, so that the release's log holds every event type it can write.
 
 It speaks to the release only as its operators and customers do: the release's own `sandesh`
 commands, its HTTP API and dashboard, and its emulator's control lines; what the phones received
@@ -29,7 +29,7 @@ from .corpus_release import CorpusError, Emulator, Process, Release, say, until
 # The retry delays of a webhook delivery after attempts 1 to 7 (docs/api.md, "Retries"); the
 # 8th attempt is the last.  The workload moves the clock by them to make a delivery dead.
 WEBHOOK_DELAYS = (10, 30, 120, 600, 1800, 3600, 10800)
-# The emulator gives its modems the operators in turn (scripts/emulator.py: MNC 01, 02, 04, 03),
+# The emulator gives its modems the operators in turn (scripts/devtools/emulator.py: MNC 01, 02, 04, 03),
 # and the dispatcher prefers a SIM of the recipient's operator: a fresh number of an operator is
 # sent by that operator's modem, so a control line aimed at that modem meets the message.
 PREFIX = {"emu-1": "984", "emu-2": "980", "emu-3": "988"}  # Nepal Telecom, Ncell, Smart Telecom

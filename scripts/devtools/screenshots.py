@@ -1,11 +1,11 @@
 """The dashboard's pages as a new owner sees them, for docs/dashboard.md.
 
-    .venv/bin/python -m sandesh.scripts.screenshots LINK [--email E] [--out docs/dashboard] [--operator]
+    .venv/bin/python -m sandesh.scripts.devtools.screenshots LINK [--email E] [--out docs/dashboard] [--operator]
 
 LINK is the set-password link `sandesh up` prints for the demo owner. It sets the password,
 signs in, creates a client, sends two messages with its key, and saves a PNG of each page.
 With --operator, LINK and --email are a member of the operator team's, and the pages are the
-operator team's (scripts/screenshots_ops.py).
+operator team's (scripts/devtools/screenshots_ops.py).
 Needs Playwright (the test extras) and Chromium at /usr/bin/chromium.
 """
 from __future__ import annotations

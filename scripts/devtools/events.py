@@ -1,7 +1,7 @@
 """The checked-in description of every event class (domain/events.json) against the code.
 
-    python -m sandesh.scripts.events            # compare; exit 1 with what differs
-    python -m sandesh.scripts.events --write    # record new event types and new versions
+    python -m sandesh.scripts.devtools.events            # compare; exit 1 with what differs
+    python -m sandesh.scripts.devtools.events --write    # record new event types and new versions
 
 domain/events.json holds, per topic, the fields of every version the log may hold.  A version
 once recorded never changes: an event class whose fields differ from its recorded version
@@ -51,7 +51,7 @@ def problems(recorded: Recorded, current: dict[str, dict[str, Any]], *, writing:
                              f"that turns a version {version} state into the new one, then run --write")
         elif version == newest + 1 and (newest or version == 1):
             if not writing:
-                found.append(f"{topic} version {version} is not recorded yet: run python -m sandesh.scripts.events --write")
+                found.append(f"{topic} version {version} is not recorded yet: run python -m sandesh.scripts.devtools.events --write")
         elif newest == 0:
             found.append(f"{topic} is a new event type: it starts at version 1, not {version}")
         else:
@@ -95,7 +95,7 @@ def _sample(annotation: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m sandesh.scripts.events",
+    p = argparse.ArgumentParser(prog="python -m sandesh.scripts.devtools.events",
                                 description="Compare the event classes with domain/events.json, or record their "
                                             "new types and versions in it.")
     p.add_argument("--write", action="store_true",

@@ -1,5 +1,5 @@
 """`sandesh serve`: the Falcon ASGI app under gunicorn's asgi worker (guarded against slow
-clients: scripts/guarded_worker.py), built in each worker after the fork (eventsourcing opens
+clients: scripts/service/guarded_worker.py), built in each worker after the fork (eventsourcing opens
 its pool when constructed, so never before the fork)."""
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def options(bind: str, workers: int | None = None, connections: int | None = Non
     the machine (docs/operations.md, "Production")."""
     return {
         "bind": bind, "workers": workers or DEFAULT_WORKERS_PER_CORE * _cores(),
-        "worker_class": "sandesh.scripts.guarded_worker.GuardedWorker",  # the asgi worker, guarded
+        "worker_class": "sandesh.scripts.service.guarded_worker.GuardedWorker",  # the asgi worker, guarded
         "worker_connections": connections or DEFAULT_CONNECTIONS,
         "preload_app": False, "accesslog": None, "loglevel": log_level.lower(),
         "logger_class": JsonLogger if log_format == "json" else "gunicorn.glogging.Logger",
@@ -54,14 +54,14 @@ def options(bind: str, workers: int | None = None, connections: int | None = Non
         # read; asyncio took them all in 2 s, at the same sends/s (docs/performance.md,
         # "Send benchmark").  gunicorn_h1c, gunicorn's HTTP parser in C, is taken when installed.
         "asgi_loop": "asyncio",
-        "child_exit": child_exit,  # a worker that ends: prometheus_client's bookkeeping (scripts/metrics_dir.py)
+        "child_exit": child_exit,  # a worker that ends: prometheus_client's bookkeeping (scripts/service/metrics_dir.py)
         "pre_fork": choose_core, "post_fork": keep_to_core,  # one core per worker
     }
 
 
 class JsonLogger(Logger):
     """gunicorn's own lines (the arbiter's, each worker's) as JSON, like every other line of the
-    process when SANDESH_LOG_FORMAT=json (scripts/logs.py)."""
+    process when SANDESH_LOG_FORMAT=json (scripts/service/logs.py)."""
 
     def setup(self, cfg: Any) -> None:
         super().setup(cfg)
@@ -95,7 +95,7 @@ KEEPALIVE_SECONDS = 5  # an idle keep-alive connection is closed after this
 
 
 def serve(settings: Settings, bind: str, workers: int | None = None, connections: int | None = None) -> None:
-    from sandesh.scripts.bootstrap import check_release
+    from sandesh.scripts.service.bootstrap import check_release
 
     settings.require_secret_key()
     check_release(settings)  # before any worker forks: an older release refuses to start
@@ -104,8 +104,8 @@ def serve(settings: Settings, bind: str, workers: int | None = None, connections
         from sandesh.api.app import create_app
         from sandesh.projections.callers import Callers
         from sandesh.projections.keys import RingHashes
-        from sandesh.scripts.bootstrap import bootstrap
-        from sandesh.scripts.logs import configure_logging
+        from sandesh.scripts.service.bootstrap import bootstrap
+        from sandesh.scripts.service.logs import configure_logging
 
         configure_logging(settings)
         runtime = bootstrap(settings, group_commit=True, process="serve")
