@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing (the venv, chromium), checks PostgreSQL, runs the whole suite.
+# The test command: installs what is missing (the venv, chromium, systemd-analyze), checks PostgreSQL, runs the whole suite.
 # Tests create and drop their own databases on $SANDESH_TEST_POSTGRES; without it, on the
 # local server (postgresql://root@127.0.0.1:5432/postgres); on a machine without one, on the
 # embedded PostgreSQL that `sandesh up` uses, started for the run (tests/conftest.py).
@@ -12,6 +12,13 @@ if [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = 0 ]; then as_root=(); else as_root=(sudo -n); fi
   { "${as_root[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq \
       --no-install-recommends chromium; } >&2 || echo "could not install chromium: the browser tests will fail" >&2
+fi
+# The systemd units are checked by systemd-analyze (tests/unit/test_systemd_units.py).
+if ! command -v systemd-analyze >/dev/null; then
+  echo "installing systemd for the units' tests" >&2
+  if [ "$(id -u)" = 0 ]; then as_root=(); else as_root=(sudo -n); fi
+  { "${as_root[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq \
+      --no-install-recommends systemd; } >&2 || echo "could not install systemd: the units' tests will fail" >&2
 fi
 if [ -n "${SANDESH_TEST_POSTGRES:-}" ] && ! .venv/bin/python - <<'PY'
 import os, sys, psycopg
