@@ -17,7 +17,7 @@ from psycopg.rows import dict_row, tuple_row
 from sandesh.domain import release
 
 from .contract import Projection
-from .rows import SpillingRows
+from .rows import SpillingRows, Tally
 
 DDL = """
 CREATE TABLE IF NOT EXISTS sandesh_checkpoints (
@@ -56,6 +56,11 @@ def load(conn: Any, name: str, view: Projection, memory: SpillingRows, into: str
                 copied = cur.execute(f'INSERT INTO "{into}"."{table}" ({columns}) SELECT {columns} FROM {source}').rowcount
                 memory.spilled[table] += copied
                 total += copied
+                if any(isinstance(index, Tally) for index in view.tables[table].ordered):  # they count where they are
+                    cur.execute(f"SELECT * FROM {source}")
+                    while batch := cur.fetchmany(10_000):
+                        for row in batch:
+                            memory.count(table, row)
                 continue
             cur.execute(f"SELECT * FROM {source}")
             while batch := cur.fetchmany(10_000):

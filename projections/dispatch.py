@@ -31,7 +31,7 @@ from sandesh.domain.settings import Settings
 
 from . import channels
 from .contract import ReadModel
-from .rows import Add, AppendNew, Batching, Computed, Ordered, Rows, Table
+from .rows import Add, AppendNew, Batching, Computed, Rows, Table, Tally
 
 CHANNEL = "sandesh_dispatch"
 # Something to send (no OTP among it; or any, an OTP included); the SIM pool changed; the test clock moved.
@@ -174,8 +174,8 @@ def schedule_many(cur: Any, rows: list[dict[str, Any]]) -> None:
 MODEL = ReadModel(
     tables={
         "dispatch_queue": Table("dispatch_queue", ("message_id",), (
-            Ordered("client_turns", ("client_id", "priority"), "turn"),
-            Ordered("waiting_turns", ("priority",), "turn", where=lambda row: row["sim_id"] is None)),
+            Tally("client_turns", ("client_id", "priority"), "turn"),
+            Tally("waiting_turns", ("priority",), "turn", where=lambda row: row["sim_id"] is None)),
             Batching(lock=TURN_LOCK, insert_many=enqueue_many, many_from=ENQUEUE_MANY_FROM)),
         "sent_parts": Table("sent_parts", ("message_id", "part", "at")),
         "awaiting_reports": Table("awaiting_reports", ("message_id",)),

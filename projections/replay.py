@@ -147,7 +147,10 @@ def _fold(runtime: Runtime, views: dict[str, Projection], memory: MemoryRows, pr
     to_event = runtime.app.log.mapper.to_domain_event
     position = first = min(starts.values())
     uneven = len(set(starts.values())) > 1  # views from checkpoints at different positions
+    spilling = isinstance(memory, SpillingRows)
     for batch in _read(runtime, topics_of(handlers), first, upto):
+        if spilling and memory.limit is not None:
+            memory.take_back(_continued(batch))
         for notification_id, originator_id, version, topic, state in batch:
             event = to_event(StoredEvent(originator_id, version, topic, state))
             for name, handler, start in handlers[type(event)]:
@@ -158,6 +161,15 @@ def _fold(runtime: Runtime, views: dict[str, Projection], memory: MemoryRows, pr
         position = batch[-1][0]
         progress.advance(len(batch))
     return max(position, *starts.values()), counts
+
+
+def _continued(batch: list[Any]) -> list[str]:
+    """The aggregates a batch of the log continues rather than starts (their first event in it
+    is not their first): those whose rows may have been spilled."""
+    first: dict[str, int] = {}
+    for _, originator_id, version, _, _ in batch:
+        first.setdefault(originator_id, version)
+    return [originator_id for originator_id, version in first.items() if version > 1]
 
 
 def _create(conn: Any, schema: str, view: Projection) -> None:
@@ -210,6 +222,8 @@ class _Spill:
         self._take = {name: (f'DELETE FROM "{schemas[name]}"."{name}" WHERE '
                              + " AND ".join(f'"{c}" = %s' for c in spec.key) + " RETURNING *")
                       for name, spec in tables.items() if spec.key}
+        self._take_many = {name: f'DELETE FROM "{schemas[name]}"."{name}" WHERE "{spec.key[0]}" = ANY(%s) RETURNING *'
+                           for name, spec in tables.items() if len(spec.key) == 1}
 
     def put(self, table: str, rows: list[dict[str, Any]]) -> None:
         _copy(self.conn, self.schemas[table], table, rows)
@@ -217,6 +231,10 @@ class _Spill:
     def take(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
         with self.conn.cursor(row_factory=dict_row) as cur:
             return cur.execute(self._take[table], key, prepare=True).fetchone()
+
+    def take_many(self, table: str, keys: list[Any]) -> list[dict[str, Any]]:
+        with self.conn.cursor(row_factory=dict_row) as cur:
+            return cur.execute(self._take_many[table], (keys,), prepare=True).fetchall()
 
 
 def _resident() -> int:
@@ -283,7 +301,8 @@ def _memory(memory: SpillingRows) -> dict[str, Any]:
     """What the pass held: the process's peak resident memory, and the rows it let go of and took back."""
     return {"peakMB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
             "budgetMB": memory.budget >> 20, "rowsSpilled": sum(memory.spilled.values()),
-            "rowsTakenBack": memory.taken_back}
+            "rowsTakenBack": memory.taken_back,
+            "spilledByTable": {table: count for table, count in sorted(memory.spilled.items()) if count}}
 
 
 class NoCheckpoint(Exception):

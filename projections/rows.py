@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from array import array
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NamedTuple, Protocol
 
@@ -63,6 +64,19 @@ class Ordered:
     where: Callable[[dict[str, Any]], bool] | None = None
 
 
+@dataclass(frozen=True)
+class Tally:
+    """A memory index that counts, for each value of the `group` columns, the rows holding each
+    value of the integer column `order` (only rows for which `where` holds): it serves the lowest
+    and highest value present (`Computed` values), not `delete_upto`.  It holds no row keys,
+    about four bytes per integer between a group's lowest and highest value, so the rows of a
+    table whose indexes are all tallies can leave memory (`SpillingRows`) while they still count."""
+    name: str
+    group: tuple[str, ...]
+    order: str
+    where: Callable[[dict[str, Any]], bool] | None = None
+
+
 Key = tuple[Any, ...]
 
 
@@ -85,7 +99,7 @@ class Table:
     deleted by range), the memory indexes its operations use, and how an append batches them."""
     name: str
     key: tuple[str, ...]
-    ordered: tuple[Ordered, ...] = ()
+    ordered: tuple[Ordered | Tally, ...] = ()
     batching: Batching = Batching()
 
 
@@ -375,6 +389,14 @@ class _Index:
         else:
             self.drop(key)
 
+    def lowest(self, group: Key) -> Any:
+        members = self.groups.get(group)
+        return members[0][0] if members else None
+
+    def highest(self, group: Key) -> Any:
+        members = self.groups.get(group)
+        return members[-1][0] if members else None
+
     def drop(self, key: Key) -> None:
         entry = self.entries.pop(key, None)
         if entry is not None:
@@ -385,6 +407,116 @@ class _Index:
                 del self.groups[group]
 
 
+class _Counts:
+    """How many rows hold each integer of one tally group: dense, `counts[i]` for `base + i`,
+    while the group's values lie close together (a queue's turns do); a sorted list of the values
+    once they spread out (`SPREAD`).  `lo` and `hi` bound the lowest and highest index held."""
+
+    SPREAD = 4096  # entries a dense group may hold beyond four per row counted
+    __slots__ = ("base", "counts", "total", "lo", "hi", "sparse")
+
+    def __init__(self, value: int):
+        self.base, self.counts, self.total, self.lo, self.hi = value, array("i", [0]), 0, 0, 0
+        self.sparse: SortedList | None = None
+
+    def add(self, value: int) -> None:
+        self.total += 1
+        if self.sparse is not None:
+            self.sparse.add(value)
+            return
+        counts = self.counts
+        i = value - self.base
+        if i < 0 or i >= len(counts):
+            width = max(self.base + len(counts), value + 1) - min(self.base, value)
+            if width > 4 * self.total + self.SPREAD:
+                self.sparse = SortedList(self._values())
+                self.sparse.add(value)
+                self.counts = array("i")
+                return
+            if i < 0:
+                counts[0:0] = array("i", bytes(4 * -i))
+                self.base, self.lo, self.hi, i = value, 0, self.hi - i, 0
+            else:
+                counts.frombytes(bytes(4 * (i + 1 - len(counts))))
+        counts[i] += 1
+        if i < self.lo:
+            self.lo = i
+        if i > self.hi:
+            self.hi = i
+
+    def remove(self, value: int) -> bool:
+        """Count one row fewer; true when the group is empty."""
+        self.total -= 1
+        if self.sparse is not None:
+            self.sparse.remove(value)
+        else:
+            self.counts[value - self.base] -= 1
+        return not self.total
+
+    def lowest(self) -> int:
+        if self.sparse is not None:
+            return self.sparse[0]
+        counts, lo = self.counts, self.lo
+        while not counts[lo]:
+            lo += 1
+        if lo > self.SPREAD and lo * 2 > len(counts):  # the front emptied: let it go
+            del counts[:lo]
+            self.base, self.hi, lo = self.base + lo, self.hi - lo, 0
+        self.lo = lo
+        return self.base + lo
+
+    def highest(self) -> int:
+        if self.sparse is not None:
+            return self.sparse[-1]
+        counts, hi = self.counts, self.hi
+        while not counts[hi]:
+            hi -= 1
+        if len(counts) - hi > self.SPREAD and hi * 2 < len(counts):
+            del counts[hi + 1:]
+        self.hi = hi
+        return self.base + hi
+
+    def _values(self) -> Iterable[int]:
+        for i, n in enumerate(self.counts):
+            for _ in range(n):
+                yield self.base + i
+
+
+class _Tally:
+    def __init__(self, spec: Tally):
+        self.spec = spec
+        self.groups: dict[Key, _Counts] = {}
+
+    def entry(self, row: dict[str, Any]) -> tuple[Key, int] | None:
+        """What the row counts for: its group and value, or nothing."""
+        spec = self.spec
+        if spec.where is not None and not spec.where(row):
+            return None
+        return tuple([row[c] for c in spec.group]), row[spec.order]
+
+    def add(self, entry: tuple[Key, int] | None) -> None:
+        if entry is not None:
+            group, value = entry
+            counts = self.groups.get(group)
+            if counts is None:
+                counts = self.groups[group] = _Counts(value)
+            counts.add(value)
+
+    def remove(self, entry: tuple[Key, int] | None) -> None:
+        if entry is not None:
+            group, value = entry
+            if self.groups[group].remove(value):
+                del self.groups[group]
+
+    def lowest(self, group: Key) -> int | None:
+        counts = self.groups.get(group)
+        return None if counts is None else counts.lowest()
+
+    def highest(self, group: Key) -> int | None:
+        counts = self.groups.get(group)
+        return None if counts is None else counts.highest()
+
+
 class MemoryRows:
     """The same operations on rows in memory: `rows[table]` maps key to a row dict (a table
     without a key numbers its rows).  `defaults[table]` gives each column's DEFAULT, so an
@@ -393,8 +525,11 @@ class MemoryRows:
     def __init__(self, tables: dict[str, Table], defaults: dict[str, dict[str, Any]]):
         self.tables, self.defaults = tables, defaults
         self.rows: dict[str, dict[Key, dict[str, Any]]] = {name: {} for name in tables}
-        self._indexes = {name: [_Index(o) for o in t.ordered] for name, t in tables.items()}
-        self._by_name = {(table, index.spec.name): index for table, found in self._indexes.items() for index in found}
+        self._indexes = {name: [_Index(o) for o in t.ordered if isinstance(o, Ordered)] for name, t in tables.items()}
+        self._tallies = {name: [_Tally(o) for o in t.ordered if isinstance(o, Tally)] for name, t in tables.items()}
+        self._by_name: dict[tuple[str, str], _Index | _Tally] = {
+            (table, index.spec.name): index for found in (self._indexes, self._tallies)
+            for table, each in found.items() for index in each}
         self._serial = 0
 
     def insert(self, table: str, row: dict[str, Any], *, on_conflict: str | None = None) -> None:
@@ -427,6 +562,8 @@ class MemoryRows:
         rows[key] = new
         for index in self._indexes[table]:
             index.put(key, new)
+        for tally in self._tallies[table]:
+            tally.add(tally.entry(new))
 
     def update(self, table: str, key: Key, changes: dict[str, Any]) -> None:
         current = self.rows[table].get(key)
@@ -440,6 +577,8 @@ class MemoryRows:
         del self.rows[table][key]
         for index in self._indexes[table]:
             index.drop(key)
+        for tally in self._tallies[table]:
+            tally.remove(tally.entry(current))
 
     def delete_upto(self, table: str, index: str, group: Key, bound: Any) -> None:
         found = self.index(table, index)
@@ -448,9 +587,11 @@ class MemoryRows:
             return
         doomed = [key for value, key in members.irange(maximum=(bound, _TOP))]
         for key in doomed:
-            del self.rows[table][key]
+            gone = self.rows[table].pop(key)
             for each in self._indexes[table]:
                 each.drop(key)
+            for tally in self._tallies[table]:
+                tally.remove(tally.entry(gone))
 
     def get(self, table: str, key: Key, column: str) -> Any:
         row = self.rows[table].get(key)
@@ -462,17 +603,33 @@ class MemoryRows:
     # What Computed values ask
 
     def index(self, table: str, name: str) -> _Index:
-        return self._by_name[(table, name)]
+        found = self._by_name[(table, name)]
+        assert isinstance(found, _Index), f"{table}.{name} is a tally: it keeps no keys"
+        return found
 
     def lowest(self, table: str, index: str, group: Key) -> Any:
-        members = self._by_name[(table, index)].groups.get(tuple(group))
-        return members[0][0] if members else None
+        return self._by_name[(table, index)].lowest(tuple(group))
 
     def highest(self, table: str, index: str, group: Key) -> Any:
-        members = self._by_name[(table, index)].groups.get(tuple(group))
-        return members[-1][0] if members else None
+        return self._by_name[(table, index)].highest(tuple(group))
+
+    def count(self, table: str, row: dict[str, Any]) -> None:
+        """Count in the table's tallies a row that is kept elsewhere (a checkpoint's rows copied
+        straight into the spill: projections/checkpoints.py)."""
+        for tally in self._tallies[table]:
+            tally.add(tally.entry(row))
 
     def _change(self, table: str, key: Key, current: dict[str, Any], changes: dict[str, Any]) -> None:
+        tallies = self._tallies[table]
+        counted = [tally.entry(current) for tally in tallies] if tallies else ()
+        self._apply(table, key, current, changes)
+        for tally, entry in zip(tallies, counted):
+            now = tally.entry(current)
+            if now != entry:
+                tally.remove(entry)
+                tally.add(now)
+
+    def _apply(self, table: str, key: Key, current: dict[str, Any], changes: dict[str, Any]) -> None:
         if _SPECIAL.isdisjoint(map(type, changes.values())):
             current.update(changes)
             for index in self._indexes[table]:
@@ -524,17 +681,19 @@ class Spill(Protocol):
 
     def put(self, table: str, rows: list[dict[str, Any]]) -> None: ...
     def take(self, table: str, key: Key) -> dict[str, Any] | None: ...
+    def take_many(self, table: str, keys: list[Any]) -> list[dict[str, Any]]: ...
 
 
 class SpillingRows(MemoryRows):
-    """MemoryRows within a memory budget.  The tables that only grow with the log (keyed, without
-    a memory index: messages, audit lines, deliveries...) hold at most `limit` rows: past it, the
-    rows touched longest ago go to `spill`, the tables being built, and an operation on a key
-    that is not in memory takes its row back first.  Rows are touched mostly soon after they
-    are made (a message's life), so few come back.  The limit is set when the process's resident
-    memory (`resident()`, bytes) first reaches `high` of `budget`: the rows held then.  Tables
-    with a memory index (the queue, OTP issues) stay whole in memory: their size is the
-    backlog's, not the log's."""
+    """MemoryRows within a memory budget.  The keyed tables (messages, audit lines, deliveries,
+    the queue...) hold at most `limit` rows together: past it, the rows touched longest ago go to
+    `spill`, the tables being built, and an operation on a key that is not in memory takes its
+    row back first.  Rows are touched mostly soon after they are made (a message's life), so
+    few come back; those that do, a replay asks for ahead, many in one statement (`take_back`).
+    The limit is set when the process's resident memory (`resident()`, bytes) first reaches
+    `high` of `budget`: the rows held then.  A spilled row still counts in its table's tallies
+    (`Tally`: the queue's turns).  A table with an `Ordered` index (OTP issues, whose window
+    `delete_upto` trims by key) stays whole in memory: its size is a window's, not the log's."""
 
     CHECK_EVERY = 1000  # new rows between two reads of the resident memory
 
@@ -544,7 +703,8 @@ class SpillingRows(MemoryRows):
         self.spill, self.budget, self.resident, self.high = spill, budget, resident, high
         self.limit: int | None = None
         self._unchecked = 0
-        self.spillable = {name for name, t in tables.items() if t.key and not t.ordered}
+        self.spillable = {name for name, t in tables.items()
+                          if t.key and not any(isinstance(o, Ordered) for o in t.ordered)}
         self.spilled = dict.fromkeys(self.spillable, 0)  # rows of each table now in `spill`
         self.taken_back = 0
         self._held = 0  # rows of the spillable tables in memory
@@ -589,6 +749,26 @@ class SpillingRows(MemoryRows):
         if table in self.spillable:
             self._here(table, key)
         return super().get(table, key, column)
+
+    def take_back(self, ids: Iterable[Any]) -> None:
+        """Take back, one statement a table, the spilled rows keyed by one of `ids` in the tables
+        keyed by one column: what the next events will touch (a replay's next batch of the log
+        names the aggregates it continues).  An id that keys no spilled row costs an index probe."""
+        wanted = list(ids)
+        for table in self.spillable:
+            if not self.spilled[table] or len(self.tables[table].key) != 1:
+                continue
+            rows = self.rows[table]
+            missing = [i for i in wanted if (i,) not in rows]
+            if not missing:
+                continue
+            column = self.tables[table].key[0]
+            found = self.spill.take_many(table, missing)
+            for row in found:
+                rows[(row[column],)] = row
+            self.spilled[table] -= len(found)
+            self.taken_back += len(found)
+            self._held += len(found)
 
     def _here(self, table: str, key: Key) -> bool:
         """Whether the row is in memory, after taking it back from the spill if it is there."""

@@ -442,10 +442,11 @@ def test_a_rebuild_from_a_checkpoint_equals_a_rebuild_from_zero(runtime, clients
 
 
 def test_a_replay_within_a_small_memory_budget_lets_rows_go_and_takes_them_back_equal(runtime, clients, sandesh):
-    """Past its budget a replay holds no more rows of the tables that grow with the log: the rest
-    wait in the tables being built, and come back when a later event changes them."""
+    """Past its budget a replay holds no more rows of the tables that grow with the log, the queue
+    included: the rest wait in the tables being built, and come back when a later event changes
+    them; the queue's turns, computed while most of the queue is spilled, are the live ones."""
     app = runtime.app
-    ws, cl = clients[0]
+    (ws, cl), (ws2, cl2) = clients[0], clients[1]
     accepted = []
     for i in range(1500):  # many rows, then a late change to the earliest of them
         request, _ = parse_send({"to": f"97798{i:08d}", "text": f"budget {i}"})
@@ -455,10 +456,21 @@ def test_a_replay_within_a_small_memory_budget_lets_rows_go_and_takes_them_back_
         message.submit("sim_t", at=runtime.clock.now())
         message.part_accepted(1, 1, at=runtime.clock.now())
         app.log.save(message)
+    for message_id in accepted[:30]:  # the head of the queue leaves: the turn being served moves on
+        message = app.history.message(message_id)
+        message.report(1, 0, at=runtime.clock.now())
+        app.log.save(message)
+    late = set()
+    for i in range(20):  # turns of both clients, taken while the rows they depend on are spilled
+        request, _ = parse_send({"to": f"97798{i:08d}", "text": f"late {i}"})
+        late.add(app.sending.send(cl2 if i % 2 else cl, ws2 if i % 2 else ws, request, 100).id)
     follower.catch_up(runtime)
     live = all_read_models(runtime)
+    late_turns = [row["turn"] for row in live["dispatch_queue"] if row["message_id"] in late]
+    assert len(late_turns) == 20 and min(late_turns) >= 30  # each one after the turns already waiting
     small = sandesh("replay", "--memory-mb", "64")
     assert small["memory"]["rowsSpilled"] > 1000 and small["memory"]["rowsTakenBack"] >= 40, small["memory"]
+    assert small["memory"]["spilledByTable"]["dispatch_queue"] > 500, small["memory"]
     assert all_read_models(runtime) == live
     checked = sandesh("replay", "--check", "--memory-mb", "64")
     assert checked["ok"] is True and checked["memory"]["rowsSpilled"] > 1000
