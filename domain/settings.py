@@ -46,6 +46,7 @@ class Settings:
     public_url: str = DEFAULT_PUBLIC_URL  # where people reach the dashboard: the base of set-password links
     metrics_token: str | None = None  # GET /metrics answers whoever sends it as a bearer token; else loopback only
     replay_memory_mb: int = 1024  # what `sandesh replay`, `replay --check` and `checkpoint` may hold
+    modem_ports: str | None = None  # a glob of this host's modem ports: where a SIM whose port is gone is looked for
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -73,6 +74,7 @@ class Settings:
             public_url=(env.get("SANDESH_PUBLIC_URL") or DEFAULT_PUBLIC_URL).rstrip("/"),
             metrics_token=env.get("SANDESH_METRICS_TOKEN") or None,
             replay_memory_mb=_megabytes(env, "SANDESH_REPLAY_MEMORY_MB", 1024),
+            modem_ports=(env.get("SANDESH_MODEM_PORTS") or "").strip() or None,
         )
 
     def require_secret_key(self) -> str:

@@ -30,6 +30,7 @@ from sandesh.projections.runtime import Runtime
 from sandesh.projections.health import is_outage
 
 from .modem import ModemError, Unsolicited
+from .ports import PortSearch
 from .sim_load import Wakeups
 from .sim_worker import SimWorker
 
@@ -74,6 +75,8 @@ class Dispatcher:
         self._elsewhere: set[str] = set()      # usable SIMs of other dispatchers with room
         self._usable_elsewhere: set[str] = set()
         self._pool_read = 0.0
+        # where a SIM whose port is gone is looked for (SANDESH_MODEM_PORTS); None: nowhere
+        self.port_search = PortSearch(runtime.settings.modem_ports) if runtime.settings.modem_ports else None
 
     # Life
 
@@ -172,6 +175,12 @@ class Dispatcher:
         others = [r for r in rows if r["id"] not in sims and r["usable"]]
         self._usable_elsewhere = {r["id"] for r in others}
         self._elsewhere = {r["id"] for r in others if r["has_room"]}
+
+    def held_ports(self) -> set[str]:
+        """The ports a SIM of this dispatcher holds or will open again: the registered port of
+        every SIM not itself searching for its modem, and those of threads still letting go."""
+        return {w.sim["port"] for w in self.sims.values() if not w.searching} | \
+               {w.sim["port"] for w in tuple(self.retired) if w.thread.is_alive()}
 
     def usable_sims(self) -> set[str]:
         """The SIMs of the whole pool that could send now."""

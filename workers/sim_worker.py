@@ -33,6 +33,7 @@ from sandesh.projections.runtime import Runtime
 
 from .device import Device, SimNotReady
 from .modem import CmsError, CommandTimeout, Modem, ModemError, NotSubmitted, PortGone, Unsolicited
+from .ports import REFIND_AFTER, PortSearch
 from .sim_load import Load
 from .sims import attach
 
@@ -57,6 +58,9 @@ class Driver(Protocol):
     app: Sandesh
     me: str
     heartbeat_seconds: float
+    port_search: PortSearch | None
+
+    def held_ports(self) -> set[str]: ...
 
     def trouble(self, error: BaseException) -> None: ...
     def nudge(self) -> None: ...
@@ -90,6 +94,9 @@ class SimWorker:
         self.refusals_in_row = 0
         self.last_error: str | None = None
         self.reported_at = 0.0
+        # Written by the SIM's thread alone; `searching` is read by the others (Driver.held_ports).
+        self.gone_since: float | None = None  # when its port was first found gone (service clock)
+        self.searching = False       # gone for REFIND_AFTER: looked for on the ports of SANDESH_MODEM_PORTS
         self.retiring = threading.Event()
         self.first_try = threading.Event()  # set once the port was tried: open or not
         self.thread = threading.Thread(target=self._run, name=f"sim {self.name}", daemon=True)
@@ -155,6 +162,9 @@ class SimWorker:
                         self.first_try.set()
                         if not opened:
                             self._report()
+                            if self._refound():
+                                backoff = 0
+                                continue
                             self.retiring.wait(REOPEN_BACKOFF[min(backoff, len(REOPEN_BACKOFF) - 1)])
                             backoff += 1
                             continue
@@ -191,6 +201,7 @@ class SimWorker:
         except SimNotReady as error:  # an operator must act: no SIM, a PIN needed or refused, a PUK
             self._trouble(str(error))
             self.modem.close()
+            self._port_seen(gone=False)
             if error.kind == PIN:  # judged with the PIN read above: one set since is entered next time
                 quarantined = self.app.sims.quarantine_for_pin(self.id, sim["pin_sealed"], str(error),
                                                                self.dispatcher.me)
@@ -203,7 +214,9 @@ class SimWorker:
         except ModemError as error:
             self._trouble(str(error))
             self.modem.close()
+            self._port_seen(gone=isinstance(error, PortGone))
             return False
+        self._port_seen(gone=False)
         self.device = device
         self.sim = {**self.sim, "iccid": device.iccid, "imsi": device.imsi, "operator": of_imsi(device.imsi)}
         self._recovered_from_trouble()
@@ -223,6 +236,40 @@ class SimWorker:
         except ModemError as error:
             log.warning("SIM %s: reading its store failed: %s", self.name, error)
         self.dispatcher.nudge()
+        return True
+
+    # Its modem on another port (SANDESH_MODEM_PORTS; workers/ports.py)
+
+    def _port_seen(self, gone: bool) -> None:
+        if not gone:
+            self.gone_since, self.searching = None, False
+        elif self.gone_since is None:
+            self.gone_since = self.app.clock.now()
+
+    def _refound(self) -> bool:
+        """Its port gone for REFIND_AFTER: the free ports of the glob are asked for its ICCID, and
+        the SIM is moved to the one that answers with it (`Sim.PortChanged`, by this dispatcher).
+        Never a port another SIM holds, nor one that gives another ICCID or none."""
+        search, iccid = self.dispatcher.port_search, self.sim.get("iccid")
+        if search is None or not iccid or self.gone_since is None:
+            return False
+        if not self.searching:
+            gone_for = self.app.clock.now() - self.gone_since
+            if gone_for < REFIND_AFTER:
+                return False
+            self.searching = True
+            log.warning("SIM %s (ICCID %s): %s gone for %.0f s; looking for it on %s", self.name, iccid,
+                        self.sim["port"], gone_for, search.pattern)
+        port = search.find(iccid, self.sim["baud"], self.dispatcher.held_ports(), stop=self.retiring)
+        if port is None or self.retiring.is_set():
+            return False
+        was = self.sim["port"]
+        self.app.sims.place_sim(self.id, self.name, port, self.sim["baud"], None, self.dispatcher.me)
+        # The thread goes on there; should the loop read the move first, it retires this thread and
+        # starts another on the new port instead.
+        self.sim = {**self.sim, "port": port}
+        self._port_seen(gone=False)  # held from now on; gone again, it waits REFIND_AFTER again
+        log.warning("SIM %s (ICCID %s): found on %s; moved there from %s", self.name, iccid, port, was)
         return True
 
     def _serve_one(self) -> None:
