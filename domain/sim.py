@@ -37,6 +37,25 @@ def check_sim_name(name: str) -> str:
     return name
 
 
+def discovered_name(operator: str | None, iccid: str, taken: set[str], prefix: str | None = None) -> str:
+    """The name `sandesh sim discover --apply` gives a SIM it registers, none of `taken`: with a
+    prefix the first free of PREFIX1, PREFIX2, ...; else the operator and the ICCID's last four
+    digits (`ntc-4821`, `sim-4821` when the operator is not known), more digits when taken."""
+    if prefix is not None:
+        number = 1
+        while f"{prefix}{number}" in taken:
+            number += 1
+        return check_sim_name(f"{prefix}{number}")
+    base = operator or "sim"
+    for digits in (4, 6, len(iccid)):
+        if (name := f"{base}-{iccid[-digits:]}") not in taken:
+            return name
+    number = 2
+    while f"{base}-{iccid}-{number}" in taken:
+        number += 1
+    return f"{base}-{iccid}-{number}"
+
+
 def check_settings(changes: dict[str, object]) -> dict[str, object]:
     """A SIM's settings, checked: a cap, pace or interval is a positive whole number or None
     (none), the pace at most the interface's 30 parts per window."""

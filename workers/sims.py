@@ -1,16 +1,18 @@
 """Attaching registered SIMs to modem ports: a SIM is known by the ICCID its modem reports,
-not by the port name (docs/operations.md, "SIMs and modems"); and probing a port before it is
-registered (`sandesh sim probe`, docs/operations.md, "Modems")."""
+not by the port name (docs/operations.md, "SIMs and modems"); probing a port before it is
+registered (`sandesh sim probe`, docs/operations.md, "Modems"); and identifying what answers on
+a port within seconds (`sandesh sim discover`, docs/operations.md, "Discovering modems")."""
 from __future__ import annotations
 
+import errno
 from typing import Any
 
 from sandesh.domain.operators import of_imsi
 from sandesh.projections import registry
 from sandesh.projections.runtime import Runtime
 
-from .device import Device, StepFailed, negotiate
-from .modem import Exchange, Modem, ModemError
+from .device import Device, Dialogue, StepFailed, _digits, _iccid, _info, family_of, negotiate, pin_state
+from .modem import CommandTimeout, Exchange, Modem, ModemError, PortGone, Timeouts
 
 
 def attach(runtime: Runtime, sim: dict[str, Any], modem: Modem) -> Device:
@@ -78,3 +80,65 @@ def _answer(transcript: list[Exchange], command: str) -> str | None:
 
 def _step_of(transcript: list[Exchange]) -> str:
     return f"after {transcript[-1].command}" if transcript else "the modem answers"
+
+
+# What `identify` finds on a port (docs/operations.md, "Discovering modems").
+IDENTIFIED, PIN_REQUIRED, NO_ANSWER, HELD, FAILED = "identified", "PIN required", "no answer", "held", "failed"
+IDENTIFY_BUSY_FOR = 5.0  # seconds of busy answers waited out: a modem plugged in just now may still boot
+
+
+def identify(port: str, baud: int = 115200) -> dict[str, Any]:
+    """Who made the device on `port`, its SIM's ICCID and IMSI (with the operator), and its signal,
+    read without entering a PIN or choosing a mode.  A port that does not answer AT with OK
+    within 2 s (Modem.sync: a stick's data and diagnostic ports never do) is `no answer`; one
+    another process holds (pyserial's exclusive lock) is `held`, and nothing is written to it.
+    A PIN is never entered: a wrong one costs one of the SIM's three tries, and the dispatcher
+    enters the registered one when it opens the port; so a SIM that asks for one shows its
+    ICCID where the modem reads it without the PIN (most do), and no IMSI."""
+    found: dict[str, Any] = {"status": FAILED, "reason": None, "manufacturer": None, "model": None, "iccid": None,
+                             "imsi": None, "operator": None, "signalDbm": None}
+    modem = Modem(port, baud, timeouts=Timeouts(command=IDENTIFY_BUSY_FOR))
+    try:
+        modem.open()
+    except PortGone as error:
+        if _locked(error):
+            return {**found, "status": HELD, "reason": "another process holds the port open (its exclusive lock)"}
+        return {**found, "reason": str(error)}
+    try:
+        modem.sync(attempts=1)
+    except CommandTimeout:
+        modem.close()
+        return {**found, "status": NO_ANSWER, "reason": "no OK to AT within 2 s"}
+    try:
+        _read_identity(modem, found)
+    except ModemError as error:
+        found["reason"] = found["reason"] or str(error)
+    finally:
+        modem.close()
+    return found
+
+
+def _read_identity(modem: Modem, found: dict[str, Any]) -> None:
+    talk = Dialogue(modem, IDENTIFY_BUSY_FOR)
+    talk.maybe("ATE0")
+    talk.maybe("AT+CMEE=1")
+    manufacturer = _info(talk.maybe("AT+CGMI"), "AT+CGMI")
+    found.update(manufacturer=manufacturer, model=_info(talk.maybe("AT+CGMM"), "AT+CGMM"),
+                 iccid=_iccid(talk, family_of(manufacturer)))
+    state = pin_state(talk)
+    if state == "READY":
+        imsi = _digits(" ".join(talk.maybe("AT+CIMI") or []))
+        found.update(status=IDENTIFIED, imsi=imsi, operator=of_imsi(imsi))
+    elif state == "SIM PIN":
+        found.update(status=PIN_REQUIRED, reason="the SIM asks for its PIN")
+    else:
+        found["reason"] = f"SIM not ready: {state}"
+    found["signalDbm"] = modem.health().signal_dbm
+
+
+def _locked(error: PortGone) -> bool:
+    """Whether the port could not be opened because another process holds its lock (pyserial's
+    `exclusive=True` is an flock, refused with EWOULDBLOCK)."""
+    cause = error.__cause__
+    return isinstance(cause, OSError) and cause.errno in (errno.EWOULDBLOCK, errno.EAGAIN)
+

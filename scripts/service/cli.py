@@ -241,6 +241,25 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("port", metavar="PORT", help="/dev/serial/by-id/..., /dev/ttyUSB0 or a pyserial URL")
     c.add_argument("--baud", type=positive_int, default=115200)
     c.add_argument("--pin", metavar="NNNN", help="the PIN to enter if the SIM asks for one ('-' reads it from stdin)")
+    text = ("list this host's serial ports (by /dev/serial/by-id name where there is one), identify what answers "
+            "AT on each, all at once (2 s at most for a silent port), and the registered SIM with its ICCID; a table "
+            "on a terminal, else JSON. Changes nothing without --apply; never opens a port a running dispatcher "
+            "holds, never enters or prints a PIN (docs/operations.md, \"Discovering modems\")")
+    c = sim.add_parser("discover", help=text, description=text)
+    c.add_argument("--ports", action="append", metavar="GLOB",
+                   help="ask these ports instead of the serial devices pyserial lists, e.g. "
+                        "'/dev/serial/by-id/*' (symlinks kept as named; repeatable). A port named exactly, without a "
+                        "wildcard, that a dispatcher holds is an error; a held port a wildcard found is shown as held")
+    c.add_argument("--apply", action="store_true",
+                   help="register the SIMs not registered yet and move registered ones whose ICCID answers on "
+                        "another port (audited as sim.added and sim.port_changed)")
+    c.add_argument("--name-prefix", metavar="P",
+                   help="with --apply, name new SIMs P1, P2, ... (skipping names taken) instead of the operator "
+                        "and the ICCID's last digits (ntc-4821)")
+    c.add_argument("--host", help="with --apply, the dispatcher host that drives the SIMs added (default: any)")
+    c.add_argument("--baud", type=positive_int, default=115200, help="the baud rate to ask at and register with "
+                                                                     "(default 115200)")
+    c.add_argument("--json", action="store_true", help="print one JSON object even on a terminal")
 
     sms = sub.add_parser("sms", help="the global SMS switch").add_subparsers(dest="command", required=True)
     sms.add_parser("disable", help="switch sending off (503 sms_disabled)").add_argument("--reason")

@@ -429,6 +429,67 @@ def sim_probe(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     return fail("\n".join(lines), 1)
 
 
+def sim_discover(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    """Every serial port of this host (or of --ports), what answers on it and which registered SIM
+    it is; with --apply, the SIMs not registered are added and those on a new port moved
+    (docs/operations.md, "Discovering modems").  A port a running dispatcher holds is not opened;
+    one the operator named exactly (no wildcard) is refused with an error instead."""
+    import socket
+    import sys
+    import time
+
+    from sandesh.projections import releases, sim_health
+    from sandesh.workers import discover
+
+    ports = discover.matching(args.ports) if args.ports else discover.serial_ports()
+    with opened(settings) as runtime:
+        with runtime.connection() as conn:
+            pool = sim_health.pool(conn, runtime.clock.now(), settings.route_window)
+            held = discover.holders(pool, releases.processes(conn), socket.gethostname())
+        refused = [f"{p.name}: {held[p.device]}" for p in ports if p.named and p.device in held]
+        if refused:
+            return fail("; ".join(refused) + ". sim discover does not open a port a dispatcher drives: stop that "
+                        "dispatcher first, or disable the SIM")
+        started = time.monotonic()
+        found = discover.discover(ports, held, args.baud)
+        seconds = round(time.monotonic() - started, 2)
+        locked = [f"{row['port']}: {row['reason']}" for p, row in zip(ports, found) if p.named and row["status"] == "held"]
+        if locked:
+            return fail("; ".join(locked))
+        discover.plan(found, pool, held, args.name_prefix)
+        if args.apply:
+            discover.apply(runtime, found, args.baud, args.host, actor)
+    if sys.stdout.isatty() and not args.json:
+        _discovered_table(found, args.apply)
+    else:
+        emit({"ports": found, "applied": args.apply, "seconds": seconds})
+    return 0
+
+
+def _discovered_table(found: list[dict[str, Any]], applied: bool) -> None:
+    import sys
+
+    from .output import table
+
+    def sim(row: dict[str, Any]) -> str:
+        if row["action"] == "add":
+            return f"added as {row['name']}" if applied else f"not registered: --apply adds it as {row['name']}"
+        if row["action"] == "move":
+            return f"{row['name']}, moved from {row['movedFrom']}" if applied else \
+                f"{row['name']}, at {row['movedFrom']}: --apply moves it here"
+        if row["sim"] is None:
+            return "-"
+        return row["sim"]["name"] if row["sim"]["port"] == row["port"] else f"{row['sim']['name']}, at {row['sim']['port']}"
+
+    table(["PORT", "STATUS", "DEVICE", "ICCID", "OPERATOR", "SIGNAL", "SIM"],
+          [[row["port"], row["status"], " ".join(filter(None, (row["manufacturer"], row["model"]))) or "-",
+            row["iccid"] or "-", row["operator"] or "-",
+            f"{row['signalDbm']} dBm" if row["signalDbm"] is not None else "-", sim(row)] for row in found])
+    for row in found:
+        if row["reason"] and row["status"] != "no answer":
+            sys.stdout.write(f"{row['port']}: {row['reason']}\n")
+
+
 def _sim_id(runtime: Runtime, id_or_name: str) -> str:
     key = "id" if id_or_name.startswith("sim_") else "name"
     return _row(runtime, "sims", id_or_name, "SIM", key)["id"]
@@ -834,6 +895,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("sim", "release"): sim_release,
     ("sim", "update"): sim_update,
     ("sim", "probe"): sim_probe,
+    ("sim", "discover"): sim_discover,
     ("sms", "disable"): sms_disable,
     ("sms", "enable"): sms_enable,
     ("optout", "add"): optout_add,

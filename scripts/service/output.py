@@ -21,3 +21,11 @@ def emit_line(value: Any) -> None:
 def fail(message: str, status: int = 2) -> int:
     sys.stderr.write(f"sandesh: {message}\n")
     return status
+
+
+def table(header: list[str], rows: list[list[str]]) -> None:
+    """Columns for a person at a terminal (a command that offers one also speaks JSON: --json)."""
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
+    for row in [header, *rows]:
+        sys.stdout.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() + "\n")
+    sys.stdout.flush()
