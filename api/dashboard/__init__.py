@@ -16,7 +16,7 @@ from .clients import ClientAction, Clients
 from .messages import Messages, Timeline
 from .ops import add_ops
 from .optouts import OptOuts
-from .overview import Overview
+from .overview import Overview, WorkspaceHome
 from .pages import Home, SetPassword, SignIn, SignOut, Static
 from .people import People, PersonAction
 from .totp import Code, Enroll, Requirement
@@ -37,6 +37,8 @@ def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[
     app.add_route("/dashboard/sign-out", SignOut(*parts))
     app.add_route("/dashboard/sign-out-everywhere", SignOut(*parts, everywhere=True))
     app.add_route("/dashboard/set-password/{token}", SetPassword(*parts))
+    for home in ("/dashboard/w/{workspace_id}", "/dashboard/w/{workspace_id}/"):
+        app.add_route(home, WorkspaceHome(*parts))
     app.add_route("/dashboard/w/{workspace_id}/overview", Overview(*parts))
     app.add_route("/dashboard/w/{workspace_id}/clients", Clients(*parts))
     app.add_route("/dashboard/w/{workspace_id}/clients/{client_id}/{action}", ClientAction(*parts))

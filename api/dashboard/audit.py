@@ -16,6 +16,7 @@ from sandesh.projections import audit, people, registry
 
 from .pages import Page
 from .paging import PAGE, Paged, choices, client_choices, day_range, key_of, parse_key, requested
+from .shown import details
 
 FIELDS = ("action", "client", "person", "from", "to")
 KEY = (float, str, int)  # audit.ORDER's kinds
@@ -59,6 +60,5 @@ class AuditLog(Page):
 
 def readable(line: dict[str, Any]) -> dict[str, Any]:
     """An audit line with its details as `name: value` text."""
-    details = ", ".join(f"{name}: {value}" for name, value in line["details"].items())
     subject = line["clientId"] or line["simId"] or ""
-    return {**line, "details": details, "subject": subject}
+    return {**line, "details": details(line["details"]), "subject": subject}

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import falcon.asgi
+from markupsafe import Markup
 
 from sandesh.domain import phone
 from sandesh.domain.message import (CANCELED, DELIVERED, FAILED, QUEUED, REJECTED, SCHEDULED, SENT, SUBMITTED,
@@ -16,6 +17,7 @@ from sandesh.projections import inbound, messages, registry
 
 from .pages import Page
 from .paging import PAGE, Paged, choices, client_choices, day_range, key_of, parse_key, requested
+from .shown import details
 
 STATUSES = (SCHEDULED, QUEUED, SUBMITTED, SENT, DELIVERED, UNDELIVERED, FAILED, REJECTED, CANCELED)
 FIELDS = ("q", "status", "type", "client", "from", "to")
@@ -79,7 +81,6 @@ class Timeline(Page):
                                                     lambda client_id: registry.webhook_url(conn, client_id))
 
 
-def described(entry: dict[str, Any]) -> str:
+def described(entry: dict[str, Any]) -> Markup:
     """An entry's details as `name: value` text (its time and type are shown apart)."""
-    return ", ".join(f"{name}: {value}" for name, value in entry.items()
-                     if name not in ("at", "type") and value is not None)
+    return details({name: value for name, value in entry.items() if name not in ("at", "type")})

@@ -14,6 +14,15 @@ from .chart import OUTCOMES, OTHER, delivery_rates, hourly
 from .pages import Page
 
 
+class WorkspaceHome(Page):
+    """GET /dashboard/w/{workspace_id}, with or without a trailing slash: the workspace's Overview,
+    for whoever may see it (anyone else: sign-in or 404, as the Overview answers)."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
+        if await self.member(req, resp, workspace_id) is not None:
+            self.web.redirect(resp, f"/dashboard/w/{workspace_id}/overview")
+
+
 class Overview(Page):
     """GET /dashboard/w/{workspace_id}/overview: status, balance in NPR, rates, allowed types."""
 
@@ -27,7 +36,7 @@ class Overview(Page):
         totp_required, enrolled = await self.blocking(self._codes, workspace_id, person["id"])
         totals, last_day = await self.blocking(self._activity, workspace_id)
         self.web.page(req, resp, "overview.html", title="Overview", person=person, workspace=workspace,
-                      rupees=rupees, totp_required=totp_required, enrolled=enrolled,
+                      totp_required=totp_required, enrolled=enrolled,
                       may_require=may_manage_people(person["role"]), counters=totals, chart=hourly(last_day),
                       outcomes=(*OUTCOMES, OTHER), rates=delivery_rates(last_day))
 
@@ -46,6 +55,3 @@ class Overview(Page):
         person = self.app.people.person(person_id)
         return self.app.people.totp_required(workspace_id), person is not None and person.totp_sealed is not None
 
-
-def rupees(paisa: int) -> str:
-    return f"NPR {paisa // 100:,}.{paisa % 100:02d}"

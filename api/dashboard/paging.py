@@ -1,22 +1,23 @@
 """What the pages with filters share (docs/dashboard.md, "Messages"): the options of their
-selects; and for Messages and the Audit log, a date range typed in date fields (whole UTC
-days) and keyset pages of 50, newest first, with Previous (newer) and Next (older) links that
-keep the filters."""
+selects; and for Messages and the Audit log, a date range typed in date fields (whole Nepal
+calendar days) and keyset pages of 50, newest first, with Previous (newer) and Next (older)
+links that keep the filters."""
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import date
 from typing import Any, Callable
 from urllib.parse import urlencode
 
 import falcon.asgi
 
+from .shown import day_start, next_day_start
+
 PAGE = 50
-DAY = 86_400
 
 
 def day_range(typed: dict[str, str]) -> tuple[float | None, float | None, dict[str, str]]:
-    """The `from` and `to` dates as [since, until) in epoch seconds (`to` counts its whole day),
-    and the problem of each field that is not a date."""
+    """The `from` and `to` dates, Nepal calendar days, as [since, until) in epoch seconds (`to`
+    counts its whole day), and the problem of each field that is not a date."""
     bounds: dict[str, float | None] = {"from": None, "to": None}
     errors = {}
     for name in bounds:
@@ -26,8 +27,7 @@ def day_range(typed: dict[str, str]) -> tuple[float | None, float | None, dict[s
             except ValueError:
                 errors[name] = f"{typed[name]!r} is not a date (YYYY-MM-DD)"
                 continue
-            start = datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp()
-            bounds[name] = start + DAY if name == "to" else start
+            bounds[name] = next_day_start(day) if name == "to" else day_start(day)
     return bounds["from"], bounds["to"], errors
 
 

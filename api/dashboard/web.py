@@ -15,9 +15,11 @@ import falcon.asgi
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from ..peers import calling_ip, over_tls
+from .shown import nepal, npr
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
+TEMPLATES.filters.update(npr=npr, nepal=nepal)  # every amount and time a page shows (shown.py)
 
 # No inline script or style, nothing from another origin, never inside a frame.
 POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; "

@@ -9,7 +9,6 @@ from typing import Any
 
 import falcon.asgi
 
-from sandesh.domain.clock import parse_iso
 from sandesh.domain.errors import InvalidInput, NotFound
 from sandesh.domain.person import actor_of, may_manage_clients
 from sandesh.domain.webhook import ATTEMPTING, DEAD, DELIVERED, REDELIVERABLE, WAITING
@@ -17,6 +16,7 @@ from sandesh.projections import registry, webhooks
 
 from .pages import VIEWERS_READ, Page
 from .paging import choices, client_choices
+from .shown import typed_moment
 
 SHOWN = 200
 STATES = (ATTEMPTING, WAITING, DELIVERED, DEAD)
@@ -97,7 +97,7 @@ class Redeliver(Page):
 
 class Outage(Webhooks):
     """POST /dashboard/w/{workspace_id}/webhooks/outage: every dead or waiting delivery of one of
-    the workspace's clients created from `since` to `until` (UTC; until: now when empty) sent
+    the workspace's clients created from `since` to `until` (Nepal time; until: now when empty) sent
     again (Webhooks.redeliver_outage), audited once as the person; the page then says how many."""
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
@@ -108,7 +108,7 @@ class Outage(Webhooks):
         errors = {} if typed["outage_client"] else {"outage_client": "choose the client whose receiver was down"}
         since, until = (_moment(typed, name, errors) for name in ("since", "until"))
         if since is None and "since" not in errors:
-            errors["since"] = "give the time the outage began (UTC)"
+            errors["since"] = "give the time the outage began (Nepal time)"
         if not errors:
             try:
                 count = await self.blocking(self.app.webhooks.redeliver_outage, typed["outage_client"], since, until,
@@ -123,11 +123,11 @@ class Outage(Webhooks):
 
 
 def _moment(typed: dict[str, str], name: str, errors: dict[str, str]) -> float | None:
-    """A `datetime-local` field read as UTC; None when empty, a problem in `errors` when not a time."""
+    """A `datetime-local` field read as Nepal time; None when empty, a problem in `errors` when not a time."""
     if not typed[name]:
         return None
     try:
-        return parse_iso(typed[name])
+        return typed_moment(typed[name])
     except ValueError:
-        errors[name] = f"{typed[name]!r} is not a time (YYYY-MM-DDTHH:MM, UTC)"
+        errors[name] = f"{typed[name]!r} is not a time (YYYY-MM-DDTHH:MM, Nepal time)"
         return None

@@ -4,7 +4,9 @@ against a real `sandesh serve`, with messages sent through the real API."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 import requests
@@ -67,7 +69,9 @@ def listed(page: Page) -> list[str]:
 
 
 def today(sandesh: Any) -> str:
-    return sandesh("clock", "show")["now"][:10]
+    """Today in Nepal: the date filters are Nepal calendar days."""
+    now = datetime.fromisoformat(sandesh("clock", "show")["now"].replace("Z", "+00:00"))
+    return now.astimezone(ZoneInfo("Asia/Kathmandu")).date().isoformat()
 
 
 # Messages (docs/dashboard.md, "Messages")

@@ -1,6 +1,6 @@
 """The rules of the dashboard's chart and pages that need no browser (docs/dashboard.md,
 "Overview" and "Messages"): outcomes stacked per hour, the delivery rate per operator, dates as
-whole UTC days, and keyset pages that know whether there is more either way."""
+whole Nepal days, and keyset pages that know whether there is more either way."""
 from __future__ import annotations
 
 from sandesh.api.dashboard.chart import delivery_rates, hourly
@@ -32,9 +32,10 @@ def test_the_delivery_rate_is_per_operator_of_the_messages_with_an_outcome():
         ("Ncell", 4, 1, 0.25), ("Nepal Telecom", 3, 2, 0.67), ("Other numbers", 1, 0, 0.0)]
 
 
-def test_dates_are_whole_utc_days_and_a_bad_one_is_said():
+def test_dates_are_whole_nepal_days_and_a_bad_one_is_said():
+    """A Nepal day begins at 18:15 UTC the day before (UTC+05:45)."""
     since, until, errors = day_range({"from": "2026-11-24", "to": "2026-11-24"})
-    assert (since, until, errors) == (1795478400.0, 1795564800.0, {})
+    assert (since, until, errors) == (1795457700.0, 1795544100.0, {})  # 2026-11-23T18:15Z, 2026-11-24T18:15Z
     assert day_range({"from": "24/11/2026", "to": ""})[2] == {"from": "'24/11/2026' is not a date (YYYY-MM-DD)"}
 
 

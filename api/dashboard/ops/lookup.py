@@ -19,11 +19,11 @@ class FindMessage(OpsPage):
             return
         message_id = (req.get_param("id") or "").strip()
         if not message_id:
-            return self.render(req, resp, "ops/find.html", title="Find a message", person=person, lookup="")
+            return self.web.page(req, resp, "ops/find.html", title="Find a message", person=person, lookup="")
         workspace_id = await self.blocking(self._workspace_of, message_id)
         if workspace_id is None:
-            return self.render(req, resp, "ops/find.html", status=404, title="Find a message", person=person,
-                               lookup=message_id, lookup_error=f"no such message: {message_id}")
+            return self.web.page(req, resp, "ops/find.html", status=404, title="Find a message", person=person,
+                                 lookup=message_id, lookup_error=f"no such message: {message_id}")
         self.web.redirect(resp, f"/dashboard/w/{workspace_id}/messages/{message_id}")
 
     def _workspace_of(self, message_id: str) -> str | None:

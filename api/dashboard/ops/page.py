@@ -7,10 +7,8 @@ from typing import Any
 
 import falcon.asgi
 
-from sandesh.domain.clock import iso
 from sandesh.domain.person import OPERATOR, actor_of
 
-from ..overview import rupees
 from ..pages import SIGN_IN, Page
 
 
@@ -37,10 +35,6 @@ class OpsPage(Page):
             self.web.forbidden(req, resp)
             return form, None
         return form, await self.operator(req, resp)
-
-    def render(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, template: str, **values: Any) -> None:
-        """An operator's page, with NPR amounts and times of the service clock written as people read them."""
-        self.web.page(req, resp, template, rupees=rupees, when=iso, **values)
 
     @staticmethod
     def actor(person: dict[str, Any]) -> str:

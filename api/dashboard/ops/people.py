@@ -25,8 +25,8 @@ class TeamPage(OpsPage):
                    status: int = 200, typed: dict[str, str] | None = None, errors: dict[str, str] | None = None,
                    link: dict[str, str] | None = None) -> None:
         listed = await self.blocking(self._everyone)
-        self.render(req, resp, "ops/people.html", status=status, title="People of the service", person=person,
-                    people=listed, typed=typed or {}, errors=errors or {}, link=link)
+        self.web.page(req, resp, "ops/people.html", status=status, title="People of the service", person=person,
+                      people=listed, typed=typed or {}, errors=errors or {}, link=link)
 
     def link(self, req: falcon.asgi.Request, email: str, token: str) -> dict[str, str]:
         return {"email": email, "url": self.web.link(f"/dashboard/set-password/{token}")}

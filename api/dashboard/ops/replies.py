@@ -31,8 +31,8 @@ class Replies(OpsPage):
         kept = {"unattributed": "on"} if unattributed else {}
         last = rows[PAGE - 1] if len(rows) > PAGE else None
         older = f"{ROOT}?{urlencode({**kept, 'before': key_of(last, ORDER)})}" if last else None
-        self.render(req, resp, "ops/replies.html", title="Replies", person=person, replies=rows[:PAGE],
-                    unattributed=unattributed, older=older, newest=f"{ROOT}?{urlencode(kept)}" if before else None)
+        self.web.page(req, resp, "ops/replies.html", title="Replies", person=person, replies=rows[:PAGE],
+                      unattributed=unattributed, older=older, newest=f"{ROOT}?{urlencode(kept)}" if before else None)
 
     def _replies(self, unattributed: bool, before: tuple[float, str] | None) -> list[dict[str, Any]]:
         with self.connection() as conn:

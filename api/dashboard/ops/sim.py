@@ -53,8 +53,8 @@ class SimPage(OpsPage):
         if sim is None:
             return self.web.not_found(req, resp, person)
         shown = {"port": sim["port"], **shown_settings(sim)}
-        self.render(req, resp, "ops/sim.html", status=status, title=f"SIM {sim['name']}", person=person,
-                    sim=registry.sim_view(sim), typed={**shown, **(typed or {})}, errors=errors or {})
+        self.web.page(req, resp, "ops/sim.html", status=status, title=f"SIM {sim['name']}", person=person,
+                      sim=registry.sim_view(sim), typed={**shown, **(typed or {})}, errors=errors or {})
 
     def _sim(self, sim_id: str) -> dict[str, Any] | None:
         with self.connection() as conn:

@@ -30,9 +30,9 @@ class PoolPage(OpsPage):
                    template: str, *, status: int = 200, errors: dict[str, str] | None = None,
                    typed: dict[str, str] | None = None) -> None:
         now, sims = await self.blocking(self._pool)
-        self.render(req, resp, template, status=status, title="SIM pool", person=person, sims=sims,
-                    hosts=hosts(sims), now=now, errors=errors or {}, typed=typed or {"baud": "115200"},
-                    refresh=REFRESH_SECONDS, window=PARTS_PER_WINDOW)
+        self.web.page(req, resp, template, status=status, title="SIM pool", person=person, sims=sims,
+                      hosts=hosts(sims), now=now, errors=errors or {}, typed=typed or {"baud": "115200"},
+                      refresh=REFRESH_SECONDS, window=PARTS_PER_WINDOW)
 
     def _pool(self) -> tuple[float, list[dict[str, Any]]]:
         now = self.app.clock.now()

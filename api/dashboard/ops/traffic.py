@@ -29,9 +29,9 @@ class TrafficPage(OpsPage):
                    status: int = 200, errors: dict[str, str] | None = None) -> None:
         readiness = await self.blocking(self.ready.checks)
         now, queue, (accepted, sent), switch = await self.blocking(self._read)
-        self.render(req, resp, "ops/traffic.html", status=status, title="Traffic", person=person, now=now,
-                    queue=queue, chart=chart(accepted, sent), readiness=readiness, switch=switch,
-                    errors=errors or {}, hours=MINUTES // 60)
+        self.web.page(req, resp, "ops/traffic.html", status=status, title="Traffic", person=person, now=now,
+                      queue=queue, chart=chart(accepted, sent), readiness=readiness, switch=switch,
+                      errors=errors or {}, hours=MINUTES // 60)
 
     def _read(self) -> tuple[float, dict[str, Any], tuple[list[int], list[int]], dict[str, Any] | None]:
         now = self.app.clock.now()

@@ -74,9 +74,9 @@ class Workspaces(OpsPage):
                    status: int = 200, errors: dict[str, str] | None = None,
                    typed: dict[str, str] | None = None) -> None:
         workspaces = await self.blocking(self._workspaces)
-        self.render(req, resp, "ops/workspaces.html", status=status, title="Workspaces", person=person,
-                      workspaces=workspaces, types=MESSAGE_TYPES, errors=errors or {},
-                      typed=typed or {})
+        self.web.page(req, resp, "ops/workspaces.html", status=status, title="Workspaces", person=person,
+                        workspaces=workspaces, types=MESSAGE_TYPES, errors=errors or {},
+                        typed=typed or {})
 
     def _workspaces(self) -> list[dict[str, Any]]:
         with self.connection() as conn:
@@ -101,9 +101,9 @@ class WorkspaceDetail(OpsPage):
             return self.web.not_found(req, resp, person)
         workspace, clients = found
         totp_required = await self.blocking(self.app.people.totp_required, workspace_id)
-        self.render(req, resp, "ops/workspace.html", status=status, title=workspace["name"], person=person,
-                    workspace=workspace, clients=clients, types=MESSAGE_TYPES, totp_required=totp_required,
-                    errors=errors or {}, typed=typed or {}, erased=erased)
+        self.web.page(req, resp, "ops/workspace.html", status=status, title=workspace["name"], person=person,
+                      workspace=workspace, clients=clients, types=MESSAGE_TYPES, totp_required=totp_required,
+                      errors=errors or {}, typed=typed or {}, erased=erased)
 
     def _workspace(self, workspace_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
         with self.connection() as conn:

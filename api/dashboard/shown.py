@@ -1,0 +1,73 @@
+"""How the dashboard writes times and money for its people
+(docs/dashboard.md, "Times and money"): a time in Nepal time with its UTC instant on hover, an
+amount of paisa in NPR, and a date or time typed in a form read as Nepal time.  The templates use
+`npr` and `nepal` as filters (web.py); the read models and the API keep UTC and paisa."""
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from markupsafe import Markup, escape
+
+from sandesh.domain.clock import iso, parse_iso
+
+NEPAL = ZoneInfo("Asia/Kathmandu")  # UTC+05:45, no daylight saving time
+
+# The names under which a message's timeline and an audit line's details carry paisa, and times.
+MONEY = {"amount", "cost", "refund", "min_credit", "rates"}
+TIMES = {"expiresAt", "sendAt", "notBefore", "since", "until", "previous_until"}
+
+
+def npr(paisa: int) -> str:
+    """`NPR 1,234.56` for 123456 paisa."""
+    sign = "-" if paisa < 0 else ""
+    rupees, rest = divmod(abs(paisa), 100)
+    return f"NPR {sign}{rupees:,}.{rest:02d}"
+
+
+def nepal(moment: float | str) -> Markup:
+    """A time (epoch seconds, or ISO 8601 as the read models give it) in Nepal time, to the second,
+    in a <time> element whose title is the same instant in UTC."""
+    at = moment if isinstance(moment, (int, float)) else parse_iso(moment)
+    local = datetime.fromtimestamp(at, NEPAL)
+    utc = datetime.fromtimestamp(at, timezone.utc)
+    return Markup('<time datetime="{}" title="{} UTC">{}</time>').format(
+        iso(at), utc.strftime("%Y-%m-%d %H:%M:%S"), local.strftime("%Y-%m-%d %H:%M:%S"))
+
+
+def day_start(day: date) -> float:
+    """The instant a Nepal calendar day begins (18:15 UTC the day before)."""
+    return datetime(day.year, day.month, day.day, tzinfo=NEPAL).timestamp()
+
+
+def next_day_start(day: date) -> float:
+    return day_start(day + timedelta(days=1))
+
+
+def typed_moment(text: str) -> float:
+    """A time typed in a `datetime-local` field (YYYY-MM-DDTHH:MM), read as Nepal time unless it
+    carries an offset; ValueError when it is not a time."""
+    typed = datetime.fromisoformat(text)
+    return (typed if typed.tzinfo else typed.replace(tzinfo=NEPAL)).timestamp()
+
+
+def details(fields: dict[str, Any]) -> Markup:
+    """`name: value` pairs of a timeline entry or an audit line, with paisa in NPR and times in
+    Nepal time."""
+    return Markup(", ").join(Markup("{}: {}").format(name, _value(name, value))
+                             for name, value in fields.items() if value is not None)
+
+
+def _value(name: str, value: Any) -> Any:
+    if isinstance(value, dict):
+        inner = {key: _value(name if name == "rates" else key, item) for key, item in value.items()}
+        return Markup("{") + Markup(", ").join(Markup("{}: {}").format(k, v) for k, v in inner.items()) + Markup("}")
+    if name in MONEY and isinstance(value, int) and not isinstance(value, bool):
+        return npr(value)
+    if name in TIMES and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        try:
+            return nepal(value)
+        except (ValueError, OverflowError):
+            return escape(value)
+    return value
