@@ -10,6 +10,7 @@ appends take them), so no event is missed or applied twice while the API runs.
 """
 from __future__ import annotations
 
+import operator
 import os
 import queue
 import resource
@@ -90,14 +91,19 @@ MEMORY_BUDGET = 1 << 30  # bytes a replay's process may hold, whatever the log's
 
 
 def _read(runtime: Runtime, topics: list[str], after: int = 0, upto: int | None = None) -> Iterator[list[Any]]:
-    """The log's stored events of these topics after `after` (up to `upto`) in batches of tuples
-    (id, originator id, version, topic, state), read ahead by a thread on a connection of its own
-    while the last batch is folded (the server's work and the network wait overlap the folding)."""
+    """The log's stored events of these topics after `after` (up to `upto`; without it, up to
+    the head, followed while it moves) in batches of tuples (id, originator id, version, topic,
+    state), read ahead by a thread on a connection of its own while the last batch is folded
+    (the server's work and the network wait overlap the folding).
+
+    Each query reads one window of READ_BATCH notification ids, whatever the table's statistics
+    say: asked for "the next READ_BATCH after `after`" with no upper bound, a planner that
+    misjudged the range sorted every event after `after` for each batch (docs/performance.md,
+    "Replay")."""
     table = f'public."{runtime.app.log.recorder.events_table_name}"'
     query = (f"SELECT notification_id, originator_id, originator_version, topic, state FROM {table}"
-             " WHERE notification_id > %s AND notification_id <= %s AND topic = ANY(%s)"
-             " ORDER BY notification_id LIMIT %s")
-    last = upto if upto is not None else 2**63 - 1
+             " WHERE notification_id > %s AND notification_id <= %s AND topic = ANY(%s) ORDER BY notification_id")
+    head = f"SELECT coalesce(max(notification_id), 0) FROM {table}"
     ahead: queue.Queue[Any] = queue.Queue(maxsize=2)
     stop = threading.Event()
 
@@ -106,12 +112,19 @@ def _read(runtime: Runtime, topics: list[str], after: int = 0, upto: int | None 
         try:
             with psycopg.connect(runtime.settings.database_url, autocommit=True) as conn:
                 cur = conn.cursor(binary=True)
+                last = upto if upto is not None else cur.execute(head).fetchone()[0]
                 while not stop.is_set():
-                    batch = cur.execute(query, (after, last, topics, READ_BATCH), prepare=True).fetchall()
-                    ahead.put(batch)
-                    if not batch:
-                        return
-                    after = batch[-1][0]
+                    if after >= last:
+                        moved = cur.execute(head).fetchone()[0] if upto is None else last
+                        if moved <= last:
+                            ahead.put([])
+                            return
+                        last = moved
+                    window = min(after + READ_BATCH, last)
+                    batch = cur.execute(query, (after, window, topics), prepare=True).fetchall()
+                    if batch:
+                        ahead.put(batch)
+                    after = window
         except BaseException as error:  # handed to the folding thread, which raises it
             ahead.put(error)
 
@@ -172,12 +185,22 @@ def _continued(batch: list[Any]) -> list[str]:
     return [originator_id for originator_id, version in first.items() if version > 1]
 
 
-def _create(conn: Any, schema: str, view: Projection) -> None:
+def _create(conn: Any, schema: str, view: Projection) -> list[str]:
+    """The view's tables in a fresh `schema`, with their keys but without their other indexes,
+    which cost more per row as rows are copied in than built once at the end: returns the
+    statements that make those (`_load` runs them)."""
     conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     conn.execute(f'CREATE SCHEMA "{schema}"')
     with conn.transaction():
         conn.execute(f'SET LOCAL search_path = "{schema}"')
         conn.execute(view.ddl)
+        later = conn.execute(
+            "SELECT c.relname AS indexname, pg_get_indexdef(i.indexrelid) AS indexdef FROM pg_index i"
+            " JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND NOT i.indisunique", (schema,)).fetchall()
+        for index in later:
+            conn.execute(f'DROP INDEX "{schema}"."{index["indexname"]}"')
+    return [index["indexdef"] for index in later]
 
 
 def _columns(conn: Any, schema: str, table: str) -> list[dict[str, Any]]:
@@ -204,13 +227,19 @@ def _copy(conn: Any, schema: str, table: str, rows: Iterable[dict[str, Any]]) ->
     names = [c["column_name"] for c in columns]
     json = [i for i, c in enumerate(columns) if c["data_type"] in ("jsonb", "json")]
     listed = ", ".join(f'"{n}"' for n in names)
+    values = operator.itemgetter(*names) if len(names) > 1 else lambda row: (row[names[0]],)
     with conn.cursor() as cur, cur.copy(f'COPY "{schema}"."{table}" ({listed}) FROM STDIN') as copy:
+        write = copy.write_row
+        if not json:
+            for row in rows:
+                write(values(row))
+            return
         for row in rows:
-            values = [row[n] for n in names]
+            found = list(values(row))
             for i in json:
-                if values[i] is not None:
-                    values[i] = Jsonb(values[i])
-            copy.write_row(values)
+                if found[i] is not None:
+                    found[i] = Jsonb(found[i])
+            write(found)
 
 
 class _Spill:
@@ -243,14 +272,20 @@ def _resident() -> int:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def _load(conn: Any, schema: str, view: Projection, memory: SpillingRows) -> int:
+INDEX_MEMORY = "256MB"  # maintenance_work_mem while a replay makes its tables' indexes
+
+
+def _load(conn: Any, schema: str, view: Projection, memory: SpillingRows, indexes: list[str]) -> int:
     """COPY the view's rows still in memory into its scratch tables (those spilled are there
-    already); returns how many rows the tables hold."""
+    already), then make their other indexes; returns how many rows the tables hold."""
     total = 0
     for table in view.tables:
         _copy(conn, schema, table, memory.rows[table].values())
         total += len(memory.rows[table]) + memory.spilled.get(table, 0)
     with conn.cursor() as cur:
+        cur.execute(f"SET LOCAL maintenance_work_mem = '{INDEX_MEMORY}'")
+        for index in indexes:
+            cur.execute(index)
         for table in view.tables:
             cur.execute(f'ANALYZE "{schema}"."{table}"')
     return total
@@ -263,8 +298,9 @@ def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, from_c
     reached and per view its events, rows and seconds."""
     views = {name: PROJECTIONS[name] for name in names}
     defaults: dict[str, dict[str, Any]] = {}
+    indexes: dict[str, list[str]] = {}
     for name, view in views.items():
-        _create(conn, f"{prefix}{name}", view)
+        indexes[name] = _create(conn, f"{prefix}{name}", view)
         defaults.update(_defaults(conn, f"{prefix}{name}", view))
     tables = {table: spec for view in views.values() for table, spec in view.tables.items()}
     schemas = {table: f"{prefix}{name}" for name, view in views.items() for table in view.tables}
@@ -292,7 +328,7 @@ def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, from_c
     for name, view in views.items():
         began = time.monotonic()
         with conn.transaction():
-            rows = _load(conn, f"{prefix}{name}", view, memory)
+            rows = _load(conn, f"{prefix}{name}", view, memory, indexes[name])
         built[name] = {"events": counts[name], "rows": rows, "seconds": time.monotonic() - began}
     return {"position": position, "readSeconds": read, "projections": built, "memory": _memory(memory)}
 
@@ -314,7 +350,8 @@ def rebuild_all(runtime: Runtime, names: list[str], *, from_checkpoint: bool = F
     """Rebuild the named projections from one pass over the log (over what follows their
     checkpoints, `from_checkpoint`), and swap each in."""
     with runtime.connection() as conn:
-        built = _build(runtime, conn, "rebuild_", names, from_checkpoint=from_checkpoint, memory_budget=memory_budget)
+        built = _build(runtime, conn, "rebuild_", names, from_checkpoint=from_checkpoint,
+                       memory_budget=memory_budget)
         results = {}
         for name in names:
             began = time.monotonic()
@@ -479,7 +516,8 @@ def checkpoint(runtime: Runtime, names: list[str], *, from_zero: bool = False,
                            memory_budget=memory_budget)
             verified = "a fresh fold from zero"
             if onward:
-                _build(runtime, conn, "checkpoint_fresh_", names, upto=built["position"], memory_budget=memory_budget)
+                _build(runtime, conn, "checkpoint_fresh_", names, upto=built["position"],
+                       memory_budget=memory_budget)
                 differ = {}
                 for name in names:
                     tables = checkpoints.differences(conn, PROJECTIONS[name], f"checkpoint_new_{name}",

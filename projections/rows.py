@@ -708,6 +708,7 @@ class SpillingRows(MemoryRows):
         self.spilled = dict.fromkeys(self.spillable, 0)  # rows of each table now in `spill`
         self.taken_back = 0
         self._held = 0  # rows of the spillable tables in memory
+        self._settled: set[Any] = set()  # ids `take_back` asked for, whose rows are in memory or nowhere
 
     def insert(self, table: str, row: dict[str, Any], *, on_conflict: str | None = None) -> None:
         if table not in self.spillable:
@@ -753,8 +754,11 @@ class SpillingRows(MemoryRows):
     def take_back(self, ids: Iterable[Any]) -> None:
         """Take back, one statement a table, the spilled rows keyed by one of `ids` in the tables
         keyed by one column: what the next events will touch (a replay's next batch of the log
-        names the aggregates it continues).  An id that keys no spilled row costs an index probe."""
+        names the aggregates it continues).  An id that keys no spilled row costs an index probe,
+        once: until the next call, a key of one of `ids` is not looked for in the spill again
+        unless its row is let go meanwhile."""
         wanted = list(ids)
+        self._settled = set(wanted)
         for table in self.spillable:
             if not self.spilled[table] or len(self.tables[table].key) != 1:
                 continue
@@ -777,6 +781,8 @@ class SpillingRows(MemoryRows):
         return bool(self.spilled[table]) and self._take(table, key)
 
     def _take(self, table: str, key: Key) -> bool:
+        if len(key) == 1 and key[0] in self._settled:
+            return False
         row = self.spill.take(table, key)
         if row is None:
             return False
@@ -796,5 +802,7 @@ class SpillingRows(MemoryRows):
                 continue
             keys = list(itertools.islice(iter(rows), count))
             self.spill.put(table, [rows.pop(key) for key in keys])
+            if self._settled and len(self.tables[table].key) == 1:
+                self._settled.difference_update(key[0] for key in keys)
             self.spilled[table] += count
             self._held -= count

@@ -19,20 +19,29 @@ SERVER = os.environ.get("SANDESH_TEST_POSTGRES", "postgresql://root@127.0.0.1:54
 SECRET_KEY = "bench-secret-key-0123456789abcdef0123456789"
 
 
+def bench_env(database_url: str) -> dict[str, str]:
+    """The environment to run Sandesh in on a benchmark's database."""
+    return {**os.environ, "DATABASE_URL": database_url, "SANDESH_SECRET_KEY": SECRET_KEY, "PYTHONPATH": str(ROOT)}
+
+
 @contextmanager
-def scratch_database() -> Iterator[dict[str, str]]:
-    """A migrated database for one benchmark run; yields the environment to run Sandesh in."""
+def scratch_database(keep: bool = False) -> Iterator[dict[str, str]]:
+    """A migrated database for one benchmark run; yields the environment to run Sandesh in.
+    Dropped afterwards, unless `keep`: then its address is written to stderr."""
     name = f"sandesh_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(SERVER, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
-    env = {**os.environ, "DATABASE_URL": make_conninfo(SERVER, dbname=name), "SANDESH_SECRET_KEY": SECRET_KEY,
-           "PYTHONPATH": str(ROOT)}
+    env = bench_env(make_conninfo(SERVER, dbname=name))
     try:
-        subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", "db", "migrate"], env=env, check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", "db", "migrate"], env=env, check=True,
+                       capture_output=True)
         yield env
     finally:
-        with psycopg.connect(SERVER, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        if keep:
+            sys.stderr.write(f"kept the database: {env['DATABASE_URL']}\n")
+        else:
+            with psycopg.connect(SERVER, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def funded_workspace(app: Any, name: str, amount: int, actor: str = "bench", rates: dict[str, int] | None = None) -> str:

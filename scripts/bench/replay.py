@@ -1,6 +1,7 @@
 """How fast `sandesh replay` rebuilds every read model, and what it holds in memory.
 
-    .venv/bin/python -m sandesh.scripts.bench.replay N [--shape lifecycle|campaign|both] [--profile]
+    .venv/bin/python -m sandesh.scripts.bench.replay N [--shape lifecycle|campaign|both] [--profile] [--keep]
+    .venv/bin/python -m sandesh.scripts.bench.replay N --shape campaign --on DATABASE_URL
 
 Makes a log of about N events through the domain and the log (no HTTP, no group commit: the
 messages' events appended in batches of 100 messages, as the API's group commit appends them),
@@ -27,6 +28,7 @@ import resource
 import subprocess
 import sys
 import time
+from contextlib import nullcontext
 
 import orjson
 
@@ -36,7 +38,7 @@ from sandesh.domain.settings import Settings
 from sandesh.projections import replay
 from sandesh.scripts.service.bootstrap import bootstrap
 
-from .common import ROOT, bench_clients, scratch_database
+from .common import ROOT, bench_clients, bench_env, scratch_database
 
 BATCH_MESSAGES = 100
 
@@ -102,16 +104,22 @@ def main() -> None:
     parser.add_argument("--shape", choices=("lifecycle", "campaign", "both"), default="both",
                         help="the log's shape (default both, one after the other)")
     parser.add_argument("--profile", action="store_true", help="replay in this process under cProfile")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the database the log was made in (its address goes to stderr), to replay it again")
+    parser.add_argument("--on", metavar="DATABASE_URL",
+                        help="replay the log of this database (one --keep kept) instead of making one; "
+                             "EVENTS and --shape only label the figures")
     args = parser.parse_args()
     for shape in (("lifecycle", "campaign") if args.shape == "both" else (args.shape,)):
-        print(orjson.dumps({"shape": shape, **run(args.events, shape, args.profile)}).decode(), flush=True)
+        figures = run(args.events, shape, args.profile, keep=args.keep, on=args.on)
+        print(orjson.dumps({"shape": shape, **figures}).decode(), flush=True)
 
 
-def run(events: int, shape: str, profile: bool) -> dict:
-    with scratch_database() as env:
+def run(events: int, shape: str, profile: bool, keep: bool = False, on: str | None = None) -> dict:
+    with (nullcontext(bench_env(on)) if on else scratch_database(keep)) as env:
         runtime = bootstrap(Settings.from_env(env), pool_size=2)
         try:
-            total = fill(runtime, events, shape)
+            total = (runtime.app.log.recorder.max_notification_id() or 0) if on else fill(runtime, events, shape)
             if profile:
                 profiler = cProfile.Profile()
                 started = time.monotonic()
