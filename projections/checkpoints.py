@@ -54,7 +54,7 @@ def load(conn: Any, name: str, view: Projection, memory: SpillingRows, into: str
                     "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s"
                     " ORDER BY ordinal_position", (schema(name), table)).fetchall())
                 copied = cur.execute(f'INSERT INTO "{into}"."{table}" ({columns}) SELECT {columns} FROM {source}').rowcount
-                memory.spilled[table] += copied
+                memory.spilled_elsewhere(table, copied)
                 total += copied
                 if any(isinstance(index, Tally) for index in view.tables[table].ordered):  # they count where they are
                     cur.execute(f"SELECT * FROM {source}")

@@ -525,6 +525,7 @@ class MemoryRows:
     def __init__(self, tables: dict[str, Table], defaults: dict[str, dict[str, Any]]):
         self.tables, self.defaults = tables, defaults
         self.rows: dict[str, dict[Key, dict[str, Any]]] = {name: {} for name in tables}
+        self._keys = {name: t.key for name, t in tables.items()}
         self._indexes = {name: [_Index(o) for o in t.ordered if isinstance(o, Ordered)] for name, t in tables.items()}
         self._tallies = {name: [_Tally(o) for o in t.ordered if isinstance(o, Tally)] for name, t in tables.items()}
         self._by_name: dict[tuple[str, str], _Index | _Tally] = {
@@ -533,23 +534,29 @@ class MemoryRows:
         self._serial = 0
 
     def insert(self, table: str, row: dict[str, Any], *, on_conflict: str | None = None) -> None:
-        spec = self.tables[table]
-        rows = self.rows[table]
-        if spec.key:
-            key = tuple([row[c] for c in spec.key])
-            current = rows.get(key)
+        columns = self._keys[table]
+        if columns:
+            key = tuple([row[c] for c in columns])
+            current = self.rows[table].get(key)
             if current is not None:
-                if on_conflict == "update":
-                    self._change(table, key, current, {c: v for c, v in row.items() if c not in spec.key})
-                    return
-                if on_conflict == "nothing":
-                    return
-                raise KeyError(f"{table}: a second row with key {key}")
+                self._again(table, key, current, row, on_conflict)
+                return
         else:
             self._serial += 1
             key = (self._serial,)
-        new = dict(self.defaults[table])
-        new.update(row)
+        self._add(table, key, row)
+
+    def _again(self, table: str, key: Key, current: dict[str, Any], row: dict[str, Any],
+               on_conflict: str | None) -> None:
+        """An insert of a key the table holds."""
+        if on_conflict == "update":
+            key_columns = self._keys[table]
+            self._change(table, key, current, {c: v for c, v in row.items() if c not in key_columns})
+        elif on_conflict != "nothing":
+            raise KeyError(f"{table}: a second row with key {key}")
+
+    def _add(self, table: str, key: Key, row: dict[str, Any]) -> None:
+        new = {**self.defaults[table], **row}
         if not _SPECIAL.isdisjoint(map(type, row.values())):
             for column, value in row.items():
                 kind = type(value)
@@ -559,7 +566,7 @@ class MemoryRows:
                     new[column] = value.compute(self)
                 elif kind is Jsonb:
                     new[column] = value.obj
-        rows[key] = new
+        self.rows[table][key] = new
         for index in self._indexes[table]:
             index.put(key, new)
         for tally in self._tallies[table]:
@@ -684,6 +691,45 @@ class Spill(Protocol):
     def take_many(self, table: str, keys: list[Any]) -> list[dict[str, Any]]: ...
 
 
+class _LetGo:
+    """The keys a table has let go of, as a Bloom filter: `may_hold(key)` is true for every key
+    let go of (one taken back since stays in), and for few others.  Layers twice the size of the
+    last are added as keys come, each about 12 bits a key, four probes: each layer answers true
+    for about one key in 200 it never held."""
+
+    FIRST = 1 << 16  # keys the first layer is made for
+    __slots__ = ("layers", "room", "unknown")
+
+    def __init__(self) -> None:
+        self.layers: list[tuple[bytearray, int]] = []
+        self.room = 0
+        self.unknown = False  # rows were put in the spill without their keys passing here: any may be
+
+    def add(self, keys: list[Key]) -> None:
+        if len(keys) > self.room:
+            size = max(self.FIRST, 2 * (self.layers[-1][1] // 12 if self.layers else 0), len(keys))
+            self.layers.append((bytearray(size * 12 // 8 + 1), size * 12))
+            self.room = size
+        self.room -= len(keys)
+        bits, m = self.layers[-1]
+        for key in keys:
+            h = hash(key) & 0xFFFFFFFFFFFFFFFF
+            for i in ((h & 0xFFFF_FFFF) % m, (h >> 32) % m, (h * 0x9E3779B1 >> 13) % m, (h >> 17) % m):
+                bits[i >> 3] |= 1 << (i & 7)
+
+    def may_hold(self, key: Key) -> bool:
+        if self.unknown:
+            return True
+        h = hash(key) & 0xFFFFFFFFFFFFFFFF
+        for bits, m in self.layers:
+            for i in ((h & 0xFFFF_FFFF) % m, (h >> 32) % m, (h * 0x9E3779B1 >> 13) % m, (h >> 17) % m):
+                if not bits[i >> 3] & (1 << (i & 7)):
+                    break
+            else:
+                return True
+        return False
+
+
 class SpillingRows(MemoryRows):
     """MemoryRows within a memory budget.  The keyed tables (messages, audit lines, deliveries,
     the queue...) hold at most `limit` rows together: past it, the rows touched longest ago go to
@@ -709,28 +755,30 @@ class SpillingRows(MemoryRows):
         self.taken_back = 0
         self._held = 0  # rows of the spillable tables in memory
         self._settled: set[Any] = set()  # ids `take_back` asked for, whose rows are in memory or nowhere
+        self._let_go_of = {name: _LetGo() for name in self.spillable}
 
     def insert(self, table: str, row: dict[str, Any], *, on_conflict: str | None = None) -> None:
         if table not in self.spillable:
             return super().insert(table, row, on_conflict=on_conflict)
         rows = self.rows[table]
-        key = tuple([row[c] for c in self.tables[table].key])
-        present = key in rows
-        if not present and on_conflict is not None and self.spilled[table]:  # a plain insert is of a new key:
-            present = self._take(table, key)                                  # the log never makes a twin
-        super().insert(table, row, on_conflict=on_conflict)
-        if present:
+        key = tuple([row[c] for c in self._keys[table]])
+        current = rows.get(key)
+        if current is None and on_conflict is not None and self.spilled[table] and self._take(table, key):
+            current = rows[key]  # a plain insert is of a new key: the log never makes a twin
+        if current is not None:
+            self._again(table, key, current, row, on_conflict)
             rows[key] = rows.pop(key)  # touched now: the last to go
-        else:
-            self._held += 1
-            if self.limit is None:
-                self._unchecked += 1
-                if self._unchecked >= self.CHECK_EVERY:
-                    self._unchecked = 0
-                    if self.resident() >= self.high * self.budget:
-                        self.limit = max(500, self._held)
-            if self.limit is not None and self._held > self.limit:
-                self._let_go()
+            return
+        self._add(table, key, row)
+        self._held += 1
+        if self.limit is None:
+            self._unchecked += 1
+            if self._unchecked >= self.CHECK_EVERY:
+                self._unchecked = 0
+                if self.resident() >= self.high * self.budget:
+                    self.limit = max(500, self._held)
+        elif self._held > self.limit:
+            self._let_go()
 
     def update(self, table: str, key: Key, changes: dict[str, Any]) -> None:
         if table in self.spillable and self._here(table, key):
@@ -751,6 +799,12 @@ class SpillingRows(MemoryRows):
             self._here(table, key)
         return super().get(table, key, column)
 
+    def spilled_elsewhere(self, table: str, count: int) -> None:
+        """`count` rows of `table` were put in the spill directly (a checkpoint's: projections/
+        checkpoints.py): any key may be there now."""
+        self.spilled[table] += count
+        self._let_go_of[table].unknown = True
+
     def take_back(self, ids: Iterable[Any]) -> None:
         """Take back, one statement a table, the spilled rows keyed by one of `ids` in the tables
         keyed by one column: what the next events will touch (a replay's next batch of the log
@@ -762,8 +816,8 @@ class SpillingRows(MemoryRows):
         for table in self.spillable:
             if not self.spilled[table] or len(self.tables[table].key) != 1:
                 continue
-            rows = self.rows[table]
-            missing = [i for i in wanted if (i,) not in rows]
+            rows, let_go = self.rows[table], self._let_go_of[table]
+            missing = [i for i in wanted if (i,) not in rows and let_go.may_hold((i,))]
             if not missing:
                 continue
             column = self.tables[table].key[0]
@@ -781,7 +835,7 @@ class SpillingRows(MemoryRows):
         return bool(self.spilled[table]) and self._take(table, key)
 
     def _take(self, table: str, key: Key) -> bool:
-        if len(key) == 1 and key[0] in self._settled:
+        if (len(key) == 1 and key[0] in self._settled) or not self._let_go_of[table].may_hold(key):
             return False
         row = self.spill.take(table, key)
         if row is None:
@@ -802,6 +856,7 @@ class SpillingRows(MemoryRows):
                 continue
             keys = list(itertools.islice(iter(rows), count))
             self.spill.put(table, [rows.pop(key) for key in keys])
+            self._let_go_of[table].add(keys)
             if self._settled and len(self.tables[table].key) == 1:
                 self._settled.difference_update(key[0] for key in keys)
             self.spilled[table] += count

@@ -1,5 +1,6 @@
 """A tally (projections/rows.py, `Tally`) answers the lowest and highest value of each group as
-a plain multiset of the rows would, dense or spread out, and forgets a group once it is empty."""
+a plain multiset of the rows would, dense or spread out, and forgets a group once it is empty;
+the filter of the keys a replay let go of (`_LetGo`) holds every one of them."""
 from __future__ import annotations
 
 from collections import Counter
@@ -7,7 +8,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sandesh.projections.rows import MemoryRows, Table, Tally, _Counts
+from sandesh.projections.rows import MemoryRows, Table, Tally, _Counts, _LetGo
 
 TABLES = {"queue": Table("queue", ("id",), (Tally("turns", ("grp",), "turn"),
                                             Tally("waiting", ("grp",), "turn", where=lambda r: r["sim"] is None)))}
@@ -62,3 +63,15 @@ def test_counts_spread_far_apart_are_kept_as_a_sorted_list():
     assert not counts.remove(5) and Counter(counts.sparse) == Counter([5, 10_000_000])
     assert not counts.remove(10_000_000) and counts.highest() == 5
     assert counts.remove(5)  # empty
+
+
+def test_the_filter_of_keys_let_go_never_forgets_one_and_rarely_imagines_one():
+    let_go = _LetGo()
+    held = [(f"msg_{i}",) for i in range(200_000)]  # past the first layer: three layers
+    for start in range(0, len(held), 10_000):
+        let_go.add(held[start:start + 10_000])
+    assert len(let_go.layers) >= 2 and all(let_go.may_hold(key) for key in held)
+    others = sum(let_go.may_hold((f"other_{i}",)) for i in range(100_000))
+    assert others < 100_000 * 0.02, others
+    let_go.unknown = True
+    assert let_go.may_hold(("anything",))
