@@ -550,6 +550,13 @@ class MemoryRows:
                on_conflict: str | None) -> None:
         """An insert of a key the table holds."""
         if on_conflict == "update":
+            if not (self._indexes[table] or self._tallies[table]) and _BUT_ADD.isdisjoint(map(type, row.values())):
+                for column, value in row.items():  # a counter's upsert: plain values and sums
+                    if type(value) is Add:
+                        current[column] += value.amount
+                    else:
+                        current[column] = value  # a key column's is the value it has
+                return
             key_columns = self._keys[table]
             self._change(table, key, current, {c: v for c, v in row.items() if c not in key_columns})
         elif on_conflict != "nothing":
@@ -680,6 +687,7 @@ _TOP = _Top()
 
 
 _SPECIAL = frozenset({Add, Old, AppendNew, JsonAppend, Computed, Jsonb})
+_BUT_ADD = _SPECIAL - {Add}
 
 
 class Spill(Protocol):

@@ -1,7 +1,7 @@
 """How fast `sandesh replay` rebuilds every read model, and what it holds in memory.
 
-    .venv/bin/python -m sandesh.scripts.bench.replay N [--shape lifecycle|campaign|both] [--profile] [--keep]
-    .venv/bin/python -m sandesh.scripts.bench.replay N --shape campaign --on DATABASE_URL
+    .venv/bin/python -m sandesh.scripts.bench.replay N [N...] [--shape lifecycle|campaign|both] [--profile] [--keep]
+    .venv/bin/python -m sandesh.scripts.bench.replay 1000000 10000000 --shape campaign --on URL1 --on URL2
 
 Makes a log of about N events through the domain and the log (no HTTP, no group commit: the
 messages' events appended in batches of 100 messages, as the API's group commit appends them),
@@ -15,8 +15,11 @@ messages' events appended in batches of 100 messages, as the API's group commit 
 Then `sandesh replay` runs as a user runs it (a subprocess, all projections, no flags) and the
 figures are printed per shape: log events, wall seconds, log events per second, the one pass
 over the log, each projection's load and swap, the replay's peak memory and the rows it let
-go of.  With --profile the replay runs in this process under cProfile instead and the top
-functions are printed.
+go of.  Given two sizes or more, the figures of a year's log (250 million events) follow,
+extrapolated from the last two on a straight line (marked `"extrapolated": true`).  With
+--profile the replay runs in this process under cProfile instead and the top functions are
+printed.  `--keep` keeps each log's database and `--on` replays a kept one, so that the logs of
+both shapes, made once, are replayed beside each other in one run.
 """
 from __future__ import annotations
 
@@ -98,21 +101,43 @@ def fill(runtime, events: int, shape: str = "lifecycle") -> int:
     return app.log.recorder.max_notification_id() or 0
 
 
+YEAR = 250_000_000  # events a year's log holds (docs/performance.md, "Replay")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("events", type=int, help="about how many log events to make")
+    parser.add_argument("events", type=int, nargs="+",
+                        help="about how many log events to make; given two sizes or more, the figures of a year's log "
+                             f"({YEAR:,} events) are extrapolated from the last two")
     parser.add_argument("--shape", choices=("lifecycle", "campaign", "both"), default="both",
                         help="the log's shape (default both, one after the other)")
     parser.add_argument("--profile", action="store_true", help="replay in this process under cProfile")
     parser.add_argument("--keep", action="store_true",
-                        help="keep the database the log was made in (its address goes to stderr), to replay it again")
-    parser.add_argument("--on", metavar="DATABASE_URL",
-                        help="replay the log of this database (one --keep kept) instead of making one; "
-                             "EVENTS and --shape only label the figures")
+                        help="keep the databases the logs were made in (their addresses go to stderr), to replay again")
+    parser.add_argument("--on", metavar="DATABASE_URL", action="append", default=[],
+                        help="replay the log of this database (one --keep kept) instead of making one; repeated, "
+                             "one for each run in order (each shape, each size); the shape and size only label it")
     args = parser.parse_args()
+    kept = list(args.on)
     for shape in (("lifecycle", "campaign") if args.shape == "both" else (args.shape,)):
-        figures = run(args.events, shape, args.profile, keep=args.keep, on=args.on)
-        print(orjson.dumps({"shape": shape, **figures}).decode(), flush=True)
+        measured = []
+        for events in args.events:
+            figures = run(events, shape, args.profile, keep=args.keep, on=kept.pop(0) if kept else None)
+            measured.append(figures)
+            print(orjson.dumps({"shape": shape, **figures}).decode(), flush=True)
+        if len(measured) >= 2 and not args.profile:
+            print(orjson.dumps({"shape": shape, **extrapolate(measured[-2], measured[-1], YEAR)}).decode(), flush=True)
+
+
+def extrapolate(smaller: dict, larger: dict, events: int) -> dict:
+    """The figures of a log of `events`, on the line through two measured ones: wall seconds
+    and peak memory grow by the slope between them."""
+    grown = events - larger["logEvents"]
+    per_event = (larger["wallSeconds"] - smaller["wallSeconds"]) / (larger["logEvents"] - smaller["logEvents"])
+    memory = (larger["peakMemoryMB"] - smaller["peakMemoryMB"]) / (larger["logEvents"] - smaller["logEvents"])
+    wall = larger["wallSeconds"] + per_event * grown
+    return {"logEvents": events, "extrapolated": True, "wallSeconds": round(wall),
+            "logEventsPerSecond": round(events / wall), "peakMemoryMB": round(larger["peakMemoryMB"] + memory * grown)}
 
 
 def run(events: int, shape: str, profile: bool, keep: bool = False, on: str | None = None) -> dict:
