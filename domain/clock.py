@@ -6,8 +6,13 @@ database, so every process sees the same moved time; the offset source is passed
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Callable, Protocol
+
+# Nepal Time, UTC+05:45 since 1986, with no daylight saving time: every day the service speaks of
+# (a SIM's daily plan, promotional hours, the dashboard's dates) is a Nepal day.
+NEPAL = timezone(timedelta(hours=5, minutes=45), "NPT")
+NEPAL_OFFSET = 5 * 3600 + 45 * 60  # the same, in seconds
 
 
 class Clock(Protocol):

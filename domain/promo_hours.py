@@ -9,10 +9,10 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from .clock import NEPAL_OFFSET
 from .errors import InvalidInput, InvalidRequest
 from .sending import SendRequest
 
-NEPAL_OFFSET = 5 * 3600 + 45 * 60  # Nepal Time has no daylight saving
 DAY = 86_400
 PROMOTIONAL = "promotional"
 OFF = "off"

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
+from .clock import NEPAL
 from .pacing import PARTS_PER_WINDOW
 
-NEPAL = timezone(timedelta(hours=5, minutes=45))  # Nepal has no daylight saving time
 
 CREDIT_EVERY = 4 * 3600          # seconds between balance queries
 CREDIT_EVERY_PARTS = 50          # ... or after this many parts, whichever comes first

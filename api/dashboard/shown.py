@@ -6,13 +6,11 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from markupsafe import Markup, escape
 
-from sandesh.domain.clock import iso, parse_iso
+from sandesh.domain.clock import NEPAL, iso, parse_iso
 
-NEPAL = ZoneInfo("Asia/Kathmandu")  # UTC+05:45, no daylight saving time
 
 # The names under which a message's timeline and an audit line's details carry paisa, and times.
 MONEY = {"amount", "cost", "refund", "min_credit", "rates"}

@@ -28,12 +28,12 @@ import sys
 import threading
 import time
 import tty
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any, Callable, Iterable, Sequence
 
+from sandesh.domain.clock import NEPAL
 from sandesh.scripts.devtools.emulator_profiles import PROFILES, Profile
 
-NEPAL = timezone(timedelta(hours=5, minutes=45))
 DEFAULT_SMSC = "9779800000000"
 _MNCS = ("01", "02", "04", "03")
 CTRL_Z, ESC = 0x1A, 0x1B
