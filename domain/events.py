@@ -144,16 +144,21 @@ class VersionedMapper(Mapper[str]):
                            state=self.cipher.encrypt(data) if self.cipher else data)
 
     def to_domain_event(self, stored_event: StoredEvent) -> Any:
-        known = self._classes.get(stored_event.topic)
+        return self.decode(stored_event.originator_id, stored_event.originator_version, stored_event.topic,
+                           stored_event.state)
+
+    def decode(self, originator_id: str, originator_version: int, topic: str, stored_state: bytes) -> Any:
+        """The domain event of a stored one, given its columns (a replay reads them as tuples)."""
+        known = self._classes.get(topic)
         if known is None:
             try:
-                cls = resolve_topic(stored_event.topic)
+                cls = resolve_topic(topic)
             except TopicError:
-                raise self._newer(f"an event of type {stored_event.topic}") from None
-            known = self._classes[stored_event.topic] = (cls, cls.class_version)
+                raise self._newer(f"an event of type {topic}") from None
+            known = self._classes[topic] = (cls, cls.class_version)
         cls, current = known
         try:
-            data = stored_event.state
+            data = stored_state
             if self.cipher:
                 data = self.cipher.decrypt(data)
             if self.compressor:
@@ -161,15 +166,15 @@ class VersionedMapper(Mapper[str]):
             state: dict[str, Any] = self.transcoder.decode(data)
         except Exception as error:
             raise MapperDeserialisationError(
-                f"Failed to deserialise state of stored event with topic '{stored_event.topic}', originator_id "
-                f"'{stored_event.originator_id}' and originator_version {stored_event.originator_version}: {error}"
+                f"Failed to deserialise state of stored event with topic '{topic}', originator_id "
+                f"'{originator_id}' and originator_version {originator_version}: {error}"
             ) from error
-        state["originator_id"] = stored_event.originator_id
-        state["originator_version"] = stored_event.originator_version
+        state["originator_id"] = originator_id
+        state["originator_version"] = originator_version
         version = state.pop("class_version", 1)
         if version != current:
             if version > current:
-                raise self._newer(f"version {version} of {stored_event.topic} (this release reads up to "
+                raise self._newer(f"version {version} of {topic} (this release reads up to "
                                   f"version {current})")
             upcast(cls, state, version)
         event = object.__new__(cls)

@@ -22,7 +22,6 @@ from typing import Any, Iterable, Iterator
 
 import psycopg
 from psycopg.rows import dict_row
-from eventsourcing.persistence import StoredEvent
 from psycopg.types.json import Jsonb
 
 from sandesh.domain.release import VERSION
@@ -158,7 +157,7 @@ def _fold(runtime: Runtime, views: dict[str, Projection], memory: MemoryRows, pr
         for cls, handler in view.handlers.items():
             handlers.setdefault(cls, []).append((name, handler, starts[name]))
     counts = dict.fromkeys(views, 0)
-    to_event = runtime.app.log.mapper.to_domain_event
+    decode = runtime.app.log.mapper.decode
     position = first = min(starts.values())
     uneven = len(set(starts.values())) > 1  # views from checkpoints at different positions
     spilling = isinstance(memory, SpillingRows)
@@ -166,7 +165,7 @@ def _fold(runtime: Runtime, views: dict[str, Projection], memory: MemoryRows, pr
         if spilling and memory.limit is not None:
             memory.take_back(_continued(batch))
         for notification_id, originator_id, version, topic, state in batch:
-            event = to_event(StoredEvent(originator_id, version, topic, state))
+            event = decode(originator_id, version, topic, state)
             for name, handler, start in handlers[type(event)]:
                 if uneven and notification_id <= start:
                     continue

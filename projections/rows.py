@@ -550,13 +550,6 @@ class MemoryRows:
                on_conflict: str | None) -> None:
         """An insert of a key the table holds."""
         if on_conflict == "update":
-            if not (self._indexes[table] or self._tallies[table]) and _BUT_ADD.isdisjoint(map(type, row.values())):
-                for column, value in row.items():  # a counter's upsert: plain values and sums
-                    if type(value) is Add:
-                        current[column] += value.amount
-                    else:
-                        current[column] = value  # a key column's is the value it has
-                return
             key_columns = self._keys[table]
             self._change(table, key, current, {c: v for c, v in row.items() if c not in key_columns})
         elif on_conflict != "nothing":
@@ -635,6 +628,13 @@ class MemoryRows:
 
     def _change(self, table: str, key: Key, current: dict[str, Any], changes: dict[str, Any]) -> None:
         tallies = self._tallies[table]
+        if not (tallies or self._indexes[table]) and _BUT_ADD.isdisjoint(map(type, changes.values())):
+            for column, value in changes.items():  # plain values and sums, on a table without memory indexes
+                if type(value) is Add:
+                    current[column] += value.amount
+                else:
+                    current[column] = value
+            return
         counted = [tally.entry(current) for tally in tallies] if tallies else ()
         self._apply(table, key, current, changes)
         for tally, entry in zip(tallies, counted):
