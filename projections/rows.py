@@ -745,7 +745,8 @@ class SpillingRows(MemoryRows):
     row back first.  Rows are touched mostly soon after they are made (a message's life), so
     few come back; those that do, a replay asks for ahead, many in one statement (`take_back`).
     The limit is set when the process's resident memory (`resident()`, bytes) first reaches
-    `high` of `budget`: the rows held then.  A spilled row still counts in its table's tallies
+    `high` of `budget`: the rows held then; it is lowered when the memory still rises (`_check`).
+    A spilled row still counts in its table's tallies
     (`Tally`: the queue's turns).  A table with an `Ordered` index (OTP issues, whose window
     `delete_upto` trims by key) stays whole in memory: its size is a window's, not the log's."""
 
@@ -756,6 +757,7 @@ class SpillingRows(MemoryRows):
         super().__init__(tables, defaults)
         self.spill, self.budget, self.resident, self.high = spill, budget, resident, high
         self.limit: int | None = None
+        self._lowered_at = 0  # the resident memory when the limit was last set
         self._unchecked = 0
         self.spillable = {name for name, t in tables.items()
                           if t.key and not any(isinstance(o, Ordered) for o in t.ordered)}
@@ -779,14 +781,25 @@ class SpillingRows(MemoryRows):
             return
         self._add(table, key, row)
         self._held += 1
-        if self.limit is None:
-            self._unchecked += 1
-            if self._unchecked >= self.CHECK_EVERY:
-                self._unchecked = 0
-                if self.resident() >= self.high * self.budget:
-                    self.limit = max(500, self._held)
-        elif self._held > self.limit:
+        self._unchecked += 1
+        if self._unchecked >= self.CHECK_EVERY:
+            self._unchecked = 0
+            self._check()
+        if self.limit is not None and self._held > self.limit:
             self._let_go()
+
+    def _check(self) -> None:
+        """Set the limit when the resident memory first reaches `high` of the budget; lower it by a
+        tenth whenever the memory rises past halfway from there to the budget, as what is not a
+        row (the tallies, the filters of keys let go of) grows with the log."""
+        resident = self.resident()
+        if self.limit is None:
+            if resident >= self.high * self.budget:
+                self.limit = max(500, self._held)
+                self._lowered_at = resident
+        elif resident >= (1 + self.high) / 2 * self.budget and resident > self._lowered_at + self.budget // 100:
+            self.limit = max(500, self.limit * 9 // 10)  # memory freed by rows let go is reused before it
+            self._lowered_at = resident                    # grows again: lower it once for each rise
 
     def update(self, table: str, key: Key, changes: dict[str, Any]) -> None:
         if table in self.spillable and self._here(table, key):
