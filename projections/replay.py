@@ -10,6 +10,7 @@ appends take them), so no event is missed or applied twice while the API runs.
 """
 from __future__ import annotations
 
+import gc
 import operator
 import os
 import queue
@@ -221,9 +222,11 @@ def _defaults(conn: Any, schema: str, view: Projection) -> dict[str, dict[str, A
     return found
 
 
-def _copy(conn: Any, schema: str, table: str, rows: Iterable[dict[str, Any]]) -> None:
-    """COPY rows as the handlers left them into `schema`.`table`."""
-    columns = _columns(conn, schema, table)
+def _copy(conn: Any, schema: str, table: str, rows: Iterable[dict[str, Any]],
+          columns: list[dict[str, Any]] | None = None) -> None:
+    """COPY rows as the handlers left them into `schema`.`table` (whose `columns` are looked up
+    unless given)."""
+    columns = columns or _columns(conn, schema, table)
     names = [c["column_name"] for c in columns]
     json = [i for i, c in enumerate(columns) if c["data_type"] in ("jsonb", "json")]
     listed = ", ".join(f'"{n}"' for n in names)
@@ -244,26 +247,76 @@ def _copy(conn: Any, schema: str, table: str, rows: Iterable[dict[str, Any]]) ->
 
 class _Spill:
     """The tables a replay builds, as the place its rows in memory spill to (rows.py,
-    `SpillingRows`): COPY out, and a row taken back by its key with DELETE ... RETURNING."""
+    `SpillingRows`): COPY out by a thread on a connection of its own, while the fold goes on
+    (the server takes the rows in on its own core), and a row taken back by its key with
+    DELETE ... RETURNING, once every COPY handed over before it has ended."""
 
-    def __init__(self, conn: Any, schemas: dict[str, str], tables: dict[str, Any]):
+    def __init__(self, conn: Any, schemas: dict[str, str], tables: dict[str, Any], database_url: str):
         self.conn, self.schemas = conn, schemas
         self._take = {name: (f'DELETE FROM "{schemas[name]}"."{name}" WHERE '
                              + " AND ".join(f'"{c}" = %s' for c in spec.key) + " RETURNING *")
                       for name, spec in tables.items() if spec.key}
         self._take_many = {name: f'DELETE FROM "{schemas[name]}"."{name}" WHERE "{spec.key[0]}" = ANY(%s) RETURNING *'
                            for name, spec in tables.items() if len(spec.key) == 1}
+        self._handed: queue.Queue[tuple[str, list[dict[str, Any]]] | None] = queue.Queue(maxsize=1)
+        self._failed: BaseException | None = None
+        self._copier = threading.Thread(target=self._copy_out, args=(database_url,), name="replay-spill", daemon=True)
+        self._copier.start()
+
+    def _copy_out(self, database_url: str) -> None:
+        conn = None
+        columns: dict[str, list[dict[str, Any]]] = {}
+        try:
+            conn = psycopg.connect(database_url, autocommit=True, row_factory=dict_row)
+        except BaseException as error:  # raised by the next put, take or close
+            self._failed = error
+        try:
+            while True:
+                handed = self._handed.get()
+                try:
+                    if handed is None:
+                        return
+                    if conn is not None and self._failed is None:
+                        table, rows = handed
+                        if table not in columns:
+                            columns[table] = _columns(conn, self.schemas[table], table)
+                        _copy(conn, self.schemas[table], table, rows, columns[table])
+                except BaseException as error:
+                    self._failed = error
+                finally:
+                    self._handed.task_done()
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def _check(self) -> None:
+        if self._failed is not None:
+            raise self._failed
 
     def put(self, table: str, rows: list[dict[str, Any]]) -> None:
-        _copy(self.conn, self.schemas[table], table, rows)
+        self._check()
+        self._handed.put((table, rows))
+
+    def settle(self) -> None:
+        """Wait until every COPY handed over has ended."""
+        self._handed.join()
+        self._check()
 
     def take(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
+        self.settle()
         with self.conn.cursor(row_factory=dict_row) as cur:
             return cur.execute(self._take[table], key, prepare=True).fetchone()
 
     def take_many(self, table: str, keys: list[Any]) -> list[dict[str, Any]]:
+        self.settle()
         with self.conn.cursor(row_factory=dict_row) as cur:
             return cur.execute(self._take_many[table], (keys,), prepare=True).fetchall()
+
+    def close(self) -> None:
+        """Wait for the COPYs handed over, and end the thread."""
+        self._handed.put(None)
+        self._copier.join()
+        self._check()
 
 
 def _resident() -> int:
@@ -314,22 +367,12 @@ class _Indexer:
             self.pool.shutdown(cancel_futures=True)
 
 
-def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, from_checkpoint: bool = False,
-           upto: int | None = None, memory_budget: int = MEMORY_BUDGET) -> dict[str, Any]:
-    """Each named projection's tables made in schema `prefix + name` from the whole log (from
-    its checkpoint on, `from_checkpoint`; up to `upto`), in one pass.  Returns the position
-    reached and per view its events, rows and seconds."""
-    views = {name: PROJECTIONS[name] for name in names}
-    defaults: dict[str, dict[str, Any]] = {}
-    indexes: dict[str, list[str]] = {}
-    for name, view in views.items():
-        indexes[name] = _create(conn, f"{prefix}{name}", view)
-        defaults.update(_defaults(conn, f"{prefix}{name}", view))
-    tables = {table: spec for view in views.values() for table, spec in view.tables.items()}
-    schemas = {table: f"{prefix}{name}" for name, view in views.items() for table in view.tables}
-    memory = SpillingRows(tables, defaults, _Spill(conn, schemas, tables), memory_budget, _resident)
+def _pass(runtime: Runtime, conn: Any, prefix: str, views: dict[str, Projection], memory: SpillingRows,
+          from_checkpoint: bool, upto: int | None) -> tuple[int, dict[str, int]]:
+    """The one pass: each view's checkpoint loaded (`from_checkpoint`), then the log folded into
+    `memory`.  Returns the position reached and how many events each view handled."""
+    names = list(views)
     starts = dict.fromkeys(names, 0)
-    started = time.monotonic()
     if from_checkpoint:
         found = checkpoints.read(conn)
         missing = [name for name in names if name not in found]
@@ -344,8 +387,37 @@ def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, from_c
             checkpoints.load(conn, name, views[name], memory, f"{prefix}{name}")
     head = upto if upto is not None else runtime.app.log.recorder.max_notification_id() or 0
     progress = Progress("log" if len(names) > 1 else names[0], max(0, head - min(starts.values())))
-    position, counts = _fold(runtime, views, memory, progress, starts, upto)
+    collecting = gc.isenabled()
+    gc.disable()  # the rows held make no cycles, and a full collection would walk every one of them
+    try:
+        position, counts = _fold(runtime, views, memory, progress, starts, upto)
+    finally:
+        if collecting:
+            gc.enable()
     progress.close()
+    return position, counts
+
+
+def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, from_checkpoint: bool = False,
+           upto: int | None = None, memory_budget: int = MEMORY_BUDGET) -> dict[str, Any]:
+    """Each named projection's tables made in schema `prefix + name` from the whole log (from
+    its checkpoint on, `from_checkpoint`; up to `upto`), in one pass.  Returns the position
+    reached and per view its events, rows and seconds."""
+    views = {name: PROJECTIONS[name] for name in names}
+    defaults: dict[str, dict[str, Any]] = {}
+    indexes: dict[str, list[str]] = {}
+    for name, view in views.items():
+        indexes[name] = _create(conn, f"{prefix}{name}", view)
+        defaults.update(_defaults(conn, f"{prefix}{name}", view))
+    tables = {table: spec for view in views.values() for table, spec in view.tables.items()}
+    schemas = {table: f"{prefix}{name}" for name, view in views.items() for table in view.tables}
+    spill = _Spill(conn, schemas, tables, runtime.settings.database_url)
+    try:
+        memory = SpillingRows(tables, defaults, spill, memory_budget, _resident)
+        started = time.monotonic()
+        position, counts = _pass(runtime, conn, prefix, views, memory, from_checkpoint, upto)
+    finally:
+        spill.close()
     read = time.monotonic() - started
     built = {}
     indexer = _Indexer(runtime.settings.database_url)
