@@ -187,14 +187,18 @@ def _continued(batch: list[Any]) -> list[str]:
 
 
 def _create(conn: Any, schema: str, view: Projection) -> list[str]:
-    """The view's tables in a fresh `schema`, with their keys but without their other indexes,
-    which cost more per row as rows are copied in than built once at the end: returns the
-    statements that make those (`_load` runs them)."""
+    """The view's tables in a fresh `schema`, unlogged (the rows copied in, and the pages of
+    their keys' indexes as these grow past the server's buffers, write no WAL; `_load` makes
+    the tables that are kept logged, in one pass each), with their keys but without their other
+    indexes, which cost more per row as rows are copied in than built once at the end: returns
+    the statements that make those (`_Indexer` runs them)."""
     conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     conn.execute(f'CREATE SCHEMA "{schema}"')
     with conn.transaction():
         conn.execute(f'SET LOCAL search_path = "{schema}"')
         conn.execute(view.ddl)
+        for table in view.tables:
+            conn.execute(f'ALTER TABLE "{schema}"."{table}" SET UNLOGGED')
         later = conn.execute(
             "SELECT c.relname AS indexname, pg_get_indexdef(i.indexrelid) AS indexdef FROM pg_index i"
             " JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
@@ -339,16 +343,18 @@ def _load(conn: Any, schema: str, view: Projection, memory: SpillingRows) -> int
 
 
 class _Indexer:
-    """Makes the loaded tables' other indexes and statistics on a connection of its own, one
-    view after another, while the main connection copies the next view's rows in."""
+    """Makes the loaded tables logged (`kept`), their other indexes and statistics, two views at
+    a time, each on a connection of its own, while the main connection copies the next view's
+    rows in."""
 
     def __init__(self, database_url: str):
         self.database_url = database_url
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="replay-indexer")
+        self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="replay-indexer")
         self.done: list[Future[float]] = []
 
-    def submit(self, schema: str, view: Projection, indexes: list[str]) -> None:
-        statements = [*indexes, *(f'ANALYZE "{schema}"."{table}"' for table in view.tables)]
+    def submit(self, schema: str, view: Projection, indexes: list[str], kept: bool) -> None:
+        logged = [f'ALTER TABLE "{schema}"."{table}" SET LOGGED' for table in view.tables] if kept else []
+        statements = [*logged, *indexes, *(f'ANALYZE "{schema}"."{table}"' for table in view.tables)]
         self.done.append(self.pool.submit(self._run, statements))
 
     def _run(self, statements: list[str]) -> float:
@@ -398,11 +404,12 @@ def _pass(runtime: Runtime, conn: Any, prefix: str, views: dict[str, Projection]
     return position, counts
 
 
-def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, from_checkpoint: bool = False,
+def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, kept: bool, from_checkpoint: bool = False,
            upto: int | None = None, memory_budget: int = MEMORY_BUDGET) -> dict[str, Any]:
     """Each named projection's tables made in schema `prefix + name` from the whole log (from
-    its checkpoint on, `from_checkpoint`; up to `upto`), in one pass.  Returns the position
-    reached and per view its events, rows and seconds."""
+    its checkpoint on, `from_checkpoint`; up to `upto`), in one pass; logged in the end when
+    they are `kept` (swapped in, or a checkpoint), else left unlogged to be dropped.  Returns
+    the position reached and per view its events, rows and seconds."""
     views = {name: PROJECTIONS[name] for name in names}
     defaults: dict[str, dict[str, Any]] = {}
     indexes: dict[str, list[str]] = {}
@@ -426,7 +433,7 @@ def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, from_c
             began = time.monotonic()
             with conn.transaction():
                 rows = _load(conn, f"{prefix}{name}", view, memory)
-            indexer.submit(f"{prefix}{name}", view, indexes[name])
+            indexer.submit(f"{prefix}{name}", view, indexes[name], kept)
             built[name] = {"events": counts[name], "rows": rows, "seconds": time.monotonic() - began}
     finally:
         waited = time.monotonic()
@@ -452,7 +459,7 @@ def rebuild_all(runtime: Runtime, names: list[str], *, from_checkpoint: bool = F
     """Rebuild the named projections from one pass over the log (over what follows their
     checkpoints, `from_checkpoint`), and swap each in."""
     with runtime.connection() as conn:
-        built = _build(runtime, conn, "rebuild_", names, from_checkpoint=from_checkpoint,
+        built = _build(runtime, conn, "rebuild_", names, kept=True, from_checkpoint=from_checkpoint,
                        memory_budget=memory_budget)
         results = {}
         for name in names:
@@ -478,7 +485,7 @@ def check(runtime: Runtime, names: list[str], *, since_checkpoint: bool = False,
     started = time.monotonic()
     with runtime.connection() as conn:
         try:
-            built = _build(runtime, conn, "check_", names, from_checkpoint=since_checkpoint,
+            built = _build(runtime, conn, "check_", names, kept=False, from_checkpoint=since_checkpoint,
                            memory_budget=memory_budget)
             results = {name: _check_one(runtime, conn, name, built["position"]) for name in names}
         finally:
@@ -616,11 +623,11 @@ def checkpoint(runtime: Runtime, names: list[str], *, from_zero: bool = False,
         previous = checkpoints.read(conn)
         onward = not from_zero and all(name in previous and previous[name]["release"] == VERSION for name in names)
         try:
-            built = _build(runtime, conn, "checkpoint_new_", names, from_checkpoint=onward,
+            built = _build(runtime, conn, "checkpoint_new_", names, kept=True, from_checkpoint=onward,
                            memory_budget=memory_budget)
             verified = "a fresh fold from zero"
             if onward:
-                _build(runtime, conn, "checkpoint_fresh_", names, upto=built["position"],
+                _build(runtime, conn, "checkpoint_fresh_", names, kept=False, upto=built["position"],
                        memory_budget=memory_budget)
                 differ = {}
                 for name in names:
