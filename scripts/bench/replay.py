@@ -130,14 +130,19 @@ def main() -> None:
 
 
 def extrapolate(smaller: dict, larger: dict, events: int) -> dict:
-    """The figures of a log of `events`, on the line through two measured ones: wall seconds
-    and peak memory grow by the slope between them."""
+    """The figures of a log of `events`, on the line through two measured ones: wall seconds grow
+    by the slope between them; so does peak memory while the larger replay held every row, but
+    once it let rows go (it reached its budget), the budget holds it where it was."""
     grown = events - larger["logEvents"]
     per_event = (larger["wallSeconds"] - smaller["wallSeconds"]) / (larger["logEvents"] - smaller["logEvents"])
-    memory = (larger["peakMemoryMB"] - smaller["peakMemoryMB"]) / (larger["logEvents"] - smaller["logEvents"])
     wall = larger["wallSeconds"] + per_event * grown
+    if larger["rowsSpilled"]:
+        memory, held = larger["peakMemoryMB"], True
+    else:
+        slope = (larger["peakMemoryMB"] - smaller["peakMemoryMB"]) / (larger["logEvents"] - smaller["logEvents"])
+        memory, held = larger["peakMemoryMB"] + slope * grown, False
     return {"logEvents": events, "extrapolated": True, "wallSeconds": round(wall),
-            "logEventsPerSecond": round(events / wall), "peakMemoryMB": round(larger["peakMemoryMB"] + memory * grown)}
+            "logEventsPerSecond": round(events / wall), "peakMemoryMB": round(memory), "heldByTheBudget": held}
 
 
 def run(events: int, shape: str, profile: bool, keep: bool = False, on: str | None = None) -> dict:
