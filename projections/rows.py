@@ -845,9 +845,7 @@ class SpillingRows(MemoryRows):
             found = self.spill.take_many(table, missing)
             for row in found:
                 rows[(row[column],)] = row
-            self.spilled[table] -= len(found)
-            self.taken_back += len(found)
-            self._held += len(found)
+            self._taken(table, len(found))
 
     def _here(self, table: str, key: Key) -> bool:
         """Whether the row is in memory, after taking it back from the spill if it is there."""
@@ -861,11 +859,15 @@ class SpillingRows(MemoryRows):
         row = self.spill.take(table, key)
         if row is None:
             return False
-        self.spilled[table] -= 1
-        self.taken_back += 1
         self.rows[table][key] = row
-        self._held += 1
+        self._taken(table, 1)
         return True
+
+    def _taken(self, table: str, count: int) -> None:
+        """`count` rows of `table` came back from the spill into memory."""
+        self.spilled[table] -= count
+        self.taken_back += count
+        self._held += count
 
     def _let_go(self) -> None:
         """Spill the oldest-touched tenth of the held rows, from each table in proportion."""
