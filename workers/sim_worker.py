@@ -176,9 +176,9 @@ class SimWorker:
                     backoff += 1
         finally:
             self.first_try.set()
-            self._hand_back()
             if self.modem is not None:
-                self.modem.close()
+                self.modem.close()  # nothing more comes in: what came is recorded or handed back
+            self._hand_back()
             self.ready = False
             self.dispatcher.nudge()
 
@@ -301,7 +301,10 @@ class SimWorker:
             self.dispatcher.nudge()
 
     def _hand_back(self) -> None:
-        leased = []
+        """Empty the SIM's queue as its thread stops or its port is opened again: the messages it
+        was given are released to be leased again, and the status reports read from its modem
+        but not recorded yet (they wait behind a send) are recorded, not dropped."""
+        leased, reports = [], []
         while True:
             try:
                 job = self.jobs.get_nowait()
@@ -309,6 +312,14 @@ class SimWorker:
                 break
             if isinstance(job, str):
                 leased.append(job)
+            elif job is not None and job[0] == "report":
+                reports.append(job[1])
+        for n, pdu in enumerate(reports):
+            try:
+                self.dispatcher.status_report(self.id, pdu)
+            except Exception as error:  # a database outage: the rest are lost, as on a port nobody reads
+                log.warning("SIM %s: %d status report(s) not recorded: %s", self.name, len(reports) - n, error)
+                break
         if leased:
             try:
                 with self.runtime.connection() as conn:

@@ -1,0 +1,41 @@
+"""A dispatcher stopped as an operator stops it (SIGTERM, `Dispatcher.close`), over a real
+pseudo-terminal: what its SIMs had read from their modems is recorded, not dropped."""
+import threading
+import time
+
+from sandesh.domain.sending import parse_send
+from sandesh.scripts.devtools.emulator import Emulator
+from sandesh.scripts.service.commands import register_emulated
+from sandesh.workers.dispatcher import Dispatcher
+from tests.conftest import wait_for_status
+from tests.helpers import funded_workspace
+
+TO = "9779812345678"
+
+
+def test_a_status_report_read_while_its_sim_sends_the_next_part_is_recorded_when_the_dispatcher_stops(runtime):
+    # The network takes a second to accept each part, and a report comes 0.05 s after the part's
+    # +CMGS: the first message's report is read while the SIM's thread waits on the second's
+    # +CMGS, and waits behind it in the SIM's queue.  The dispatcher is stopped then.
+    app = runtime.app
+    workspace = funded_workspace(app, "Stop", 10**6, "t")
+    client = app.operators.create_client(workspace, "S", None, 1000, "t")[0].id
+    with Emulator(sims=1, report_delay=0.05, cmgs_seconds=1.0) as emulator:
+        register_emulated(runtime, emulator.devices(), "test")
+        request, problems = parse_send({"to": TO, "text": "Your parcel is on its way"})
+        assert not problems
+        first, second = (app.sending.send(client, workspace, request, 100).id for _ in range(2))
+        dispatcher = Dispatcher(runtime)
+        dispatcher.start()
+        thread = threading.Thread(target=dispatcher.run, daemon=True)
+        thread.start()
+        try:
+            wait_for_status(runtime, [first], {"sent"}, timeout=10)
+            time.sleep(0.3)  # its report has come, and the second message is in the modem's hands
+            assert emulator.modems[0].reports and app.history.message(second).status == "submitted"
+            assert app.history.message(first).status == "sent", "recorded only once the SIM's thread is free"
+        finally:
+            dispatcher.close()
+            thread.join(timeout=10)
+        assert app.history.message(first).status == "delivered"
+        assert app.history.message(second).status in ("sent", "delivered")  # its +CMGS came as the SIM stopped
