@@ -107,7 +107,7 @@ class Network:
                     return None
                 del self._partial[key]
                 texts = [parts[seq] for seq in sorted(parts)]
-            message = {"at": _now().isoformat(timespec="seconds"), "sim": sim, "to": submit.to,
+            message = {"at": _now().isoformat(timespec="milliseconds"), "sim": sim, "to": submit.to,
                        "text": "".join(texts), "parts": len(texts), "encoding": submit.encoding}
             self.received.append(message)
             if self.phones_log:
