@@ -11,6 +11,7 @@ appends take them), so no event is missed or applied twice while the API runs.
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import operator
 import os
 import queue
@@ -69,6 +70,20 @@ class Progress:
         eta = (self.total - self.done) / rate if rate and self.total > self.done else 0
         sys.stderr.write(f"{self.verb} {self.name}: {self.done}/{self.total} {self.unit}, {rate:,.0f}/s, ETA {eta:.0f} s\n")
         sys.stderr.flush()
+
+
+class _Unshown(Progress):
+    """Progress kept but not shown (a replay's second process: the first shows the pass)."""
+
+    def __init__(self, name: str, total: int):
+        self.name, self.total, self.done, self.started, self.last_line = name, total, 0, time.monotonic(), 0.0
+        self.bar = None
+
+    def advance(self, count: int) -> None:
+        self.done += count
+
+    def close(self) -> None:
+        pass
 
 
 def _apply_batch(runtime: Runtime, conn: Any, schema: str, view: Projection, after: int,
@@ -391,26 +406,34 @@ class _Indexer:
             self.pool.shutdown(cancel_futures=True)
 
 
+def _checkpoints(conn: Any, names: list[str]) -> dict[str, dict[str, Any]]:
+    """The checkpoints of the named projections; NoCheckpoint when one has none, or one made by
+    another release."""
+    found = checkpoints.read(conn)
+    missing = [name for name in names if name not in found]
+    if missing:
+        raise NoCheckpoint(f"no checkpoint of {', '.join(missing)}: make one with `sandesh checkpoint`")
+    other = [f"{name} (Sandesh {found[name]['release']})" for name in names if found[name]["release"] != VERSION]
+    if other:
+        raise NoCheckpoint(f"the checkpoints of {', '.join(other)} were made by another release, whose tables may "
+                           f"differ: make new ones with `sandesh checkpoint --from-zero`")
+    return found
+
+
 def _pass(runtime: Runtime, conn: Any, prefix: str, views: dict[str, Projection], memory: SpillingRows,
-          from_checkpoint: bool, upto: int | None) -> tuple[int, dict[str, int]]:
+          from_checkpoint: bool, upto: int | None, shown: bool = True) -> tuple[int, dict[str, int]]:
     """The one pass: each view's checkpoint loaded (`from_checkpoint`), then the log folded into
     `memory`.  Returns the position reached and how many events each view handled."""
     names = list(views)
     starts = dict.fromkeys(names, 0)
     if from_checkpoint:
-        found = checkpoints.read(conn)
-        missing = [name for name in names if name not in found]
-        if missing:
-            raise NoCheckpoint(f"no checkpoint of {', '.join(missing)}: make one with `sandesh checkpoint`")
-        other = [f"{name} (Sandesh {found[name]['release']})" for name in names if found[name]["release"] != VERSION]
-        if other:
-            raise NoCheckpoint(f"the checkpoints of {', '.join(other)} were made by another release, whose tables may "
-                               f"differ: make new ones with `sandesh checkpoint --from-zero`")
+        found = _checkpoints(conn, names)
         for name in names:
             starts[name] = found[name]["position"]
             checkpoints.load(conn, name, views[name], memory, f"{prefix}{name}")
     head = upto if upto is not None else runtime.app.log.recorder.max_notification_id() or 0
-    progress = Progress("log" if len(names) > 1 else names[0], max(0, head - min(starts.values())))
+    progress = (Progress if shown else _Unshown)("log" if len(names) > 1 else names[0],
+                                                  max(0, head - min(starts.values())))
     collecting = gc.isenabled()
     gc.disable()  # the rows held make no cycles, and a full collection would walk every one of them
     try:
@@ -422,12 +445,109 @@ def _pass(runtime: Runtime, conn: Any, prefix: str, views: dict[str, Projection]
     return position, counts
 
 
+# The projections a second process folds, beside this one's, when a replay has PARALLEL_FROM
+# events or more to fold: the registry's handlers cost about what these do together, and a
+# process's handlers hold its core (docs/design.md, "Replay").
+SECOND = ("messages", "counters", "otps", "audit")
+PARALLEL_FROM = 200_000
+
+
 def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, kept: bool, from_checkpoint: bool = False,
            upto: int | None = None, memory_budget: int = MEMORY_BUDGET) -> dict[str, Any]:
     """Each named projection's tables made in schema `prefix + name` from the whole log (from
-    its checkpoint on, `from_checkpoint`; up to `upto`), in one pass; logged in the end when
-    they are `kept` (swapped in, or a checkpoint), else left unlogged to be dropped.  Returns
-    the position reached and per view its events, rows and seconds."""
+    its checkpoint on, `from_checkpoint`; up to `upto`); logged in the end when they are `kept`
+    (swapped in, or a checkpoint), else left unlogged to be dropped.  Returns the position
+    reached and per view its events, rows and seconds.
+
+    With the registry and some of SECOND to build, and PARALLEL_FROM events or more to fold,
+    a second process builds those of SECOND while this one builds the rest, each in one pass
+    over the log up to the same position (the log's head now, unless `upto`) and within half
+    the memory budget."""
+    second = [name for name in names if name in SECOND]
+    first = [name for name in names if name not in SECOND]
+    if not (first and second) or runtime.remake is None:
+        return _build_here(runtime, conn, prefix, names, kept=kept, from_checkpoint=from_checkpoint, upto=upto,
+                           memory_budget=memory_budget)
+    head = upto if upto is not None else runtime.app.log.recorder.max_notification_id() or 0
+    start = min(c["position"] for c in _checkpoints(conn, names).values()) if from_checkpoint else 0
+    if head - start < PARALLEL_FROM:
+        return _build_here(runtime, conn, prefix, names, kept=kept, from_checkpoint=from_checkpoint, upto=upto,
+                           memory_budget=memory_budget)
+    elsewhere = _Elsewhere(runtime.remake, prefix, second, kept=kept, from_checkpoint=from_checkpoint, upto=head,
+                           memory_budget=memory_budget // 2)
+    try:
+        here = _build_here(runtime, conn, prefix, first, kept=kept, from_checkpoint=from_checkpoint, upto=head,
+                           memory_budget=memory_budget // 2)
+    except BaseException:
+        elsewhere.cancel()
+        raise
+    there = elsewhere.result()
+    return {"position": head, "readSeconds": max(here["readSeconds"], there["readSeconds"]),
+            "projections": {name: (here if name in first else there)["projections"][name] for name in names},
+            "memory": _both(here["memory"], there["memory"]),
+            "indexSeconds": round(here["indexSeconds"] + there["indexSeconds"], 3),
+            "indexWaitSeconds": max(here["indexWaitSeconds"], there["indexWaitSeconds"])}
+
+
+def _both(here: dict[str, Any], there: dict[str, Any]) -> dict[str, Any]:
+    """What two processes held: their peaks added (an upper bound of what they held together)."""
+    return {"peakMB": here["peakMB"] + there["peakMB"], "budgetMB": here["budgetMB"] + there["budgetMB"],
+            "rowsSpilled": here["rowsSpilled"] + there["rowsSpilled"],
+            "rowsTakenBack": here["rowsTakenBack"] + there["rowsTakenBack"],
+            "spilledByTable": dict(sorted({**here["spilledByTable"], **there["spilledByTable"]}.items())),
+            "processes": 2}
+
+
+class _Elsewhere:
+    """`_build_here` of some projections in a second process (spawned: a fresh interpreter,
+    which makes its own runtime and connections), whose result or error `result` returns."""
+
+    def __init__(self, remake: Any, prefix: str, names: list[str], **build: Any):
+        context = multiprocessing.get_context("spawn")
+        self._answer, sent = context.Pipe(duplex=False)
+        self.process = context.Process(target=_build_elsewhere, args=(remake, prefix, names, build, sent),
+                                       name="replay-second", daemon=True)
+        self.process.start()
+        sent.close()
+
+    def result(self) -> dict[str, Any]:
+        try:
+            kind, found = self._answer.recv()
+        except EOFError:
+            self.process.join()
+            raise RuntimeError(f"the replay's second process ended (exit status {self.process.exitcode}) "
+                               "before it had built its tables") from None
+        self.process.join()
+        if kind == "error":
+            raise found
+        return found
+
+    def cancel(self) -> None:
+        self.process.terminate()
+        self.process.join()
+
+
+def _build_elsewhere(remake: Any, prefix: str, names: list[str], build: dict[str, Any], answer: Any) -> None:
+    """The second process: its tables built, then the result, or the error, sent back."""
+    try:
+        runtime = remake()
+        try:
+            with runtime.connection() as conn:
+                result = _build_here(runtime, conn, prefix, names, shown=False, **build)
+        finally:
+            runtime.close()
+        answer.send(("ok", result))
+    except BaseException as error:  # noqa: BLE001 - raised again by the first process
+        try:
+            answer.send(("error", error))
+        except Exception:  # an error that does not pickle goes as its text
+            answer.send(("error", RuntimeError(f"{type(error).__name__}: {error}")))
+
+
+def _build_here(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, kept: bool,
+                from_checkpoint: bool = False, upto: int | None = None, memory_budget: int = MEMORY_BUDGET,
+                shown: bool = True) -> dict[str, Any]:
+    """`_build` in this process, in one pass over the log (its progress `shown` on stderr)."""
     views = {name: PROJECTIONS[name] for name in names}
     defaults: dict[str, dict[str, Any]] = {}
     indexes: dict[str, list[str]] = {}
@@ -440,7 +560,7 @@ def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, kept: 
     try:
         memory = SpillingRows(tables, defaults, spill, memory_budget, _resident)
         started = time.monotonic()
-        position, counts = _pass(runtime, conn, prefix, views, memory, from_checkpoint, upto)
+        position, counts = _pass(runtime, conn, prefix, views, memory, from_checkpoint, upto, shown)
     finally:
         spill.close()
     read = time.monotonic() - started
@@ -465,7 +585,8 @@ def _memory(memory: SpillingRows) -> dict[str, Any]:
     return {"peakMB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
             "budgetMB": memory.budget >> 20, "rowsSpilled": sum(memory.spilled.values()),
             "rowsTakenBack": memory.taken_back,
-            "spilledByTable": {table: count for table, count in sorted(memory.spilled.items()) if count}}
+            "spilledByTable": {table: count for table, count in sorted(memory.spilled.items()) if count},
+            "processes": 1}
 
 
 class NoCheckpoint(Exception):

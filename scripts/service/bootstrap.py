@@ -7,6 +7,7 @@ Every entry point (`sandesh serve`, the workers, the operator commands) starts h
 below `scripts/` builds these parts itself (docs/design.md, "Layers")."""
 from __future__ import annotations
 
+import functools
 from ssl import RAND_bytes
 from typing import Any, Callable, ContextManager
 
@@ -67,7 +68,7 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
         sessions=sessions.Sessions(connection),
         webhook_history=webhooks.History(connection))
     return Runtime(settings=settings, app=app, clock=clock, connection=connection, health=health,
-                   commits=commits, watch=watch, keys=ring)
+                   commits=commits, watch=watch, keys=ring, remake=functools.partial(bootstrap, settings, pool_size=2))
 
 
 def _follow_the_gate(log: Log, connection: Callable[[], ContextManager[Any]], health: DatabaseHealth,

@@ -1,4 +1,6 @@
 """Read models: exactly once per event, `sandesh worker`, and `sandesh replay` row for row."""
+import multiprocessing
+import os
 import random
 import signal
 import subprocess
@@ -475,3 +477,55 @@ def test_a_replay_within_a_small_memory_budget_lets_rows_go_and_takes_them_back_
     checked = sandesh("replay", "--check", "--memory-mb", "64")
     assert checked["ok"] is True and checked["memory"]["rowsSpilled"] > 1000
     assert sandesh("replay")["memory"]["rowsSpilled"] == 0  # within the default budget, nothing waits
+
+
+def test_a_long_replay_folds_in_two_processes_equal_to_one(runtime, clients, sandesh, monkeypatch):
+    """From PARALLEL_FROM events on (lowered here to what this module's log holds), the registry is
+    folded in this process and the other read models in a second one, each within half the
+    budget: the tables equal the live ones, `--check` agrees, and a checkpoint and a replay from
+    it too.  A second process killed before it answers fails the replay, which swaps nothing in."""
+    from sandesh.projections import replay
+
+    app = runtime.app
+    ws, cl = clients[0]
+    for i in range(300):
+        request, _ = parse_send({"to": f"97798{i:08d}", "text": f"two processes {i}"})
+        message = app.history.message(app.sending.send(cl, ws, request, 100).id)
+        if i % 3 == 0:
+            message.submit("sim_t", at=runtime.clock.now())
+            message.part_accepted(1, i, at=runtime.clock.now())
+            app.log.save(message)
+    follower.catch_up(runtime)
+    live = all_read_models(runtime)
+    monkeypatch.setattr(replay, "PARALLEL_FROM", 0)
+    names = list(replay.NAMES)
+
+    done = replay.replay(runtime, names, memory_budget=64 << 20)
+    assert done["memory"]["processes"] == 2 and done["memory"]["budgetMB"] == 64, done["memory"]
+    assert done["memory"]["spilledByTable"]["messages"] >= 100, done["memory"]  # the second process kept its half
+    assert all_read_models(runtime) == live
+    checked = replay.check(runtime, names)
+    assert checked["ok"] is True and checked["memory"]["processes"] == 2
+
+    assert replay.checkpoint(runtime, names, from_zero=True)["ok"] is True
+    again = replay.replay(runtime, names, from_checkpoint=True)
+    assert again["memory"]["processes"] == 2 and all_read_models(runtime) == live
+
+    failed: list[BaseException] = []
+
+    def replaying() -> None:
+        try:
+            replay.replay(runtime, names)
+        except BaseException as error:
+            failed.append(error)
+    thread = threading.Thread(target=replaying)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not multiprocessing.active_children():
+        assert time.monotonic() < deadline, "no second process"
+        time.sleep(0.01)
+    for child in multiprocessing.active_children():
+        os.kill(child.pid, signal.SIGKILL)
+    thread.join(timeout=60)
+    assert failed and "second process ended (exit status -9)" in str(failed[0]), failed
+    assert all_read_models(runtime) == live
