@@ -495,7 +495,7 @@ def _both(here: dict[str, Any], there: dict[str, Any]) -> dict[str, Any]:
             "rowsSpilled": here["rowsSpilled"] + there["rowsSpilled"],
             "rowsTakenBack": here["rowsTakenBack"] + there["rowsTakenBack"],
             "spilledByTable": dict(sorted({**here["spilledByTable"], **there["spilledByTable"]}.items())),
-            "processes": 2}
+            "processes": 2, "peakMBEach": [here["peakMB"], there["peakMB"]]}
 
 
 class _Elsewhere:
