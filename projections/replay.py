@@ -515,8 +515,8 @@ class _Elsewhere:
             kind, found = self._answer.recv()
         except EOFError:
             self.process.join()
-            raise RuntimeError(f"the replay's second process ended (exit status {self.process.exitcode}) "
-                               "before it had built its tables") from None
+            raise SecondProcessDied(f"the replay's second process ended (exit status {self.process.exitcode}) "
+                                    "before it had built its tables; nothing was swapped in") from None
         self.process.join()
         if kind == "error":
             raise found
@@ -591,6 +591,10 @@ def _memory(memory: SpillingRows) -> dict[str, Any]:
 
 class NoCheckpoint(Exception):
     """A replay from a checkpoint that was never made; the message says what to run."""
+
+
+class SecondProcessDied(Exception):
+    """The second process of a replay (`_Elsewhere`) ended without an answer: killed, say."""
 
 
 def rebuild_all(runtime: Runtime, names: list[str], *, from_checkpoint: bool = False,
