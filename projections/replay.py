@@ -421,7 +421,8 @@ def _checkpoints(conn: Any, names: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def _pass(runtime: Runtime, conn: Any, prefix: str, views: dict[str, Projection], memory: SpillingRows,
-          from_checkpoint: bool, upto: int | None, shown: bool = True) -> tuple[int, dict[str, int]]:
+          from_checkpoint: bool, upto: int | None, shown: bool = True,
+          label: str | None = None) -> tuple[int, dict[str, int]]:
     """The one pass: each view's checkpoint loaded (`from_checkpoint`), then the log folded into
     `memory`.  Returns the position reached and how many events each view handled."""
     names = list(views)
@@ -432,7 +433,7 @@ def _pass(runtime: Runtime, conn: Any, prefix: str, views: dict[str, Projection]
             starts[name] = found[name]["position"]
             checkpoints.load(conn, name, views[name], memory, f"{prefix}{name}")
     head = upto if upto is not None else runtime.app.log.recorder.max_notification_id() or 0
-    progress = (Progress if shown else _Unshown)("log" if len(names) > 1 else names[0],
+    progress = (Progress if shown else _Unshown)(label or ("log" if len(names) > 1 else names[0]),
                                                   max(0, head - min(starts.values())))
     collecting = gc.isenabled()
     gc.disable()  # the rows held make no cycles, and a full collection would walk every one of them
@@ -477,7 +478,7 @@ def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, kept: 
                            memory_budget=memory_budget // 2)
     try:
         here = _build_here(runtime, conn, prefix, first, kept=kept, from_checkpoint=from_checkpoint, upto=head,
-                           memory_budget=memory_budget // 2)
+                           memory_budget=memory_budget // 2, label=f"log ({', '.join(second)} in a second process)")
     except BaseException:
         elsewhere.cancel()
         raise
@@ -546,8 +547,9 @@ def _build_elsewhere(remake: Any, prefix: str, names: list[str], build: dict[str
 
 def _build_here(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, kept: bool,
                 from_checkpoint: bool = False, upto: int | None = None, memory_budget: int = MEMORY_BUDGET,
-                shown: bool = True) -> dict[str, Any]:
-    """`_build` in this process, in one pass over the log (its progress `shown` on stderr)."""
+                shown: bool = True, label: str | None = None) -> dict[str, Any]:
+    """`_build` in this process, in one pass over the log (its progress `shown` on stderr, named
+    `label`, else by what it builds)."""
     views = {name: PROJECTIONS[name] for name in names}
     defaults: dict[str, dict[str, Any]] = {}
     indexes: dict[str, list[str]] = {}
@@ -560,7 +562,7 @@ def _build_here(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, k
     try:
         memory = SpillingRows(tables, defaults, spill, memory_budget, _resident)
         started = time.monotonic()
-        position, counts = _pass(runtime, conn, prefix, views, memory, from_checkpoint, upto, shown)
+        position, counts = _pass(runtime, conn, prefix, views, memory, from_checkpoint, upto, shown, label)
     finally:
         spill.close()
     read = time.monotonic() - started
