@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
+import multiprocessing.connection
 import operator
 import os
 import queue
@@ -286,7 +287,8 @@ class _Spill:
     """The tables a replay builds, as the place its rows in memory spill to (rows.py,
     `SpillingRows`): COPY out by a thread on a connection of its own, while the fold goes on
     (the server takes the rows in on its own core), and a row taken back by its key with
-    DELETE ... RETURNING, once every COPY handed over before it has ended."""
+    DELETE ... RETURNING: at once when no COPY under way holds one of the keys asked for,
+    else once every COPY handed over has ended."""
 
     def __init__(self, conn: Any, schemas: dict[str, str], tables: dict[str, Any], database_url: str):
         self.conn, self.schemas = conn, schemas
@@ -296,6 +298,8 @@ class _Spill:
         self._take_many = {name: f'DELETE FROM "{schemas[name]}"."{name}" WHERE "{spec.key[0]}" = ANY(%s) RETURNING *'
                            for name, spec in tables.items() if len(spec.key) == 1}
         self._handed: queue.Queue[tuple[str, list[dict[str, Any]]] | None] = queue.Queue(maxsize=1)
+        self._flying: list[tuple[str, set[Any]]] = []  # the table and keys of each COPY handed over, until it ended
+        self._flying_lock = threading.Lock()
         self._failed: BaseException | None = None
         self._copier = threading.Thread(target=self._copy_out, args=(database_url,), name="replay-spill", daemon=True)
         self._copier.start()
@@ -321,6 +325,9 @@ class _Spill:
                 except BaseException as error:
                     self._failed = error
                 finally:
+                    if handed is not None:
+                        with self._flying_lock:
+                            del self._flying[0]  # handed over and copied in order
                     self._handed.task_done()
         finally:
             if conn is not None:
@@ -330,9 +337,20 @@ class _Spill:
         if self._failed is not None:
             raise self._failed
 
-    def put(self, table: str, rows: list[dict[str, Any]]) -> None:
+    def put(self, table: str, rows: list[dict[str, Any]], keys: list[tuple[Any, ...]]) -> None:
         self._check()
+        with self._flying_lock:
+            self._flying.append((table, set(keys)))
         self._handed.put((table, rows))
+
+    def _landed(self, table: str, keys: Iterable[tuple[Any, ...]]) -> None:
+        """Wait until the rows of these keys the fold let go of are in the table (and raise what
+        a COPY raised): at once when no COPY under way holds one of them."""
+        with self._flying_lock:
+            flying = [held for name, held in self._flying if name == table]
+        if any(not held.isdisjoint(keys) for held in flying):
+            self.settle()
+        self._check()
 
     def settle(self) -> None:
         """Wait until every COPY handed over has ended."""
@@ -340,12 +358,12 @@ class _Spill:
         self._check()
 
     def take(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
-        self.settle()
+        self._landed(table, (key,))
         with self.conn.cursor(row_factory=dict_row) as cur:
             return cur.execute(self._take[table], key, prepare=True).fetchone()
 
     def take_many(self, table: str, keys: list[Any]) -> list[dict[str, Any]]:
-        self.settle()
+        self._landed(table, [(key,) for key in keys])
         with self.conn.cursor(row_factory=dict_row) as cur:
             return cur.execute(self._take_many[table], (keys,), prepare=True).fetchall()
 
@@ -529,7 +547,10 @@ class _Elsewhere:
 
 
 def _build_elsewhere(remake: Any, prefix: str, names: list[str], build: dict[str, Any], answer: Any) -> None:
-    """The second process: its tables built, then the result, or the error, sent back."""
+    """The second process: its tables built, then the result, or the error, sent back.  It ends
+    at once should the first process end first (killed, say), rather than fold on for nobody."""
+    threading.Thread(target=_end_with, args=(multiprocessing.parent_process(),), name="replay-first-watch",
+                     daemon=True).start()
     try:
         runtime = remake()
         try:
@@ -543,6 +564,11 @@ def _build_elsewhere(remake: Any, prefix: str, names: list[str], build: dict[str
             answer.send(("error", error))
         except Exception:  # an error that does not pickle goes as its text
             answer.send(("error", RuntimeError(f"{type(error).__name__}: {error}")))
+
+
+def _end_with(first: Any) -> None:
+    multiprocessing.connection.wait([first.sentinel])
+    os._exit(1)
 
 
 def _build_here(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, kept: bool,

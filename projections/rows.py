@@ -694,7 +694,7 @@ class Spill(Protocol):
     """Where `SpillingRows` puts the rows it lets go of, and takes them back from: the tables a
     replay is building (projections/replay.py)."""
 
-    def put(self, table: str, rows: list[dict[str, Any]]) -> None: ...
+    def put(self, table: str, rows: list[dict[str, Any]], keys: list[Key]) -> None: ...
     def take(self, table: str, key: Key) -> dict[str, Any] | None: ...
     def take_many(self, table: str, keys: list[Any]) -> list[dict[str, Any]]: ...
 
@@ -878,7 +878,7 @@ class SpillingRows(MemoryRows):
             if not count:
                 continue
             keys = list(itertools.islice(iter(rows), count))
-            self.spill.put(table, [rows.pop(key) for key in keys])
+            self.spill.put(table, [rows.pop(key) for key in keys], keys)
             self._let_go_of[table].add(keys)
             if self._settled and len(self.tables[table].key) == 1:
                 self._settled.difference_update(key[0] for key in keys)

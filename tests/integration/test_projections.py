@@ -529,3 +529,67 @@ def test_a_long_replay_folds_in_two_processes_equal_to_one(runtime, clients, san
     thread.join(timeout=60)
     assert failed and "second process ended (exit status -9)" in str(failed[0]), failed
     assert all_read_models(runtime) == live
+
+
+SPLIT_CHECK = """
+import os
+import time
+
+from sandesh.domain.settings import Settings
+from sandesh.projections import replay
+from sandesh.scripts.service.bootstrap import bootstrap
+
+if __name__ == "__mp_main__":  # the second process imports this file too: its fold starts a minute late
+    fold = replay._fold
+
+    def late(*args, **kwargs):
+        time.sleep(60)
+        return fold(*args, **kwargs)
+    replay._fold = late
+
+if __name__ == "__main__":
+    replay.PARALLEL_FROM = 0
+    replay.check(bootstrap(Settings.from_env(os.environ)), list(replay.NAMES))
+"""
+
+
+def test_the_second_process_ends_when_the_replay_is_killed(runtime, env, tmp_path):
+    """`kill -9` of a replay folding in two processes leaves no second process folding on for
+    nobody: here its second process is slow to start folding when the replay is killed, and ends
+    at once."""
+    script = tmp_path / "split_check.py"
+    script.write_text(SPLIT_CHECK)
+    first = subprocess.Popen([sys.executable, str(script)], env=env, cwd=tmp_path)
+    second: list[int] = []
+    try:
+        deadline = time.monotonic() + 20
+        while not (second := _children(first.pid)):
+            assert time.monotonic() < deadline and first.poll() is None, "no second process"
+            time.sleep(0.01)
+        time.sleep(3)  # started, and waiting to fold
+        assert _alive(second[0])
+        first.kill()
+        first.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while _alive(second[0]):
+            assert time.monotonic() < deadline, "the second process goes on after its replay was killed"
+            time.sleep(0.05)
+    finally:
+        first.kill()
+        for pid in second:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _children(pid: int) -> list[int]:
+    """The processes `pid` spawned to fold (not multiprocessing's resource tracker)."""
+    found = subprocess.run(["pgrep", "-a", "-P", str(pid)], capture_output=True, text=True).stdout.splitlines()
+    return [int(line.split()[0]) for line in found if "spawn_main" in line]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
