@@ -16,7 +16,6 @@ import multiprocessing.connection
 import operator
 import os
 import queue
-import resource
 import sys
 import threading
 import time
@@ -374,6 +373,13 @@ class _Spill:
         self._check()
 
 
+def _peak() -> int:
+    """This process's peak resident memory, in KiB (Linux).  Not `ru_maxrss`: a process started by
+    one that held more keeps that one's figure, while the high-water mark is of its own memory."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+
+
 def _resident() -> int:
     """This process's resident memory, in bytes (Linux)."""
     with open("/proc/self/statm") as statm:
@@ -465,9 +471,9 @@ def _pass(runtime: Runtime, conn: Any, prefix: str, views: dict[str, Projection]
 
 
 # The projections a second process folds, beside this one's, when a replay has PARALLEL_FROM
-# events or more to fold: the registry's handlers cost about what these do together, and a
-# process's handlers hold its core (docs/design.md, "Replay").
-SECOND = ("messages", "counters", "otps", "audit")
+# events or more to fold: the registry's and the counters' handlers cost about what these do
+# together, and a process's handlers hold its core (docs/design.md, "Replay").
+SECOND = ("messages", "otps", "audit")
 PARALLEL_FROM = 200_000
 
 
@@ -610,7 +616,7 @@ def _build_here(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, k
 
 def _memory(memory: SpillingRows) -> dict[str, Any]:
     """What the pass held: the process's peak resident memory, and the rows it let go of and took back."""
-    return {"peakMB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    return {"peakMB": round(_peak() / 1024),
             "budgetMB": memory.budget >> 20, "rowsSpilled": sum(memory.spilled.values()),
             "rowsTakenBack": memory.taken_back,
             "spilledByTable": {table: count for table, count in sorted(memory.spilled.items()) if count},
