@@ -1,0 +1,47 @@
+"""A replay of a kept log timed in this process, folded in one process or split in two.
+
+    .venv/bin/python scripts/bench/replay_split.py URL [--one]
+
+URL is a database a `scripts/bench/replay.py --keep` run kept.  Without --one the replay folds as
+`sandesh replay` does (in two processes from `replay.PARALLEL_FROM` events on); with it, in this
+process alone.  To time an earlier commit's code on the same log, put its checkout first on
+the path under the package's name (`git worktree add /tmp/old-src COMMIT; mkdir /tmp/old;
+ln -s /tmp/old-src /tmp/old/sandesh; PYTHONPATH=/tmp/old .venv/bin/python scripts/bench/replay_split.py
+URL --one`): run as a file, this script imports everything else from the package found.  Prints one JSON line: wall
+seconds, events per second, the pass's seconds and the summary's memory.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import orjson
+
+from sandesh.domain.settings import Settings
+from sandesh.projections import replay
+from sandesh.scripts.service.bootstrap import bootstrap
+
+from sandesh.scripts.bench.common import bench_env
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("database_url", metavar="URL", help="the database of a kept log")
+    parser.add_argument("--one", action="store_true", help="fold in this process alone")
+    args = parser.parse_args()
+    if args.one:
+        replay.PARALLEL_FROM = 1 << 62
+    runtime = bootstrap(Settings.from_env(bench_env(args.database_url)), pool_size=2)
+    try:
+        started = time.monotonic()
+        summary = replay.replay(runtime, list(replay.NAMES))
+        wall = time.monotonic() - started
+    finally:
+        runtime.close()
+    print(orjson.dumps({"code": replay.__file__, "split": not args.one, "events": summary["events"],
+                        "wallSeconds": round(wall, 1), "eventsPerSecond": round(summary["events"] / wall),
+                        "readAndFoldSeconds": summary["readSeconds"], "memory": summary["memory"]}).decode())
+
+
+if __name__ == "__main__":
+    main()
