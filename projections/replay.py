@@ -484,8 +484,8 @@ def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, kept: 
     (swapped in, or a checkpoint), else left unlogged to be dropped.  Returns the position
     reached and per view its events, rows and seconds.
 
-    With the registry and some of SECOND to build, and PARALLEL_FROM events or more to fold,
-    a second process builds those of SECOND while this one builds the rest, each in one pass
+    With some of SECOND and some of the others to build, and PARALLEL_FROM events or more to
+    fold, a second process builds those of SECOND while this one builds the rest, each in one pass
     over the log up to the same position (the log's head now, unless `upto`) and within half
     the memory budget."""
     second = [name for name in names if name in SECOND]
