@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 from array import array
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, NamedTuple, Protocol
@@ -45,10 +46,10 @@ class JsonAppend(NamedTuple):
     items: list[Any]
 
 
-@dataclass(frozen=True)
-class Computed:
+class Computed(NamedTuple):
     """A value computed from other rows: `sql` (a scalar expression with %s parameters) live,
-    `compute(memory)` in a replay.  The two must agree; the owner keeps them side by side."""
+    `compute(memory)` in a replay.  The two must agree; the owner keeps them side by side.  A
+    named tuple, as the other values of an operation are: one is made for each queued message."""
     sql: str
     params: tuple[Any, ...]
     compute: Callable[["MemoryRows"], Any]
@@ -482,17 +483,25 @@ class _Counts:
                 yield self.base + i
 
 
+def _key_of(columns: tuple[str, ...]) -> Callable[[dict[str, Any]], Key]:
+    """The function that gives a row's values of `columns` as a tuple."""
+    if len(columns) == 1:
+        column = columns[0]
+        return lambda row: (row[column],)
+    return operator.itemgetter(*columns)
+
+
 class _Tally:
     def __init__(self, spec: Tally):
         self.spec = spec
         self.groups: dict[Key, _Counts] = {}
+        self._where, self._group, self._order = spec.where, _key_of(spec.group), spec.order
 
     def entry(self, row: dict[str, Any]) -> tuple[Key, int] | None:
         """What the row counts for: its group and value, or nothing."""
-        spec = self.spec
-        if spec.where is not None and not spec.where(row):
+        if self._where is not None and not self._where(row):
             return None
-        return tuple([row[c] for c in spec.group]), row[spec.order]
+        return self._group(row), row[self._order]
 
     def add(self, entry: tuple[Key, int] | None) -> None:
         if entry is not None:
@@ -526,6 +535,7 @@ class MemoryRows:
         self.tables, self.defaults = tables, defaults
         self.rows: dict[str, dict[Key, dict[str, Any]]] = {name: {} for name in tables}
         self._keys = {name: t.key for name, t in tables.items()}
+        self._key_of = {name: _key_of(t.key) for name, t in tables.items() if t.key}
         self._indexes = {name: [_Index(o) for o in t.ordered if isinstance(o, Ordered)] for name, t in tables.items()}
         self._tallies = {name: [_Tally(o) for o in t.ordered if isinstance(o, Tally)] for name, t in tables.items()}
         self._by_name: dict[tuple[str, str], _Index | _Tally] = {
@@ -534,9 +544,8 @@ class MemoryRows:
         self._serial = 0
 
     def insert(self, table: str, row: dict[str, Any], *, on_conflict: str | None = None) -> None:
-        columns = self._keys[table]
-        if columns:
-            key = tuple([row[c] for c in columns])
+        if self._keys[table]:
+            key = self._key_of[table](row)
             current = self.rows[table].get(key)
             if current is not None:
                 self._again(table, key, current, row, on_conflict)
@@ -771,7 +780,7 @@ class SpillingRows(MemoryRows):
         if table not in self.spillable:
             return super().insert(table, row, on_conflict=on_conflict)
         rows = self.rows[table]
-        key = tuple([row[c] for c in self._keys[table]])
+        key = self._key_of[table](row)
         current = rows.get(key)
         if current is None and on_conflict is not None and self.spilled[table] and self._take(table, key):
             current = rows[key]  # a plain insert is of a new key: the log never makes a twin
@@ -802,10 +811,16 @@ class SpillingRows(MemoryRows):
             self._lowered_at = resident                    # grows again: lower it once for each rise
 
     def update(self, table: str, key: Key, changes: dict[str, Any]) -> None:
-        if table in self.spillable and self._here(table, key):
-            rows = self.rows[table]
-            rows[key] = rows.pop(key)
-        super().update(table, key, changes)
+        rows = self.rows[table]
+        current = rows.get(key)
+        if table in self.spillable:
+            if current is None:
+                if not (self.spilled[table] and self._take(table, key)):
+                    return  # like UPDATE ... WHERE: no row, nothing to do
+            current = rows[key] = rows.pop(key)  # touched now: the last to go
+        elif current is None:
+            return
+        self._change(table, key, current, changes)
 
     def delete(self, table: str, key: Key, *, older: tuple[str, Any] | None = None) -> None:
         if table in self.spillable and self._here(table, key):
