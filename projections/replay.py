@@ -386,6 +386,19 @@ def _resident() -> int:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+# Memory a process needs beside the rows it holds, and that the limit on rows must leave free
+# when it is set: what grows with the log while the limit holds (the queue's tallies, the filters
+# of keys let go of, the batches in flight).  Half a budget, in a replay split in two, leaves
+# too little at four fifths (docs/performance.md, "Replay").
+HEADROOM = 192 << 20
+
+
+def _high(budget: int) -> float:
+    """The share of `budget` at which the rows held are limited: four fifths, or less where that
+    would leave less than HEADROOM, but never below half."""
+    return min(0.8, max(0.5, 1 - HEADROOM / budget))
+
+
 INDEX_MEMORY = "256MB"  # maintenance_work_mem while a replay makes its tables' indexes
 
 
@@ -471,9 +484,9 @@ def _pass(runtime: Runtime, conn: Any, prefix: str, views: dict[str, Projection]
 
 
 # The projections a second process folds, beside this one's, when a replay has PARALLEL_FROM
-# events or more to fold: the registry's and the counters' handlers cost about what these do
-# together, and a process's handlers hold its core (docs/design.md, "Replay").
-SECOND = ("messages", "otps", "audit")
+# events or more to fold: the registry's handlers cost about what these do together, and a
+# process's handlers hold its core (docs/design.md, "Replay"; docs/performance.md, "Replay").
+SECOND = ("messages", "counters", "otps", "audit")
 PARALLEL_FROM = 200_000
 
 
@@ -592,7 +605,7 @@ def _build_here(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, k
     schemas = {table: f"{prefix}{name}" for name, view in views.items() for table in view.tables}
     spill = _Spill(conn, schemas, tables, runtime.settings.database_url)
     try:
-        memory = SpillingRows(tables, defaults, spill, memory_budget, _resident)
+        memory = SpillingRows(tables, defaults, spill, memory_budget, _resident, _high(memory_budget))
         started = time.monotonic()
         position, counts = _pass(runtime, conn, prefix, views, memory, from_checkpoint, upto, shown, label)
     finally:
