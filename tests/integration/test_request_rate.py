@@ -83,12 +83,13 @@ def test_rejected_requests_do_not_count_against_another_client(two_hosts, sandes
 
 def test_a_fast_clients_rate_counted_in_shares_is_never_exceeded(two_hosts, sandesh, active_client):
     """A rate of 50/s or more is counted a 2 % share at a time by each API process
-    (docs/api.md, "Limits"): never more than the rate allows, at most a share per process less."""
-    key = _client(sandesh, active_client, "--rate-limit", "100")["key"]
-    answers, elapsed = _burst([h.url for h in two_hosts], key, 400)
+    (docs/api.md, "Limits"): never more than the rate allows, at most a share per process less.
+    The burst is 12 times the rate, so that it outruns the rate on a busy machine too."""
+    key = _client(sandesh, active_client, "--rate-limit", "50")["key"]
+    answers, elapsed = _burst([h.url for h in two_hosts], key, 600)
     allowed = sum(a.status_code == 200 for a in answers)
     limited = [a for a in answers if a.status_code == 429]
-    assert allowed + len(limited) == 400
-    # 2 hosts x 2 workers, each may hold back one share of 2 requests
-    assert 100 - 4 * 2 <= allowed <= 100 + int(elapsed * 100) + 1, (allowed, elapsed)
-    assert limited and limited[0].headers["Retry-After"] == "1"
+    assert allowed + len(limited) == 600
+    # 2 hosts x 2 workers, each may hold back one share of 1 request
+    assert 50 - 4 * 1 <= allowed <= 50 + int(elapsed * 50) + 1, (allowed, elapsed)
+    assert limited and limited[0].headers["Retry-After"] == "1", (allowed, elapsed)
