@@ -36,10 +36,11 @@ def main() -> None:
     if args.one:
         replay.PARALLEL_FROM = 1 << 62
     if args.second:
-        unknown = set(args.second.split(",")) - set(replay.NAMES)
+        second = tuple(args.second.split(","))
+        unknown = set(second) - set(replay.NAMES)
         if unknown:
             parser.error(f"no projection {', '.join(sorted(unknown))}: choose among {', '.join(replay.NAMES)}")
-        replay.SECOND = tuple(args.second.split(","))
+        replay.SECOND = second
     runtime = bootstrap(Settings.from_env(bench_env(args.database_url)), pool_size=2)
     try:
         started = time.monotonic()
