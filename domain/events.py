@@ -5,7 +5,7 @@ An event's fields change only with a new `class_version` and an `upcast_vN_vN+1`
 that turns the previous version's state into the new one; every reader (aggregates, the three
 executors of the projections, history, audit, the webhook builder) then sees the newest shape
 only.  `domain/events.json` is the description as it was checked in, every earlier version's
-fields included; `python -m sandesh.scripts.devtools.events` compares it with `catalogue()` and
+fields included; `python -m scripts.devtools.events` compares it with `catalogue()` and
 `--write` records a new version (tests/unit/test_event_versions.py).
 
 A version may wait for the upgrade gate: `written_from = "X.Y.Z"` on the class says that its

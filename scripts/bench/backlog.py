@@ -37,7 +37,7 @@ from sandesh.domain.settings import Settings
 from sandesh.projections import db
 from sandesh.scripts.service.bootstrap import bootstrap
 from sandesh.scripts.service.commands import register_emulated
-from sandesh.scripts.devtools.emulator import Emulator
+from sandesh.scripts.service.emulator import Emulator
 
 from .common import ROOT, funded_workspace, percentile, scratch_database
 

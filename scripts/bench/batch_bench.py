@@ -1,7 +1,7 @@
 """Batch sends as installed: messages accepted per second through POST /v1/sms/send/batch in
 batches of 1,000, against `sandesh serve` started with no flag (docs/performance.md, "Batch sends").
 
-    .venv/bin/python -m sandesh.scripts.bench.batch_bench [--seconds 20] [--concurrency 4] [--repeat 3]
+    .venv/bin/python -m scripts.bench.batch_bench [--seconds 20] [--concurrency 4] [--repeat 3]
 
 Each of `--concurrency` threads posts batches of `--size` different numbers and texts for
 `--seconds`, as one of 4 clients of one workspace, with no Idempotency-Key (and with one, in a

@@ -3,7 +3,7 @@ and `sandesh worker all`, send_bench.product): per send, the API's workers, each
 process, PostgreSQL and wrk, and how idle the machine is left; and how often each process's
 threads are switched out (a thread that waits: for a lock, the GIL, a socket).
 
-Usage: .venv/bin/python -m sandesh.scripts.bench.cpu_split [--workspaces 1] [--seconds 8] [--connections 32]
+Usage: .venv/bin/python -m scripts.bench.cpu_split [--workspaces 1] [--seconds 8] [--connections 32]
 Needs wrk.  Uses a scratch database on $SANDESH_TEST_POSTGRES; PostgreSQL's CPU is that of
 every postgres process of the machine, so run it alone.
 """
@@ -59,7 +59,7 @@ def main() -> None:
     with scratch_database() as env, ExitStack() as running:
         keys = _clients(env, args.workspaces, 1)
         if args.durable:
-            server = running.enter_context(_running(["sandesh.scripts.bench.durable_app", f"127.0.0.1:{DURABLE}"],
+            server = running.enter_context(_running(["scripts.bench.durable_app", f"127.0.0.1:{DURABLE}"],
                                                     env, f"http://127.0.0.1:{DURABLE}/v1/health"))
             time.sleep(2)
             roles, port = {"durable": children(server.pid)}, DURABLE

@@ -6,7 +6,7 @@ threads, a psycopg pool of 16 connections) that parses the same JSON as a send, 
 row and commits it, one transaction per request, and answers 202.  No key, no rate, no balance,
 no idempotency, no log: what Sandesh does on top of this is its product.
 
-Run: python -m sandesh.scripts.bench.durable_app HOST:PORT   (DATABASE_URL names the database)
+Run: python -m scripts.bench.durable_app HOST:PORT   (DATABASE_URL names the database)
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 written inline (the two probes as subqueries of each INSERT, parsed and planned every time)
 beside the function `sandesh_turn` (projections/dispatch.py, planned once per server process).
 
-    .venv/bin/python -m sandesh.scripts.bench.enqueue_cost [N ...]   (default: 1000 10000 100000)
+    .venv/bin/python -m scripts.bench.enqueue_cost [N ...]   (default: 1000 10000 100000)
 
 For each N: N messages wait in the queue (accepted through the application, as backlog.py
 does), then scripts of 1, 5 and 16 enqueues (a group commit's batches: BEGIN, the INSERTs,

@@ -1,7 +1,7 @@
 """What event versions cost the mapper: eventsourcing's own `Mapper` beside `VersionedMapper`
 (domain/events.py), which every event of a send and of a replay goes through.
 
-    .venv/bin/python -m sandesh.scripts.bench.mapper [N]   (default: 20000 webhook deliveries)
+    .venv/bin/python -m scripts.bench.mapper [N]   (default: 20000 webhook deliveries)
 
 Each delivery is a `WebhookDelivery.Created` (version 2) and an `Attempted` (version 1), sealed
 with the store's cipher.  Prints the best of 7 rounds of writing and of reading every event,
@@ -29,7 +29,7 @@ class _Env(dict):
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m sandesh.scripts.bench.mapper",
+    p = argparse.ArgumentParser(prog="python -m scripts.bench.mapper",
                                 description="Write and read events with the library's mapper and ours.")
     p.add_argument("deliveries", type=int, nargs="?", default=20_000, help="webhook deliveries (two events each)")
     args = p.parse_args(argv)

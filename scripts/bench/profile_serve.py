@@ -3,7 +3,7 @@
 py-spy samples the API's workers and each worker process (the thread holding the GIL only).
 The samples are split by process and by the stage of the path they are in.
 
-Usage: .venv/bin/python -m sandesh.scripts.bench.profile_serve [--seconds 10] [--connections 32]
+Usage: .venv/bin/python -m scripts.bench.profile_serve [--seconds 10] [--connections 32]
 Needs wrk and py-spy (`pip install py-spy`).  Uses a scratch database on $SANDESH_TEST_POSTGRES.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """How far the followed read models trail the log while sends arrive.
 
-    .venv/bin/python -m sandesh.scripts.bench.projection_lag [--rate 500] [--seconds 30]
+    .venv/bin/python -m scripts.bench.projection_lag [--rate 500] [--seconds 30]
 
 `sandesh worker projections` runs as a user starts it (a subprocess); the figures start once it
 follows the log (one send has reached the read model).  This process sends

@@ -7,7 +7,7 @@ Runs in one process against a scratch database on the local PostgreSQL:
      limiter on and off, interleaved in blocks so drift hits both alike.  The app has no caller
      cache (as in-process apps), so every request reads its caller; the client's rate is high,
      so the limiter counts it a share at a time (projections/callers.py).
-Usage: .venv/bin/python -m sandesh.scripts.bench.rate_limit_overhead [N]
+Usage: .venv/bin/python -m scripts.bench.rate_limit_overhead [N]
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """How fast `sandesh replay` rebuilds every read model, and what it holds in memory.
 
-    .venv/bin/python -m sandesh.scripts.bench.replay N [N...] [--shape lifecycle|campaign|both] [--profile] [--keep]
-    .venv/bin/python -m sandesh.scripts.bench.replay 1000000 10000000 --shape campaign --on URL1 --on URL2
+    .venv/bin/python -m scripts.bench.replay N [N...] [--shape lifecycle|campaign|both] [--profile] [--keep]
+    .venv/bin/python -m scripts.bench.replay 1000000 10000000 --shape campaign --on URL1 --on URL2
 
 Makes a log of about N events through the domain and the log (no HTTP, no group commit: the
 messages' events appended in batches of 100 messages, as the API's group commit appends them),

@@ -22,7 +22,7 @@ from sandesh.domain.settings import Settings
 from sandesh.projections import replay
 from sandesh.scripts.service.bootstrap import bootstrap
 
-from sandesh.scripts.bench.common import bench_env
+from .common import bench_env
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ answers, and the projections' lag when wrk ends (events, and seconds until caugh
 median of --repeat runs.  Then one long run of (a) at the first connection count, for the lag
 at the end of a minute of sends.
 
-Usage: .venv/bin/python -m sandesh.scripts.bench.send_bench [--seconds 10] [--repeat 3]
+Usage: .venv/bin/python -m scripts.bench.send_bench [--seconds 10] [--repeat 3]
        [--connections 32 1000] [--scenario a b c] [--long-seconds 60]
 Needs wrk (`apt-get install wrk`).  Uses a scratch database on $SANDESH_TEST_POSTGRES.
 """
@@ -187,7 +187,7 @@ def main() -> None:
     with scratch_database() as env, ExitStack() as running:
         scenarios = {shapes[s][0]: _clients(env, *shapes[s][1:]) for s in args.scenario}
         running.enter_context(product(env, running))
-        running.enter_context(_running(["sandesh.scripts.bench.durable_app", f"127.0.0.1:{DURABLE}"],
+        running.enter_context(_running(["scripts.bench.durable_app", f"127.0.0.1:{DURABLE}"],
                                        {**env, "SANDESH_LOG_LEVEL": "WARNING"}, f"http://127.0.0.1:{DURABLE}/v1/health"))
         runtime = bootstrap(Settings.from_env(env), pool_size=1)
         running.callback(runtime.close)

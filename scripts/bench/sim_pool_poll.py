@@ -4,7 +4,7 @@ asking for the page's fragment back to back for SECONDS seconds.  Prints the req
 second it answered, and the CPU spent per request by the serve processes and by the database's
 backends (read from /proc), then what one open page costs at its refresh rate.
 
-    .venv/bin/python -m sandesh.scripts.bench.sim_pool_poll [--sims 8] [--seconds 20]
+    .venv/bin/python -m scripts.bench.sim_pool_poll [--sims 8] [--seconds 20]
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ worker all`, send_bench.product): 500 sockets that send a request a byte every 2
 stopping inside their headers and half inside their body, while wrk sends GET /v1/sms/balance
 on 32 connections; then the same without them (docs/performance.md, "Slow clients").
 
-Usage: .venv/bin/python -m sandesh.scripts.bench.slow_clients [--slow 500] [--seconds 20]
+Usage: .venv/bin/python -m scripts.bench.slow_clients [--slow 500] [--seconds 20]
 Needs wrk.  Uses a scratch database on $SANDESH_TEST_POSTGRES.
 """
 from __future__ import annotations

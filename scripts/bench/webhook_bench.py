@@ -1,6 +1,6 @@
 """Webhook deliveries per second to a local HTTPS receiver.
 
-    .venv/bin/python -m sandesh.scripts.bench.webhook_bench [EVENTS] [--concurrency N ...] [--slow N]
+    .venv/bin/python -m scripts.bench.webhook_bench [EVENTS] [--concurrency N ...] [--slow N]
         [--slow-receivers K] [--repeat N]
 
 In a scratch database: one client whose webhook URL is the example receiver

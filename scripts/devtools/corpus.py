@@ -1,7 +1,7 @@
 """Logs written by earlier releases, kept as test data (docs/design.md, "Event versions"): their
 maker.  tests/integration/test_corpus.py restores them into this release.
 
-    .venv/bin/python -m sandesh.scripts.devtools.corpus make --commit 3b04555 --release 0.1.0
+    .venv/bin/python -m scripts.devtools.corpus make --commit 3b04555 --release 0.1.0
 
 installs the release of that commit on its own (`release_install`: a git worktree and a venv
 under var/releases/<commit>/), creates a fresh database, runs the release's own `sandesh db
@@ -82,7 +82,7 @@ def make(commit: str, release_name: str, out: Path, sims: int, keep_database: bo
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sandesh.scripts.devtools.corpus",
+    p = argparse.ArgumentParser(prog="python -m scripts.devtools.corpus",
                                 description="Logs written by earlier releases' own code, kept as test data "
                                             "(tests/corpus/<release>/).")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")

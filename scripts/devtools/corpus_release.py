@@ -65,7 +65,9 @@ def release_install(commit: str) -> Path:
         say(f"installing release {commit[:12]} into {venv}")
         run([sys.executable, "-m", "venv", "--clear", str(venv)])
         constraints = home / "constraints.txt"
-        constraints.write_text(run([sys.executable, "-m", "pip", "freeze", "--exclude-editable"]))
+        frozen = run([sys.executable, "-m", "pip", "freeze", "--exclude-editable"]).splitlines()
+        # Sandesh itself is this checkout's release, installed here: the release's own takes its place.
+        constraints.write_text("".join(f"{line}\n" for line in frozen if not line.lower().startswith("sandesh")))
         run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
              "-c", str(constraints), "-e", str(src)], timeout=1800)
         stamp.touch()
@@ -229,7 +231,7 @@ def until(check: Callable[[], Any], what: str, timeout: float = 60, every: float
 
 class Emulator:
     """A release's own `sandesh emulator`: N virtual modems on pseudo-terminals, driven through
-    JSON control lines on its stdin (scripts/devtools/emulator.py, control())."""
+    JSON control lines on its stdin (scripts/service/emulator.py, control())."""
 
     def __init__(self, release: Release, sims: int, phones_log: Path, *, register: bool, report_delay: float = 0.3):
         args = ["emulator", "--sims", str(sims), "--phones-log", str(phones_log), "--report-delay", str(report_delay)]

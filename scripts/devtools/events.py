@@ -1,7 +1,7 @@
 """The checked-in description of every event class (domain/events.json) against the code.
 
-    python -m sandesh.scripts.devtools.events            # compare; exit 1 with what differs
-    python -m sandesh.scripts.devtools.events --write    # record new event types and new versions
+    python -m scripts.devtools.events            # compare; exit 1 with what differs
+    python -m scripts.devtools.events --write    # record new event types and new versions
 
 domain/events.json holds, per topic, the fields of every version the log may hold.  A version
 once recorded never changes: an event class whose fields differ from its recorded version
@@ -20,7 +20,8 @@ from eventsourcing.utils import resolve_topic
 
 from sandesh.domain import events
 
-RECORDED = Path(events.__file__).with_name("events.json")
+# The record in the checkout, the one `--write` adds to and git keeps (the installed copy is built from it).
+RECORDED = Path(__file__).resolve().parents[2] / "domain" / "events.json"
 
 Recorded = dict[str, dict[str, dict[str, str]]]  # topic -> version ("1", "2", ...) -> field -> annotation
 
@@ -51,7 +52,7 @@ def problems(recorded: Recorded, current: dict[str, dict[str, Any]], *, writing:
                              f"that turns a version {version} state into the new one, then run --write")
         elif version == newest + 1 and (newest or version == 1):
             if not writing:
-                found.append(f"{topic} version {version} is not recorded yet: run python -m sandesh.scripts.devtools.events --write")
+                found.append(f"{topic} version {version} is not recorded yet: run python -m scripts.devtools.events --write")
         elif newest == 0:
             found.append(f"{topic} is a new event type: it starts at version 1, not {version}")
         else:
@@ -95,7 +96,7 @@ def _sample(annotation: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m sandesh.scripts.devtools.events",
+    p = argparse.ArgumentParser(prog="python -m scripts.devtools.events",
                                 description="Compare the event classes with domain/events.json, or record their "
                                             "new types and versions in it.")
     p.add_argument("--write", action="store_true",

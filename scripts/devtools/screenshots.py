@@ -1,6 +1,6 @@
 """The dashboard's pages as a new owner sees them, for docs/dashboard.md.
 
-    .venv/bin/python -m sandesh.scripts.devtools.screenshots LINK [--email E] [--out docs/dashboard] [--operator]
+    .venv/bin/python -m scripts.devtools.screenshots LINK [--email E] [--out docs/dashboard] [--operator]
 
 LINK is the set-password link `sandesh up` prints for the demo owner. It sets the password,
 signs in, creates a client, sends two messages with its key, and saves a PNG of each page.

@@ -1,5 +1,5 @@
 """The operator team's pages as a new operator sees them, for docs/dashboard.md
-(`sandesh.scripts.devtools.screenshots LINK --operator --email E`).
+(`scripts.devtools.screenshots LINK --operator --email E`).
 
 LINK is the set-password link `sandesh user add --operator` printed, against `scripts/up.sh`'s
 demo (system clock). It sets the password, signs in, sets up an authenticator app (the code

@@ -56,7 +56,7 @@ def hours(text: str) -> float:
 
 
 def profile_choices() -> list[str]:
-    from ..devtools.emulator_profiles import PROFILES
+    from .emulator_profiles import PROFILES
 
     return list(PROFILES)
 

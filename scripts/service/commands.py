@@ -825,7 +825,7 @@ def checkpoint(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 
 
 def emulator(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from ..devtools.emulator import main as run_emulator
+    from .emulator import main as run_emulator
 
     argv = ["--sims", str(args.sims), "--report-delay", str(args.report_delay), "--profile", args.profile]
     argv += ["--phones-log", args.phones_log] if args.phones_log else []

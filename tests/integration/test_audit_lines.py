@@ -8,7 +8,7 @@ import orjson
 from sandesh.api.dashboard.paging import PAGE
 from sandesh.domain.sending import parse_send
 from sandesh.projections import audit, follower
-from sandesh.scripts.bench.audit_page import fill, measured, pages
+from scripts.bench.audit_page import fill, measured, pages
 from tests.helpers import funded_workspace
 
 

@@ -29,7 +29,7 @@ import requests
 from sandesh.domain.clock import parse_iso
 from sandesh.domain.release import OLDEST_PEER, VERSION
 from sandesh.domain.signature import verify_signature
-from sandesh.scripts.devtools.corpus_release import pg_tool
+from scripts.devtools.corpus_release import pg_tool
 from tests.conftest import ROOT, SERVER_URL, Sandesh, Server, _admin
 
 CORPUS = ROOT / "tests" / "corpus"
@@ -362,7 +362,7 @@ def dashboard_opens(sandesh: Sandesh, server: Server, manifest: dict[str, Any]) 
     """The dashboard over the earlier release's log: its people sign in with the passwords and
     authenticator apps they set then (a log without people gets an owner now), and the pages of
     their workspace, its old messages and deliveries, and the operator team's console open."""
-    from sandesh.scripts.devtools.corpus_dashboard import Browser
+    from scripts.devtools.corpus_dashboard import Browser
 
     now = lambda: service_now(sandesh)  # noqa: E731 - the codes of authenticator apps follow the service clock
     main, story = manifest["workspaces"]["main"], manifest["story"]

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from sandesh.scripts.devtools.corpus_dashboard import Browser
+from scripts.devtools.corpus_dashboard import Browser
 from tests.conftest import Server
 
 PASSWORD = "correct horse battery staple"

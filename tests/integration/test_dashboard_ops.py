@@ -14,7 +14,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from sandesh.domain.sending import parse_send
 from sandesh.scripts.service.commands import register_emulated
-from sandesh.scripts.devtools.emulator import Emulator
+from sandesh.scripts.service.emulator import Emulator
 from tests.conftest import running_dispatcher
 from tests.helpers import funded_workspace
 from tests.integration.test_dashboard import (add_person, browser, code_now, page, password_was_set,  # noqa: F401

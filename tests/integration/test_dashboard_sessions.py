@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from sandesh.domain import totp
-from sandesh.scripts.devtools.corpus_dashboard import Browser
+from scripts.devtools.corpus_dashboard import Browser
 from tests.conftest import Server
 
 PASSWORD = "correct horse battery staple"

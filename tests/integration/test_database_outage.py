@@ -174,7 +174,7 @@ def test_an_outage_is_503_with_retry_after_then_every_worker_recovers_and_nothin
 def test_workers_ride_out_an_outage_and_an_otp_after_it_reaches_the_phone(postgres, env, tmp_path):
     """Every worker loop survives the database going away (no process exits): afterwards a code
     is sent through the emulated modem and the counters catch up."""
-    from sandesh.scripts.devtools.emulator import Emulator
+    from sandesh.scripts.service.emulator import Emulator
 
     sandesh = Sandesh(env, tmp_path)
     ws = sandesh("workspace", "create", "--name", "Ride out")["id"]

@@ -10,7 +10,7 @@ from sandesh.domain.sending import parse_send
 from sandesh.projections import follower
 from tests.helpers import funded_workspace
 from sandesh.scripts.service.commands import register_emulated
-from sandesh.scripts.devtools.emulator import Emulator
+from sandesh.scripts.service.emulator import Emulator
 from tests.conftest import running_dispatcher, wait_for_status
 from sandesh.workers.dispatcher import Dispatcher
 

@@ -4,7 +4,7 @@ import threading
 import time
 
 from sandesh.domain.sending import parse_send
-from sandesh.scripts.devtools.emulator import Emulator
+from sandesh.scripts.service.emulator import Emulator
 from sandesh.scripts.service.commands import register_emulated
 from sandesh.workers.dispatcher import Dispatcher
 from tests.conftest import wait_for_status

@@ -244,7 +244,7 @@ def test_a_dispatch_worker_counts_each_sims_submits_and_cms_errors(server, env, 
     """`sandesh worker dispatch` drives an emulated modem whose first submit is refused with
     +CMS ERROR: 38; the queued messages go out through it."""
     from sandesh.scripts.service.commands import register_emulated
-    from sandesh.scripts.devtools.emulator import Emulator
+    from sandesh.scripts.service.emulator import Emulator
 
     sandesh("sim", "disable", route.sim_id)  # a loop:// port: no modem to drive
     with Emulator(sims=1, report_delay=0.05) as emulator:

@@ -24,7 +24,7 @@ import requests
 
 from sandesh.domain.release import OLDEST_PEER, VERSION
 from sandesh.domain.signature import verify_signature
-from sandesh.scripts.devtools.corpus_release import release_install
+from scripts.devtools.corpus_release import release_install
 from tests.conftest import ROOT, free_port
 from tests.installation import Processes, Traffic, answering, devices, wait_until
 from tests.receiver import Receiver

@@ -7,7 +7,7 @@ import pytest
 
 from sandesh.domain.cms import Action, classify
 from sandesh.domain.pdu import decode_deliver, decode_status_report, encode_submit
-from sandesh.scripts.devtools.emulator import Emulator
+from sandesh.scripts.service.emulator import Emulator
 from sandesh.workers.device import SimNotReady, negotiate
 from sandesh.workers.modem import (CmsError, CommandTimeout, Modem, ModemError, PortGone, PromptTimeout, Refused,
                                    Timeouts, Unsolicited)

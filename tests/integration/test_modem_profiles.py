@@ -1,4 +1,4 @@
-"""The driver against real device families as the emulator plays them (scripts/devtools/emulator_profiles.py),
+"""The driver against real device families as the emulator plays them (scripts/service/emulator_profiles.py),
 over pseudo-terminals opened by the same pyserial code that opens /dev/ttyUSB0: the device asked,
 not assumed (docs/operations.md, "Modems")."""
 import dataclasses
@@ -9,8 +9,8 @@ import pytest
 
 from sandesh.domain.pdu import decode_status_report, encode_submit
 from sandesh.domain.sim import PIN, SIM_FAULT
-from sandesh.scripts.devtools.emulator import VirtualModem
-from sandesh.scripts.devtools.emulator_profiles import PROFILES
+from sandesh.scripts.service.emulator import VirtualModem
+from sandesh.scripts.service.emulator_profiles import PROFILES
 from sandesh.workers.device import DIRECT, INDICATED, NONE, POLLED, STORED, SimNotReady, StepFailed, negotiate
 from sandesh.workers.modem import Modem, Refused, Timeouts
 

@@ -13,7 +13,7 @@ import requests
 from sandesh.projections import optouts
 from tests.helpers import funded_workspace
 from sandesh.scripts.service.commands import register_emulated
-from sandesh.scripts.devtools.emulator import Emulator
+from sandesh.scripts.service.emulator import Emulator
 from sandesh.workers import webhook_guard
 from sandesh.workers.webhooks import WebhookSender
 from tests.conftest import running_dispatcher, wait_for_status

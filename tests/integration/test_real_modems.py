@@ -15,8 +15,8 @@ from sandesh.domain.sending import parse_send
 from sandesh.domain.sim_plan import next_day, next_month
 from tests.helpers import funded_workspace
 from sandesh.scripts.service.commands import register_emulated
-from sandesh.scripts.devtools.emulator import Emulator
-from sandesh.scripts.devtools.emulator_profiles import PROFILES
+from sandesh.scripts.service.emulator import Emulator
+from sandesh.scripts.service.emulator_profiles import PROFILES
 from tests.conftest import running_dispatcher, wait_for_status
 
 _numbers = iter(range(10_000_000, 99_999_999))
@@ -81,7 +81,7 @@ def test_a_device_of_each_family_sends_gets_its_report_and_a_reply(runtime, acco
 def test_a_device_that_announces_nothing_is_polled(runtime, account, sandesh):
     import dataclasses
 
-    from sandesh.scripts.devtools import emulator_profiles
+    from sandesh.scripts.service import emulator_profiles
 
     silent = dataclasses.replace(PROFILES["3gpp"], name="silent", cnmi_test="+CNMI: (0),(0),(0),(0,2),(0)")
     emulator_profiles.PROFILES["silent"] = silent

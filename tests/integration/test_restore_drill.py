@@ -17,7 +17,7 @@ import psycopg
 import requests
 
 from sandesh.domain.release import VERSION
-from sandesh.scripts.devtools.corpus_release import pg_tool
+from scripts.devtools.corpus_release import pg_tool
 from tests.conftest import ROOT, SERVER_URL, Server
 
 SENDS_PER_SECOND = 20

@@ -14,7 +14,7 @@ import pytest
 import serial
 
 from sandesh.domain.operators import of_imsi
-from sandesh.scripts.devtools.emulator import Emulator
+from sandesh.scripts.service.emulator import Emulator
 from sandesh.scripts.service.commands import register_emulated
 from tests.conftest import ROOT, running_dispatcher
 

@@ -10,7 +10,7 @@ import pytest
 from sandesh.domain.sending import parse_send
 from tests.helpers import funded_workspace
 from sandesh.scripts.service.commands import register_emulated
-from sandesh.scripts.devtools.emulator import Emulator
+from sandesh.scripts.service.emulator import Emulator
 from tests.conftest import running_dispatcher, wait_for_status
 
 NTC_NUMBER, NCELL_NUMBER = "977984", "977980"  # prefixes (domain/operators.py)

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from sandesh.domain.sending import parse_send
-from sandesh.scripts.devtools.emulator import Emulator
+from sandesh.scripts.service.emulator import Emulator
 from tests.conftest import running_dispatcher, wait_for_status
 from tests.helpers import funded_workspace
 

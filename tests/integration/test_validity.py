@@ -11,7 +11,7 @@ from sandesh.domain.ports import Caller
 from sandesh.domain.sending import OtpSendRequest, parse_send
 from tests.helpers import funded_workspace
 from sandesh.scripts.service.commands import register_emulated
-from sandesh.scripts.devtools.emulator import Emulator
+from sandesh.scripts.service.emulator import Emulator
 from tests.conftest import running_dispatcher, wait_for_status
 
 

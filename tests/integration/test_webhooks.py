@@ -808,7 +808,7 @@ def test_through_emulated_modems_a_send_ends_delivered_and_a_reply_arrives_as_me
                                                                                                  sender):
     """The whole path: the dispatcher drives emulated SIMs, the sender follows the log."""
     from sandesh.scripts.service.commands import register_emulated
-    from sandesh.scripts.devtools.emulator import Emulator
+    from sandesh.scripts.service.emulator import Emulator
     from sandesh.workers.dispatcher import Dispatcher
 
     with Emulator(sims=2, report_delay=0.05) as emulator:

@@ -13,7 +13,7 @@ import pytest
 import serial
 
 from sandesh.domain import pdu
-from sandesh.scripts.devtools.emulator import Emulator, VirtualModem, tpdu_length
+from sandesh.scripts.service.emulator import Emulator, VirtualModem, tpdu_length
 
 ROOT = Path(__file__).resolve().parents[2]
 FINAL = ("OK", "ERROR", "+CMS ERROR", "+CME ERROR")
@@ -363,7 +363,7 @@ def test_reset_reboots(emu, port):
 
 def test_command_prints_modems_takes_commands_and_stops_on_sigterm(tmp_path):
     process = subprocess.Popen(
-        [sys.executable, "-m", "sandesh.scripts.devtools.emulator", "--sims", "2", "--phones-log", str(tmp_path / "p.jsonl")],
+        [sys.executable, "-m", "sandesh.scripts.service.emulator", "--sims", "2", "--phones-log", str(tmp_path / "p.jsonl")],
         cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:

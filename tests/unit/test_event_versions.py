@@ -16,7 +16,7 @@ from sandesh.domain.aggregate import Aggregate
 from sandesh.domain.errors import NeedsNewerRelease
 from sandesh.domain.webhook import WebhookDelivery, new_delivery
 from sandesh.projections.store import OrjsonTranscoder
-from sandesh.scripts.devtools import events as record
+from scripts.devtools import events as record
 
 TOPIC = "sandesh.domain.webhook:WebhookDelivery.Created"
 
@@ -35,7 +35,7 @@ def stored(topic: str, state: dict[str, Any]) -> StoredEvent:
 
 def test_every_event_class_has_a_version_and_the_fields_recorded_for_it():
     """domain/events.json is the record: a class whose fields changed without a new version
-    fails here (run `python -m sandesh.scripts.devtools.events` for the remedy)."""
+    fails here (run `python -m scripts.devtools.events` for the remedy)."""
     assert all(isinstance(cls.class_version, int) and cls.class_version >= 1 for cls in events.persisted())
     assert record.problems(record.load(), events.catalogue()) == []
 

@@ -2,7 +2,7 @@
 
 Each `VirtualModem` answers the AT dialogue of 3GPP TS 27.007 / 27.005 (PDU mode) on a
 /dev/pts/N device that the production driver opens exactly like /dev/ttyUSB0, or plays a real
-device family's differences from it (a profile of scripts/devtools/emulator_profiles.py). A shared
+device family's differences from it (a profile of scripts/service/emulator_profiles.py). A shared
 `Network` reassembles what the modems submit and records what the phones received.
 
     sandesh emulator --sims 4 --phones-log var/phones.jsonl --profile huawei,quectel
@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 from typing import Any, Callable, Iterable, Sequence
 
 from sandesh.domain.clock import NEPAL
-from sandesh.scripts.devtools.emulator_profiles import PROFILES, Profile
+from sandesh.scripts.service.emulator_profiles import PROFILES, Profile
 
 DEFAULT_SMSC = "9779800000000"
 _MNCS = ("01", "02", "04", "03")
@@ -916,7 +916,7 @@ class Emulator:
                  store_capacity: int = 20, smsc: str = DEFAULT_SMSC, reports_enabled: bool = True,
                  seed: int | None = None, first: int = 1, profiles: Sequence[str] = ("3gpp",),
                  cmgs_seconds: float | None = None, busy_seconds: float | None = None):
-        """`profiles` are given to the modems in turn (scripts/devtools/emulator_profiles.py)."""
+        """`profiles` are given to the modems in turn (scripts/service/emulator_profiles.py)."""
         self.network = Network(phones_log)
         self.modems = [VirtualModem(f"emu-{i}", i, network=self.network, smsc=smsc, store_capacity=store_capacity,
                                     report_delay=report_delay, reports_enabled=reports_enabled,
