@@ -29,13 +29,15 @@ from .corpus_release import CorpusError, Emulator, Process, Release, say, until
 # The retry delays of a webhook delivery after attempts 1 to 7 (docs/api.md, "Retries"); the
 # 8th attempt is the last.  The workload moves the clock by them to make a delivery dead.
 WEBHOOK_DELAYS = (10, 30, 120, 600, 1800, 3600, 10800)
-# The emulator gives its modems the operators in turn (scripts/devtools/emulator.py: MNC 01, 02, 04, 03),
+# The emulator gives its modems the operators in turn (scripts/service/emulator.py: MNC 01, 02, 04, 03),
 # and the dispatcher prefers a SIM of the recipient's operator: a fresh number of an operator is
 # sent by that operator's modem, so a control line aimed at that modem meets the message.
 PREFIX = {"emu-1": "984", "emu-2": "980", "emu-3": "988"}  # Nepal Telecom, Ncell, Smart Telecom
 LONG_TEXT = ("Your Corpus Foods order 1042 has shipped. It travels with Himal Express and should reach you "
              "within two days. Track it at corpus.example/t/1042 or call us on 01-5550100 with any question.")
 PASSWORD = "corpus-password-0123"
+# The server key the log is written under after its rotation (a test key, as the first one).
+NEW_SECRET_KEY = "corpus-secret-key-after-rotation-0123456789abcdef"
 REMOTE_IP = "203.0.113.7"
 
 
@@ -56,13 +58,15 @@ class Offers:
     promo_hours: bool        # `workspace set-promo-hours`
     sim_plan: bool           # `sim update --pin/--daily-cap/--balance-ussd`, the emulator's credit
     outage_redelivery: bool  # `webhooks redeliver --client CL --since ISO`
+    server_key: bool         # `key rotate` and `key retire`, with SANDESH_PREVIOUS_KEYS
 
     @classmethod
     def of(cls, release: Release) -> Offers:
         return cls(people=bool(release.help("user")),
                    promo_hours="set-promo-hours" in release.help("workspace"),
                    sim_plan="--balance-ussd" in release.help("sim", "update"),
-                   outage_redelivery="--since" in release.help("webhooks", "redeliver"))
+                   outage_redelivery="--since" in release.help("webhooks", "redeliver"),
+                   server_key="retire" in release.help("key"))
 
 
 class Receiver:
@@ -146,6 +150,8 @@ class Workload:
         self.messages: dict[str, str] = {}   # message id -> the name of its client
         self.story: dict[str, Any] = {}      # ids a test may look for, by what they show
         self.steps_done: list[str] = []
+        self.retired_keys: list[str] = []  # server keys retired during the run; the log needs none of them
+        self.restarts = 0
         self.api_url = f"http://127.0.0.1:{free_port()}"
         self.http = requests.Session()
         self.release.env["SANDESH_PUBLIC_URL"] = self.api_url  # the base of `sandesh user` set-password links
@@ -179,6 +185,7 @@ class Workload:
             ("a SIM's PIN, plan and credit", self.sim_plan_step, self.offers.sim_plan),
             ("people: passwords, sign-in, authentication codes, roles", self.people_step, self.offers.people),
             ("a webhook secret rotated with a grace period", self.rotation_step, True),
+            ("the server key rotated and the old one retired", self.server_key_step, self.offers.server_key),
             ("the dispatcher stopped: messages left waiting and scheduled", self.end_step, True),
         ]
         for title, step, offered in steps:
@@ -717,6 +724,53 @@ class Workload:
                 verify_signature(secret, hook["headers"]["x-service-signature"], hook["body"], now=self.now())
         self.story.update(signedTwice=sent)
 
+    def server_key_step(self) -> None:
+        """The server key replaced as docs/operations.md "Rotating the key" says for that release:
+        every process restarted with the new key and the old one to read with, `key rotate` (which
+        re-encrypts what the old key sealed), `key retire --now`, and every process restarted with
+        the new key alone; a send then goes out under it."""
+        r, old = self.release, self.release.env["SANDESH_SECRET_KEY"]
+        old_id = r("key", "status")["writes"]
+        self.restart({"SANDESH_SECRET_KEY": NEW_SECRET_KEY, "SANDESH_PREVIOUS_KEYS": old})
+        rotated = until(self._rotated, "every process to hold the new key", timeout=120, every=2,
+                        processes=self.running)
+        if rotated["previous"] != old_id or not rotated["resealed"]["events"]:
+            raise CorpusError(f"key rotate left the log as it was: {rotated}")
+        r("key", "retire", old_id, "--now")
+        self.restart({"SANDESH_SECRET_KEY": NEW_SECRET_KEY, "SANDESH_PREVIOUS_KEYS": None})
+        sent = self.send("foods", {"to": self.numbers.on("emu-2"), "text": "Written under the new key."})
+        self.settle([sent], {"delivered"})
+        self.retired_keys.append(old)
+        self.story.update(keyRotated={"previous": old_id, "current": rotated["current"], "after": sent})
+
+    def _rotated(self) -> dict[str, Any] | None:
+        """`key rotate`'s answer, or None while it refuses because a process has not reported the new key yet."""
+        done = self.release.run("key", "rotate")
+        if done.returncode == 0:
+            return json.loads(done.stdout)
+        if "hold" not in done.stderr:
+            raise CorpusError(f"sandesh key rotate exited {done.returncode}:\n{done.stderr}")
+        return None
+
+    def restart(self, settings: dict[str, str | None]) -> None:
+        """The API and the workers stopped and started again, one at a time, with `settings` changed
+        (None removes one) for them and for every later command."""
+        for name, value in settings.items():
+            if value is None:
+                self.release.env.pop(name, None)
+            else:
+                self.release.env[name] = value
+        self.restarts += 1
+        for attribute, args in (("projections", ("worker", "projections")), ("webhooks", ("worker", "webhooks")),
+                                ("dispatcher", ("worker", "dispatch")),
+                                ("serve", ("serve", "--bind", self.api_url.removeprefix("http://"), "--workers", "1"))):
+            getattr(self, attribute).stop()
+            setattr(self, attribute, self.release.start(f"{args[1] if args[0] == 'worker' else 'serve'}-r{self.restarts}",
+                                                        *args))
+        until(self._answers_health, "sandesh serve to answer", processes=[self.serve])
+        until(lambda: all(self.sim(m["name"])["state"] == "active" for m in self.emulator.modems),
+              "every emulated SIM to be active", processes=self.running)
+
     def end_step(self) -> None:
         """The log ends with work left over for the next release: the Outage client's webhooks of
         one message waiting for a retry (its receiver answers 500), then, the dispatcher stopped,
@@ -788,6 +842,7 @@ class Workload:
             "release": self.release_name,
             "commit": self.commit,
             "secretKey": self.release.env["SANDESH_SECRET_KEY"],
+            "retiredKeys": self.retired_keys,
             "clock": self.clock,
             "offers": asdict(self.offers),
             "workspaces": self.workspaces,
