@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import os
 import re
 import secrets
@@ -33,6 +34,12 @@ def new_id(kind: str) -> str:
 
 def new_api_key() -> str:
     return KEY_PREFIX + secrets.token_hex(24)
+
+
+def same_secret(given: str, expected: str) -> bool:
+    """Constant-time equality of two texts, compared as their UTF-8 bytes: `hmac.compare_digest`
+    raises on a str with a non-ASCII character, which anyone can type into a form field."""
+    return hmac.compare_digest(given.encode(), expected.encode())
 
 
 def sha256_hex(text: str) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from eventsourcing.domain import event
 
 from .aggregate import Aggregate
+from .credentials import same_secret
 
 LIFETIME = 5 * 60
 MAX_WRONG_ATTEMPTS = 5
@@ -95,7 +96,7 @@ class Otp(Aggregate):
         if now >= self.expires_at:
             self._expired(at=now)
             return Outcome(False, NO_ACTIVE_OTP)
-        if hmac.compare_digest(code_hash, self.code_hash):
+        if same_secret(code_hash, self.code_hash):
             self._verified(client_id=self.client_id, at=now)
             return Outcome(True, None)
         if self.wrong_attempts + 1 >= MAX_WRONG_ATTEMPTS:

@@ -18,7 +18,7 @@ from typing import Any
 from eventsourcing.domain import event
 
 from .aggregate import Aggregate
-from .credentials import sha256_hex
+from .credentials import same_secret, sha256_hex
 from .errors import InvalidInput, InvalidTransition
 
 OWNER, DEVELOPER, VIEWER, OPERATOR = "owner", "developer", "viewer", "operator"
@@ -108,7 +108,7 @@ class Person(Aggregate):
                           token_expires=at + LINK_HOURS * 3600, actor=actor, at=at)
 
     def link_valid(self, token: str, now: float) -> bool:
-        return (self.token_hash is not None and secrets.compare_digest(self.token_hash, sha256_hex(token))
+        return (self.token_hash is not None and same_secret(sha256_hex(token), self.token_hash)
                 and now < self.token_expires and not self.disabled and not self.removed)
 
     def set_password(self, token: str, password_hash: str, at: float) -> None:

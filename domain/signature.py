@@ -46,7 +46,7 @@ def verify_signature(secret_or_secrets: str | Iterable[str], header: str | None,
         raise SignatureError(f"timestamp {timestamp} is more than {tolerance} s from now")
     for secret in secrets:
         expected = signature(secret, timestamp, body)
-        if any(hmac.compare_digest(expected, candidate) for candidate in candidates):
+        if any(hmac.compare_digest(expected.encode(), candidate.encode()) for candidate in candidates):
             return timestamp
     raise SignatureError("no v1 signature matches")
 

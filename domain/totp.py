@@ -11,6 +11,8 @@ import secrets
 import struct
 from urllib.parse import quote
 
+from .credentials import same_secret
+
 STEP, DIGITS, DRIFT = 30, 6, 1
 ISSUER = "Sandesh"
 
@@ -36,10 +38,10 @@ def matching_step(secret: str, code: str, now: float, after: int) -> int | None:
     """The step whose code `code` is, within one step of now and later than `after` (the step
     last used); None when there is none."""
     code = code.strip().replace(" ", "")
-    if len(code) != DIGITS or not code.isdigit():
+    if len(code) != DIGITS or not (code.isascii() and code.isdigit()):
         return None
     for step in range(step_of(now) - DRIFT, step_of(now) + DRIFT + 1):
-        if step > after and hmac.compare_digest(hotp(secret, step), code):
+        if step > after and same_secret(code, hotp(secret, step)):
             return step
     return None
 

@@ -25,7 +25,13 @@ CREATE INDEX IF NOT EXISTS sign_in_failures_key ON sign_in_failures (key, at);
 ALTER TABLE sign_in_failures ADD COLUMN IF NOT EXISTS try_id text;
 CREATE INDEX IF NOT EXISTS sign_in_failures_try ON sign_in_failures (try_id);
 CREATE TABLE IF NOT EXISTS sign_in_pace (account text PRIMARY KEY, next_turn double precision NOT NULL);
+CREATE INDEX IF NOT EXISTS sign_in_failures_at ON sign_in_failures (at);
+CREATE INDEX IF NOT EXISTS sign_in_pace_next_turn ON sign_in_pace (next_turn);
 """
+# Rows past the throttle's longest window decide nothing: each try deletes up to this many of
+# them, whatever their keys, so a spray of addresses or emails that are never tried again does
+# not grow the tables without bound.
+PURGE_BATCH = 500
 
 
 SIGNED_IN = "signed_in"  # else the second factor the person still owes: "code" or "enroll" (usecases/people.py)
@@ -69,6 +75,14 @@ def end_all(conn: Any, person_id: str) -> int:
     return conn.execute("DELETE FROM dashboard_sessions WHERE person_id = %s", (person_id,)).rowcount
 
 
+def purge(conn: Any, now: float) -> None:
+    """Deletes failures and paces older than the throttle's longest window (ACCOUNT_WINDOW), at
+    most PURGE_BATCH of each; rows another try holds are skipped, so two purges never wait on each other."""
+    for table, column in (("sign_in_failures", "at"), ("sign_in_pace", "next_turn")):
+        conn.execute(f"DELETE FROM {table} WHERE ctid IN (SELECT ctid FROM {table} WHERE {column} <= %s"
+                     f" LIMIT {PURGE_BATCH} FOR UPDATE SKIP LOCKED)", (now - ACCOUNT_WINDOW,))
+
+
 class Sessions:
     """The application's Sessions port (domain/ports.py) on pooled connections."""
 
@@ -91,6 +105,8 @@ class SignInTries:
              turn: Callable[[Mapping[str, list[float]], float | None], Turn]) -> tuple[str, Turn]:
         names = keys.all()
         try_id = secrets.token_hex(16)
+        with self.connection() as conn:
+            purge(conn, now)
         with self.connection() as conn, conn.transaction():
             for name in sorted(names):  # always in one order: two tries never wait for each other's locks
                 conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (name,))

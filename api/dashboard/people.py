@@ -7,7 +7,7 @@ from typing import Any
 
 import falcon.asgi
 
-from sandesh.domain.errors import DomainError, InvalidInput, NotFound
+from sandesh.domain.errors import DomainError, InvalidInput, NameTaken, NotFound
 from sandesh.domain.person import (WORKSPACE_ROLES, actor_of, check_name, check_role, may_manage_people,
                                    normalise_email)
 from sandesh.projections import people
@@ -15,6 +15,9 @@ from sandesh.projections import people
 from .pages import Page
 
 OWNERS_ONLY = "Only an owner of the workspace manages its people."
+# Whether the address is of this workspace, of another or of the operator team is not said: an
+# owner learns nothing of other workspaces' people (docs/dashboard.md, "People page").
+TAKEN = "This address cannot be invited. Use another address, or ask the operator team."
 
 
 class PeoplePage(Page):
@@ -50,6 +53,8 @@ class People(PeoplePage):
             invited, token = await self.blocking(self.app.people.add_person, form["email"], form["name"],
                                                  workspace_id, form["role"], False,
                                                  actor_of(person["email"]))
+        except NameTaken:  # the same words whichever workspace the address is of: none is named
+            return await self.show(req, resp, person, workspace_id, status=400, errors={"email": TAKEN}, typed=form)
         except DomainError as problem:
             return await self.show(req, resp, person, workspace_id, status=400, errors={"email": str(problem)},
                                    typed=form)

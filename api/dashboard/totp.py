@@ -77,7 +77,7 @@ class Enroll(Page):
         try:
             await self.blocking(functools.partial(self.app.people.enroll_totp, person["id"], self._secret(req),
                                                   form.get("code", ""), proof=form.get("current", ""),
-                                                  ip=self.web.calling_ip(req)))
+                                                  ip=self.web.calling_ip(req), after_password=self.signing_in))
         except SignInRefused as refused:
             return await self._show(req, resp, person, status=429,
                                     error=f"Too many failed tries. Wait {waiting_time(refused.wait)} and try again.")
@@ -97,7 +97,7 @@ class Enroll(Page):
         qr = segno.make(provisioning_uri(secret, person["email"]), error="m").svg_data_uri(scale=4)
         self.web.page(req, resp, "enroll.html", status=status, title="Set up an authenticator app",
                       person=None if self.signing_in else person, enrolled=enrolled, secret=secret, qr=qr,
-                      error=error)
+                      error=error, password_asked=not (enrolled or self.signing_in))
 
     def _enrolled(self, person_id: str) -> bool:
         found = self.app.people.person(person_id)

@@ -14,6 +14,8 @@ import falcon
 import falcon.asgi
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from sandesh.domain.credentials import same_secret
+
 from ..peers import calling_ip, over_tls
 from .shown import nepal, npr
 
@@ -125,7 +127,7 @@ class Web:
     def csrf_ok(self, req: falcon.asgi.Request, form: dict[str, str]) -> bool:
         nonce = req.cookies.get(self.cookie(req, NONCE))
         given = form.get("csrf", "")
-        return bool(nonce) and any(hmac.compare_digest(given, self.csrf_token(nonce, req, key))
+        return bool(nonce) and any(same_secret(given, self.csrf_token(nonce, req, key))
                                    for key in self.csrf_keys())
 
     def _new_nonce(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> str:

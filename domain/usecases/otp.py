@@ -2,11 +2,11 @@
 A code is kept only as its keyed hash, in the Otp aggregate of client + number + purpose."""
 from __future__ import annotations
 
-import hmac
 from dataclasses import dataclass
 from typing import Callable
 
 from ..clock import Clock
+from ..credentials import same_secret
 from ..errors import Contended, OtpLimited, Refused
 from ..message import Message, accept
 from ..otp import LIFETIME, NO_ACTIVE_OTP, RESEND_COOLDOWN, Otp, Outcome, code_text, hash_code, new_code, otp_id
@@ -76,7 +76,7 @@ class Otps:
     def _hash_to_check(self, otp: Otp, code: str) -> str:
         """The code's hash under the key that made the code's own, if one does; else the first."""
         hashes = [hash_code(key, otp.id, code) for key in self.otp_keys()]
-        return next((h for h in hashes if hmac.compare_digest(h, otp.code_hash)),
+        return next((h for h in hashes if same_secret(h, otp.code_hash)),
                     hashes[0])
 
     def _count_calling_ip(self, caller: Caller, calling_ip: str) -> None:

@@ -191,14 +191,16 @@ class People:
         self.tries.succeeded(attempt.id)
         return person
 
-    def enroll_totp(self, person_id: str, secret: str, code: str, *, proof: str = "", ip: str = "") -> Person:
-        """Set up an authenticator app: `code` proves it holds `secret`.  Replacing one also takes
-        `proof`, a code of the app in use or the password, so that a session alone (a stolen
-        cookie) cannot swap the second factor; a wrong proof counts as a failed sign-in.
-        InvalidInput says which is wrong."""
+    def enroll_totp(self, person_id: str, secret: str, code: str, *, proof: str = "", ip: str = "",
+                    after_password: bool = False) -> Person:
+        """Set up an authenticator app: `code` proves it holds `secret`.  It also takes `proof`,
+        a code of the app in use or the password, so that a session alone (a stolen cookie)
+        cannot set or swap the second factor and lock the person out; a wrong proof counts as a
+        failed sign-in.  Only a first app set up during a sign-in (`after_password`: the password
+        was given a moment ago, in this session) needs none.  InvalidInput says which is wrong."""
         person = self.log.get(person_id, Person, "person")
         now = self.clock.now()
-        if person.totp_sealed is not None:
+        if person.totp_sealed is not None or not after_password:
             self._proven(person, proof, ip, now)
         step = matching_step(secret, code, now, after=0)  # no code of this new secret was ever accepted
         if step is None:
@@ -209,12 +211,14 @@ class People:
 
     def _proven(self, person: Person, proof: str, ip: str, now: float) -> None:
         attempt = self._turn_came(self._try(person.email, ip))
-        assert person.totp_sealed is not None
-        step = matching_step(self.sealer.open(person.totp_sealed), proof, now, after=person.totp_step)
+        step = None
+        if person.totp_sealed is not None:
+            step = matching_step(self.sealer.open(person.totp_sealed), proof, now, after=person.totp_step)
         if step is not None:
             person.use_totp(step, at=now)  # a code is never accepted twice
         elif not (person.password_hash is not None and proof and self.hasher.verify(person.password_hash, proof)):
-            raise InvalidInput("To replace your app, type a code it shows now, or your password.")
+            raise InvalidInput("To replace your app, type a code it shows now, or your password."
+                               if person.totp_sealed is not None else "To set up an app, type your password too.")
         self.tries.succeeded(attempt.id)
 
     def _try(self, email: str, ip: str) -> SignInTry:

@@ -68,10 +68,10 @@ class Browser:
             raise CorpusError(f"{path} shows no authenticator key")
         return found.group(1)
 
-    def enroll(self, path: str = "/dashboard/authenticator") -> str:
-        """Set up an authenticator app for the signed-in person; its secret."""
+    def enroll(self, password: str, path: str = "/dashboard/authenticator") -> str:
+        """Set up an authenticator app for the signed-in person, with their password; its secret."""
         secret = self._secret(path)
-        self.submit(path, path, {"code": self.code(secret)})
+        self.submit(path, path, {"code": self.code(secret), "current": password})
         return secret
 
     def require_codes(self, workspace: str) -> None:

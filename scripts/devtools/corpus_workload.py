@@ -672,7 +672,7 @@ class Workload:
         browser = Browser(self.api_url, self.now)
         browser.set_password(owner["setPasswordLink"], PASSWORD)
         browser.sign_in("owner@corpus.example", PASSWORD)
-        secret = browser.enroll("/dashboard/authenticator")
+        secret = browser.enroll(PASSWORD)
         browser.require_codes(main)
         dev = r("user", "add", "--email", "dev@corpus.example", "--name", "Corpus Developer", "--workspace", main,
                 "--role", "developer")

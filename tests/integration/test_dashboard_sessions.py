@@ -51,7 +51,7 @@ def owner(sandesh, server):
     browser = Browser(server.url, now=lambda: now(sandesh))
     browser.set_password(added["setPasswordLink"], PASSWORD)
     browser.sign_in(added["email"], PASSWORD)
-    secret = browser.enroll()
+    secret = browser.enroll(PASSWORD)
     return {"email": added["email"], "secret": secret, "workspace": workspace}
 
 
@@ -116,3 +116,41 @@ def test_an_authenticator_app_is_replaced_only_with_a_code_of_the_current_one_or
     again.sign_in(owner["email"], PASSWORD, totp_secret=new_secret)
     assert signed_in(again), "the new app's codes sign in"
     owner["secret"] = new_secret
+
+
+def test_a_first_app_is_set_up_with_the_password_not_by_a_session_alone(sandesh, server):
+    """A stolen session cannot set up an app of its own for a person without one and lock them out."""
+    workspace = sandesh("workspace", "create", "--name", "No app yet")["id"]
+    sandesh("workspace", "activate", workspace)
+    added = sandesh("user", "add", "--email", "noapp@sessions.example", "--name", "Dev", "--workspace", workspace,
+                    "--role", "developer")
+    browser = a_browser(server, sandesh)
+    browser.set_password(added["setPasswordLink"], PASSWORD)
+    browser.sign_in(added["email"], PASSWORD)
+    page = browser.http.get(browser.base + "/dashboard/authenticator", timeout=30).text
+    assert 'label for="current">Your password<' in page
+    secret = re.search(r'<code class="secret">([A-Z2-7]+)</code>', page).group(1)
+    code = pyotp.TOTP(secret).at(int(now(sandesh)))
+    refused = post(browser, "/dashboard/authenticator", "/dashboard/authenticator", code=code, current="")
+    assert refused.status_code == 400 and "type your password too" in refused.text
+    assert post(browser, "/dashboard/authenticator", "/dashboard/authenticator", code=code,
+                current="not it").status_code == 400
+    done = post(browser, "/dashboard/authenticator", "/dashboard/authenticator", code=code, current=PASSWORD)
+    assert done.status_code == 200 and done.url.endswith("/overview"), done.url
+
+
+@pytest.mark.parametrize("field", ["csrf", "code"])
+def test_a_field_no_token_or_code_could_hold_is_refused_never_an_error(owner, server, sandesh, field):
+    """A CSRF token or an authentication code with characters outside ASCII (Devanagari, Arabic-Indic
+    digits) is a refusal like any wrong one: 403 for the token, the code page again for the code."""
+    next_step(sandesh)
+    browser = a_browser(server, sandesh)
+    landed = post(browser, "/dashboard/sign-in", "/dashboard/sign-in", email=owner["email"], password=PASSWORD)
+    assert landed.url.endswith("/dashboard/sign-in/code")
+    if field == "csrf":
+        answer = browser.http.post(browser.base + "/dashboard/sign-in/code", timeout=30,
+                                   data={"csrf": "टोकन-" + "a" * 58, "code": "123456"})
+        assert answer.status_code == 403
+    else:
+        answer = post(browser, "/dashboard/sign-in/code", "/dashboard/sign-in/code", code="١٢٣٤٥٦")
+        assert answer.status_code == 200 and "That code is not right" in answer.text

@@ -77,7 +77,8 @@ def test_a_key_rotated_under_traffic_is_retired_and_the_service_runs_on_the_new_
             runtime.app.people.set_password(token, "a long enough password")
             app_secret = totp.new_secret()
             runtime.app.people.enroll_totp(person.id, app_secret,
-                                           totp.hotp(app_secret, totp.step_of(runtime.clock.now())))
+                                           totp.hotp(app_secret, totp.step_of(runtime.clock.now())),
+                                           proof="a long enough password")
 
         api = f"http://127.0.0.1:{free_port()}"
         start_all(old, api)

@@ -53,3 +53,34 @@ def test_fifty_concurrent_wrong_tries_from_fifty_addresses_are_paced(runtime):
         recorded = conn.execute("SELECT count(*) AS n FROM sign_in_failures WHERE key = %s",
                                 (f"account:{email}",)).fetchone()["n"]
     assert recorded == ACCOUNT_PACED_AFTER + 1, "a try told to come back is no guess"
+
+
+def test_failures_and_paces_past_the_longest_window_are_purged_by_later_tries(runtime):
+    """A spray of unique emails or addresses, each never tried again, leaves rows that no try
+    would touch again: every try deletes a batch of those older than the hour, whatever their keys."""
+    from sandesh.domain.signin import ACCOUNT_WINDOW
+    from sandesh.projections.sessions import PURGE_BATCH
+
+    now = runtime.clock.now()
+    sprayed = [f"account:sprayed{n}@example.com" for n in range(PURGE_BATCH + 100)]
+    with runtime.connection() as conn:
+        conn.execute("INSERT INTO sign_in_failures (key, at) SELECT unnest(%s::text[]), %s",
+                     (sprayed, now - ACCOUNT_WINDOW - 60))
+        conn.execute("INSERT INTO sign_in_failures (key, at) VALUES ('account:recent@example.com', %s)", (now - 60,))
+        conn.execute("INSERT INTO sign_in_pace (account, next_turn) SELECT unnest(%s::text[]), %s",
+                     (sprayed, now - ACCOUNT_WINDOW - 60))
+
+    def old(table: str) -> int:
+        with runtime.connection() as conn:
+            return conn.execute(f"SELECT count(*) AS n FROM {table} WHERE key LIKE 'account:sprayed%%'"
+                                if table == "sign_in_failures" else
+                                f"SELECT count(*) AS n FROM {table} WHERE account LIKE 'account:sprayed%%'").fetchone()["n"]
+
+    email = a_person(runtime)
+    runtime.app.people.sign_in(email, PASSWORD, "198.51.100.90")
+    assert old("sign_in_failures") == 100 and old("sign_in_pace") == 100, "one batch per try"
+    runtime.app.people.sign_in(email, PASSWORD, "198.51.100.90")
+    assert old("sign_in_failures") == 0 and old("sign_in_pace") == 0
+    with runtime.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM sign_in_failures WHERE key = 'account:recent@example.com'"
+                            ).fetchone()["n"] == 1, "a failure within the hour stays"

@@ -151,8 +151,8 @@ def test_an_authenticator_app_is_set_up_with_a_code_and_asked_for_at_every_sign_
     secret = totp.new_secret()
     with pytest.raises(InvalidInput):
         app.people.enroll_totp(person.id, secret, "000000" if totp.hotp(secret, totp.step_of(clock.now())) != "000000"
-                               else "111111")
-    app.people.enroll_totp(person.id, secret, totp.hotp(secret, totp.step_of(clock.now())))
+                               else "111111", after_password=True)
+    app.people.enroll_totp(person.id, secret, totp.hotp(secret, totp.step_of(clock.now())), after_password=True)
     assert app.people.second_factor(app.people.person(person.id)) == "code"
 
     clock.advance(totp.STEP)
@@ -171,7 +171,8 @@ def test_the_operator_team_always_signs_in_with_a_second_factor(store):
     store.app.people.set_password(token, PASSWORD)
     assert store.app.people.second_factor(store.app.people.sign_in(person.email, PASSWORD, "192.0.2.8")) == "enroll"
     secret = totp.new_secret()
-    store.app.people.enroll_totp(person.id, secret, totp.hotp(secret, totp.step_of(store.app.clock.now())))
+    store.app.people.enroll_totp(person.id, secret, totp.hotp(secret, totp.step_of(store.app.clock.now())),
+                                 after_password=True)
     assert store.app.people.second_factor(store.app.people.person(person.id)) == "code"
 
 
@@ -195,7 +196,8 @@ def test_disabling_removing_or_adding_a_person_again_ends_their_sessions_at_once
     person, token = store.app.people.add_person(an_email(), "Asha", workspace_id, "developer", False, "tester")
     store.app.people.set_password(token, PASSWORD)
     secret = totp.new_secret()
-    store.app.people.enroll_totp(person.id, secret, totp.hotp(secret, totp.step_of(store.app.clock.now())))
+    store.app.people.enroll_totp(person.id, secret, totp.hotp(secret, totp.step_of(store.app.clock.now())),
+                                 proof=PASSWORD)
 
     open_session(store, person.id)
     store.app.people.disable_person(person.email, "tester")
@@ -225,7 +227,7 @@ def test_replacing_an_authenticator_app_takes_a_code_of_the_current_one_or_the_p
     person, token = app.people.add_person(an_email(), "Asha", workspace.id, "owner", False, "tester")
     app.people.set_password(token, PASSWORD)
     first = totp.new_secret()
-    app.people.enroll_totp(person.id, first, totp.hotp(first, totp.step_of(clock.now())))
+    app.people.enroll_totp(person.id, first, totp.hotp(first, totp.step_of(clock.now())), proof=PASSWORD)
     clock.advance(totp.STEP)
 
     second = totp.new_secret()
@@ -248,3 +250,21 @@ def test_replacing_an_authenticator_app_takes_a_code_of_the_current_one_or_the_p
     assert app.people.sealer.open(app.people.person(person.id).totp_sealed) == third
     with pytest.raises(SignInRefused):
         app.people.verify_code(person.id, current, "192.0.2.10")  # the proof's code was used
+
+
+def test_a_first_app_set_up_outside_a_sign_in_takes_the_password():
+    """A session alone (a stolen cookie) cannot set up an app of its own for a person who has none
+    and so lock them out: outside the sign-in that just took the password, the password is asked."""
+    clock = FixedClock()
+    app = memory.in_memory(clock)
+    workspace = app.operators.create_workspace("Pasal", None, {}, "tester")
+    person, token = app.people.add_person(an_email(), "Asha", workspace.id, "developer", False, "tester")
+    app.people.set_password(token, PASSWORD)
+    secret = totp.new_secret()
+    code = totp.hotp(secret, totp.step_of(clock.now()))
+    for proof in ("", "wrong password!", code):
+        with pytest.raises(InvalidInput, match="type your password too"):
+            app.people.enroll_totp(person.id, secret, code, proof=proof, ip="192.0.2.11")
+    assert app.people.person(person.id).totp_sealed is None
+    app.people.enroll_totp(person.id, secret, code, proof=PASSWORD, ip="192.0.2.11")
+    assert app.people.sealer.open(app.people.person(person.id).totp_sealed) == secret
