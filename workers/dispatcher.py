@@ -31,7 +31,7 @@ from sandesh.projections.health import is_outage
 
 from .modem import ModemError, Unsolicited
 from .ports import PortSearch
-from .sim_load import Wakeups
+from .sim_load import Report, Stored, Wakeups
 from .sim_worker import SimWorker
 
 log = logging.getLogger("sandesh.dispatcher")
@@ -40,9 +40,6 @@ LEASE_SECONDS = 30.0        # a lease covers the moment between choosing a messa
 HEARTBEAT_SECONDS = 10.0
 VALIDITY_SECONDS = 24 * 3600  # the TP-VP every SUBMIT asks for
 REPORT_MATCH_WINDOW = 7 * 24 * 3600
-# What an operator may change on a SIM while its thread runs: read with the pool, every second.
-LIVE_SETTINGS = ("name", "pin_sealed", "pin_refused", "daily_cap", "monthly_cap", "pace", "balance_ussd",
-                 "min_credit", "balance_every")
 POOL_EVERY = 1.0            # seconds between reads of the pool, besides notifications
 NUDGE = "nudge"             # why the loop wakes when a SIM's thread is free again
 HOUSEKEEPING_EVERY = 5.0
@@ -162,7 +159,7 @@ class Dispatcher:
                 self.retired.append(sims.pop(sim_id))
             else:
                 worker.quarantine = row["quarantine"]
-                worker.sim = {**worker.sim, **{name: row[name] for name in LIVE_SETTINGS}}
+                worker.sim.refresh(row)
         busy_ids = {w.id for w in self.retired}
         started = []
         for sim_id, row in wanted.items():
@@ -294,11 +291,11 @@ class Dispatcher:
     def unsolicited_for(self, worker: SimWorker) -> Callable[[Unsolicited], None]:
         def handle(event: Unsolicited) -> None:
             if event.line.startswith("+CDS:") and event.pdu:  # recorded by the SIM's thread, kept until it is
-                worker.jobs.put(("report", event.pdu))
+                worker.jobs.put(Report(event.pdu))
             elif event.line.startswith(("+CMTI:", "+CDSI:")):  # a reply or a report stored: read by the SIM's
                 store, _, index = event.line.split(":", 1)[1].rpartition(",")  # own thread, not the reader
                 if index.strip().isdigit():
-                    worker.jobs.put(("stored", int(index), store.strip().strip('"') or None))
+                    worker.jobs.put(Stored(int(index), store.strip().strip('"') or None))
         return handle
 
     def status_report(self, sim_id: str, pdu: str) -> None:

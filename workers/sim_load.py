@@ -7,6 +7,14 @@ the loop reads the room left and hands it the next message; both go through `Loa
 which hold its lock, so neither ever sees the other halfway (a deque trimmed while it is
 appended to, a count read between two writes).
 
+`SimRecord` is what the dispatcher knows of a SIM: its row of the pool, whose settings the loop
+refreshes at every read, and what its thread learns of the card (ICCID, IMSI, operator), of its
+port (a move) and of its PIN.  Each writes only its own fields, in place, under the record's lock:
+a copy taken by one and written back whole would undo what the other wrote meanwhile.
+
+The jobs the loop and the modem's reader give a SIM's thread are typed: `Send`, `Report`,
+`Stored`, `Heartbeat` and `Stop`.
+
 `Wakeups` is why the loop should look again: the SIM threads' nudges and the channel's
 notifications are added, and the loop takes them all at once; an addition after a take sets
 the wake-up again, so none is lost.
@@ -15,7 +23,8 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Iterable
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
 
 from sandesh.domain.pacing import WINDOW_SECONDS, capacity
 from sandesh.domain.sim_plan import Plan, Usage
@@ -75,6 +84,85 @@ class Load:
         """Parts today and this month (None before the port opened)."""
         with self._lock:
             return (self._usage.today, self._usage.this_month) if self._usage is not None else (None, None)
+
+
+# The settings an operator changes on a registered SIM that its thread takes without a restart
+# (its port and baud restart the thread instead: docs/operations.md, "SIMs and modems").
+LIVE_SETTINGS = ("name", "pin_sealed", "pin_refused", "daily_cap", "monthly_cap", "pace", "balance_ussd",
+                 "min_credit", "balance_every")
+
+
+class SimRecord:
+    def __init__(self, row: Mapping[str, Any]):
+        self._lock = threading.Lock()
+        self._fields = dict(row)
+
+    # Readers: one field, or a copy of them all that stays as it is
+    def __getitem__(self, name: str) -> Any:
+        with self._lock:
+            return self._fields[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        with self._lock:
+            return self._fields.get(name, default)
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return dict(self._fields)
+
+    # The dispatcher's loop
+    def refresh(self, row: Mapping[str, Any]) -> None:
+        """The operator's settings as the pool read them."""
+        with self._lock:
+            self._fields.update((name, row[name]) for name in LIVE_SETTINGS)
+
+    # The SIM's thread
+    def identified(self, iccid: str | None, imsi: str | None, operator: str | None) -> None:
+        with self._lock:
+            self._fields.update(iccid=iccid, imsi=imsi, operator=operator)
+
+    def moved(self, port: str) -> None:
+        with self._lock:
+            self._fields["port"] = port
+
+    def pin_read(self, pin_sealed: str | None, pin_refused: str | None) -> dict[str, Any]:
+        """The PIN as the log has it now; answers the copy the port is opened with, so that the
+        PIN entered and the PIN judged are the same one."""
+        with self._lock:
+            self._fields.update(pin_sealed=pin_sealed, pin_refused=pin_refused)
+            return dict(self._fields)
+
+
+@dataclass(frozen=True)
+class Send:
+    """A message the loop leased to this SIM."""
+    message_id: str
+
+
+@dataclass(frozen=True)
+class Report:
+    """A status report the modem pushed (+CDS), recorded on the SIM's thread after its part."""
+    pdu: str
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A reply or a report the modem stored (+CMTI, +CDSI): read from the store by the SIM's thread."""
+    index: int
+    store: str | None
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """Report the SIM's health now."""
+
+
+@dataclass(frozen=True)
+class Stop:
+    """The thread is retiring: it finishes the message in hand and hands back the rest."""
+
+
+Job = Send | Report | Stored | Heartbeat | Stop
 
 
 class Wakeups:

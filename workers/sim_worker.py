@@ -34,7 +34,7 @@ from sandesh.projections.runtime import Runtime
 from .device import Device, SimNotReady
 from .modem import CmsError, CommandTimeout, Modem, ModemError, NotSubmitted, PortGone, Unsolicited
 from .ports import REFIND_AFTER, PortSearch
-from .sim_load import Load
+from .sim_load import Heartbeat, Job, Load, Report, Send, SimRecord, Stop, Stored
 from .sims import attach
 
 log = logging.getLogger("sandesh.dispatcher")
@@ -78,13 +78,13 @@ class SimWorker:
         self.dispatcher = dispatcher
         self.runtime = dispatcher.runtime
         self.app = dispatcher.app
-        self.sim = sim
+        self.sim = SimRecord(sim)    # the pool's row and what this thread learns: shared with the loop
         self.id: str = sim["id"]
         self.name: str = sim["name"]
         self.quarantine: str | None = sim["quarantine"]   # mirror of the log, refreshed by the pool
         self.modem: Modem | None = None
         self.device: Device | None = None    # what the modem is and the modes chosen for it
-        self.jobs: queue.Queue = queue.Queue()
+        self.jobs: queue.Queue[Job] = queue.Queue()
         self.ready = False           # the port is open and the modem initialised
         self.registered = True
         self.load = Load()           # its window, caps and message in hand: shared with the loop
@@ -116,7 +116,8 @@ class SimWorker:
 
     @property
     def plan(self) -> Plan:
-        return Plan(self.sim.get("daily_cap"), self.sim.get("monthly_cap"), self.sim.get("pace"))
+        sim = self.sim.snapshot()  # the three as one refresh left them
+        return Plan(sim.get("daily_cap"), sim.get("monthly_cap"), sim.get("pace"))
 
     @property
     def busy(self) -> bool:
@@ -135,19 +136,19 @@ class SimWorker:
 
     def give(self, message_id: str, parts: int) -> None:
         self.load.give(parts)
-        self.jobs.put(message_id)
+        self.jobs.put(Send(message_id))
 
     def start(self) -> None:
         self.thread.start()
 
     def report_soon(self) -> None:
         self.reported_at = 0.0
-        self.jobs.put(("heartbeat",))
+        self.jobs.put(Heartbeat())
 
     def retire(self) -> None:
         """Finish the message in hand, hand back the rest, close the port."""
         self.retiring.set()
-        self.jobs.put(None)
+        self.jobs.put(Stop())
 
     # The thread
 
@@ -188,11 +189,9 @@ class SimWorker:
             self.modem.close()
         with self.runtime.connection() as conn:  # its PIN as the log has it now, not as the pool read it last
             row = registry.find_sim(conn, "id", self.id)
-        if row is not None:
-            self.sim = {**self.sim, "pin_sealed": row["pin_sealed"], "pin_refused": row["pin_refused"]}
-        # The dispatcher refreshes self.sim from its pool reads meanwhile: the PIN entered and the
-        # PIN judged must be the same one, so both come from this copy.
-        sim = self.sim
+        # The loop refreshes the record from its pool reads meanwhile: the PIN entered and the PIN
+        # judged must be the same one, so both come from this copy.
+        sim = self.sim.pin_read(row["pin_sealed"], row["pin_refused"]) if row is not None else self.sim.snapshot()
         self.modem = Modem(sim["port"], sim["baud"], on_unsolicited=self.dispatcher.unsolicited_for(self),
                            on_gone=self.report_soon)
         try:
@@ -218,7 +217,7 @@ class SimWorker:
             return False
         self._port_seen(gone=False)
         self.device = device
-        self.sim = {**self.sim, "iccid": device.iccid, "imsi": device.imsi, "operator": of_imsi(device.imsi)}
+        self.sim.identified(device.iccid, device.imsi, of_imsi(device.imsi))
         self._recovered_from_trouble()
         # The port is ours alone now: whatever was leased or left submitted on this SIM belongs
         # to a dispatcher that is gone.
@@ -267,7 +266,7 @@ class SimWorker:
         self.app.sims.place_sim(self.id, self.name, port, self.sim["baud"], None, self.dispatcher.me)
         # The thread goes on there; should the loop read the move first, it retires this thread and
         # starts another on the new port instead.
-        self.sim = {**self.sim, "port": port}
+        self.sim.moved(port)
         self._port_seen(gone=False)  # held from now on; gone again, it waits REFIND_AFTER again
         log.warning("SIM %s (ICCID %s): found on %s; moved there from %s", self.name, iccid, port, was)
         return True
@@ -281,24 +280,23 @@ class SimWorker:
             job = self.jobs.get(timeout=due)
         except queue.Empty:
             return
-        if job is None:
-            return
-        if isinstance(job, tuple):  # ("report", pdu) from a +CDS, ("stored", index, store) from a +CMTI or
-            try:                    # a +CDSI, ("heartbeat",)
-                if job[0] == "report":
-                    self.dispatcher.status_report(self.id, job[1])
-                elif job[0] == "stored":
-                    self.dispatcher.read_stored(self, job[1], job[2])
+        if isinstance(job, Send):
+            try:
+                self._send(job.message_id)
+            finally:
+                self.load.done()
+                self.dispatcher.nudge()
+        elif isinstance(job, (Report, Stored)):
+            try:
+                if isinstance(job, Report):
+                    self.dispatcher.status_report(self.id, job.pdu)
+                else:
+                    self.dispatcher.read_stored(self, job.index, job.store)
             except Exception as error:
                 if is_outage(error):  # not recorded yet: kept for when the database is back
                     self.jobs.put(job)
                 raise
-            return
-        try:
-            self._send(job)
-        finally:
-            self.load.done()
-            self.dispatcher.nudge()
+        # Heartbeat: reported_at was reset, so the next turn reports; Stop: the loop sees `retiring`
 
     def _hand_back(self) -> None:
         """Empty the SIM's queue as its thread stops or its port is opened again: the messages it
@@ -310,10 +308,10 @@ class SimWorker:
                 job = self.jobs.get_nowait()
             except queue.Empty:
                 break
-            if isinstance(job, str):
-                leased.append(job)
-            elif job is not None and job[0] == "report":
-                reports.append(job[1])
+            if isinstance(job, Send):
+                leased.append(job.message_id)
+            elif isinstance(job, Report):
+                reports.append(job.pdu)
         for n, pdu in enumerate(reports):
             try:
                 self.dispatcher.status_report(self.id, pdu)

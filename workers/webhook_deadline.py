@@ -6,7 +6,8 @@ head or its body, would hold the attempt (and its thread) for as long as it like
 connections of the webhook session (workers/webhook_guard.py) give their socket to the attempt
 running on their thread, and a watchdog thread shuts down the socket of an attempt past its
 deadline: whatever read or write the attempt is blocked in then fails at once, and the
-connection is never used again.
+connection is never used again.  Before there is a socket, the connection asks `remaining()`:
+the host's resolution and each address's connect are given only what is left.
 
     with DEADLINES.within(10.0):
         response = session.send(request, stream=True, ...)
@@ -47,6 +48,13 @@ class Deadlines:
             self._current.number = None
             with self._lock:
                 self._attempts.pop(number, None)
+
+    def remaining(self) -> float | None:
+        """Seconds left to the deadline of the attempt on this thread (0 when it passed); None outside one."""
+        number = getattr(self._current, "number", None)
+        with self._lock:
+            attempt = self._attempts.get(number) if number is not None else None
+        return None if attempt is None else max(0.0, attempt[0] - time.monotonic())
 
     def watched(self, sock: socket.socket) -> socket.socket:
         """A socket the attempt on this thread uses: shut down at its deadline."""

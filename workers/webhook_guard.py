@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as Late
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -93,16 +95,30 @@ def _carried(ip: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address | None, s
     return None, ""
 
 
-def resolve(host: str, port: int) -> list[str]:
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+# getaddrinfo blocks in C and cannot be interrupted: a lookup runs on one of these threads, and
+# the attempt waits for it only until its deadline (a slow resolver then finishes it alone).
+RESOLVER_THREADS = 8
+_resolver = ThreadPoolExecutor(RESOLVER_THREADS, thread_name_prefix="webhook-dns")
+CONFIGURATION_LOOKUP = 10.0  # seconds a URL's host may take to resolve at `client create|update`
+
+
+def resolve(host: str, port: int, timeout: float | None) -> list[str]:
+    """The addresses of `host`, in the resolver's order; socket.timeout when they take longer
+    than `timeout` seconds."""
+    lookup = _resolver.submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
+    try:
+        infos = lookup.result(timeout)
+    except Late:
+        lookup.cancel()
+        raise socket.timeout(f"resolving {host} took over {timeout:.1f} s") from None
     return list(dict.fromkeys(info[4][0] for info in infos))
 
 
-def public_addresses(host: str, port: int) -> list[str]:
+def public_addresses(host: str, port: int, timeout: float | None) -> list[str]:
     """Every address `host` resolves to; raises ValueError saying what kind of address the first
     one that is not public is (not the address: a developer is not told what an inside name
     resolves to)."""
-    addresses = resolve(host, port)
+    addresses = resolve(host, port, timeout)
     for address in addresses:
         reason = refused_reason(address)
         if reason:
@@ -117,19 +133,44 @@ def check_url(url: str, allow_private: bool) -> None:
         return
     parts = urlsplit(url)
     try:
-        public_addresses(parts.hostname or "", parts.port or 443)
-    except socket.gaierror:
+        public_addresses(parts.hostname or "", parts.port or 443, CONFIGURATION_LOOKUP)
+    except (socket.gaierror, socket.timeout):
         raise InvalidInput(f"webhook host {parts.hostname!r} does not resolve") from None
     except ValueError as error:
         raise InvalidInput(str(error)) from None
 
 
 class WatchedConnection(HTTPSConnection):
-    """Gives its socket to the attempt on its thread, which shuts it down at its deadline
-    (workers/webhook_deadline.py): a new socket when it connects, the open one when it is used again."""
+    """Resolves its host and connects within what is left of the attempt on its thread, then gives
+    the socket to that attempt, which shuts it down at its deadline (workers/webhook_deadline.py):
+    a new socket when it connects, the open one when it is used again.  So a host whose resolver
+    hangs, or whose many addresses never answer, ends the attempt by its deadline like a
+    receiver that drips."""
+
+    def _addresses(self, timeout: float | None) -> list[str]:
+        return resolve(self._dns_host, self.port, timeout)
 
     def _new_conn(self) -> socket.socket:
-        return DEADLINES.watched(super()._new_conn())
+        try:
+            addresses = self._addresses(DEADLINES.remaining())
+        except socket.timeout:
+            raise ConnectTimeoutError(self, f"resolving {self.host} timed out") from None
+        except socket.gaierror as error:
+            raise NewConnectionError(self, f"{self._dns_host} does not resolve: {error}") from error
+        last: Exception | None = None
+        for address in addresses:
+            timeout = _within(self.timeout, DEADLINES.remaining())
+            if timeout == 0:
+                break
+            try:
+                return DEADLINES.watched(connection.create_connection((address, self.port), timeout,
+                                                                      source_address=self.source_address,
+                                                                      socket_options=self.socket_options))
+            except socket.timeout:
+                last = ConnectTimeoutError(self, f"connecting to {self.host} timed out")
+            except OSError as error:
+                last = NewConnectionError(self, f"connecting to {self.host}: {error.strerror or type(error).__name__}")
+        raise last or ConnectTimeoutError(self, f"connecting to {self.host} timed out")
 
     def request(self, *args: Any, **kwargs: Any) -> None:
         if self.sock is not None:
@@ -137,27 +178,22 @@ class WatchedConnection(HTTPSConnection):
         super().request(*args, **kwargs)
 
 
+def _within(timeout: Any, remaining: float | None) -> float | None:
+    """A connect's timeout: the connection's own (a number, or None for none), cut to what is left."""
+    own = timeout if isinstance(timeout, (int, float)) else None
+    if remaining is None:
+        return own
+    return remaining if own is None else min(own, remaining)
+
+
 class GuardedConnection(WatchedConnection):
     """Connects only to addresses checked just now; TLS verifies the URL's host name as usual."""
 
-    def _new_conn(self) -> socket.socket:
+    def _addresses(self, timeout: float | None) -> list[str]:
         try:
-            addresses = public_addresses(self._dns_host, self.port)
-        except socket.gaierror as error:
-            raise NewConnectionError(self, f"{self._dns_host} does not resolve: {error}") from error
+            return public_addresses(self._dns_host, self.port, timeout)
         except ValueError as error:
             raise AddressRefused(self, str(error)) from None
-        last: Exception | None = None
-        for address in addresses:
-            try:
-                return DEADLINES.watched(connection.create_connection((address, self.port), self.timeout,
-                                                                      source_address=self.source_address,
-                                                                      socket_options=self.socket_options))
-            except socket.timeout:
-                last = ConnectTimeoutError(self, f"connecting to {self.host} timed out")
-            except OSError as error:
-                last = NewConnectionError(self, f"connecting to {self.host}: {error.strerror or type(error).__name__}")
-        raise last or NewConnectionError(self, f"{self.host} has no address")
 
 
 class WatchedPool(HTTPSConnectionPool):

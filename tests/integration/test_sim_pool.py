@@ -11,6 +11,7 @@ from sandesh.domain.sending import parse_send
 from tests.helpers import funded_workspace
 from sandesh.scripts.service.commands import register_emulated
 from sandesh.scripts.service.emulator import Emulator
+from sandesh.workers.sim_load import Stop
 from tests.conftest import running_dispatcher, wait_for_status
 
 NTC_NUMBER, NCELL_NUMBER = "977984", "977980"  # prefixes (domain/operators.py)
@@ -254,7 +255,7 @@ def test_what_a_dead_dispatcher_leased_is_sent_within_5_s_of_a_new_one_starting(
 def test_a_sim_thread_that_dies_is_started_again(runtime, emulator, account, dispatcher, sandesh):
     worker = dispatcher.sims[sims_by_name(sandesh)["emu-1"]["id"]]
     worker.retiring.set()  # the thread ends as if it had died (it catches every error itself)
-    worker.jobs.put(None)
+    worker.jobs.put(Stop())
     worker.thread.join(timeout=5)
     deadline = time.monotonic() + 5
     while dispatcher.sims.get(worker.id) in (None, worker) or not dispatcher.sims[worker.id].usable:
