@@ -8,7 +8,12 @@ Two kinds of waiting leave that loop:
   log context;
 - `Commit`: a use case's appends (domain/steps.py) go to the process's group commit, and the
   request awaits a future that the committer thread resolves: no thread waits for a request
-  while its events commit.
+  while its events commit;
+- `Hashing`: the dashboard's use cases that hash or check a password (argon2id, which runs on a
+  child process: projections/passwords.py) run on a thread of their own, one start a second at
+  most, with a bounded queue: sign-ins never take the threads the API's requests need, nor more
+  of the machine than that, and past the queue they are told to come back (`Busy`: a 503 with
+  Retry-After).
 
 `drive` runs a use case (domain/steps.py) with both: the code between two of its effects runs
 on the loop, each read it yields on a blocking thread (unless a cache answers it), each append
@@ -18,6 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import math
+import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
@@ -37,6 +45,83 @@ class Blocking:
     async def __call__(self, fn: Callable[..., T], *args: Any) -> T:
         context = contextvars.copy_context()
         return await asyncio.get_running_loop().run_in_executor(self._executor, context.run, fn, *args)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False)
+
+
+class Busy(Exception):
+    """Every thread of a bounded executor is busy and its queue is full: come back later."""
+
+    def __init__(self, retry_after: int):
+        super().__init__(f"busy: retry after {retry_after} s")
+        self.retry_after = retry_after
+
+
+class Hashing:
+    """`await hashing(fn, *args)`: fn(*args) (a use case that hashes or checks a password) on
+    one of `threads` threads, their starts at least `spacing` seconds apart, or Busy at once when
+    `threads` run and `queue` more wait already.  A try from a trusted device (a browser that
+    signed in to the account before: docs/dashboard.md, "Signing in") is never refused here and
+    goes before the others."""
+
+    def __init__(self, threads: int = 1, queue: int = 8, spacing: float = 1.0):
+        self.threads, self.queue, self.spacing = threads, queue, spacing
+        self._executor = ThreadPoolExecutor(threads, thread_name_prefix="api-hashing")
+        # On the event loop only: the calls running, and the ones waiting for a thread, in two lines
+        self._running = 0
+        self._trusted: deque[asyncio.Future[None]] = deque()
+        self._others: deque[asyncio.Future[None]] = deque()
+        self._next_start = 0.0
+
+    def check(self, trusted: bool = False) -> None:
+        """Busy now, when a call would be: asked before a try is recorded, so a try that is
+        told to come back counts as no failure."""
+        taken = self._running + len(self._trusted) + len(self._others)
+        if not trusted and taken >= self.threads + self.queue:
+            raise Busy(retry_after=max(1, math.ceil((taken + 1 - self.threads) * self.spacing / self.threads)))
+
+    async def __call__(self, fn: Callable[..., T], *args: Any, trusted: bool = False) -> T:
+        self.check(trusted)
+        loop = asyncio.get_running_loop()
+        await self._thread(loop, trusted)
+        try:
+            start = max(time.monotonic(), self._next_start)
+            self._next_start = start + self.spacing
+            await asyncio.sleep(start - time.monotonic())
+            work = self._executor.submit(contextvars.copy_context().run, fn, *args)
+        except BaseException:
+            self._release()
+            raise
+        # the thread is given back when the work ends, not when a request that left stops waiting
+        work.add_done_callback(lambda _: loop.call_soon_threadsafe(self._release))
+        return await asyncio.wrap_future(work)
+
+    async def _thread(self, loop: asyncio.AbstractEventLoop, trusted: bool) -> None:
+        if self._running < self.threads and not (self._trusted or self._others):
+            self._running += 1
+            return
+        turn: asyncio.Future[None] = loop.create_future()
+        line = self._trusted if trusted else self._others
+        line.append(turn)
+        try:
+            await turn  # _release counts the thread as ours before it sets the result
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self._release()
+            elif turn in line:
+                line.remove(turn)
+            raise
+
+    def _release(self) -> None:
+        self._running -= 1
+        for line in (self._trusted, self._others):
+            while line:
+                turn = line.popleft()
+                if not turn.done():
+                    self._running += 1
+                    turn.set_result(None)
+                    return
 
     def close(self) -> None:
         self._executor.shutdown(wait=False)

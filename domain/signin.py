@@ -50,18 +50,25 @@ def address_group(ip: str) -> str:
 
 @dataclass(frozen=True)
 class TryKeys:
-    """What one try is counted under."""
-    pair: str      # this account from this address
+    """What one try is counted under.  A try from a trusted device (a browser holding the device
+    cookie it was given when it signed in to this account: OWASP's "device cookies") is counted
+    under that device alone: it keeps its own allowance while the account is paced, so whoever
+    guesses from elsewhere cannot keep the person out."""
+    pair: str      # this account from this address (a trusted device: the device)
     address: str   # this address, any account
     account: str   # this account, any address
+    trusted: bool = False
 
     @classmethod
-    def of(cls, email: str, ip: str) -> TryKeys:
+    def of(cls, email: str, ip: str, device: str | None = None) -> TryKeys:
+        if device:
+            key = f"device:{email}|{device}"
+            return cls(pair=key, address=key, account=key, trusted=True)
         group = address_group(ip)
         return cls(pair=f"pair:{email}|{group}", address=f"ip:{group}", account=f"account:{email}")
 
     def all(self) -> list[str]:
-        return [self.pair, self.address, self.account]
+        return list(dict.fromkeys((self.pair, self.address, self.account)))
 
 
 def wait_after(failures: Sequence[float], limit: int, now: float, window: float = FAILURE_WINDOW) -> int:
@@ -85,10 +92,13 @@ def turn_of(keys: TryKeys, tries: Mapping[str, Sequence[float]], next_turn: floa
     """When this try may be checked, given the times of the tries recorded under each key (those
     in flight and those that failed) and the account's next free turn; SignInRefused(wait) when
     it is not taken at all."""
-    wait = max(wait_after(tries.get(keys.pair, ()), TRIES_PER_ACCOUNT_ADDRESS, now),
-               wait_after(tries.get(keys.address, ()), TRIES_PER_ADDRESS, now))
+    wait = wait_after(tries.get(keys.pair, ()), TRIES_PER_ACCOUNT_ADDRESS, now)
+    if not keys.trusted:
+        wait = max(wait, wait_after(tries.get(keys.address, ()), TRIES_PER_ADDRESS, now))
     if wait:
         raise SignInRefused(wait)
+    if keys.trusted:  # its own 5 failures in 15 minutes; the account's pace is not its
+        return Turn(now, paced=False)
     failed = sum(1 for at in tries.get(keys.account, ()) if now - ACCOUNT_WINDOW < at)
     if failed < ACCOUNT_PACED_AFTER:
         return Turn(now, paced=False)

@@ -10,7 +10,7 @@ import falcon.asgi
 from sandesh.domain.application import Sandesh
 
 from ..health import Ready
-from ..waiting import Blocking
+from ..waiting import Blocking, Hashing
 from .audit import AuditLog
 from .clients import ClientAction, Clients
 from .messages import Messages, Timeline
@@ -26,9 +26,9 @@ from .web import Web
 
 def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[], ContextManager[Any]],
                   blocking: Blocking, *, csrf_keys: Callable[[], tuple[bytes, ...]], trusted_proxies: tuple[str, ...], ready: Ready,
-                  public_url: str) -> None:
+                  public_url: str, hashing: Hashing | None = None) -> None:
     web = Web(csrf_keys, trusted_proxies, public_url)
-    parts = (sandesh, connection, blocking, web)
+    parts = (sandesh, connection, blocking, web, hashing or Hashing())
     app.add_route("/dashboard", Home(*parts))
     app.add_route("/dashboard/sign-in", SignIn(*parts))
     app.add_route("/dashboard/sign-in/code", Code(*parts))

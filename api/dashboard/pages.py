@@ -18,11 +18,12 @@ from sandesh.domain.signin import SignInRefused
 from sandesh.domain.usecases.people import SignInTry
 from sandesh.projections import sessions
 
-from ..waiting import Blocking
+from ..waiting import Blocking, Busy, Hashing
 from .web import HERE, SESSION, Web
 
 SIGN_IN = "/dashboard/sign-in"
 WRONG = "Email or password is wrong."
+BUSY = "Many people are signing in just now. Try again in {} seconds."
 
 
 def waiting_time(seconds: int) -> str:
@@ -37,8 +38,10 @@ VIEWERS_READ = "Viewers read only: ask an owner or a developer of the workspace.
 class Page:
     dashboard = True
 
-    def __init__(self, app: Sandesh, connection: Callable[[], ContextManager[Any]], blocking: Blocking, web: Web):
+    def __init__(self, app: Sandesh, connection: Callable[[], ContextManager[Any]], blocking: Blocking, web: Web,
+                 hashing: Hashing):
         self.app, self.connection, self.blocking, self.web = app, connection, blocking, web
+        self.hashing = hashing  # the use cases that hash or verify a password run here, not on `blocking`
 
     async def signed_in(self, req: falcon.asgi.Request, used: bool = True) -> dict[str, Any] | None:
         """The person of the request's session while it lives (its last use moved to now, unless
@@ -94,6 +97,13 @@ class Page:
             return form, None
         return form, person
 
+    def busy(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, busy: Busy, template: str,
+             **fields: Any) -> None:
+        """The form again, 503 with Retry-After: every thread that checks passwords is busy and
+        more wait for one already (api/waiting.py, Hashing); nothing was tried or recorded."""
+        resp.set_header("Retry-After", str(busy.retry_after))
+        self.web.page(req, resp, template, status=503, error=BUSY.format(busy.retry_after), **fields)
+
     async def turn(self, attempt: SignInTry) -> None:
         """Wait for a paced try's turn (domain/signin.py): on the event loop, holding no thread."""
         early = attempt.at - self.app.clock.now()
@@ -136,16 +146,25 @@ class SignIn(Page):
         if not self.web.csrf_ok(req, form):
             return self.web.forbidden(req, resp)
         email, ip = form.get("email", ""), self.web.calling_ip(req)
+        device = self.web.device_of(req, email)
+        attempt = None
         try:
-            attempt = await self.blocking(self.app.people.try_sign_in, email, ip)
+            self.hashing.check(trusted=device is not None)
+            attempt = await self.blocking(self.app.people.try_sign_in, email, ip, device)
             await self.turn(attempt)
-            person = await self.blocking(self.app.people.sign_in, email, form.get("password", ""), ip, attempt)
+            person = await self.hashing(self.app.people.sign_in, email, form.get("password", ""), ip, attempt,
+                                        trusted=device is not None)
+        except Busy as busy:
+            if attempt is not None:  # filled while the try waited its turn: it was no guess
+                await self.blocking(self.app.people.withdraw_try, attempt)
+            return self.busy(req, resp, busy, "sign_in.html", title="Sign in", email=email, notice=None)
         except SignInRefused as refused:
             error = (f"Too many failed sign-ins. Wait {waiting_time(refused.wait)} and try again." if refused.wait
                      else WRONG)
             return self.web.page(req, resp, "sign_in.html", status=429 if refused.wait else 200, title="Sign in",
                                  email=email, error=error, notice=None)
         owed = await self.blocking(self.app.people.second_factor, person)
+        self.web.give_device(req, resp, person.email)
         await self.begin(req, resp, person.id, owed or sessions.SIGNED_IN)
 
 
@@ -192,7 +211,11 @@ class SetPassword(Page):
         if not self.web.csrf_ok(req, form):
             return self.web.forbidden(req, resp)
         try:
-            person = await self.blocking(self.app.people.set_password, token, form.get("password", ""))
+            person = await self.hashing(self.app.people.set_password, token, form.get("password", ""))
+        except Busy as busy:
+            found = await self.blocking(self.app.people.person_of_link, token)
+            return self.busy(req, resp, busy, "set_password.html", title="Set your password",
+                             email=found.email if found else "")
         except InvalidInput as problem:
             found = await self.blocking(self.app.people.person_of_link, token)
             if found is None:

@@ -17,7 +17,8 @@ from sandesh.domain.signin import SignInRefused
 from sandesh.domain.totp import new_secret, provisioning_uri
 from sandesh.domain.usecases.people import SECOND_FACTOR_CODE, SECOND_FACTOR_ENROLL
 
-from .pages import SIGN_IN, Page, waiting_time
+from ..waiting import Busy
+from .pages import BUSY, SIGN_IN, Page, waiting_time
 
 WRONG_CODE = "That code is not right: type the 6 digits the app shows now."
 
@@ -39,7 +40,8 @@ class Code(Page):
             return self.web.redirect(resp, SIGN_IN)
         ip = self.web.calling_ip(req)
         try:
-            attempt = await self.blocking(self.app.people.try_code, person["id"], ip)
+            attempt = await self.blocking(self.app.people.try_code, person["id"], ip,
+                                          self.web.device_of(req, person["email"]))
             await self.turn(attempt)
             await self.blocking(self.app.people.verify_code, person["id"], form.get("code", ""), ip, attempt)
         except SignInRefused as refused:
@@ -75,9 +77,12 @@ class Enroll(Page):
         if person is None:
             return self.web.redirect(resp, SIGN_IN)
         try:
-            await self.blocking(functools.partial(self.app.people.enroll_totp, person["id"], self._secret(req),
-                                                  form.get("code", ""), proof=form.get("current", ""),
-                                                  ip=self.web.calling_ip(req), after_password=self.signing_in))
+            await self.hashing(functools.partial(self.app.people.enroll_totp, person["id"], self._secret(req),
+                                                 form.get("code", ""), proof=form.get("current", ""),
+                                                 ip=self.web.calling_ip(req), after_password=self.signing_in))
+        except Busy as busy:
+            resp.set_header("Retry-After", str(busy.retry_after))
+            return await self._show(req, resp, person, status=503, error=BUSY.format(busy.retry_after))
         except SignInRefused as refused:
             return await self._show(req, resp, person, status=429,
                                     error=f"Too many failed tries. Wait {waiting_time(refused.wait)} and try again.")

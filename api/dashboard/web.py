@@ -26,7 +26,8 @@ TEMPLATES.filters.update(npr=npr, nepal=nepal)  # every amount and time a page s
 # No inline script or style, nothing from another origin, never inside a frame.
 POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
           "frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
-SESSION, NONCE = "sandesh_session", "sandesh_csrf"
+SESSION, NONCE, DEVICE = "sandesh_session", "sandesh_csrf", "sandesh_device"
+DEVICE_DAYS = 180
 MAX_FORM = 16 * 1024  # bytes
 
 
@@ -129,6 +130,26 @@ class Web:
         given = form.get("csrf", "")
         return bool(nonce) and any(same_secret(given, self.csrf_token(nonce, req, key))
                                    for key in self.csrf_keys())
+
+    # Device cookies (OWASP's authentication cheat sheet): a browser that signed in to an account
+    # is given one, bound to the email by an HMAC; with it, its tries of that account are counted
+    # apart from everyone else's (domain/signin.py, TryKeys) and go first to be checked.
+    def _device_mac(self, email: str, device: str, key: bytes) -> str:
+        return hmac.new(key, f"device|{email.strip().lower()}|{device}".encode(), hashlib.sha256).hexdigest()
+
+    def give_device(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, email: str) -> None:
+        """Keeps the browser's device id for this account, or gives it one."""
+        device = self.device_of(req, email) or secrets.token_urlsafe(16)
+        self.set_cookie(req, resp, DEVICE, f"{device}.{self._device_mac(email, device, self.csrf_key)}",
+                        max_age=DEVICE_DAYS * 86400)
+
+    def device_of(self, req: falcon.asgi.Request, email: str) -> str | None:
+        """The browser's device id when its cookie was given for this account, else None."""
+        device, _, mac = (req.cookies.get(self.cookie(req, DEVICE)) or "").partition(".")
+        if not (device and mac):
+            return None
+        return device if any(same_secret(mac, self._device_mac(email, device, key)) for key in self.csrf_keys()) \
+            else None
 
     def _new_nonce(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> str:
         nonce = secrets.token_urlsafe(24)

@@ -128,12 +128,17 @@ class People:
         self.log.save(person)
         return person
 
-    def try_sign_in(self, email: str, ip: str) -> SignInTry:
+    def try_sign_in(self, email: str, ip: str, device: str | None = None) -> SignInTry:
         """A try to sign in to this account from this address, recorded before its password is
         checked: when it may be (its turn, later than now while the account is paced), or
-        SignInRefused(wait) when it may not (domain/signin.py).  The dashboard awaits the turn
-        without holding a thread, then calls `sign_in` with the try."""
-        return self._try(email.strip().lower(), ip)
+        SignInRefused(wait) when it may not (domain/signin.py).  `device`: the id of a trusted
+        device of this account (its device cookie, checked by the dashboard), counted apart.  The
+        dashboard awaits the turn without holding a thread, then calls `sign_in` with the try."""
+        return self._try(email.strip().lower(), ip, device)
+
+    def withdraw_try(self, attempt: SignInTry) -> None:
+        """A try that was never checked (the service was too busy to): it counts as no failure."""
+        self.tries.succeeded(attempt.id)
 
     def sign_in(self, email: str, password: str, ip: str, attempt: SignInTry | None = None) -> Person:
         """The person whose email and password these are, or SignInRefused: the same refusal,
@@ -171,9 +176,9 @@ class People:
         workspace = self.log.find(workspace_id, Workspace)
         return workspace is not None and workspace.totp_required
 
-    def try_code(self, person_id: str, ip: str) -> SignInTry:
+    def try_code(self, person_id: str, ip: str, device: str | None = None) -> SignInTry:
         """A try of an authenticator code, throttled as a password is (`try_sign_in`)."""
-        return self._try(self.log.get(person_id, Person, "person").email, ip)
+        return self._try(self.log.get(person_id, Person, "person").email, ip, device)
 
     def verify_code(self, person_id: str, code: str, ip: str, attempt: SignInTry | None = None) -> Person:
         """The person, once `code` is their app's for now and unused; else SignInRefused, and the
@@ -221,8 +226,8 @@ class People:
                                if person.totp_sealed is not None else "To set up an app, type your password too.")
         self.tries.succeeded(attempt.id)
 
-    def _try(self, email: str, ip: str) -> SignInTry:
-        keys, now = TryKeys.of(email, ip), self.clock.now()
+    def _try(self, email: str, ip: str, device: str | None = None) -> SignInTry:
+        keys, now = TryKeys.of(email, ip, device), self.clock.now()
         try_id, turn = self.tries.take(keys, now, lambda tries, next_turn: turn_of(keys, tries, next_turn, now))
         return SignInTry(try_id, turn.at)
 

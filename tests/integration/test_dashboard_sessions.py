@@ -5,6 +5,7 @@ code of the current one or the password."""
 from __future__ import annotations
 
 import re
+import time
 
 import pyotp
 import pytest
@@ -154,3 +155,53 @@ def test_a_field_no_token_or_code_could_hold_is_refused_never_an_error(owner, se
     else:
         answer = post(browser, "/dashboard/sign-in/code", "/dashboard/sign-in/code", code="١٢٣٤٥٦")
         assert answer.status_code == 200 and "That code is not right" in answer.text
+
+
+def test_past_the_queue_of_password_checks_the_sign_in_page_is_503_and_records_no_try(server, runtime):
+    """Password checks wait on their own thread, a start a second (api/waiting.py, Hashing): 14
+    sign-ins at once fill its queue, and the others are told to come back before anything of
+    them is recorded, so a try refused for want of time counts as no failure."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def try_once(n: int) -> requests.Response:
+        browser = Browser(server.url, now=time.time)
+        return post(browser, "/dashboard/sign-in", "/dashboard/sign-in", email=f"crowd{n}@sessions.example",
+                    password="not the password")
+
+    with ThreadPoolExecutor(14) as pool:
+        answers = list(pool.map(try_once, range(14)))
+    busy = [a for a in answers if a.status_code == 503]
+    checked = [a for a in answers if a.status_code == 200]
+    assert len(checked) == 9 and len(busy) == 5, [a.status_code for a in answers]
+    assert all(int(a.headers["Retry-After"]) >= 1 and "Try again in" in a.text for a in busy)
+    with runtime.connection() as conn:
+        recorded = conn.execute("SELECT count(DISTINCT key) AS n FROM sign_in_failures WHERE key LIKE 'account:crowd%%'"
+                                ).fetchone()["n"]
+    assert recorded == 9, "the checked tries failed; the busy ones were never tries"
+
+
+def test_a_browser_that_signed_in_before_keeps_its_allowance_while_the_account_is_paced(sandesh, server, runtime):
+    """OWASP's device cookies: guesses from many addresses pace the account (its next turn far
+    ahead: others are told to come back), yet the person's own browser signs in at once."""
+    from sandesh.domain.signin import SignInRefused
+
+    workspace = sandesh("workspace", "create", "--name", "Paced")["id"]
+    added = sandesh("user", "add", "--email", "paced@sessions.example", "--name", "Dev", "--workspace", workspace,
+                    "--role", "developer")
+    own = a_browser(server, sandesh)
+    own.set_password(added["setPasswordLink"], PASSWORD)
+    own.sign_in(added["email"], PASSWORD)
+    assert any(c.name == "sandesh_device" for c in own.http.cookies)
+    own.sign_out()
+    refused = 0
+    for n in range(60):  # an attacker's guesses from 60 addresses, each recorded as a failure
+        try:
+            runtime.app.people.try_sign_in(added["email"], f"203.0.113.{n}")
+        except SignInRefused:
+            refused += 1
+    assert refused, "the account is paced: later guesses are told to come back"
+    stranger = post(a_browser(server, sandesh), "/dashboard/sign-in", "/dashboard/sign-in", email=added["email"],
+                    password=PASSWORD)
+    assert stranger.status_code == 429 and "Too many failed sign-ins" in stranger.text
+    own.sign_in(added["email"], PASSWORD)
+    assert signed_in(own)

@@ -1,0 +1,172 @@
+"""Sign-ins beside the API: the p50 and p99 of POST /v1/sms/otp/send alone, then while 50
+concurrent sign-ins from distinct addresses try wrong passwords (each one an argon2id check: an
+unknown email is checked against a decoy hash), against the product as a user runs it
+(`sandesh serve` and `sandesh worker all`, no flag; two emulated modems).  docs/performance.md,
+"Sign-ins beside the API".
+
+Usage: .venv/bin/python -m scripts.bench.signin_pressure [--seconds 20] [--signins 50] [--otp-rate 100] [--flood]
+
+The OTP sends and the sign-ins come from two processes of their own, so that neither's client
+work slows the other's measure.  Each OTP send goes to a new number from a new calling address
+(X-Forwarded-For through a trusted proxy), so no OTP limit answers it; each sign-in try comes
+from a new address with a new email, so the throttle never answers before the hash is checked.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from contextlib import ExitStack
+
+import requests
+
+from sandesh.domain.settings import Settings
+from sandesh.scripts.service.bootstrap import bootstrap
+
+from .common import ROOT, funded_workspace, percentile, scratch_database
+from .send_bench import SANDESH, product
+
+URL = f"http://127.0.0.1:{SANDESH}"
+CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+def otp_load(key: str, seconds: float, rate: float, first: int) -> dict:
+    """OTP sends at `rate` a second for `seconds`, each at its time whatever the others' answers
+    (8 threads take turns); their latencies."""
+    clients = 8
+    numbers = itertools.count(first)
+    latencies: list[float] = []
+    statuses: Counter[int] = Counter()
+    lock = threading.Lock()
+    begin = time.monotonic()
+    stop = begin + seconds
+
+    def run(k: int) -> None:
+        http = requests.Session()
+        for turn in itertools.count():
+            due = begin + (turn * clients + k) / rate
+            if due >= stop:
+                break
+            time.sleep(max(0.0, due - time.monotonic()))
+            n = next(numbers)
+            started = time.perf_counter()
+            answer = http.post(f"{URL}/v1/sms/otp/send", timeout=30,
+                               json={"to": f"97798{n % 10**8:08d}", "purpose": "login"},
+                               headers={"x-api-key": key, "X-Forwarded-For": f"10.{n >> 16 & 255}.{n >> 8 & 255}.{n & 255}"})
+            took = time.perf_counter() - started
+            with lock:
+                statuses[answer.status_code] += 1
+                latencies.append(took)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {"latencies": latencies, "statuses": dict(statuses)}
+
+
+def signin_load(seconds: float, signins: int, flood: bool) -> dict:
+    """`signins` threads each trying a wrong password, again and again, from a new address and
+    with a new email each time; the statuses they got.  A try told to come back (503) waits its
+    Retry-After first, as the page asks, unless `flood`."""
+    tries = itertools.count(1)
+    statuses: Counter[int] = Counter()
+    lock = threading.Lock()
+    stop = time.monotonic() + seconds
+
+    def run() -> None:
+        http = requests.Session()
+        while time.monotonic() < stop:
+            n = next(tries)
+            address = f"2001:db8:{n >> 16 & 0xffff:x}:{n & 0xffff:x}::1"  # a /64 of its own
+            page = http.get(f"{URL}/dashboard/sign-in", timeout=60, headers={"X-Forwarded-For": address})
+            token = CSRF.search(page.text)
+            if token is None:
+                with lock:
+                    statuses[page.status_code] += 1
+                continue
+            answer = http.post(f"{URL}/dashboard/sign-in", timeout=60, allow_redirects=False,
+                               headers={"X-Forwarded-For": address},
+                               data={"csrf": token.group(1), "email": f"nobody{n}@example.com", "password": "guess"})
+            with lock:
+                statuses[answer.status_code] += 1
+            if answer.status_code == 503 and not flood:
+                time.sleep(float(answer.headers.get("Retry-After", 1)))
+
+    threads = [threading.Thread(target=run) for _ in range(signins)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {"statuses": dict(statuses)}
+
+
+def child(role: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "scripts.bench.signin_pressure", "--role", role, *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True)
+
+
+def summary(name: str, result: dict) -> str:
+    latencies = result["latencies"]
+    return (f"{name:<34} {len(latencies):>7} {percentile(latencies, 50) * 1000:>8.1f} "
+            f"{percentile(latencies, 99) * 1000:>8.1f}   statuses {result['statuses']}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=20, help="seconds of each phase (default 20)")
+    parser.add_argument("--signins", type=int, default=50, help="concurrent sign-ins (default 50)")
+    parser.add_argument("--otp-rate", type=float, default=100, help="OTP sends a second (default 100)")
+    parser.add_argument("--flood", action="store_true",
+                        help="sign-ins told to come back (503) try again at once, not after their Retry-After")
+    parser.add_argument("--role", choices=["otp", "signins"], help=argparse.SUPPRESS)
+    parser.add_argument("--key", help=argparse.SUPPRESS)
+    parser.add_argument("--first", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.role == "otp":
+        print(json.dumps(otp_load(args.key, args.seconds, args.otp_rate, args.first)))
+        return
+    if args.role == "signins":
+        print(json.dumps(signin_load(args.seconds, args.signins, args.flood)))
+        return
+    with scratch_database() as env, ExitStack() as running:
+        env["SANDESH_TRUSTED_PROXIES"] = "127.0.0.1"  # the calling address is X-Forwarded-For's, as behind a proxy
+        runtime = bootstrap(Settings.from_env(env), pool_size=2)
+        workspace = funded_workspace(runtime.app, "Sign-in pressure", 10**12)
+        key = runtime.app.operators.create_client(workspace, "Pressure", None, 10**6, "bench")[1]
+        runtime.close()
+        running.enter_context(product(env, running))
+        deadline = time.monotonic() + 30
+        while requests.post(f"{URL}/v1/sms/otp/send", headers={"x-api-key": key, "X-Forwarded-For": "10.255.0.1"},
+                            json={"to": "9779899999999", "purpose": "warm"}, timeout=10).status_code != 202:
+            assert time.monotonic() < deadline, "no route"
+            time.sleep(1)
+        print(f"POST /v1/sms/otp/send at {args.otp_rate:.0f}/s, {args.seconds:.0f} s a phase; sandesh serve "
+              f"and sandesh worker all as installed (no flag)")
+        print(f"{'phase':<34} {'sends':>7} {'p50 ms':>8} {'p99 ms':>8}")
+        alone = child("otp", "--key", key, "--seconds", str(args.seconds), "--otp-rate", str(args.otp_rate))
+        first = json.loads(alone.communicate()[0])
+        print(summary("alone", first), flush=True)
+        time.sleep(2)
+        signins = child("signins", "--seconds", str(args.seconds + 4), "--signins", str(args.signins),
+                        *(["--flood"] if args.flood else []))
+        time.sleep(2)  # the sign-ins under way
+        beside = child("otp", "--key", key, "--seconds", str(args.seconds), "--otp-rate", str(args.otp_rate),
+                       "--first", str(10**7))
+        second = json.loads(beside.communicate()[0])
+        tried = json.loads(signins.communicate()[0])
+        print(summary(f"beside {args.signins} sign-ins{' (flood)' if args.flood else ''}", second), flush=True)
+        print(f"sign-in answers: {tried['statuses']}")
+        ratio = percentile(second["latencies"], 99) / percentile(first["latencies"], 99)
+        print(f"p99 beside sign-ins / p99 alone: {ratio:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""The dashboard's password work waits on its own bounded executor (api/waiting.py, `Hashing`):
+never on the threads the API's requests need; past its queue a try is told to come back; a
+trusted device's try is never refused and goes first; starts are spaced."""
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from sandesh.api.waiting import Busy, Hashing
+
+
+def slow(seconds: float, done: list[str], name: str) -> str:
+    time.sleep(seconds)
+    done.append(name)
+    return name
+
+
+def test_past_the_queue_a_try_is_busy_with_a_retry_after():
+    async def run() -> tuple[list[str], list[int]]:
+        hashing, done, refused = Hashing(threads=1, queue=2, spacing=0.0), [], []
+
+        async def one(name: str) -> None:
+            try:
+                await hashing(slow, 0.2, done, name)
+            except Busy as busy:
+                refused.append(busy.retry_after)
+
+        await asyncio.gather(*(one(f"try {n}") for n in range(6)))
+        return done, refused
+
+    done, refused = asyncio.run(run())
+    assert done == ["try 0", "try 1", "try 2"], "one running, two waiting"
+    assert len(refused) == 3 and all(wait >= 1 for wait in refused)
+
+
+def test_a_trusted_devices_try_is_never_refused_and_goes_before_the_others():
+    async def run() -> list[str]:
+        hashing, done = Hashing(threads=1, queue=1, spacing=0.0), []
+        first = asyncio.ensure_future(hashing(slow, 0.2, done, "running"))
+        await asyncio.sleep(0.01)
+        waiting = asyncio.ensure_future(hashing(slow, 0.0, done, "waiting"))
+        await asyncio.sleep(0.01)
+        with pytest.raises(Busy):
+            hashing.check()
+        trusted = asyncio.ensure_future(hashing(slow, 0.0, done, "trusted", trusted=True))
+        await asyncio.gather(first, waiting, trusted)
+        return done
+
+    assert asyncio.run(run()) == ["running", "trusted", "waiting"]
+
+
+def test_starts_are_spaced_and_a_try_that_left_gives_its_thread_back_only_when_its_work_ends():
+    async def run() -> tuple[list[float], int, int]:
+        hashing, starts = Hashing(threads=1, queue=8, spacing=0.3), []
+        began = time.monotonic()
+
+        def mark() -> None:
+            starts.append(time.monotonic() - began)
+
+        await asyncio.gather(*(hashing(mark) for _ in range(3)))
+        release = threading.Event()
+        left = asyncio.ensure_future(hashing(release.wait))
+        await asyncio.sleep(0.4)
+        left.cancel()  # the client went away: its check still runs to its end
+        await asyncio.sleep(0.05)
+        running = hashing._running
+        release.set()
+        await asyncio.sleep(0.1)
+        return starts, running, hashing._running
+
+    starts, running_after_leaving, running_at_the_end = asyncio.run(run())
+    assert [round(b - a, 1) for a, b in zip(starts, starts[1:])] == [0.3, 0.3]
+    assert running_after_leaving == 1 and running_at_the_end == 0
