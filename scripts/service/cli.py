@@ -26,6 +26,29 @@ def load_local_env(environ: dict[str, str]) -> dict[str, str]:
     return merged
 
 
+CREDENTIAL = "secret_key"  # the name the units' LoadCredential= gives the key
+
+
+def key_from_file(environ: dict[str, str]) -> dict[str, str]:
+    """The key from a file, so that it need not sit in the environment: SANDESH_SECRET_KEY_FILE
+    (a secrets mount, say), else `secret_key` in $CREDENTIALS_DIRECTORY (systemd's
+    LoadCredential=, docs/operations.md, "Production").  Read into this process's settings only,
+    never into the environment its children inherit: they read the file themselves."""
+    path = environ.get("SANDESH_SECRET_KEY_FILE")
+    if not path and environ.get("CREDENTIALS_DIRECTORY"):
+        found = Path(environ["CREDENTIALS_DIRECTORY"]) / CREDENTIAL
+        path = str(found) if found.is_file() else None
+    if not path:
+        return environ
+    try:
+        key = Path(path).read_text().strip()
+    except OSError as error:
+        raise ConfigurationError(f"SANDESH_SECRET_KEY_FILE: cannot read {path}: {error.strerror}") from None
+    if environ.get("SANDESH_SECRET_KEY") and environ["SANDESH_SECRET_KEY"] != key:
+        raise ConfigurationError("SANDESH_SECRET_KEY and the key in SANDESH_SECRET_KEY_FILE differ: set one of them")
+    return {**environ, "SANDESH_SECRET_KEY": key}
+
+
 def positive_int(text: str) -> int:
     if not text.isdigit() or int(text) <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
@@ -382,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.database_url:
         environ["DATABASE_URL"] = args.database_url
     try:
-        settings = Settings.from_env(environ)
+        settings = Settings.from_env(key_from_file(environ))
         return run(args, settings)
     except (DomainError, ConfigurationError) as error:
         return fail(str(error))

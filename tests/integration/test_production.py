@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import secrets
 import shlex
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -81,24 +82,37 @@ def test_the_documented_production_install_serves_sends_and_renders(installed, t
     venv = installed
     port = free_port()
     public = f"http://127.0.0.1:{port}"
-    # Step 3: the environment file, with the docs' variables (this machine's values).
+    # Step 3: the environment file with the docs' variables (this machine's values), and the key
+    # in a file of its own, which systemd hands each unit's process as a credential.
     documented = docs_block("3. The configuration")
-    assert all(name in documented for name in ("DATABASE_URL=", "SANDESH_SECRET_KEY=", "SANDESH_PUBLIC_URL=",
-                                               "SANDESH_TRUSTED_PROXIES="))
+    assert all(name in documented for name in ("DATABASE_URL=", "SANDESH_PUBLIC_URL=", "SANDESH_TRUSTED_PROXIES=",
+                                               "/etc/sandesh/secret_key"))
+    assert "SANDESH_SECRET_KEY=" not in documented, "the key is in no environment file"
     env_file = tmp_path / "etc" / "sandesh.env"
     env_file.parent.mkdir()
-    env_file.write_text(f"DATABASE_URL={empty_database_url}\nSANDESH_SECRET_KEY={secrets.token_hex(32)}\n"
-                        f"SANDESH_PUBLIC_URL={public}\nSANDESH_TRUSTED_PROXIES=127.0.0.1\n")
+    env_file.write_text(f"DATABASE_URL={empty_database_url}\nSANDESH_PUBLIC_URL={public}\n"
+                        f"SANDESH_TRUSTED_PROXIES=127.0.0.1\n")
+    key_file = tmp_path / "etc" / "secret_key"
+    key_file.write_text(secrets.token_hex(32) + "\n")
+    key_file.chmod(0o600)
     state, run = tmp_path / "var-lib-sandesh", tmp_path / "run-sandesh"
     state.mkdir()
     (run / "metrics").mkdir(parents=True)
 
     def service_env(name: str) -> dict[str, str]:
-        """What systemd gives the unit's process: a bare environment, the EnvironmentFile=, then Environment=."""
+        """What systemd gives the unit's process: a bare environment, the EnvironmentFile=, then
+        Environment=, and its LoadCredential= copied into a credentials directory of its own."""
         settings = unit(name)
         assert settings["EnvironmentFile"] == ["/etc/sandesh/sandesh.env"]
+        [credential] = settings["LoadCredential"]
+        credential_name, _, source = credential.partition(":")
+        assert source == "/etc/sandesh/secret_key"
+        credentials = tmp_path / "credentials" / name
+        credentials.mkdir(parents=True, exist_ok=True)
+        shutil.copy(key_file, credentials / credential_name)
         env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
-               "HOME": str(state), "USER": "sandesh", **environment_file(env_file)}
+               "HOME": str(state), "USER": "sandesh", "CREDENTIALS_DIRECTORY": str(credentials),
+               **environment_file(env_file)}
         for assignment in settings.get("Environment", []):
             key, _, value = assignment.partition("=")
             env[key] = value.replace("/run/sandesh", str(run))

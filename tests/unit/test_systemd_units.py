@@ -96,6 +96,14 @@ def test_each_service_runs_the_installed_sandesh_as_the_sandesh_user_with_the_en
     assert one(name, "EnvironmentFile") == "/etc/sandesh/sandesh.env"
 
 
+@pytest.mark.parametrize("name", SERVICES)
+def test_each_service_reads_the_key_from_a_credential_not_the_environment(name):
+    """The key file only root reads is handed to the service by systemd (LoadCredential=), as
+    `secret_key` in its $CREDENTIALS_DIRECTORY, where `sandesh` reads it; never the environment."""
+    assert one(name, "LoadCredential") == "secret_key:/etc/sandesh/secret_key"
+    assert not any("SECRET_KEY" in value for value in settings(name).get("Environment", []))
+
+
 def test_the_api_binds_as_sandesh_serve_does_by_default():
     """No --bind: 127.0.0.1:8000, behind the TLS proxy (docs/operations.md, "Production")."""
     assert "--bind" not in one(SERVE, "ExecStart")
