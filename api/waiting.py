@@ -10,8 +10,8 @@ Two kinds of waiting leave that loop:
   request awaits a future that the committer thread resolves: no thread waits for a request
   while its events commit;
 - `Hashing`: the dashboard's use cases that hash or check a password (argon2id, which runs on a
-  child process: projections/passwords.py) run on a thread of their own, one start a second at
-  most, with a bounded queue: sign-ins never take the threads the API's requests need, nor more
+  child process: projections/passwords.py) run on a thread of their own, one start a second
+  after a burst of three, with a bounded queue: sign-ins never take the threads the API's requests need, nor more
   of the machine than that, and past the queue they are told to come back (`Busy`: a 503 with
   Retry-After).
 
@@ -60,19 +60,20 @@ class Busy(Exception):
 
 class Hashing:
     """`await hashing(fn, *args)`: fn(*args) (a use case that hashes or checks a password) on
-    one of `threads` threads, their starts at least `spacing` seconds apart, or Busy at once when
+    one of `threads` threads, at most one start every `spacing` seconds after a burst of `burst`
+    (GCRA, as the request rate: docs/design.md), or Busy at once when
     `threads` run and `queue` more wait already.  A try from a trusted device (a browser that
     signed in to the account before: docs/dashboard.md, "Signing in") is never refused here and
     goes before the others."""
 
-    def __init__(self, threads: int = 1, queue: int = 8, spacing: float = 1.0):
-        self.threads, self.queue, self.spacing = threads, queue, spacing
+    def __init__(self, threads: int = 1, queue: int = 8, spacing: float = 1.0, burst: int = 3):
+        self.threads, self.queue, self.spacing, self.burst = threads, queue, spacing, burst
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="api-hashing")
         # On the event loop only: the calls running, and the ones waiting for a thread, in two lines
         self._running = 0
         self._trusted: deque[asyncio.Future[None]] = deque()
         self._others: deque[asyncio.Future[None]] = deque()
-        self._next_start = 0.0
+        self._theoretical = 0.0  # GCRA's theoretical arrival time of the next start
 
     def check(self, trusted: bool = False) -> None:
         """Busy now, when a call would be: asked before a try is recorded, so a try that is
@@ -86,9 +87,10 @@ class Hashing:
         loop = asyncio.get_running_loop()
         await self._thread(loop, trusted)
         try:
-            start = max(time.monotonic(), self._next_start)
-            self._next_start = start + self.spacing
-            await asyncio.sleep(start - time.monotonic())
+            now = time.monotonic()
+            start = max(now, self._theoretical - (self.burst - 1) * self.spacing)
+            self._theoretical = max(self._theoretical, now) + self.spacing
+            await asyncio.sleep(start - now)
             work = self._executor.submit(contextvars.copy_context().run, fn, *args)
         except BaseException:
             self._release()

@@ -54,7 +54,7 @@ def test_a_trusted_devices_try_is_never_refused_and_goes_before_the_others():
 
 def test_starts_are_spaced_and_a_try_that_left_gives_its_thread_back_only_when_its_work_ends():
     async def run() -> tuple[list[float], int, int]:
-        hashing, starts = Hashing(threads=1, queue=8, spacing=0.3), []
+        hashing, starts = Hashing(threads=1, queue=8, spacing=0.3, burst=1), []
         began = time.monotonic()
 
         def mark() -> None:
@@ -74,3 +74,15 @@ def test_starts_are_spaced_and_a_try_that_left_gives_its_thread_back_only_when_i
     starts, running_after_leaving, running_at_the_end = asyncio.run(run())
     assert [round(b - a, 1) for a, b in zip(starts, starts[1:])] == [0.3, 0.3]
     assert running_after_leaving == 1 and running_at_the_end == 0
+
+
+def test_a_burst_of_a_few_starts_at_once_and_the_next_ones_are_spaced():
+    async def run() -> list[float]:
+        hashing, starts = Hashing(threads=3, queue=8, spacing=0.3, burst=3), []
+        began = time.monotonic()
+        await asyncio.gather(*(hashing(lambda: starts.append(time.monotonic() - began)) for _ in range(5)))
+        return sorted(starts)
+
+    starts = asyncio.run(run())
+    assert starts[2] < 0.1, "three at once"
+    assert starts[3] >= 0.25 and starts[4] >= 0.55, starts
