@@ -57,7 +57,7 @@ class Sandesh:
             webhooks=Webhooks(log, clock, sealer, webhook_history),
             history=History(log, texts),
             people=People(log, clock, hasher, sign_in_tries, sealer, sessions),
-            secrets=Secrets(log, clock, sealer),
+            secrets=Secrets(log, sealer),
         )
 
     def close(self) -> None:

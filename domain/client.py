@@ -101,17 +101,14 @@ class Client(Aggregate):
         self.secret_hash = secret_hash
 
     class SecretsResealed(Aggregate.Event):
-        """The webhook secrets, the same ones, sealed again under the key that writes now (a key
-        rotation, docs/operations.md, "Rotating the key").  Written once the log is finalized
-        at 0.3.0, the first release that reads it."""
+        """The webhook secrets, the same ones, sealed again under the key that wrote then: 0.3.0's
+        key rotation, which sealed every secret again.  Read in logs of 0.3.0; a rotation of
+        data keys seals nothing again (docs/design.md, "Keys"), so nothing writes it now."""
         written_from = "0.3.0"
 
         secret_sealed: str
         previous_secret_sealed: str | None
         at: float
-
-    def reseal(self, secret_sealed: str, previous_secret_sealed: str | None, at: float) -> None:
-        self._secrets_resealed(secret_sealed=secret_sealed, previous_secret_sealed=previous_secret_sealed, at=at)
 
     @event(SecretsResealed)
     def _secrets_resealed(self, secret_sealed: str, previous_secret_sealed: str | None, at: float) -> None:

@@ -216,16 +216,12 @@ class Person(Aggregate):
             self.totp_sealed = None
 
     class TotpResealed(Aggregate.Event):
-        """The authenticator app's secret, the same one, sealed again under the key that writes
-        now (a key rotation).  Written once the log is finalized at 0.3.0, the first release
-        that reads it."""
+        """The authenticator app's secret, the same one, sealed again by 0.3.0's key rotation.
+        Read in logs of 0.3.0; nothing writes it now (docs/design.md, "Keys")."""
         written_from = "0.3.0"
 
         totp_sealed: str
         at: float
-
-    def reseal_totp(self, totp_sealed: str, at: float) -> None:
-        self._totp_resealed(totp_sealed=totp_sealed, at=at)
 
     @event(TotpResealed)
     def _totp_resealed(self, totp_sealed: str, at: float) -> None:

@@ -60,14 +60,15 @@ class OtpWindows(Protocol):
 
 class Sealer(Protocol):
     """Seals small secrets at rest (webhook secrets, SIM PINs, TOTP secrets) under the server's
-    key ring: the key that writes now seals, every key still held opens."""
+    data keys: the current one seals, every one opens."""
 
     def seal(self, plaintext: str) -> str: ...
 
     def open(self, sealed: str) -> str: ...
 
-    def current(self, sealed: str) -> bool:
-        """Whether `sealed` is under the key that writes now (docs/operations.md, "Rotating the key")."""
+    def compromised(self, sealed: str | None) -> bool:
+        """Whether `sealed` was sealed before a rotation for a leaked key, and is due for
+        replacement (docs/operations.md, "A leaked key")."""
         ...
 
 

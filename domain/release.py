@@ -7,12 +7,12 @@ is finalized at (the upgrade gate): events are written in the shapes every relea
 """
 from __future__ import annotations
 
-VERSION = "0.3.0"
+VERSION = "0.4.0"
 
 # The release whose processes may still run beside this one during a rolling upgrade (one
 # release at a time): until the database is finalized at VERSION, this release writes nothing
 # that OLDEST_PEER cannot read.
-OLDEST_PEER = "0.2.0"
+OLDEST_PEER = "0.3.0"
 
 
 def parse(version: str) -> tuple[int, int, int]:

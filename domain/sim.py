@@ -152,15 +152,12 @@ class Sim(Aggregate):
         self.pin_refused = False
 
     class PinResealed(Aggregate.Event):
-        """The PIN, the same one, sealed again under the key that writes now (a key rotation).
-        Written once the log is finalized at 0.3.0, the first release that reads it."""
+        """The PIN, the same one, sealed again by 0.3.0's key rotation.  Read in logs of 0.3.0;
+        nothing writes it now (docs/design.md, "Keys")."""
         written_from = "0.3.0"
 
         pin_sealed: str
         at: float
-
-    def reseal_pin(self, pin_sealed: str, at: float) -> None:
-        self._pin_resealed(pin_sealed=pin_sealed, at=at)
 
     @event(PinResealed)
     def _pin_resealed(self, pin_sealed: str, at: float) -> None:

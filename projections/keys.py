@@ -1,22 +1,37 @@
-"""The server's key ring (docs/operations.md, "Rotating the key").
+"""The server's keys: a root key that wraps data keys (docs/operations.md, "Rotating the key";
+docs/design.md, "Keys").  Envelope encryption, as Vault's transit keys and cloud KMSs do it.
 
-`SANDESH_SECRET_KEY` is a process's newest key and `SANDESH_PREVIOUS_KEYS` the older ones it
-still reads with.  A key is named by its id, a hash of it, so the database can say which keys
-exist without holding any.  Every use derives its own key from each (`derive_key`): the event
-cipher, sealed secrets (webhook secrets, PINs, TOTP secrets), the keys of texts, OTP code
-hashes and the dashboard's CSRF tokens.
+- **The root key** is SANDESH_SECRET_KEY (SANDESH_PREVIOUS_KEYS: older ones, during a rotation).
+  It encrypts nothing but data keys.  A root key is named by its id, 8 hex digits of a hash of
+  it, so the database can say which exist without holding any.  `sandesh_keys`: one row per
+  root key; the `current` one wraps the data keys, `previous` ones wrap nothing once a rotation
+  is done, and a `retired` one is needed by nothing.
+- **Data keys** are 32 random bytes, each of one use (PURPOSES), kept in `sandesh_data_keys`
+  wrapped (AES-GCM) under the current root key.  Each use has one `current` data key, which
+  writes; every data key reads.  Events, sealed secrets (webhook secrets, SIM PINs,
+  authenticator secrets), the keys of texts, OTP code hashes and the dashboard's CSRF tokens
+  each have their own.
+- **A rotation** wraps every data key again under the new root key (a row each) and gives each
+  use a new current data key, in one transaction: nothing written is written again, whatever
+  the log's length.  `compromised_at` marks the data keys of before a rotation made for a
+  leaked key: what they sealed is due for replacement, and their keyed hashes no longer check.
 
-Owns `sandesh_keys`, the ring as the database knows it: one row per key id.  `position` 0 is
-the key the installation began with: its event states and sealed values carry no key id, in
-the formats of releases before key rotation.  The `current` key writes: every process reads it
-every second (releases.Watch) and turns to it; `previous` keys are read only; a `retired` key
-is needed by nothing and no process needs to hold it.  A process refuses to start without
-every key that is not retired (`check`).
+Releases up to 0.3.0 used keys derived from the root key itself (`derive_key`).  `db migrate`
+records those as data keys too ("legacy": id `<root id>/<use>`, wrapped like the others), so the
+root key that made them can be retired while what they encrypted stays readable.  Until the log
+is finalized at NEW_FORMATS_FROM, values are written in those formats, with the current root's
+derived keys, which the previous release reads during a rolling upgrade.
 
-Formats.  An event state under a key other than the first is `EVENT_MARK`, the key id's four
-bytes, then the library's AESCipher format (nonce, tag, ciphertext); a sealed value is
-`k1.<key id>.<base64 of nonce + ciphertext>`.  A value in neither form, or one whose named key
-does not open it, is tried with every key held (a first-key state begins with random bytes).
+Formats:
+- an event's state: `sk\\x02`, the data key's id (4 bytes), then the library's AESCipher format
+  (nonce, tag, ciphertext); older: `sk\\x01` and a root key's id, or no mark (the first root key's);
+- a sealed value: `k2.<data key id>.<base64 of nonce + ciphertext>`; older:
+  `k1.<root key id>.<...>`, or the base64 alone (the first root key's).
+
+A process encrypts, seals and makes keyed hashes only with keys it read from the database: it
+refuses (KeyRefused) until it has read them, and whenever it does not hold the root key that
+wraps them or its own newest root key was retired (`KeyRing.refusal`), so that it never writes
+what the others cannot read.
 """
 from __future__ import annotations
 
@@ -24,6 +39,8 @@ import base64
 import hashlib
 import hmac
 import logging
+import threading
+from dataclasses import dataclass
 from ssl import RAND_bytes
 from typing import Any, Callable, Iterable, Sequence
 
@@ -31,6 +48,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from psycopg.rows import dict_row, tuple_row
 
+from sandesh.domain.release import older
 from sandesh.domain.settings import ConfigurationError
 
 log = logging.getLogger("sandesh.keys")
@@ -44,137 +62,250 @@ CREATE TABLE IF NOT EXISTS sandesh_keys (
     resealed_through bigint, resealed_at timestamptz,
     retired_at timestamptz, retired_by text);
 CREATE UNIQUE INDEX IF NOT EXISTS sandesh_keys_one_current ON sandesh_keys (state) WHERE state = 'current';
+CREATE TABLE IF NOT EXISTS sandesh_data_keys (
+    id text PRIMARY KEY, purpose text NOT NULL, legacy_of text,
+    wrapped bytea NOT NULL, wrapped_by text NOT NULL,
+    state text NOT NULL CHECK (state IN ('current', 'previous')),
+    created_at timestamptz NOT NULL DEFAULT now(), compromised_at timestamptz);
+CREATE UNIQUE INDEX IF NOT EXISTS sandesh_data_keys_current ON sandesh_data_keys (purpose) WHERE state = 'current';
 """
 
-EVENT_MARK = b"sk\x01"
-SEALED_MARK = "k1."
-ID_BYTES = 4
 PURPOSES = ("event-store", "sealed-secrets", "text-keys", "otp-codes", "dashboard-csrf")
+NEW_FORMATS_FROM = "0.4.0"  # the release whose finalized log takes data keys' formats
+EVENT_MARK, LEGACY_EVENT_MARK = b"sk\x02", b"sk\x01"
+SEALED_MARK, LEGACY_SEALED_MARK = "k2.", "k1."
+ID_BYTES = 4
+NOT_READ = "the database's keys were not read yet (is the database away?)"
 
 
 def derive_key(secret_key: str, purpose: str) -> bytes:
-    """A 32-byte key for one use, so no two uses share key material."""
+    """A 32-byte key for one use, derived from a root key: the wrapping key, and the formats of 0.3.0 and earlier."""
     return hmac.new(secret_key.encode(), f"sandesh/{purpose}".encode(), hashlib.sha256).digest()
 
 
 def key_id(secret_key: str) -> str:
-    """The key's public name: 8 hex digits that tell keys apart and reveal nothing of them."""
+    """A root key's public name: 8 hex digits that tell keys apart and reveal nothing of them."""
     return derive_key(secret_key, "key-id")[:ID_BYTES].hex()
 
 
 class KeyMissing(ConfigurationError):
-    """A process lacks a key the database still needs, or holds only retired ones; the message
-    says which and what to set."""
+    """A process lacks a key the database needs, or holds a retired one as its newest; the
+    message says which and what to set."""
+
+
+class KeyRefused(Exception):
+    """This process may not encrypt, seal or make a keyed hash now (KeyRing.refusal says why):
+    a request answers 503, a worker stops."""
+
+
+@dataclass(frozen=True)
+class DataKey:
+    id: str
+    purpose: str
+    legacy_of: str | None   # the root key it is derived from (the formats of 0.3.0 and earlier)
+    material: bytes
+    compromised: bool = False
+
+
+def legacy_id(root: str, purpose: str) -> str:
+    return f"{root}/{purpose}"
+
+
+def _wrap_aad(data_key: str, purpose: str) -> bytes:
+    return f"{data_key}|{purpose}".encode()
+
+
+def wrap(secret_key: str, data_key: str, purpose: str, material: bytes) -> bytes:
+    nonce = RAND_bytes(12)
+    return nonce + AESGCM(derive_key(secret_key, "wrap-data-keys")).encrypt(nonce, material,
+                                                                          _wrap_aad(data_key, purpose))
+
+
+def unwrap(secret_key: str, data_key: str, purpose: str, wrapped: bytes) -> bytes:
+    return AESGCM(derive_key(secret_key, "wrap-data-keys")).decrypt(wrapped[:12], wrapped[12:],
+                                                                    _wrap_aad(data_key, purpose))
 
 
 class KeyRing:
-    """The keys one process holds (newest first) and the database's word on which one writes."""
+    """The root keys one process holds (newest first), and the data keys it read with them."""
 
     def __init__(self, secrets: Sequence[str]):
         self.secrets: dict[str, str] = {}
         for secret in secrets:
             self.secrets.setdefault(key_id(secret), secret)
         self.newest = next(iter(self.secrets))
-        self.current = self.newest        # the key that writes: the database's `current`, once read
-        self.original: str | None = None  # the database's first key, whose values carry no id
+        self.current = self.newest        # the root key that wraps: the database's `current`, once read
+        self.original: str | None = None  # the database's first root key, whose values carry no id
         self.retired: frozenset[str] = frozenset()
-        self._followed = False
-        self._complained: set[str] = set()
-        self._derived: dict[str, dict[str, bytes]] = {}
-        self._aeads: dict[str, dict[str, AESGCM]] = {}
+        self.new_formats = False          # the log is finalized at NEW_FORMATS_FROM or later
+        self.data: dict[str, DataKey] = self._derived()
+        self.writers: dict[str, DataKey] = {}  # by purpose: the current data keys (new formats)
+        self.refusal: str | None = NOT_READ
+        self.on_refused: Callable[[str], None] | None = None  # a worker stops (workers/supervisor.py)
+        # Reads the database's keys now (the wiring gives it): a value under a data key made a
+        # moment ago by another process's rotation is read at once, not after the next second's read.
+        self.reload: Callable[[], None] | None = None
+        self.version = 0  # moves whenever what the ciphers choose from changes
+        self._unwrapped: dict[tuple[str, bytes], bytes] = {}
+        self._following = threading.Lock()
+        self._aeads: dict[str, AESGCM] = {}
 
     @property
     def ids(self) -> tuple[str, ...]:
         return tuple(self.secrets)
 
-    @property
-    def legacy(self) -> bool:
-        """Whether new values take the first key's formats, which releases before key rotation
-        read: until the first rotation, so that a rolling upgrade's older processes read them."""
-        if self.original is None:
-            return len(self.secrets) == 1
-        return self.current == self.original
+    def _derived(self) -> dict[str, DataKey]:
+        """The legacy data keys of every root key held, as 0.3.0 derived them."""
+        return {legacy_id(kid, p): DataKey(legacy_id(kid, p), p, kid, derive_key(secret, p))
+                for kid, secret in self.secrets.items() for p in PURPOSES}
 
-    def follow(self, rows: Iterable[dict[str, Any]]) -> None:
-        """Take the database's ring (rows of `sandesh_keys`): which key writes, which is first."""
-        current = None
-        retired = set()
-        for row in rows:
+    def follow(self, roots: Iterable[dict[str, Any]], data_keys: Iterable[dict[str, Any]],
+               finalized: str | None) -> None:
+        """Take the database's keys: its root keys (rows of `sandesh_keys`), its data keys (rows of
+        `sandesh_data_keys`, unwrapped with the root keys held) and the release its log is
+        finalized at; then decide whether this process may write (`refusal`).  The Watch's
+        thread calls it every second, and a reader meeting an unknown data key (`knows`)."""
+        with self._following:
+            self._follow(list(roots), list(data_keys), finalized)
+
+    def _follow(self, roots: list[dict[str, Any]], data_keys: list[dict[str, Any]], finalized: str | None) -> None:
+        current, retired, original = None, set(), None
+        for row in roots:
             if row["position"] == 0:
-                self.original = row["id"]
+                original = row["id"]
             if row["state"] == "current":
                 current = row["id"]
             elif row["state"] == "retired":
                 retired.add(row["id"])
-        self.retired = frozenset(retired)
-        first, self._followed = not self._followed, True
-        if current is not None and current != self.current:
-            if current in self.secrets:
-                if not first:
-                    log.info("writing with key %s from now on", current)
-                self.current = current
-            elif current not in self._complained:
-                self._complained.add(current)
-                log.error("the database writes with key %s, which this process does not hold: set it in "
-                          "SANDESH_SECRET_KEY and restart (docs/operations.md, \"Rotating the key\")", current)
+        data, writers, unopened = self._derived(), {}, []
+        for row in data_keys:
+            material = self._unwrap(row)
+            if material is None:
+                unopened.append(row["id"])
+                continue
+            found = DataKey(row["id"], row["purpose"], row["legacy_of"], material, row["compromised_at"] is not None)
+            data[found.id] = found
+            if row["state"] == "current":
+                writers[found.purpose] = found
+        new_formats = finalized is not None and not older(finalized, NEW_FORMATS_FROM)
+        refusal = None
+        if current is not None and current not in self.secrets:
+            refusal = (f"the database's keys are wrapped under root key {current}, which this process does not "
+                       f"hold (it holds {', '.join(self.ids)}): set it as SANDESH_SECRET_KEY and restart "
+                       "(docs/operations.md, \"Rotating the key\")")
+        elif self.newest in retired:
+            refusal = (f"SANDESH_SECRET_KEY is root key {self.newest}, which was retired: set the current one, "
+                       f"{current} (`sandesh key status`)")
+        elif unopened:
+            refusal = (f"data keys {', '.join(unopened[:3])} are wrapped under a root key this process does not "
+                       "hold: set the current root key as SANDESH_SECRET_KEY")
+        elif new_formats and (lacking := [p for p in PURPOSES if p not in writers]):
+            refusal = f"the database has no current data key for {', '.join(lacking)}: run `sandesh db migrate`"
+        state = (current or self.newest, original or current or self.newest, frozenset(retired), new_formats,
+                 tuple(sorted((k.id, k.compromised) for k in data.values())), tuple(sorted(writers)))
+        if state != getattr(self, "_state", None):
+            self._state = state
+            self.current, self.original, self.retired, self.new_formats = state[0], state[1], state[2], new_formats
+            self.data, self.writers = data, writers
+            self._aeads.clear()
+            self.version += 1
+        if refusal != self.refusal:
+            if refusal is None:
+                log.info("writing with the database's keys (root key %s)", self.current)
+            else:
+                log.error("this process writes nothing: %s", refusal)
+            self.refusal = refusal
+            if refusal is not None and self.on_refused is not None:
+                self.on_refused(refusal)
 
-    def derived(self, purpose: str) -> dict[str, bytes]:
-        """The key for `purpose` derived from each key held, by key id."""
-        found = self._derived.get(purpose)
+    def _unwrap(self, row: dict[str, Any]) -> bytes | None:
+        wrapped = bytes(row["wrapped"])
+        found = self._unwrapped.get((row["id"], wrapped))
         if found is None:
-            found = self._derived[purpose] = {kid: derive_key(s, purpose) for kid, s in self.secrets.items()}
+            secret = self.secrets.get(row["wrapped_by"])
+            if secret is None:
+                return None
+            try:
+                found = self._unwrapped[(row["id"], wrapped)] = unwrap(secret, row["id"], row["purpose"], wrapped)
+            except InvalidTag:
+                return None
         return found
 
-    def aead(self, purpose: str, kid: str) -> AESGCM:
-        by_id = self._aeads.setdefault(purpose, {})
-        found = by_id.get(kid)
+    def writer(self, purpose: str) -> DataKey:
+        """The data key that writes values of `purpose` now; KeyRefused when this process may not write."""
+        if self.refusal is not None:
+            raise KeyRefused(self.refusal)
+        if self.new_formats:
+            return self.writers[purpose]
+        return self.data[legacy_id(self.current, purpose)]
+
+    def marked(self) -> bool:
+        """Whether the legacy formats name their root key: from the first rotation on."""
+        return self.current != self.original
+
+    def aead(self, key: DataKey) -> AESGCM:
+        found = self._aeads.get(key.id)
         if found is None:
-            found = by_id[kid] = AESGCM(self.derived(purpose)[kid])
+            found = self._aeads[key.id] = AESGCM(key.material)
         return found
 
-    def reading_order(self) -> list[str]:
-        """The keys to try on a value that names none: the first key, then the writing one, then the rest."""
-        first = [k for k in (self.original, self.current) if k in self.secrets]
-        return list(dict.fromkeys(first + list(self.secrets)))
+    def knows(self, data_key: str) -> bool:
+        """Whether a data key is known, reading the database's keys again once when it is not."""
+        if data_key not in self.data and self.reload is not None:
+            try:
+                self.reload()
+            except Exception as error:  # noqa: BLE001 - the value stays unread, as with no key
+                log.warning("could not read the database's keys again: %s", error)
+        return data_key in self.data
 
-    @property
-    def state(self) -> tuple[str, str | None]:
-        """What the ciphers' cached choices depend on: they choose again when it changes."""
-        return self.current, self.original
+    def legacy_order(self, purpose: str) -> list[DataKey]:
+        """The legacy keys of `purpose` to try on a value that names none: the first root key's, the current's, the rest."""
+        keys = [k for k in self.data.values() if k.purpose == purpose and k.legacy_of is not None]
+        first = {self.original: 0, self.current: 1}
+        return sorted(keys, key=lambda k: first.get(k.legacy_of, 2))
 
 
 class RingCipher:
-    """The event store's cipher over the ring: writes with the current key, reads with any
-    (eventsourcing's Cipher interface; the library's AESCipher format inside).  Every event of
-    a send and of a replay passes here, so its choices are kept until the ring changes."""
+    """The event store's cipher (eventsourcing's Cipher interface; the library's AESCipher format
+    inside): writes with the current data key, reads with any.  Every event of a send and of a
+    replay passes here, so its choices are kept until the ring changes."""
 
     def __init__(self, ring: KeyRing):
         self.ring = ring
-        self._state: tuple[str, str | None] | None = None
-        self._writer: tuple[AESGCM, bytes] = (ring.aead("event-store", ring.current), b"")
+        self._version = -1
+        self._by_id: dict[bytes, AESGCM] = {}
+        self._by_root: dict[bytes, AESGCM] = {}
         self._order: tuple[AESGCM, ...] = ()
-        self._marked = {bytes.fromhex(kid): ring.aead("event-store", kid) for kid in ring.secrets}
 
     def _choose(self) -> None:
         ring = self.ring
-        self._state = ring.state
-        self._writer = (ring.aead("event-store", ring.current),
-                        b"" if ring.legacy else EVENT_MARK + bytes.fromhex(ring.current))
-        self._order = tuple(ring.aead("event-store", kid) for kid in ring.reading_order())
+        self._version = ring.version
+        keys = [k for k in ring.data.values() if k.purpose == "event-store"]
+        self._by_id = {bytes.fromhex(k.id): ring.aead(k) for k in keys if k.legacy_of is None}
+        self._by_root = {bytes.fromhex(k.legacy_of): ring.aead(k) for k in keys if k.legacy_of is not None}
+        self._order = tuple(ring.aead(k) for k in ring.legacy_order("event-store"))
 
     def encrypt(self, plaintext: bytes) -> bytes:
-        if self._state != self.ring.state:
+        ring = self.ring
+        key = ring.writer("event-store")
+        if self._version != ring.version:
             self._choose()
-        aead, mark = self._writer
+        if key.legacy_of is None:
+            mark = EVENT_MARK + bytes.fromhex(key.id)
+        else:
+            mark = LEGACY_EVENT_MARK + bytes.fromhex(key.legacy_of) if ring.marked() else b""
         nonce = RAND_bytes(12)  # not os.urandom: docs/performance.md, "Random bytes without a thread switch"
-        sealed = aead.encrypt(nonce, plaintext, None)
+        sealed = ring.aead(key).encrypt(nonce, plaintext, None)
         return mark + nonce + sealed[-16:] + sealed[:-16]
 
     def decrypt(self, ciphertext: bytes) -> bytes:
-        if self._state != self.ring.state:
+        if ciphertext[:3] == EVENT_MARK and ciphertext[3:7] not in self._by_id:
+            self.ring.knows(ciphertext[3:7].hex())
+        if self._version != self.ring.version:
             self._choose()
-        if ciphertext[:3] == EVENT_MARK:
-            aead = self._marked.get(ciphertext[3:7])
+        mark = ciphertext[:3]
+        if mark in (EVENT_MARK, LEGACY_EVENT_MARK):
+            aead = (self._by_id if mark == EVENT_MARK else self._by_root).get(ciphertext[3:7])
             if aead is not None:
                 opened = _open_event(aead, ciphertext[7:])
                 if opened is not None:
@@ -197,66 +328,81 @@ def _open_event(aead: AESGCM, body: bytes) -> bytes | None:
 
 
 class RingSealer:
-    """Small secrets sealed at rest under the ring, one derived key per purpose (the domain's
-    Sealer port): sealed with the current key, opened with any."""
+    """Small secrets sealed at rest under a data key of one use (the domain's Sealer port):
+    sealed with the current one, opened with any."""
 
     def __init__(self, ring: KeyRing, purpose: str = "sealed-secrets"):
         self.ring, self.purpose = ring, purpose
 
     def seal(self, plaintext: str) -> str:
         ring = self.ring
+        key = ring.writer(self.purpose)
         nonce = RAND_bytes(12)
-        body = base64.urlsafe_b64encode(nonce + ring.aead(self.purpose, ring.current).encrypt(
-            nonce, plaintext.encode(), None)).decode()
-        return body if ring.legacy else f"{SEALED_MARK}{ring.current}.{body}"
+        aad = key.id.encode() if key.legacy_of is None else None
+        body = base64.urlsafe_b64encode(nonce + ring.aead(key).encrypt(nonce, plaintext.encode(), aad)).decode()
+        if key.legacy_of is None:
+            return f"{SEALED_MARK}{key.id}.{body}"
+        return f"{LEGACY_SEALED_MARK}{key.legacy_of}.{body}" if ring.marked() else body
 
     def open(self, sealed: str) -> str:
-        ring = self.ring
-        if sealed.startswith(SEALED_MARK):
-            kid, _, body = sealed[len(SEALED_MARK):].partition(".")
-            if kid in ring.secrets:
-                opened = self._open(kid, body)
-                if opened is not None:
-                    return opened
-        for kid in ring.reading_order():
-            opened = self._open(kid, sealed)
+        for key, body in self._candidates(sealed):
+            opened = self._open(key, body)
             if opened is not None:
                 return opened
         raise ValueError("no key of this process opens the sealed value (docs/operations.md, \"Rotating the key\")")
 
-    def current(self, sealed: str) -> bool:
-        """Whether `sealed` is under the key that writes now (nothing to reseal)."""
-        ring = self.ring
-        if sealed.startswith(SEALED_MARK):
-            return sealed[len(SEALED_MARK):].partition(".")[0] == ring.current
-        return ring.legacy
+    def data_key(self, sealed: str) -> DataKey | None:
+        """The data key a sealed value is under; None when no key held opens it."""
+        for key, body in self._candidates(sealed):
+            if self._open(key, body) is not None:
+                return key
+        return None
 
-    def _open(self, kid: str, body: str) -> str | None:
+    def compromised(self, sealed: str | None) -> bool:
+        """Whether a sealed value is under a data key of before a rotation for a leaked key (due for replacement)."""
+        key = self.data_key(sealed) if sealed else None
+        return key is not None and key.compromised
+
+    def _candidates(self, sealed: str) -> list[tuple[DataKey, str]]:
+        if sealed.startswith(SEALED_MARK):
+            kid, _, body = sealed[len(SEALED_MARK):].partition(".")
+            return [(self.ring.data[kid], body)] if self.ring.knows(kid) else []
+        data = self.ring.data
+        if sealed.startswith(LEGACY_SEALED_MARK):
+            root, _, body = sealed[len(LEGACY_SEALED_MARK):].partition(".")
+            named = data.get(legacy_id(root, self.purpose))
+            if named is not None:
+                return [(named, body)]
+        return [(key, sealed) for key in self.ring.legacy_order(self.purpose)]
+
+    def _open(self, key: DataKey, body: str) -> str | None:
         try:
             raw = base64.urlsafe_b64decode(body.encode())
-            return self.ring.aead(self.purpose, kid).decrypt(raw[:12], raw[12:], None).decode()
+            aad = key.id.encode() if key.legacy_of is None else None
+            return self.ring.aead(key).decrypt(raw[:12], raw[12:], aad).decode()
         except (InvalidTag, ValueError):
             return None
 
 
 class RingHashes:
-    """Keys of one use for keyed hashes (OTP codes, CSRF tokens): the current one makes them,
-    every one held checks them, so those made before a rotation stay valid until they expire."""
+    """Keys of one use for keyed hashes (OTP codes, CSRF tokens): the current data key makes
+    them; every one that is not compromised checks them, so those made before a rotation stay
+    valid until they expire, unless the rotation was for a leaked key."""
 
     def __init__(self, ring: KeyRing, purpose: str):
         self.ring, self.purpose = ring, purpose
 
     def current(self) -> bytes:
-        return self.ring.derived(self.purpose)[self.ring.current]
+        return self.ring.writer(self.purpose).material
 
     def __call__(self) -> tuple[bytes, ...]:
-        derived = self.ring.derived(self.purpose)
         ring = self.ring
-        return (derived[ring.current], *(key for kid, key in derived.items()
-                                         if kid != ring.current and kid not in ring.retired))
+        first = () if ring.refusal is not None else (self.current(),)
+        return (*first, *(k.material for k in ring.data.values()
+                          if k.purpose == self.purpose and not k.compromised and k.material not in first))
 
 
-# The database's ring
+# The database's keys
 
 def _rows(conn: Any, query: str, params: Any = None) -> list[dict[str, Any]]:
     with conn.cursor(row_factory=dict_row) as cur:
@@ -268,38 +414,42 @@ def _tuples(conn: Any, query: str, params: Any = None) -> list[tuple[Any, ...]]:
         return cur.execute(query, params).fetchall()
 
 
-def _value(conn: Any, query: str, params: Any = None) -> Any:
-    found = _tuples(conn, query, params)
-    return found[0][0] if found else None
+def _present(conn: Any, table: str) -> bool:
+    return _rows(conn, "SELECT to_regclass(%s) IS NOT NULL AS present", (table,))[0]["present"]
 
 
 def read(conn: Any) -> list[dict[str, Any]]:
-    """The database's ring, first key first; [] before a release with key rotation migrated it."""
-    if not _rows(conn, "SELECT to_regclass('sandesh_keys') IS NOT NULL AS present")[0]["present"]:
+    """The database's root keys, the first first; [] before a release with key rotation migrated it."""
+    if not _present(conn, "sandesh_keys"):
         return []
-    return _rows(conn, "SELECT id, position, state, added_at, current_since, rotated_by, resealed_through,"
-                       " resealed_at, retired_at, retired_by FROM sandesh_keys ORDER BY position")
+    return _rows(conn, "SELECT id, position, state, added_at, current_since, rotated_by, retired_at, retired_by"
+                       " FROM sandesh_keys ORDER BY position")
 
 
-def check(conn: Any, ring: KeyRing) -> list[dict[str, Any]]:
-    """Refuse (KeyMissing) a ring without a key the database still needs, or whose newest key
-    was retired; follow the database's ring otherwise.  Returns it."""
+def read_data_keys(conn: Any) -> list[dict[str, Any]]:
+    """The database's data keys, wrapped; [] before a release with data keys migrated it."""
+    if not _present(conn, "sandesh_data_keys"):
+        return []
+    return _rows(conn, "SELECT id, purpose, legacy_of, wrapped, wrapped_by, state, created_at, compromised_at"
+                       " FROM sandesh_data_keys ORDER BY created_at, id")
+
+
+def follow(conn: Any, ring: KeyRing, finalized: str | None) -> None:
+    ring.follow(read(conn), read_data_keys(conn), finalized)
+
+
+def check(conn: Any, ring: KeyRing, finalized: str | None) -> list[dict[str, Any]]:
+    """Follow the database's keys; refuse (KeyMissing) a process that may not write with them.
+    Returns the root keys."""
     rows = read(conn)
-    missing = [r["id"] for r in rows if r["state"] != "retired" and r["id"] not in ring.secrets]
-    if missing:
-        raise KeyMissing(
-            f"this database still needs key {', '.join(missing)}, which this process does not hold "
-            f"(it holds {', '.join(ring.ids)}): put it in SANDESH_SECRET_KEY or SANDESH_PREVIOUS_KEYS "
-            "(docs/operations.md, \"Rotating the key\")")
-    if any(r["id"] == ring.newest and r["state"] == "retired" for r in rows):
-        raise KeyMissing(f"SANDESH_SECRET_KEY is key {ring.newest}, which was retired: set the database's "
-                         "current key (`sandesh key status`)")
-    ring.follow(rows)
+    ring.follow(rows, read_data_keys(conn), finalized)
+    if ring.refusal is not None:
+        raise KeyMissing(ring.refusal)
     return rows
 
 
 def record_first_key(conn: Any, ring: KeyRing, opens_log: Callable[[KeyRing], str | None]) -> None:
-    """At `db migrate`: a database without a ring records its first key, the one that opens its
+    """At `db migrate`: a database without root keys records its first, the one that opens its
     log's first event (`opens_log` gives its id, None for an empty log), else SANDESH_SECRET_KEY."""
     if read(conn):
         return
@@ -310,9 +460,37 @@ def record_first_key(conn: Any, ring: KeyRing, opens_log: Callable[[KeyRing], st
                  (first,))
 
 
+def record_data_keys(conn: Any, ring: KeyRing, *, legacy: bool) -> None:
+    """At `db migrate`, under the current root key (which the ring must hold): a current data key
+    for each use that has none, and (`legacy`: the log holds, or will hold until it is finalized,
+    values in the formats of 0.3.0 and earlier) the derived keys of every root key not retired."""
+    roots = read(conn)
+    current = next(r["id"] for r in roots if r["state"] == "current")
+    secret = ring.secrets[current]
+    have = {r["id"]: r for r in read_data_keys(conn)}
+    made = []
+    if legacy:
+        for root in roots:
+            if root["state"] != "retired" and root["id"] in ring.secrets:
+                for purpose in PURPOSES:
+                    kid = legacy_id(root["id"], purpose)
+                    if kid not in have:
+                        material = derive_key(ring.secrets[root["id"]], purpose)
+                        made.append((kid, purpose, root["id"], wrap(secret, kid, purpose, material), "previous"))
+    current_ones = {r["purpose"] for r in have.values() if r["state"] == "current"}
+    for purpose in PURPOSES:
+        if purpose not in current_ones:
+            kid = RAND_bytes(ID_BYTES).hex()
+            made.append((kid, purpose, None, wrap(secret, kid, purpose, RAND_bytes(32)), "current"))
+    for kid, purpose, legacy_of, wrapped, state in made:
+        conn.execute("INSERT INTO sandesh_data_keys (id, purpose, legacy_of, wrapped, wrapped_by, state)"
+                     " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                     (kid, purpose, legacy_of, wrapped, current, state))
+
+
 def first_event_state(conn: Any) -> bytes | None:
-    state = _value(conn, "SELECT state FROM sandesh_events ORDER BY notification_id LIMIT 1")
-    return None if state is None else bytes(state)
+    found = _tuples(conn, "SELECT state FROM sandesh_events ORDER BY notification_id LIMIT 1")
+    return bytes(found[0][0]) if found else None
 
 
 # Rotating and retiring (`sandesh key`)
@@ -321,134 +499,74 @@ class NotNow(Exception):
     """A rotation or a retirement that cannot happen yet; the message says why and what to do."""
 
 
-def rotate(conn: Any, ring: KeyRing, actor: str, now: float, running: list[dict[str, Any]]) -> dict[str, Any]:
-    """Make SANDESH_SECRET_KEY (the ring's newest) the key that writes; every process turns to it
-    within a second.  NotNow while a `running` process (releases.processes) does not hold it."""
+def rotate(conn: Any, ring: KeyRing, actor: str, now: float, running: list[dict[str, Any]], *,
+           compromised: bool = False) -> dict[str, Any]:
+    """Make SANDESH_SECRET_KEY (the ring's newest) the root key: every data key wrapped again
+    under it, and a new current data key for each use, in one transaction; every process turns
+    to them within a second.  `compromised`: the old root key leaked, so every data key of
+    before is marked, and each workspace's next text gets a new key.  NotNow while a `running`
+    process (releases.processes) does not hold the new root key, or before the log is finalized
+    at NEW_FORMATS_FROM."""
     rows = read(conn)
     if not rows:
-        raise NotNow("the database has no key ring yet: run `sandesh db migrate` first")
+        raise NotNow("the database has no root key yet: run `sandesh db migrate` first")
+    if not ring.new_formats:
+        raise NotNow(f"the log is finalized at a release before {NEW_FORMATS_FROM}: finalize the upgrade first "
+                     "(`sandesh upgrade finalize`), as earlier releases cannot read what a rotation writes")
     current = next(r for r in rows if r["state"] == "current")
     if current["id"] == ring.newest:
-        raise NotNow(f"SANDESH_SECRET_KEY is key {ring.newest}, the one that writes already. Make a new key, "
+        raise NotNow(f"SANDESH_SECRET_KEY is root key {ring.newest}, the current one already. Make a new key, "
                      "set it as SANDESH_SECRET_KEY and the current one in SANDESH_PREVIOUS_KEYS for every "
                      "process, restart them, then rotate (docs/operations.md, \"Rotating the key\")")
     if any(r["id"] == ring.newest and r["state"] == "retired" for r in rows):
-        raise NotNow(f"key {ring.newest} was retired: it never writes again")
+        raise NotNow(f"root key {ring.newest} was retired: it never wraps again")
     lacking = [f"{p['kind']} on {p['host']} (pid {p['pid']})" for p in running
                if ring.newest not in (p["keys"] or [])]
     if lacking:
-        raise NotNow(f"these processes do not hold key {ring.newest} yet: {'; '.join(lacking)}. Give them the "
-                     "new SANDESH_SECRET_KEY (the current key in SANDESH_PREVIOUS_KEYS) and restart them first")
+        raise NotNow(f"these processes do not hold root key {ring.newest} yet: {'; '.join(lacking)}. Give them "
+                     "the new SANDESH_SECRET_KEY (the current key in SANDESH_PREVIOUS_KEYS) and restart them first")
+    new_secret = ring.secrets[ring.newest]
     with conn.transaction():
-        conn.execute("LOCK TABLE sandesh_keys IN EXCLUSIVE MODE")
+        conn.execute("LOCK TABLE sandesh_keys, sandesh_data_keys IN EXCLUSIVE MODE")
+        data = read_data_keys(conn)
+        ring.follow(read(conn), data, NEW_FORMATS_FROM)  # every data key, unwrapped with the old root
+        if ring.refusal is not None:
+            raise NotNow(ring.refusal)
         conn.execute("UPDATE sandesh_keys SET state = 'previous' WHERE state = 'current'")
         conn.execute(
             "INSERT INTO sandesh_keys (id, position, state, current_since, rotated_by)"
             " VALUES (%s, (SELECT max(position) + 1 FROM sandesh_keys), 'current', %s, %s)"
             " ON CONFLICT (id) DO UPDATE SET state = 'current', current_since = excluded.current_since,"
-            " rotated_by = excluded.rotated_by, resealed_through = NULL, resealed_at = NULL",
+            " rotated_by = excluded.rotated_by",
             (ring.newest, now, actor))
-    ring.follow(read(conn))
-    return {"current": ring.newest, "previous": current["id"]}
+        for row in data:
+            material = ring.data[row["id"]].material
+            conn.execute("UPDATE sandesh_data_keys SET wrapped = %s, wrapped_by = %s WHERE id = %s",
+                         (wrap(new_secret, row["id"], row["purpose"], material), ring.newest, row["id"]))
+        if compromised:
+            conn.execute("UPDATE sandesh_data_keys SET compromised_at = now() WHERE compromised_at IS NULL")
+            conn.execute("UPDATE text_keys SET replaced_at = %s WHERE shredded_at IS NULL AND replaced_at IS NULL",
+                         (now,))
+        conn.execute("UPDATE sandesh_data_keys SET state = 'previous' WHERE state = 'current'")
+        for purpose in PURPOSES:
+            kid = RAND_bytes(ID_BYTES).hex()
+            conn.execute("INSERT INTO sandesh_data_keys (id, purpose, wrapped, wrapped_by, state)"
+                         " VALUES (%s, %s, %s, %s, 'current')",
+                         (kid, purpose, wrap(new_secret, kid, purpose, RAND_bytes(32)), ring.newest))
+    ring.follow(read(conn), read_data_keys(conn), NEW_FORMATS_FROM)
+    return {"current": ring.newest, "previous": current["id"],
+            "dataKeys": {"wrappedAgain": len(data), "made": len(PURPOSES)}, "compromised": compromised}
 
 
-def still_writing(running: list[dict[str, Any]], ring: KeyRing) -> list[dict[str, Any]]:
-    """The `running` processes (releases.processes) that write with another key than the current one."""
-    return [p for p in running if p["writes"] is not None and p["writes"] != ring.current]
-
-
-def _event_is_current(state: bytes, ring: KeyRing) -> bool:
-    if ring.legacy:
-        return state[:3] != EVENT_MARK
-    return state[:7] == EVENT_MARK + bytes.fromhex(ring.current)
-
-
-RESEAL_BATCH = 1000  # events per transaction: an append waits for at most one batch's update
-
-
-def reseal_events(conn: Any, ring: KeyRing, advance: Callable[[int], None]) -> dict[str, int]:
-    """Encrypt again, under the current key, every event state under another, from where the
-    last reseal stopped to the log's end; the events themselves are unchanged (the same state,
-    decrypted).  Records how far it got after each batch, so an interrupted reseal goes on."""
-    cipher = RingCipher(ring)
-    after = _value(conn, "SELECT resealed_through FROM sandesh_keys WHERE id = %s", (ring.current,)) or 0
-    end = _value(conn, "SELECT coalesce(max(notification_id), 0) FROM sandesh_events")
-    changed = 0
-    while after < end:
-        with conn.transaction():
-            conn.execute("SET LOCAL lock_timeout = '5s'")
-            rows = _tuples(conn, "SELECT notification_id, state FROM sandesh_events WHERE notification_id > %s"
-                                 " AND notification_id <= %s ORDER BY notification_id LIMIT %s",
-                           (after, end, RESEAL_BATCH))
-            if not rows:
-                break
-            ids, states = [], []
-            for notification_id, state in rows:
-                state = bytes(state)
-                if not _event_is_current(state, ring):
-                    ids.append(notification_id)
-                    states.append(cipher.encrypt(cipher.decrypt(state)))
-            if ids:
-                conn.execute("UPDATE sandesh_events AS e SET state = v.state FROM"
-                             " (SELECT unnest(%s::bigint[]) AS id, unnest(%s::bytea[]) AS state) AS v"
-                             " WHERE e.notification_id = v.id", (ids, states))
-            after = rows[-1][0]
-            conn.execute("UPDATE sandesh_keys SET resealed_through = %s, resealed_at = now() WHERE id = %s",
-                         (after, ring.current))
-        changed += len(ids)
-        advance(len(rows))
-    conn.execute("UPDATE sandesh_keys SET resealed_through = %s, resealed_at = now() WHERE id = %s",
-                 (max(after, end), ring.current))
-    return {"events": int(end), "reencrypted": changed}
-
-
-def events_to_reseal(conn: Any, ring: KeyRing) -> int | None:
-    """Events not under the current key after where the last reseal got to; None when no reseal
-    ran since the rotation (every event before it may be under an older key)."""
-    through = _value(conn, "SELECT resealed_through FROM sandesh_keys WHERE id = %s", (ring.current,))
-    if through is None:
-        current = [r for r in read(conn) if r["id"] == ring.current]
-        return None if current and current[0]["position"] > 0 else 0
-    states = _tuples(conn, "SELECT state FROM sandesh_events WHERE notification_id > %s", (through,))
-    return sum(1 for (state,) in states if not _event_is_current(bytes(state), ring))
-
-
-def reseal_text_keys(conn: Any, sealer: RingSealer, advance: Callable[[int], None]) -> int:
-    """Seal the keys of texts again under the current key; a key destroyed meanwhile stays destroyed."""
-    changed, after = 0, ""
-    while True:
-        pairs = _tuples(conn, "SELECT id, sealed FROM text_keys WHERE id > %s AND sealed IS NOT NULL ORDER BY id"
-                              " LIMIT %s", (after, RESEAL_BATCH))
-        if not pairs:
-            return changed
-        with conn.transaction():
-            for key_id_, sealed in pairs:
-                if not sealer.current(sealed):
-                    done = conn.execute("UPDATE text_keys SET sealed = %s WHERE id = %s AND sealed = %s",
-                                        (sealer.seal(sealer.open(sealed)), key_id_, sealed))
-                    changed += done.rowcount
-        after = pairs[-1][0]
-        advance(len(pairs))
-
-
-def text_keys_to_reseal(conn: Any, sealer: RingSealer) -> int:
-    return sum(1 for (sealed,) in _tuples(conn, "SELECT sealed FROM text_keys WHERE sealed IS NOT NULL")
-               if not sealer.current(sealed))
-
-
-def count_text_keys(conn: Any) -> int:
-    return int(_value(conn, "SELECT count(*) FROM text_keys WHERE sealed IS NOT NULL"))
-
-
-def events_after_reseal(conn: Any, ring: KeyRing) -> int:
-    """How many events a reseal has yet to read: from where the last one stopped to the log's end."""
-    after = _value(conn, "SELECT resealed_through FROM sandesh_keys WHERE id = %s", (ring.current,)) or 0
-    return max(0, int(_value(conn, "SELECT coalesce(max(notification_id), 0) FROM sandesh_events")) - after)
+def wrapped_under(conn: Any, root: str) -> int:
+    """How many data keys the root key `root` wraps."""
+    return int(_tuples(conn, "SELECT count(*) FROM sandesh_data_keys WHERE wrapped_by = %s", (root,))[0][0]) \
+        if _present(conn, "sandesh_data_keys") else 0
 
 
 def holders_of_secrets(conn: Any) -> list[tuple[str, str]]:
     """(kind, id) of every aggregate that may hold a sealed secret: clients (webhook secrets), SIMs
-    with a PIN, people (authenticator secrets); domain/usecases/keys.py decides which are stale."""
+    with a PIN, people (authenticator secrets); domain/usecases/keys.py decides which are due."""
     return ([("client", i) for (i,) in _tuples(conn, "SELECT id FROM clients ORDER BY id")]
             + [("sim", i) for (i,) in _tuples(conn, "SELECT id FROM sims WHERE pin_sealed IS NOT NULL ORDER BY id")]
             + [("person", i) for (i,) in _tuples(conn, "SELECT id FROM people ORDER BY id")])
@@ -457,3 +575,10 @@ def holders_of_secrets(conn: Any) -> list[tuple[str, str]]:
 def retire(conn: Any, kid: str, actor: str) -> None:
     conn.execute("UPDATE sandesh_keys SET state = 'retired', retired_at = now(), retired_by = %s WHERE id = %s",
                  (actor, kid))
+
+
+def data_key_summary(ring: KeyRing, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`sandesh key status`: each data key without its material."""
+    return [{"id": r["id"], "use": r["purpose"], "state": r["state"], "legacyOf": r["legacy_of"],
+             "wrappedBy": r["wrapped_by"], "created": r["created_at"].isoformat(),
+             "compromised": r["compromised_at"].isoformat() if r["compromised_at"] else None} for r in rows]

@@ -91,18 +91,14 @@ def before_migration(conn: Any) -> Releases | None:
     return found
 
 
-# A table the previous release's `db migrate` creates and the one before it did not: found in a
-# database from before the gate, the previous release may have processes running on it.
-PEER_TABLE = "people"
-
-
-def record_migration(conn: Any, found: Releases | None, *, had_log: bool, peer_migrated: bool) -> None:
+def record_migration(conn: Any, found: Releases | None) -> None:
     """After `db migrate`: this release migrated it.  A database new to the gate is finalized at
-    the previous release when that release had migrated it (its processes may still be
-    running), else at this one: a new database, or an older release's, whose processes were
-    stopped for the upgrade (docs/operations.md, "Upgrading")."""
+    this release: a new database, or one of a release before the gate (0.2.0 and earlier), whose
+    processes were stopped for the upgrade, as an upgrade that skips a release needs
+    (docs/operations.md, "Upgrading").  The previous release, which has the gate, keeps the
+    database at its own finalized release until `sandesh upgrade finalize`."""
     if found is None:
-        finalized = release.OLDEST_PEER if had_log and peer_migrated else release.VERSION
+        finalized = release.VERSION
         conn.execute("INSERT INTO sandesh_release (migrated, finalized) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING",
                      (release.VERSION, finalized))
     elif release.older(found.migrated, release.VERSION):
@@ -159,9 +155,9 @@ class NotFinalizable(Exception):
 
 class Watch:
     """A process's thread that reads the gate every second into the mapper (which writes the
-    shapes it allows, domain/events.py), and the key ring into the process's (which key
-    writes), and reports the process's release and keys every few seconds, and at once when
-    the key that writes changed."""
+    shapes it allows, domain/events.py), and the database's keys into the process's ring (which
+    data keys write, and whether this process may), and reports the process's release and root
+    keys every few seconds, and at once when the root key changed."""
 
     def __init__(self, connection: Callable[[], ContextManager[Any]], kind: str, mapper: Any, health: DatabaseHealth,
                  ring: keys.KeyRing | None = None):
@@ -198,7 +194,7 @@ class Watch:
                     writing = None
                     if self.ring is not None:
                         writing = self.ring.current
-                        self.ring.follow(keys.read(conn))
+                        keys.follow(conn, self.ring, found.finalized if found is not None else None)
                     if time.monotonic() - reported >= REPORT_EVERY or (self.ring and self.ring.current != writing):
                         self._report(conn)
                         reported = time.monotonic()

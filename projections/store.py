@@ -142,7 +142,11 @@ class SandeshRecorder(PostgresApplicationRecorder):
     """
 
     def __init__(self, datastore: Any, *, events_table_name: str = "stored_events"):
-        super().__init__(datastore, events_table_name=events_table_name)
+        register, datastore.register_type_adapters = datastore.register_type_adapters, lambda: None
+        try:  # the library registers a composite type it uses and we do not: a process starts without the database
+            super().__init__(datastore, events_table_name=events_table_name)
+        finally:
+            datastore.register_type_adapters = register
         table = f'"{self.datastore.schema or "public"}"."{self.events_table_name}"'
         self._lock_and_notify = (
             f"SET LOCAL lock_timeout = '{self.datastore.lock_timeout}s';"

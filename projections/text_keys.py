@@ -2,8 +2,9 @@
 docs/design.md, "Erasing texts").
 
 Owns `text_keys`: one row per key, its owner (a workspace id, or `reply:<id>` for a reply still
-gathering parts), the key itself sealed under the server's key ring (keys.py), and when
-it was destroyed.  It is not a read model: nothing in the log makes it, a replay never touches
+gathering parts), the key itself sealed under the server's text-keys data key (keys.py), when
+it was destroyed, and when it stopped sealing new texts (a rotation for a leaked root key
+replaces every key: keys.rotate).  It is not a read model: nothing in the log makes it, a replay never touches
 it, and a backup of the log and read models leaves it out (docs/design.md, "Erasing texts").  Destroying a
 key sets its material to NULL; every text sealed under it is then unreadable wherever a copy of
 it lies.
@@ -34,7 +35,10 @@ DDL = """
 CREATE TABLE IF NOT EXISTS text_keys (
     id text PRIMARY KEY, owner text NOT NULL, sealed text, created_at double precision NOT NULL,
     shredded_at double precision);
-CREATE UNIQUE INDEX IF NOT EXISTS text_keys_current ON text_keys (owner) WHERE shredded_at IS NULL;
+ALTER TABLE text_keys ADD COLUMN IF NOT EXISTS replaced_at double precision;
+DROP INDEX IF EXISTS text_keys_current;
+CREATE UNIQUE INDEX IF NOT EXISTS text_keys_current_one ON text_keys (owner)
+    WHERE shredded_at IS NULL AND replaced_at IS NULL;
 """
 PREFIX = "tk1:"
 KEY_CACHE_SECONDS = 1.0
@@ -99,16 +103,16 @@ class TextKeys:
         if cached is not None:
             return cached
         with self._connection() as conn:
-            row = conn.execute("SELECT id, sealed FROM text_keys WHERE owner = %s AND shredded_at IS NULL",
-                               (owner,)).fetchone()
+            row = conn.execute("SELECT id, sealed FROM text_keys WHERE owner = %s AND shredded_at IS NULL"
+                               " AND replaced_at IS NULL", (owner,)).fetchone()
             if row is None:  # the owner's first text, or its first since its keys were destroyed
                 key = AESGCM.generate_key(bit_length=256)
                 conn.execute("INSERT INTO text_keys (id, owner, sealed, created_at) VALUES (%s, %s, %s, %s)"
                              " ON CONFLICT DO NOTHING",
                              (new_id("tk"), owner, self._sealer.seal(base64.b64encode(key).decode()),
                               self._clock.now()))
-                row = conn.execute("SELECT id, sealed FROM text_keys WHERE owner = %s AND shredded_at IS NULL",
-                                   (owner,)).fetchone()  # ours, or a twin process's that won the race
+                row = conn.execute("SELECT id, sealed FROM text_keys WHERE owner = %s AND shredded_at IS NULL"
+                                   " AND replaced_at IS NULL", (owner,)).fetchone()  # ours, or a twin's that won the race
         cipher = AESGCM(base64.b64decode(self._sealer.open(row["sealed"])))
         with self._lock:
             self._current[owner] = (now, row["id"], cipher)

@@ -245,8 +245,8 @@ class Sealer:
     def open(self, sealed: str) -> str:
         return sealed.removeprefix("secret:")
 
-    def current(self, sealed: str) -> bool:
-        return True
+    def compromised(self, sealed: str | None) -> bool:
+        return False
 
 
 class SignInTries:

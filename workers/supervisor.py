@@ -48,6 +48,12 @@ WORKERS: dict[str, Worker] = {"projections": Worker(projections.run, projections
 # A worker that met an event only a newer release can read exits with this status, and is not
 # started again: it would meet the same event (docs/operations.md, "Upgrading").
 NEEDS_NEWER_RELEASE = NeedsNewerRelease.exit_status
+# A worker whose root key the database does not take (not the current one, or retired: it found
+# out once the database answered) exits with this status, and is not started again either: it
+# would write what the other processes cannot read (projections/keys.py, KeyRing.refusal).
+KEY_REFUSED = 4
+NOT_RESTARTED = {NEEDS_NEWER_RELEASE: "the database needs a newer release",
+                 KEY_REFUSED: "its root key is not the database's (`sandesh key status`)"}
 
 
 def run_one(name: str, settings: Settings, open_runtime: Callable[[Settings, int, str], Runtime],
@@ -59,7 +65,10 @@ def run_one(name: str, settings: Settings, open_runtime: Callable[[Settings, int
     worker = WORKERS[name]
     runtime = open_runtime(settings, worker.pool_size, name)
     newer: list[str] = []
+    refused: list[str] = []
     runtime.log.mapper.on_newer = lambda message: (newer.append(message), stop.set())  # type: ignore[attr-defined]
+    if runtime.keys is not None:
+        runtime.keys.on_refused = lambda message: (refused.append(message), stop.set())
     try:
         worker.run(runtime, stop, **options)
     finally:
@@ -67,6 +76,9 @@ def run_one(name: str, settings: Settings, open_runtime: Callable[[Settings, int
     if newer:
         log.critical("worker %s stopped: %s", name, newer[0])
         return NEEDS_NEWER_RELEASE
+    if refused:
+        log.critical("worker %s stopped: %s", name, refused[0])
+        return KEY_REFUSED
     return 0
 
 
@@ -114,10 +126,10 @@ def supervise(children: list[Child], stop: threading.Event) -> int:
         now = time.monotonic()
         for child in children:
             if child.process is not None and (code := child.process.poll()) is not None:
-                if code == NEEDS_NEWER_RELEASE:
-                    log.critical("%s stopped: the database needs a newer release; stopping every worker", child.name)
+                if code in NOT_RESTARTED:
+                    log.critical("%s stopped: %s; stopping every worker", child.name, NOT_RESTARTED[code])
                     stop.set()
-                    return _stop_all(children, NEEDS_NEWER_RELEASE)
+                    return _stop_all(children, code)
                 ran = now - child.started
                 child.crashes = 1 if ran >= STEADY_SECONDS else child.crashes + 1
                 delay = RESTART_DELAYS[min(child.crashes - 1, len(RESTART_DELAYS) - 1)]

@@ -31,7 +31,10 @@ class ClientsPage(Page):
 
     def _clients(self, workspace_id: str) -> list[dict[str, Any]]:
         with self.connection() as conn:
-            return [registry.client_view(row) for row in registry.clients(conn, workspace_id)]
+            rows = registry.clients(conn, workspace_id)
+        # a secret sealed before a rotation for a leaked key (docs/operations.md, "A leaked key")
+        return [{**registry.client_view(row), "secretDue": self.app.secrets.sealed_due(row["secret_sealed"])}
+                for row in rows]
 
 
 class Clients(ClientsPage):

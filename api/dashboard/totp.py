@@ -16,6 +16,7 @@ from sandesh.domain.person import actor_of, may_manage_people
 from sandesh.domain.signin import SignInRefused
 from sandesh.domain.totp import new_secret, provisioning_uri
 from sandesh.domain.usecases.people import SECOND_FACTOR_CODE, SECOND_FACTOR_ENROLL
+from sandesh.projections import sessions
 
 from ..waiting import Busy
 from .pages import BUSY, SIGN_IN, Page, waiting_time
@@ -43,13 +44,16 @@ class Code(Page):
             attempt = await self.blocking(self.app.people.try_code, person["id"], ip,
                                           self.web.device_of(req, person["email"]))
             await self.turn(attempt)
-            await self.blocking(self.app.people.verify_code, person["id"], form.get("code", ""), ip, attempt)
+            signed = await self.blocking(self.app.people.verify_code, person["id"], form.get("code", ""), ip,
+                                         attempt)
         except SignInRefused as refused:
             error = (f"Too many failed sign-ins. Wait {waiting_time(refused.wait)} and try again." if refused.wait
                      else WRONG_CODE)
             return self.web.page(req, resp, "code.html", status=429 if refused.wait else 200,
                                  title="Authentication code", error=error)
-        await self.begin(req, resp, person["id"])
+        # An app set up before a rotation for a leaked key is set up again before the session begins.
+        due = await self.blocking(self.app.secrets.app_due, signed)
+        await self.begin(req, resp, person["id"], SECOND_FACTOR_ENROLL if due else sessions.SIGNED_IN)
 
 
 class Enroll(Page):
@@ -97,16 +101,18 @@ class Enroll(Page):
 
     async def _show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any], *,
                     status: int = 200, error: str | None = None) -> None:
-        enrolled = await self.blocking(self._enrolled, person["id"])
+        enrolled, due = await self.blocking(self._enrolled, person["id"])
         secret = self._secret(req)
         qr = segno.make(provisioning_uri(secret, person["email"]), error="m").svg_data_uri(scale=4)
         self.web.page(req, resp, "enroll.html", status=status, title="Set up an authenticator app",
                       person=None if self.signing_in else person, enrolled=enrolled, secret=secret, qr=qr,
-                      error=error, password_asked=not (enrolled or self.signing_in))
+                      error=error, password_asked=not (enrolled or self.signing_in), due=due)
 
-    def _enrolled(self, person_id: str) -> bool:
+    def _enrolled(self, person_id: str) -> tuple[bool, bool]:
+        """Whether the person has an app, and whether it is due to be set up again (a leaked key)."""
         found = self.app.people.person(person_id)
-        return found is not None and found.totp_sealed is not None
+        enrolled = found is not None and found.totp_sealed is not None
+        return enrolled, enrolled and found is not None and self.app.secrets.app_due(found)
 
     def _secret(self, req: falcon.asgi.Request) -> str:
         session_id = self.web.session_id(req) or ""

@@ -1,17 +1,18 @@
-"""Sealed secrets moved to the key that writes now, after a rotation of the server key
-(docs/operations.md, "Rotating the key"): the webhook secrets of clients, the PINs of SIMs and
-the authenticator secrets of people.  Each is the same secret, sealed again, recorded as an
-event of its aggregate, so that the log stays the only truth and a replay rebuilds it."""
+"""Secrets due for replacement after the root key leaked (docs/operations.md, "A leaked key").
+
+`sandesh key rotate --compromised` marks the data keys of before it; a secret sealed under one
+of them is one that whoever holds the old key and a copy of the database can read: a client's
+webhook secret, a person's authenticator app, a SIM's PIN.  Each is replaced by its own use
+case (the owner rotates the client's secret, the person sets up their app again at their next
+sign-in, an operator sets the SIM's new PIN), and is no longer due once sealed anew."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Iterable
 
 from ..client import Client
-from ..clock import Clock
 from ..person import Person
 from ..ports import Sealer
 from ..sim import Sim
-from ..steps import Steps, retried, run
 from .log import Log
 
 # What holds sealed secrets, by the kind the read models list their ids under.
@@ -19,42 +20,31 @@ KINDS: dict[str, type] = {"client": Client, "sim": Sim, "person": Person}
 
 
 class Secrets:
-    def __init__(self, log: Log, clock: Clock, sealer: Sealer):
-        self.log, self.clock, self.sealer = log, clock, sealer
+    def __init__(self, log: Log, sealer: Sealer):
+        self.log, self.sealer = log, sealer
 
-    def stale(self, kind: str, aggregate_id: str) -> bool:
-        """Whether the aggregate holds a secret sealed under a key that no longer writes."""
-        found = self.log.find(aggregate_id, KINDS[kind])
-        return found is not None and bool(self._stale_values(found))
+    def sealed_due(self, sealed: str | None) -> bool:
+        return self.sealer.compromised(sealed)
 
-    def reseal(self, kind: str, aggregate_id: str) -> bool:
-        """Seal the aggregate's secrets again under the key that writes now; False when there was
-        nothing to do.  A concurrent change reads the aggregate again."""
-        def attempt() -> Steps[tuple[tuple[Any, ...], bool]]:
+    def webhook_secret_due(self, client: Client) -> bool:
+        return self.sealer.compromised(client.secret_sealed)
+
+    def app_due(self, person: Person) -> bool:
+        return self.sealer.compromised(person.totp_sealed)
+
+    def pin_due(self, sim: Sim) -> bool:
+        return self.sealer.compromised(sim.pin_sealed)
+
+    def due_for_replacement(self, holders: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+        """Of the (kind, id) that may hold a sealed secret, those whose secret is due, by kind:
+        clients' ids (webhook secrets), people's emails (authenticator apps), SIMs' names (PINs)."""
+        due: dict[str, list[str]] = {"webhookSecrets": [], "authenticatorApps": [], "simPins": []}
+        for kind, aggregate_id in holders:
             found = self.log.find(aggregate_id, KINDS[kind])
-            if found is None or not self._stale_values(found):
-                return (), False
-            self._reseal(found)
-            return (found,), True
-            yield  # a generator: its reads are plain calls (the `sandesh key` commands)
-
-        return run(retried(attempt, f"resealing the secrets of {aggregate_id}"), self.log.save)
-
-    def _stale_values(self, aggregate: Any) -> list[str]:
-        if isinstance(aggregate, Client):
-            values = [aggregate.secret_sealed, aggregate.previous_secret_sealed]
-        elif isinstance(aggregate, Sim):
-            values = [aggregate.pin_sealed]
-        else:
-            values = [aggregate.totp_sealed]
-        return [v for v in values if v is not None and not self.sealer.current(v)]
-
-    def _reseal(self, aggregate: Any) -> None:
-        again: Callable[[str | None], Any] = lambda v: None if v is None else self.sealer.seal(self.sealer.open(v))
-        now = self.clock.now()
-        if isinstance(aggregate, Client):
-            aggregate.reseal(again(aggregate.secret_sealed), again(aggregate.previous_secret_sealed), at=now)
-        elif isinstance(aggregate, Sim):
-            aggregate.reseal_pin(again(aggregate.pin_sealed), at=now)
-        else:
-            aggregate.reseal_totp(again(aggregate.totp_sealed), at=now)
+            if isinstance(found, Client) and self.webhook_secret_due(found):
+                due["webhookSecrets"].append(found.id)
+            elif isinstance(found, Person) and not found.removed and self.app_due(found):
+                due["authenticatorApps"].append(found.email)
+            elif isinstance(found, Sim) and self.pin_due(found):
+                due["simPins"].append(found.name)
+        return due

@@ -47,11 +47,14 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
         raise
     log.mapper.cipher = RingCipher(ring)  # type: ignore[attr-defined]
     connection = pooled_connections(log)
+    ring.reload = functools.partial(_read_keys, connection, ring)
     health = DatabaseHealth(settings.database_url, log.recorder.datastore.pool)  # type: ignore[attr-defined]
     try:
         watch = _follow_the_gate(log, connection, health, process, ring)
-    except BaseException:
+    except BaseException as error:
         log.close()
+        if is_outage(error):  # a command needs the database now; a process waits for it (below)
+            raise DatabaseUnavailable(db.describe_unreachable(settings, error)) from error
         raise
     clock: Clock = SystemClock()
     if settings.test_clock:
@@ -74,26 +77,34 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
 def _follow_the_gate(log: Log, connection: Callable[[], ContextManager[Any]], health: DatabaseHealth,
                      process: str | None, ring: KeyRing) -> Watch | None:
     """Check the database's releases (this one must not be older than its finalized release)
-    and its key ring (this process must hold every key it still needs), and give the mapper the
-    gate and the ring the key that writes: read once for a command, followed by a Watch for a process.
-    With the database away the check waits for the Watch, and the shapes written meanwhile are
-    the previous release's, which every peer reads."""
+    and its keys (this process must hold the root key that wraps them), and give the mapper the
+    gate and the ring the data keys that write: read once for a command, followed by a Watch for
+    a process.  A process starts with the database away (its API answers 503, its loops wait):
+    the check waits for the Watch, and until it reads the keys the process encrypts and seals
+    nothing (keys.KeyRing.refusal).  A command needs the database: the outage is raised."""
     mapper: Any = log.mapper
     try:
         with connection() as conn:
             found = releases.check(conn)
-            keys.check(conn, ring)
+            keys.check(conn, ring, found.finalized if found is not None else None)
     except (NeedsNewerRelease, keys.KeyMissing):
         raise
     except Exception as error:
-        if not is_outage(error):
+        if process is None or not is_outage(error):
             raise
+        health.failed(error)
         found = None
     mapper.finalized = found.finalized if found is not None else release.OLDEST_PEER
     if process is None:
         return None
     watch = Watch(connection, process, mapper, health, ring)
     return watch.start()
+
+
+def _read_keys(connection: Callable[[], ContextManager[Any]], ring: KeyRing) -> None:
+    with connection() as conn:
+        found = releases.read(conn)
+        keys.follow(conn, ring, found.finalized if found is not None else None)
 
 
 def _clock_offset(connection: Callable[[], ContextManager[Any]]) -> float:
@@ -108,24 +119,28 @@ def check_release(settings: Settings) -> None:
     ring = KeyRing(settings.require_key_ring())
     try:
         with db.connect(settings) as conn:
-            releases.check(conn)
-            keys.check(conn, ring)
+            found = releases.check(conn)
+            keys.check(conn, ring, found.finalized if found is not None else None)
     except DatabaseUnavailable:
         pass
 
 
 def migrate(settings: Settings) -> None:
     """`sandesh db migrate`: the database, the event table, every read model, and this release
-    recorded as the one that migrated it (projections/releases.py), and the database's first key
-    when it has none recorded (projections/keys.py). Idempotent."""
+    recorded as the one that migrated it (projections/releases.py), the database's first root key
+    when it has none recorded, a current data key for each use, and the keys of 0.3.0's formats
+    when the log holds them (projections/keys.py). Idempotent."""
     db.ensure_database(settings)
     with db.migration_lock(settings) as conn:
         found = releases.before_migration(conn)
-        had_log, peer_migrated = db.has_table(conn, "sandesh_events"), db.has_table(conn, releases.PEER_TABLE)
         bootstrap(settings, pool_size=1, create_table=True).close()  # the library creates the events table
         db.create_tables(conn)
-        releases.record_migration(conn, found, had_log=had_log, peer_migrated=peer_migrated)
-        keys.record_first_key(conn, KeyRing(settings.require_key_ring()), lambda ring: _key_of_log(conn, ring))
+        releases.record_migration(conn, found)
+        ring = KeyRing(settings.require_key_ring())
+        keys.record_first_key(conn, ring, lambda ring: _key_of_log(conn, ring))
+        finalized = releases.read(conn).finalized  # type: ignore[union-attr]
+        legacy = keys.first_event_state(conn) is not None or release.older(finalized, keys.NEW_FORMATS_FROM)
+        keys.record_data_keys(conn, ring, legacy=legacy)
 
 
 def _key_of_log(conn: Any, ring: KeyRing) -> str | None:

@@ -154,21 +154,22 @@ def parser() -> argparse.ArgumentParser:
                    help="finalize although processes of an older release seem to run (they may stop on events "
                         "they cannot read)")
 
-    key = sub.add_parser("key", help="the server key ring: rotate SANDESH_SECRET_KEY, retire an old key "
+    key = sub.add_parser("key", help="the server's root key: rotate SANDESH_SECRET_KEY, retire an old one "
                                      "(docs/operations.md, \"Rotating the key\")").add_subparsers(dest="command",
                                                                                                  required=True)
-    key.add_parser("status", help="the database's keys (which one writes, which are retired), the keys each "
-                                  "running process holds, and what is still under an older key")
-    c = key.add_parser("rotate", help="make SANDESH_SECRET_KEY the key that writes, in every running process "
-                                      "within a second, then reseal everything under the older keys")
-    c.add_argument("--no-reseal", action="store_true", help="rotate only; run `sandesh key reseal` later")
-    key.add_parser("reseal", help="encrypt events, keys of texts and sealed secrets again under the key that "
-                                  "writes (resumable; with progress)")
-    c = key.add_parser("retire", help="record that nothing needs an older key any more, so processes start "
-                                      "without it; refuses while anything does")
-    c.add_argument("key", metavar="KEY_ID", help="the key's id, from `sandesh key status`")
-    c.add_argument("--now", action="store_true", help="do not wait for dashboard forms and OTP codes made with "
-                                                      "it to expire (a leaked key)")
+    key.add_parser("status", help="the database's root keys (which one wraps, which are retired) and data keys, "
+                                  "the root keys each running process holds, and the secrets due for replacement "
+                                  "after a leak")
+    c = key.add_parser("rotate", help="make SANDESH_SECRET_KEY the root key: every data key wrapped again under it "
+                                      "and a new data key for each use, in every running process within a second; "
+                                      "nothing written is written again")
+    c.add_argument("--compromised", action="store_true",
+                   help="the old key leaked: mark every webhook secret, authenticator app and SIM PIN sealed before "
+                        "as due for replacement, stop accepting OTP codes and dashboard forms made before, and give "
+                        "each workspace a new key for its texts (docs/operations.md, \"A leaked key\")")
+    c = key.add_parser("retire", help="record that an old root key wraps nothing any more, so processes start "
+                                      "without it; refuses while it does")
+    c.add_argument("key", metavar="KEY_ID", help="the root key's id, from `sandesh key status`")
     ws = sub.add_parser("workspace", help="manage workspaces").add_subparsers(dest="command", required=True)
     c = ws.add_parser("create", help="create a pending workspace")
     c.add_argument("--name", required=True)

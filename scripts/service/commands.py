@@ -95,46 +95,12 @@ def upgrade_finalize(args: argparse.Namespace, settings: Settings, actor: str) -
     return 0
 
 
-# The server key ring (docs/operations.md, "Rotating the key")
+# The server's keys (docs/operations.md, "Rotating the key")
 
-def _stale_secrets(runtime: Runtime, conn: Any) -> list[tuple[str, str]]:
-    from sandesh.projections import keys
-
-    return [(kind, i) for kind, i in keys.holders_of_secrets(conn) if runtime.app.secrets.stale(kind, i)]
-
-
-def _reseal(runtime: Runtime) -> dict[str, int]:
-    """Events, keys of texts and sealed secrets under an older key, under the current one, with progress."""
-    from sandesh.projections import keys
-    from sandesh.projections.replay import Progress
-
-    assert runtime.keys is not None
-    ring = runtime.keys
-    done = {"events": 0, "textKeys": 0, "secrets": 0}
-    for _ in range(3):  # an append encrypted just before its process turned to the new key is found by a second pass
-        with runtime.connection() as conn:
-            progress = Progress("events", keys.events_after_reseal(conn, ring), verb="reseal")
-            done["events"] += keys.reseal_events(conn, ring, progress.advance)["reencrypted"]
-            progress.close()
-            if keys.events_to_reseal(conn, ring) == 0:
-                break
-    with runtime.connection() as conn:
-        progress = Progress("text keys", keys.count_text_keys(conn), verb="reseal", unit="keys")
-        done["textKeys"] = keys.reseal_text_keys(conn, keys.RingSealer(ring, "text-keys"), progress.advance)
-        progress.close()
-        holders = keys.holders_of_secrets(conn)
-    progress = Progress("secrets", len(holders), verb="reseal", unit="holders")
-    for kind, holder in holders:
-        done["secrets"] += runtime.app.secrets.reseal(kind, holder)
-        progress.advance(1)
-    progress.close()
-    return done
-
-
-def _key_row(row: dict[str, Any]) -> dict[str, Any]:
-    return {"id": row["id"], "state": row["state"], "first": row["position"] == 0,
+def _root_row(row: dict[str, Any], wraps: int) -> dict[str, Any]:
+    return {"id": row["id"], "state": row["state"], "first": row["position"] == 0, "wraps": wraps,
             "currentSince": iso(row["current_since"]) if row["current_since"] is not None else None,
-            "rotatedBy": row["rotated_by"], "resealedThrough": row["resealed_through"],
+            "rotatedBy": row["rotated_by"],
             "retiredOn": row["retired_at"].isoformat() if row["retired_at"] else None, "retiredBy": row["retired_by"]}
 
 
@@ -144,94 +110,50 @@ def key_status(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime, runtime.connection() as conn:
         assert runtime.keys is not None
         ring = runtime.keys
-        rows = keys.read(conn)
+        roots = keys.read(conn)
+        wraps = {r["id"]: keys.wrapped_under(conn, r["id"]) for r in roots}
+        data = keys.read_data_keys(conn)
         running = releases.processes(conn)
-        events = keys.events_to_reseal(conn, ring)
-        text_keys = keys.text_keys_to_reseal(conn, keys.RingSealer(ring, "text-keys"))
-        secrets = len(_stale_secrets(runtime, conn))
-    emit({"keys": [_key_row(r) for r in rows], "writes": ring.current, "held": list(ring.ids),
+        holders = keys.holders_of_secrets(conn)
+        due = runtime.app.secrets.due_for_replacement(holders)
+    emit({"keys": [_root_row(r, wraps[r["id"]]) for r in roots], "wraps": ring.current, "held": list(ring.ids),
+          "dataKeys": keys.data_key_summary(ring, data),
           "processes": [{"kind": p["kind"], "host": p["host"], "pid": p["pid"], "release": p["release"],
                          "keys": p["keys"], "writes": p["writes"]} for p in running],
-          "toReseal": {"events": events, "textKeys": text_keys, "secrets": secrets}})
+          "dueForReplacement": due})
     return 0
 
 
 def key_rotate(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    import sys
-    import time
-
-    from sandesh.projections import keys, releases
-
-    with opened(settings) as runtime:
-        assert runtime.keys is not None
-        with runtime.connection() as conn:
-            found = releases.read(conn)
-            if found is None or found.finalized != VERSION:
-                return fail(f"the log is finalized at {found.finalized if found else 'no release'}: finalize the "
-                            f"upgrade to {VERSION} first (`sandesh upgrade finalize`), as earlier releases cannot "
-                            "read what a rotated key writes")
-            try:
-                rotated = keys.rotate(conn, runtime.keys, actor, runtime.clock.now(), releases.processes(conn))
-            except keys.NotNow as refused:
-                return fail(str(refused))
-            waited = time.monotonic()
-            while (late := keys.still_writing(releases.processes(conn), runtime.keys)) and time.monotonic() - waited < 15:
-                time.sleep(0.5)
-            if late:
-                sys.stderr.write("still writing with the old key after 15 s: "
-                                 + "; ".join(f"{p['kind']} on {p['host']} (pid {p['pid']})" for p in late)
-                                 + ". Run `sandesh key reseal` once they write with the new one\n")
-        resealed = None if args.no_reseal else _reseal(runtime)
-    emit({**rotated, "by": actor, "resealed": resealed,
-          "next": f"sandesh key retire {rotated['previous']}"})
-    return 0
-
-
-def key_reseal(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    with opened(settings) as runtime:
-        emit({"resealed": _reseal(runtime)})
-    return 0
-
-
-def key_retire(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from sandesh.domain.signin import SESSION_ABSOLUTE
     from sandesh.projections import keys, releases
 
     with opened(settings) as runtime, runtime.connection() as conn:
         assert runtime.keys is not None
-        ring = runtime.keys
+        try:
+            rotated = keys.rotate(conn, runtime.keys, actor, runtime.clock.now(), releases.processes(conn),
+                                  compromised=args.compromised)
+        except keys.NotNow as refused:
+            return fail(str(refused))
+    emit({**rotated, "by": actor, "next": f"sandesh key retire {rotated['previous']}"})
+    return 0
+
+
+def key_retire(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from sandesh.projections import keys
+
+    with opened(settings) as runtime, runtime.connection() as conn:
         rows = {r["id"]: r for r in keys.read(conn)}
         row = rows.get(args.key)
         if row is None:
-            return fail(f"no key {args.key!r} in the database's ring (`sandesh key status`)")
+            return fail(f"no root key {args.key!r} in the database (`sandesh key status`)")
         if row["state"] == "retired":
             emit({"id": args.key, "state": "retired", "changed": False})
             return 0
         if row["state"] == "current":
-            return fail(f"key {args.key} is the one that writes: rotate to a new key first")
-        waiting = []
-        if late := keys.still_writing(releases.processes(conn), ring):
-            waiting.append("processes still write with an older key: "
-                           + "; ".join(f"{p['kind']} on {p['host']} (pid {p['pid']})" for p in late))
-        events = keys.events_to_reseal(conn, ring)
-        if events is None:
-            waiting.append("the log was not resealed since the rotation")
-        elif events:
-            waiting.append(f"{events} events are under an older key")
-        if text_keys := keys.text_keys_to_reseal(conn, keys.RingSealer(ring, "text-keys")):
-            waiting.append(f"{text_keys} keys of texts are sealed under an older key")
-        if secrets := _stale_secrets(runtime, conn):
-            waiting.append(f"{len(secrets)} holders of secrets ({', '.join(i for _, i in secrets[:3])}"
-                           f"{', ...' if len(secrets) > 3 else ''}) are sealed under an older key")
-        if waiting:
-            return fail(f"key {args.key} is still needed: {'; '.join(waiting)}. Run `sandesh key reseal` "
+            return fail(f"root key {args.key} is the current one: rotate to a new key first")
+        if wraps := keys.wrapped_under(conn, args.key):
+            return fail(f"root key {args.key} still wraps {wraps} data keys: rotate again "
                         "(docs/operations.md, \"Rotating the key\")")
-        since = rows[ring.current]["current_since"] or 0.0
-        until = since + SESSION_ABSOLUTE
-        if runtime.clock.now() < until and not args.now:
-            return fail(f"dashboard forms and OTP codes made with key {args.key} stay valid until "
-                        f"{iso(until)}: retire it then, or now with --now (a leaked key; open dashboard "
-                        "pages then need a reload)")
         keys.retire(conn, args.key, actor)
     emit({"id": args.key, "state": "retired", "changed": True, "by": actor,
           "next": f"remove key {args.key} from SANDESH_PREVIOUS_KEYS and restart the processes"})
@@ -916,7 +838,6 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("upgrade", "finalize"): upgrade_finalize,
     ("key", "status"): key_status,
     ("key", "rotate"): key_rotate,
-    ("key", "reseal"): key_reseal,
     ("key", "retire"): key_retire,
     ("clock", "show"): clock_show,
     ("clock", "advance"): clock_advance,

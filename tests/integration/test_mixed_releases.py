@@ -29,9 +29,9 @@ from tests.conftest import ROOT, free_port
 from tests.installation import Processes, Traffic, answering, devices, wait_until
 from tests.receiver import Receiver
 
-# The release this one upgrades from one process at a time: its commit (tagged v0.2.0, CHANGELOG.md),
+# The release this one upgrades from one process at a time: its commit (tagged v0.3.0, CHANGELOG.md),
 # so that a clone without tags finds it too.
-PREVIOUS = "bf68981"
+PREVIOUS = "c98865d"
 CREDIT = 10_000_000
 STOP_DROPS = 3.0  # seconds of reports the previous release's dispatcher may drop as it stops
 
@@ -70,7 +70,7 @@ def test_a_rolling_upgrade_under_traffic_loses_nothing_charges_once_and_replays_
     try:
         # An installation of the previous release: four SIMs on two modem hosts.
         processes.start("emulator", [*new, "emulator", "--sims", "4", "--phones-log", str(phones)], new_env)
-        assert command(old, old_env, "db", "migrate") == {"ok": True}
+        assert command(old, old_env, "db", "migrate")["ok"] is True
         workspace = command(old, old_env, "workspace", "create", "--name", "Rolling", "--types", "transactional")["id"]
         command(old, old_env, "workspace", "activate", workspace)
         command(old, old_env, "workspace", "credit", workspace, str(CREDIT))
@@ -129,9 +129,10 @@ def test_a_rolling_upgrade_under_traffic_loses_nothing_charges_once_and_replays_
             time.sleep(1)
 
         status = command(new, new_env, "upgrade", "status")
-        assert status["finalizable"] is False and len(status["unreportedDispatchers"]) == 1
+        assert status["finalizable"] is False and status["unreportedDispatchers"] == []
+        assert {p["release"] for p in status["processes"]} == {OLDEST_PEER, VERSION}
         refused = run(new, new_env, "upgrade", "finalize")
-        assert refused.returncode == 2 and "a release before 0.3.0" in refused.stderr
+        assert refused.returncode == 2 and f"Sandesh {OLDEST_PEER}" in refused.stderr, refused.stderr
 
         processes.stop("old-projections")
         processes.stop("old-webhooks")
