@@ -9,6 +9,7 @@ from typing import Callable
 from .clock import Clock
 from .ports import (IdempotencyKeys, OptOuts, OtpWindows, PasswordHasher, Sealer, Sessions, SignInTries, Texts,
                     WebhookHistory)
+from .usecases.campaigns import Campaigns
 from .usecases.dispatch import Dispatch
 from .usecases.history import History
 from .usecases.keys import Secrets
@@ -35,6 +36,7 @@ class Sandesh:
     history: History
     people: People
     secrets: Secrets
+    campaigns: Campaigns
 
     @classmethod
     def build(cls, log: Log, *, clock: Clock, sealer: Sealer, texts: Texts, idempotency: IdempotencyKeys,
@@ -47,17 +49,19 @@ class Sandesh:
         keeps the tries to sign in for their throttle, `sessions` ends a person's dashboard sessions;
         `webhook_history` finds the deliveries an operator redelivers; `otp_keys` gives the keys of OTP
         code hashes, the one that makes them first (projections/keys.py, RingHashes)."""
+        sending = Sending(log, clock, texts, idempotency, opt_outs, append, batch_answer)
         return cls(
             log=log, clock=clock, texts=texts,
             operators=Operators(log, clock, sealer, texts, webhook_guard),
             sims=Sims(log, clock, sealer),
-            sending=Sending(log, clock, texts, idempotency, opt_outs, append, batch_answer),
+            sending=sending,
             otp=Otps(log, clock, texts, otp_windows, otp_keys, append),
             dispatch=Dispatch(log, clock, texts),
             webhooks=Webhooks(log, clock, sealer, webhook_history),
             history=History(log, texts),
             people=People(log, clock, hasher, sign_in_tries, sealer, sessions),
             secrets=Secrets(log, sealer),
+            campaigns=Campaigns(log, clock, texts, opt_outs, sending, sealer),
         )
 
     def close(self) -> None:

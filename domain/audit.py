@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .campaign import Campaign
 from .client import Client
 from .optout import OPERATOR, OptOut
 from .person import Person
@@ -52,6 +53,8 @@ ACTIONS: dict[type, str] = {
     Person.Removed: "person.removed",
     Person.Rejoined: "person.rejoined",
     Person.TotpEnrolled: "person.totp_enrolled",
+    Campaign.Created: "campaign.sent",
+    Campaign.Canceled: "campaign.canceled",
 }
 
 # Never shown in `details`: no key or secret, not even sealed or hashed (docs/operations.md, "Audit").
@@ -91,6 +94,12 @@ def audit_line(event: Any, workspace_of_client: Callable[[str], str | None]) -> 
         workspace_id = workspace_of_client(client_id)
     elif kind.startswith("sim."):
         sim_id = subject
+    elif kind.startswith("campaign."):  # its counts, never its text or its recipients
+        workspace_id, client_id = state["workspace_id"], state.get("client_id")
+        state = {**state, "campaign_id": subject, "text": None}
+        if "message_ids" in state:
+            state["recipients"] = len(state.pop("message_ids"))
+        state.pop("text")
     details = {k: v for k, v in state.items() if k not in HIDDEN}
     return {
         "at": state["at"], "actor": state["actor"], "action": kind,

@@ -25,6 +25,7 @@ from eventsourcing.utils import TopicError, get_topic, resolve_topic
 
 from . import release
 from .batch import Batch
+from .campaign import Campaign
 from .client import Client
 from .errors import NeedsNewerRelease
 from .inbound import Reply
@@ -38,7 +39,7 @@ from .webhook import WebhookDelivery
 from .workspace import Workspace
 
 AGGREGATES = (Workspace, Client, Person, Sim, SmsSwitch, Message, Batch, Otp, Reply, OptOut, WebhookDelivery,
-              Redelivery)
+              Redelivery, Campaign)
 
 
 def persisted() -> list[type]:

@@ -22,7 +22,10 @@ from .credentials import same_secret, sha256_hex
 from .errors import InvalidInput, InvalidTransition
 
 OWNER, DEVELOPER, VIEWER, OPERATOR = "owner", "developer", "viewer", "operator"
-WORKSPACE_ROLES = (OWNER, DEVELOPER, VIEWER)
+SENDER = "sender"  # sends from the dashboard and sees what was sent, nothing else (docs/dashboard.md, "Sending")
+WORKSPACE_ROLES = (OWNER, DEVELOPER, SENDER, VIEWER)
+# The sections of a workspace's dashboard a sender sees; everyone else of the workspace sees them all.
+SENDER_SECTIONS = ("send", "campaigns", "messages")
 LINK_HOURS = 24  # a set-password link is valid this long
 MIN_PASSWORD, MAX_PASSWORD = 12, 1024  # characters; the upper bound keeps hashing cheap to refuse
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -249,6 +252,16 @@ class Person(Aggregate):
 def may_manage_people(role: str) -> bool:
     """Owners (and the operator team) invite a workspace's people, change their roles, remove them."""
     return role in (OWNER, OPERATOR)
+
+
+def may_send(role: str) -> bool:
+    """Owners, developers and senders send from the dashboard; viewers (and the operator team) do not."""
+    return role in (OWNER, DEVELOPER, SENDER)
+
+
+def sees(role: str, section: str) -> bool:
+    """Whether a person of this role sees this section of their workspace's dashboard."""
+    return role != SENDER or section in SENDER_SECTIONS
 
 
 def may_manage_clients(role: str) -> bool:

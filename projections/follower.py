@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import psycopg
 
-from . import audit, counters, messages, otps
+from . import audit, campaigns, counters, messages, otps
 from .contract import Projection
 from .runtime import Runtime
 from .health import is_outage
@@ -24,7 +24,7 @@ from .health import is_outage
 log = logging.getLogger("sandesh.projections")
 
 FOLLOWED: dict[str, Projection] = {p.name: p for p in (messages.PROJECTION, counters.PROJECTION, otps.PROJECTION,
-                                                        audit.PROJECTION)}
+                                                        audit.PROJECTION, campaigns.PROJECTION)}
 POSITIONS_DDL = "CREATE TABLE IF NOT EXISTS projection_positions (name text PRIMARY KEY, position bigint NOT NULL);"
 BATCH = 1000
 

@@ -24,6 +24,7 @@ from psycopg.types.json import Jsonb
 from . import channels, dispatch, idempotency, inbound, optouts, otp_limits, people, webhooks
 from .contract import Projection, ReadModel
 from .rows import Add, Batching, Key, Old, Rows, Table
+from .sim_health import ROUTE_UNTIL
 
 from sandesh.domain.batch import Batch
 from sandesh.domain.client import Client
@@ -384,6 +385,16 @@ def find_sim(conn: Any, key: str, value: str) -> dict[str, Any] | None:
     """The SIM with this id, name or ICCID."""
     assert key in {"id", "name", "iccid"}
     return conn.execute(f"SELECT * FROM sims WHERE {key} = %s", (value,)).fetchone()
+
+
+def sending_state(conn: Any, workspace_id: str, route_window: float) -> dict[str, Any] | None:
+    """What a send from the dashboard is decided on: the workspace's status, balance, rates, types
+    and promotional hours, the SMS switch, and until when a SIM is a route."""
+    return conn.execute(
+        "SELECT w.status, w.balance, w.rates, w.types, w.promo_hours,"
+        " COALESCE((SELECT enabled FROM sms_switch LIMIT 1), true) AS sms_enabled,"
+        f" {ROUTE_UNTIL} AS route_until FROM workspaces w WHERE w.id = %(workspace)s",
+        {"workspace": workspace_id, "route_window": route_window}).fetchone()
 
 
 def workspace_balance(conn: Any, workspace_id: str) -> dict[str, Any] | None:

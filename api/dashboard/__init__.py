@@ -12,6 +12,7 @@ from sandesh.domain.application import Sandesh
 from ..health import Ready
 from ..waiting import Blocking, Hashing
 from .audit import AuditLog
+from .campaigns import CampaignAction, CampaignPage, Campaigns
 from .clients import ClientAction, Clients
 from .messages import Messages, Timeline
 from .ops import add_ops
@@ -19,6 +20,7 @@ from .optouts import OptOuts
 from .overview import Overview, WorkspaceHome
 from .pages import Home, SetPassword, SignIn, SignOut, Static
 from .people import People, PersonAction
+from .send import Hints, Send, SendConfirm
 from .totp import Code, Enroll, Requirement
 from .webhooks import Delivery, Outage, Redeliver, Webhooks
 from .web import Web
@@ -53,5 +55,11 @@ def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[
     app.add_route("/dashboard/w/{workspace_id}/webhooks/{delivery_id}/redeliver", Redeliver(*parts))
     app.add_route("/dashboard/w/{workspace_id}/opt-outs", OptOuts(*parts))
     app.add_route("/dashboard/w/{workspace_id}/audit", AuditLog(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/send", Send(*parts, route_window=ready.route_window))
+    app.add_route("/dashboard/w/{workspace_id}/send/confirm", SendConfirm(*parts, route_window=ready.route_window))
+    app.add_route("/dashboard/w/{workspace_id}/send/hints", Hints(*parts, route_window=ready.route_window))
+    app.add_route("/dashboard/w/{workspace_id}/campaigns", Campaigns(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/campaigns/{campaign_id}", CampaignPage(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/campaigns/{campaign_id}/{action}", CampaignAction(*parts))
     app.add_route("/dashboard/static/{name}", Static())
     add_ops(app, parts, ready)

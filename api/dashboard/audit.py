@@ -26,6 +26,7 @@ SERVICE = ("sim.", "sms.", "person.")  # the actions the service's own audit log
 class AuditLog(Page):
     """GET /dashboard/w/{workspace_id}/audit?action=&client=&person=&from=&to=, and before= or
     after= a line's key for the next or previous page."""
+    section = "audit"
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
         person = await self.member(req, resp, workspace_id)

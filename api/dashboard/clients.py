@@ -19,6 +19,7 @@ from .pages import VIEWERS_READ, Page
 
 class ClientsPage(Page):
     """What the pages of a workspace's clients share: the page with its list."""
+    section = "clients"
 
     async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any],
                    workspace_id: str, *, status: int = 200, errors: dict[str, str] | None = None,

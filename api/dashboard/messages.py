@@ -26,6 +26,7 @@ FIELDS = ("q", "status", "type", "client", "from", "to")
 class Messages(Page):
     """GET /dashboard/w/{workspace_id}/messages?q=&status=&type=&client=&from=&to=, and
     before= or after= a row's key for the next or previous page."""
+    section = "messages"
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
         person = await self.member(req, resp, workspace_id)
@@ -60,6 +61,7 @@ class Messages(Page):
 
 class Timeline(Page):
     """GET /dashboard/w/{workspace_id}/messages/{message_id}: the message's whole life, oldest first."""
+    section = "messages"
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                      message_id: str) -> None:

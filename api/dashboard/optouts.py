@@ -18,6 +18,7 @@ from .pages import VIEWERS_READ, Page
 
 class OptOuts(Page):
     """GET and POST /dashboard/w/{workspace_id}/opt-outs (`change`: out or in)."""
+    section = "opt-outs"
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
         person = await self.member(req, resp, workspace_id)

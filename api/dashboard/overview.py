@@ -11,7 +11,7 @@ from sandesh.domain.person import may_manage_people
 from sandesh.projections import counters, messages, registry
 
 from .chart import OUTCOMES, OTHER, delivery_rates, hourly
-from .pages import Page
+from .pages import Page, landing
 
 
 class WorkspaceHome(Page):
@@ -19,12 +19,14 @@ class WorkspaceHome(Page):
     for whoever may see it (anyone else: sign-in or 404, as the Overview answers)."""
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
-        if await self.member(req, resp, workspace_id) is not None:
-            self.web.redirect(resp, f"/dashboard/w/{workspace_id}/overview")
+        person = await self.member(req, resp, workspace_id)
+        if person is not None:
+            self.web.redirect(resp, f"/dashboard/w/{workspace_id}/{landing(person['role'])}")
 
 
 class Overview(Page):
     """GET /dashboard/w/{workspace_id}/overview: status, balance in NPR, rates, allowed types."""
+    section = "overview"
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
         person = await self.member(req, resp, workspace_id)  # another workspace is not there for them

@@ -13,7 +13,7 @@ import falcon.asgi
 
 from sandesh.domain.application import Sandesh
 from sandesh.domain.errors import InvalidInput, InvalidTransition
-from sandesh.domain.person import OPERATOR
+from sandesh.domain.person import OPERATOR, SENDER, sees
 from sandesh.domain.signin import SignInRefused
 from sandesh.domain.usecases.people import SignInTry
 from sandesh.projections import sessions
@@ -26,17 +26,24 @@ WRONG = "Email or password is wrong."
 BUSY = "Many people are signing in just now. Try again in {} seconds."
 
 
+def landing(role: str) -> str:
+    """The page of their workspace a person lands on."""
+    return "send" if role == SENDER else "overview"
+
+
 def waiting_time(seconds: int) -> str:
     minutes = -(-seconds // 60)
     return f"{seconds} seconds" if seconds < 60 else f"{minutes} minute{'s' if minutes != 1 else ''}"
 
 
+SENDERS_SEE = "Senders see the Send, Campaigns and Messages pages of their workspace."
 # What a viewer is told when a form changes what only owners and developers may.
 VIEWERS_READ = "Viewers read only: ask an owner or a developer of the workspace."
 
 
 class Page:
     dashboard = True
+    section = ""  # of a workspace's pages: which a person of a role sees (domain/person.py, `sees`)
 
     def __init__(self, app: Sandesh, connection: Callable[[], ContextManager[Any]], blocking: Blocking, web: Web,
                  hashing: Hashing):
@@ -71,15 +78,19 @@ class Page:
                 sessions.end(conn, old)
             return sessions.begin(conn, person_id, self.app.clock.now(), stage)
 
-    async def member(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
-                     workspace_id: str) -> dict[str, Any] | None:
-        """The signed-in person when the workspace is theirs; else the page answered is sign-in or 404."""
-        person = await self.signed_in(req)
+    async def member(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
+                     used: bool = True) -> dict[str, Any] | None:
+        """The signed-in person when the workspace is theirs; else the page answered is sign-in or
+        404.  `used`: as `signed_in` (a page refreshing itself is not a use of the session)."""
+        person = await self.signed_in(req, used)
         if person is None:
             self.web.redirect(resp, SIGN_IN)
             return None
         if not self.sees(person, workspace_id):
             self.web.not_found(req, resp, person)
+            return None
+        if not sees(person["role"], self.section):
+            self.web.page(req, resp, "message.html", status=403, title="Forbidden", person=person, text=SENDERS_SEE)
             return None
         return person
 
@@ -129,7 +140,7 @@ class Home(Page):
             return self.web.redirect(resp, SIGN_IN)
         if person["role"] == OPERATOR:
             return self.web.redirect(resp, "/dashboard/ops/workspaces")
-        self.web.redirect(resp, f"/dashboard/w/{person['workspace_id']}/overview")
+        self.web.redirect(resp, f"/dashboard/w/{person['workspace_id']}/{landing(person['role'])}")
 
 
 class SignIn(Page):
@@ -241,7 +252,7 @@ class Static:
     Copy buttons), served from the package (nothing from a CDN)."""
     dashboard = True
     FILES = {"dashboard.css": "text/css; charset=utf-8", "live.js": "text/javascript; charset=utf-8",
-             "copy.js": "text/javascript; charset=utf-8"}
+             "copy.js": "text/javascript; charset=utf-8", "send.js": "text/javascript; charset=utf-8"}
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, name: str) -> None:
         if name not in self.FILES:

@@ -21,6 +21,8 @@ TAKEN = "This address cannot be invited. Use another address, or ask the operato
 
 
 class PeoplePage(Page):
+    section = "people"
+
     async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any],
                    workspace_id: str, *, status: int = 200, errors: dict[str, str] | None = None,
                    typed: dict[str, str] | None = None, link: dict[str, str] | None = None) -> None:

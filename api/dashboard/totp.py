@@ -122,6 +122,7 @@ class Enroll(Page):
 class Requirement(Page):
     """POST /dashboard/w/{workspace_id}/authentication-codes: an owner makes the workspace's
     owners sign in with a code too (`required` on), or no longer."""
+    section = "overview"
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
         form, person = await self.change(req, resp, workspace_id, may_manage_people,

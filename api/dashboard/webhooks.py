@@ -25,6 +25,7 @@ OUTAGE_FIELDS = ("outage_client", "since", "until", "outage_state")
 
 class Webhooks(Page):
     """GET /dashboard/w/{workspace_id}/webhooks?state=&client=."""
+    section = "webhooks"
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
         person = await self.member(req, resp, workspace_id)
@@ -55,6 +56,7 @@ class Webhooks(Page):
 class Delivery(Page):
     """GET /dashboard/w/{workspace_id}/webhooks/{delivery_id}: the delivery and each of its
     attempts.  Another workspace's delivery is not found."""
+    section = "webhooks"
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                      delivery_id: str) -> None:
@@ -79,6 +81,7 @@ class Delivery(Page):
 class Redeliver(Page):
     """POST /dashboard/w/{workspace_id}/webhooks/{delivery_id}/redeliver: a new delivery of the
     same body.  Another workspace's delivery is not found."""
+    section = "webhooks"
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                       delivery_id: str) -> None:

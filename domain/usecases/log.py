@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 
 from ..errors import NotFound
-from ..events import VersionedMapper
+from ..events import VersionedMapper, written_version
 
 A = TypeVar("A")
 
@@ -41,6 +41,11 @@ class Log(Application[str]):
         processing_event: ProcessingEvent[str] = ProcessingEvent()
         processing_event.events.extend(events)
         return self._record(processing_event)
+
+    def writes(self, event_class: type) -> bool:
+        """Whether an event of this class may be recorded now: a new kind of event waits until the
+        upgrade is finalized at the release that brought it (domain/events.py, `written_from`)."""
+        return written_version(event_class, self.mapper.finalized) is not None  # type: ignore[attr-defined]
 
     def find(self, aggregate_id: str, kind: type[A]) -> A | None:
         """The aggregate as the log has it now, or None when there is none of that kind."""

@@ -187,9 +187,8 @@ class Sending:
                 results.append(ItemRefused("invalid_request", (Problem(["messages", index, *refused.path],
                                                                        refused.message, refused.code),)))
                 continue
-            results.append(self._message(caller.client_id, caller.workspace_id, item,
-                                         send_cost(caller.rates, item.message_type, item.segments), None, None, now,
-                                         key_of_texts))
+            results.append(self.message(caller.client_id, caller.workspace_id, item,
+                                        send_cost(caller.rates, item.message_type, item.segments), now, key_of_texts))
         messages = [r for r in results if isinstance(r, Message)]
         batch = [record_batch(client_id=caller.client_id, workspace_id=caller.workspace_id, idempotency_key=key,
                               request_hash=request_hash, response=self.batch_answer(results),
@@ -207,13 +206,13 @@ class Sending:
     def _send_steps(self, client_id: str, workspace_id: str, request: SendRequest, cost: int,
                     idempotency_key: str | None, request_hash: str | None) -> Steps[Message]:
         key_of_texts = yield from text_key(self.texts, workspace_id)
-        message = self._message(client_id, workspace_id, request, cost, idempotency_key, request_hash,
-                                self.clock.now(), key_of_texts)
+        message = self.message(client_id, workspace_id, request, cost, self.clock.now(), key_of_texts,
+                               idempotency_key, request_hash)
         yield Append((message,))
         return message
 
-    def _message(self, client_id: str, workspace_id: str, request: SendRequest, cost: int,
-                 idempotency_key: str | None, request_hash: str | None, now: float, key_of_texts: Any) -> Message:
+    def message(self, client_id: str, workspace_id: str, request: SendRequest, cost: int, now: float,
+                key_of_texts: Any, idempotency_key: str | None = None, request_hash: str | None = None) -> Message:
         """A new message, its text sealed under `key_of_texts` (`text_key`); its validity
         (`validFor`) counts from its `sendAt` when it is scheduled."""
         start = request.send_at if request.send_at is not None else now

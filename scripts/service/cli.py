@@ -224,9 +224,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--email", required=True)
     c.add_argument("--name", required=True)
     c.add_argument("--workspace", metavar="WS")
-    c.add_argument("--role", choices=["owner", "developer", "viewer"],
+    c.add_argument("--role", choices=["owner", "developer", "sender", "viewer"],
                    help="owner: manages the workspace and its people; developer: clients, keys, webhooks, "
-                        "opt-outs; viewer: reads only")
+                        "opt-outs; sender: sends from the dashboard and sees what was sent; viewer: reads only")
     c.add_argument("--operator", action="store_true", help="a member of the operator team (sees every workspace)")
     us.add_parser("list", help="people, oldest first (never a password or a link)").add_argument(
         "--workspace", metavar="WS")

@@ -13,6 +13,7 @@ import pytest
 
 from sandesh.domain.clock import iso
 from sandesh.domain.message import Message
+from sandesh.domain.recipients import pasted
 from sandesh.domain.ports import Caller
 from sandesh.domain.sending import OtpSendRequest, OtpVerifyRequest, parse_send
 from sandesh.domain.topics import topics_of
@@ -23,7 +24,8 @@ from tests.conftest import ROOT
 TABLES = {"workspaces": "id", "clients": "id", "sims": "id", "sms_switch": "id",
           "idempotency_keys": "client_id, key", "messages": "id", "client_counters": "client_id",
           "otps": "id", "otp_issues": "otp_id, at",
-          "audit_lines": "originator_id, originator_version", "audit_clients": "client_id"}
+          "audit_lines": "originator_id, originator_version", "audit_clients": "client_id",
+          "campaigns": "id", "campaign_messages": "message_id"}
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +53,22 @@ def clients(runtime):
         to = f"977981{i:07d}"
         app.otp.send_otp(caller, OtpSendRequest(to, "login", "203.0.113.9" if i % 2 else None), "198.51.100.1")
         app.otp.verify_otp(caller, OtpVerifyRequest(to, "login", "not-the-code"), "198.51.100.1")
+    campaign(app, made[0][0])
     return made
+
+
+def campaign(app, workspace_id):
+    """A campaign of 30 from the dashboard, scheduled, with 10 of them canceled."""
+    client_id = app.campaigns.dashboard_client(workspace_id, "user:owner@north.example")
+    caller = Caller(client_id=client_id, workspace_id=workspace_id, brand="", workspace_status="active",
+                    rates={"transactional": 100}, allowed_types=["transactional"], sms_enabled=True, has_route=True,
+                    promo_hours=None)
+    recipients, refused = pasted("\n".join(f"98{i:08d}" for i in range(30)) + "\n12345")
+    plan = app.campaigns.plan(caller, 1_000_000, recipients, refused, "Hello from the shop", "transactional",
+                              app.clock.now() + 3600)
+    sent, _ = app.campaigns.send(caller, "user:owner@north.example", plan, "a-form-token")
+    assert app.campaigns.cancel(workspace_id, sent.id, set(sent.message_ids[10:]), "user:owner@north.example") \
+        == (10, 1000)
 
 
 def snapshot(runtime):
@@ -67,8 +84,8 @@ def test_the_worker_applies_every_event_exactly_once(runtime, clients):
         counted = conn.execute("SELECT sum(sent) AS sent, sum(spent) AS spent FROM client_counters").fetchone()
         messages = conn.execute("SELECT count(*) AS n, sum(cost) AS cost FROM messages").fetchone()
         balances = conn.execute("SELECT sum(balance) AS b FROM workspaces WHERE name IN ('North', 'South')").fetchone()
-    assert counted["sent"] == messages["n"] == 320
-    assert counted["spent"] == messages["cost"] == 2_000_000 - balances["b"]
+    assert counted["sent"] == messages["n"] == 350
+    assert counted["spent"] == messages["cost"] - 1000 == 2_000_000 - balances["b"]  # the campaign's refunds
     with runtime.connection() as conn:
         otps = conn.execute("SELECT count(*) AS n, sum(wrong_attempts) AS tries FROM otps").fetchone()
     assert (otps["n"], otps["tries"]) == (20, 20)
@@ -85,8 +102,8 @@ def test_two_runners_at_once_still_apply_each_event_once(runtime, clients):
     for t in threads:
         t.join()
     with runtime.connection() as conn:
-        assert conn.execute("SELECT sum(sent) AS n FROM client_counters").fetchone()["n"] == 520
-        assert conn.execute("SELECT count(*) AS n FROM messages").fetchone()["n"] == 520
+        assert conn.execute("SELECT sum(sent) AS n FROM client_counters").fetchone()["n"] == 550
+        assert conn.execute("SELECT count(*) AS n FROM messages").fetchone()["n"] == 550
 
 
 def test_replay_rebuilds_every_read_model_identical_row_for_row(runtime, clients, sandesh):
@@ -98,8 +115,8 @@ def test_replay_rebuilds_every_read_model_identical_row_for_row(runtime, clients
     assert done.returncode == 0, done.stderr
     summary = orjson.loads(done.stdout)
     projections = summary["projections"]
-    assert set(projections) == {"registry", "messages", "counters", "otps", "audit"}
-    assert projections["messages"]["events"] == 520
+    assert set(projections) == {"registry", "messages", "counters", "otps", "audit", "campaigns"}
+    assert projections["messages"]["events"] == 550 + 10
     # the log is read once: every event of it, each projection handling its own
     assert summary["events"] == runtime.app.log.recorder.max_notification_id()
     assert all(0 < p["events"] <= summary["events"] for p in projections.values())
@@ -145,7 +162,7 @@ def test_replay_check_compares_without_swapping_and_finds_a_tampered_row(runtime
     clean = sandesh.run("replay", "--check")
     assert clean.returncode == 0, clean.stderr
     report = orjson.loads(clean.stdout)
-    assert report["ok"] is True and set(report["projections"]) == {"registry", "messages", "counters", "otps", "audit"}
+    assert report["ok"] is True and set(report["projections"]) == {"registry", "messages", "counters", "otps", "audit", "campaigns"}
     tables = {t: r for p in report["projections"].values() for t, r in p["tables"].items()}
     assert all(r["differ"] == 0 for r in tables.values()), tables
     with runtime.connection() as conn:

@@ -1,0 +1,266 @@
+"""The Send page of a workspace (docs/dashboard.md, "Sending"): recipients pasted or uploaded (a
+CSV file or an XLSX workbook), a message with `{column}` placeholders, a type and an optional
+time; Preview shows what would go, to whom, at what cost, and what is refused and why; "Send N
+messages" sends the preview as one campaign (domain/usecases/campaigns.py).
+
+The preview's recipients and text are kept sealed between the two steps (projections/drafts.py)
+under a token the confirming form carries: the campaign's id comes from it, so the same form
+posted twice sends once."""
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+from typing import Any
+
+import falcon.asgi
+import orjson
+
+from sandesh.domain.clock import NEPAL
+from sandesh.domain.errors import InsufficientBalance, InvalidRequest, InvalidTransition, Refused
+from sandesh.domain.person import actor_of, may_send
+from sandesh.domain.ports import Caller
+from sandesh.domain.preview import preview
+from sandesh.domain.promo_hours import parse as parse_promo_hours
+from sandesh.domain.recipients import MAX_ROWS, Recipient, Refusal, pasted, placeholders, table
+from sandesh.domain.sending import SCHEDULE_AHEAD_MAX
+from sandesh.domain.usecases.campaigns import SHOWN, Plan, dashboard_client_id
+from sandesh.projections import drafts, registry
+
+from .pages import Page
+from .shown import npr
+from .uploads import MAX_UPLOAD, rows_of
+
+TYPES = ("transactional", "promotional")
+MAX_PASTED = 1 << 20  # bytes of the Recipients field
+SENDERS_ONLY = "Owners, developers and senders send from the dashboard; viewers read only."
+REFUSED = {"forbidden": "This workspace may not send {type} messages: ask the operators.",
+           "sms_disabled": "Sending is switched off for now by the operators. Try again later.",
+           "unavailable": "No SIM can send right now. Try again in a few minutes."}
+
+
+class SendingPage(Page):
+    section = "send"
+
+    def __init__(self, *parts: Any, route_window: float):
+        super().__init__(*parts)
+        self.route_window = route_window
+
+    async def sender(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
+                     workspace_id: str) -> dict[str, Any] | None:
+        person = await self.member(req, resp, workspace_id)
+        if person is not None and not may_send(person["role"]):
+            self.web.page(req, resp, "message.html", status=403, title="Forbidden", person=person, text=SENDERS_ONLY)
+            return None
+        return person
+
+    def state(self, workspace_id: str) -> tuple[Caller, int]:
+        """The workspace as a send of its Dashboard client is decided on, and its balance."""
+        with self.connection() as conn:
+            row = registry.sending_state(conn, workspace_id, self.route_window)
+        if row is None:
+            raise InvalidTransition("no such workspace")
+        if row["status"] != "active":
+            raise InvalidTransition(f"The workspace is {row['status']}: it sends once the operators activate it.")
+        has_route = row["route_until"] is not None and self.app.clock.now() < row["route_until"]
+        caller = Caller(dashboard_client_id(workspace_id), workspace_id, "", row["status"], row["rates"], row["types"],
+                        row["sms_enabled"], has_route, parse_promo_hours(row["promo_hours"]))
+        return caller, row["balance"]
+
+    def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any], workspace_id: str,
+             *, status: int = 200, typed: dict[str, str] | None = None, errors: dict[str, str] | None = None,
+             plan: Plan | None = None, token: str | None = None, columns: list[str] | None = None,
+             source: str = "") -> None:
+        self.web.page(req, resp, "send.html", status=status, title="Send", person=person, workspace_id=workspace_id,
+                      typed=typed or {"type": "transactional"}, errors=errors or {}, types=TYPES, plan=plan,
+                      shown=plan.messages[:SHOWN] if plan else (), refused=plan.refused[:200] if plan else (),
+                      token=token, columns=columns or [], source=source, npr=npr, nepal_input=nepal_input,
+                      max_rows=MAX_ROWS, max_mb=MAX_UPLOAD // 2**20)
+
+
+class Send(SendingPage):
+    """GET /dashboard/w/{workspace_id}/send: the form; POST: its preview."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
+        person = await self.sender(req, resp, workspace_id)
+        if person is not None:
+            self.show(req, resp, person, workspace_id)
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
+        try:
+            fields, files = await self.web.multipart(req, MAX_UPLOAD, MAX_PASTED)
+        except ValueError as problem:
+            fields, files = {"csrf": ""}, {}
+            fault = str(problem)
+        else:
+            fault = None
+        if not self.web.csrf_ok(req, fields):
+            return self.web.forbidden(req, resp)
+        person = await self.sender(req, resp, workspace_id)
+        if person is None:
+            return
+        typed = {name: fields.get(name, "") for name in ("recipients", "text", "type", "send_at", "number_column")}
+        if fault:
+            return self.show(req, resp, person, workspace_id, status=400, typed=typed, errors={"file": fault})
+        found = await self.blocking(self._preview, workspace_id, person, typed, files.get("file"))
+        errors, plan, token, columns, source = found
+        self.show(req, resp, person, workspace_id, status=400 if errors else 200, typed=typed, errors=errors,
+                  plan=plan, token=token, columns=columns, source=source)
+
+    def _preview(self, workspace_id: str, person: dict[str, Any], typed: dict[str, str],
+                 upload: tuple[str, bytes] | None) -> tuple[dict[str, str], Plan | None, str | None, list[str], str]:
+        errors: dict[str, str] = {}
+        columns: list[str] = []
+        recipients: list[Recipient] = []
+        refused: list[Refusal] = []
+        source = ""
+        if upload is not None and upload[1]:
+            try:
+                recipients, refused, columns, column = table(rows_of(upload[0], upload[1]),
+                                                             typed["number_column"].strip() or None)
+                source = f"{upload[0]}: numbers in the column {column!r}"
+            except ValueError as problem:
+                errors["file"] = str(problem)
+                try:
+                    columns = [c.strip() for c in rows_of(upload[0], upload[1])[0]]
+                except (ValueError, IndexError):
+                    pass
+        elif typed["recipients"].strip():
+            recipients, refused = pasted(typed["recipients"])
+            source = "the numbers typed"
+        else:
+            errors["recipients"] = "Type or paste the numbers, or upload a list."
+        message_type = typed["type"] if typed["type"] in TYPES else ""
+        if not message_type:
+            errors["type"] = "Choose transactional or promotional."
+        missing = [name for name in placeholders(typed["text"]) if name not in columns]
+        if missing and "file" not in errors:
+            errors["text"] = ("The list has no column " + ", ".join("{" + m + "}" for m in missing)
+                              + (": the columns are " + ", ".join(columns) + "." if columns
+                                 else ": placeholders need an uploaded list with columns."))
+        send_at = None
+        if typed["send_at"].strip():
+            send_at = parse_nepal_time(typed["send_at"])
+            now = self.app.clock.now()
+            if send_at is None:
+                errors["send_at"] = "A date and time, Nepal time."
+            elif send_at <= now or send_at > now + SCHEDULE_AHEAD_MAX:
+                errors["send_at"] = "A time from now to 30 days ahead, Nepal time."
+        if not typed["text"].strip():
+            errors["text"] = "Type the message."
+        if errors:
+            return errors, None, None, columns, source
+        try:
+            caller, balance = self.state(workspace_id)
+            plan = self.app.campaigns.plan(caller, balance, recipients, refused, typed["text"], message_type, send_at)
+        except Refused as refusal:
+            return {"recipients": REFUSED.get(refusal.code, refusal.code).format(type=message_type)}, None, None, \
+                columns, source
+        except (InvalidTransition, InvalidRequest) as problem:
+            return {"recipients": str(problem)}, None, None, columns, source
+        token = secrets.token_urlsafe(18)
+        draft = {"recipients": [[r.line, r.number, r.fields] for r in recipients],
+                 "refused": [[r.line, r.given, r.reason] for r in refused],
+                 "text": typed["text"], "type": message_type, "sendAt": send_at, "source": source}
+        sealed = self.app.texts.seal(workspace_id, orjson.dumps(draft).decode())
+        with self.connection() as conn:
+            drafts.keep(conn, token, workspace_id, person["id"], sealed, self.app.clock.now())
+        return {}, plan, token, columns, source
+
+
+class SendConfirm(SendingPage):
+    """POST /dashboard/w/{workspace_id}/send/confirm: the previewed campaign sent, once."""
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
+        form = await self.web.form(req)
+        if not self.web.csrf_ok(req, form):
+            return self.web.forbidden(req, resp)
+        person = await self.sender(req, resp, workspace_id)
+        if person is None:
+            return
+        token = form.get("token", "")
+        try:
+            found = await self.blocking(self._send, workspace_id, person, token)
+        except InsufficientBalance as short:
+            plan, typed = await self.blocking(self._again, workspace_id, person, token)
+            return self.show(req, resp, person, workspace_id, status=402, typed=typed, plan=plan, token=token,
+                             errors={"balance": str(short)})
+        except (InvalidTransition, InvalidRequest, Refused) as problem:
+            text = REFUSED.get(getattr(problem, "code", ""), str(problem))
+            return self.show(req, resp, person, workspace_id, status=400, errors={"recipients": text})
+        if found is None:
+            return self.show(req, resp, person, workspace_id, status=400,
+                             errors={"recipients": "This preview is older than an hour: preview again."})
+        self.web.redirect(resp, f"/dashboard/w/{workspace_id}/campaigns/{found}")
+
+    def _draft(self, workspace_id: str, person: dict[str, Any], token: str) -> dict[str, Any] | None:
+        with self.connection() as conn:
+            sealed = drafts.find(conn, token, workspace_id, person["id"], self.app.clock.now())
+        opened = self.app.texts.open(sealed) if sealed else None
+        return orjson.loads(opened) if opened else None
+
+    def _plan(self, workspace_id: str, draft: dict[str, Any]) -> tuple[Caller, Plan]:
+        caller, balance = self.state(workspace_id)
+        recipients = [Recipient(line, number, fields) for line, number, fields in draft["recipients"]]
+        refused = [Refusal(line, given, reason) for line, given, reason in draft["refused"]]
+        return caller, self.app.campaigns.plan(caller, balance, recipients, refused, draft["text"], draft["type"],
+                                               draft["sendAt"])
+
+    def _send(self, workspace_id: str, person: dict[str, Any], token: str) -> str | None:
+        """The campaign's id; None when the draft is gone (sent already: its campaign)."""
+        draft = self._draft(workspace_id, person, token)
+        if draft is None:
+            return self.app.campaigns.sent(workspace_id, token)
+        self.app.campaigns.ready()
+        actor = actor_of(person["email"])
+        self.app.campaigns.dashboard_client(workspace_id, actor)
+        caller, plan = self._plan(workspace_id, draft)
+        campaign, _ = self.app.campaigns.send(caller, actor, plan, token)
+        return campaign.id
+
+    def _again(self, workspace_id: str, person: dict[str, Any], token: str) -> tuple[Plan | None, dict[str, str]]:
+        draft = self._draft(workspace_id, person, token)
+        if draft is None:
+            return None, {}
+        return self._plan(workspace_id, draft)[1], {"text": draft["text"], "type": draft["type"]}
+
+
+class Hints(SendingPage):
+    """POST /dashboard/w/{workspace_id}/send/hints (JSON, from the page's script as one types):
+    the segments, encoding and cost of the text for one recipient, and the GSM-7 stand-ins of the
+    few characters that make it UCS-2, as POST /v1/sms/preview answers them."""
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
+        form = await self.web.form(req)
+        if not self.web.csrf_ok(req, form):
+            return self.web.forbidden(req, resp)
+        person = await self.sender(req, resp, workspace_id)
+        if person is None:
+            return
+        with_rates = await self.blocking(self._rates, workspace_id)
+        message_type = form.get("type") if form.get("type") in TYPES else "transactional"
+        found = preview(form.get("text", ""), with_rates, message_type)
+        resp.content_type = falcon.MEDIA_JSON
+        resp.data = orjson.dumps({
+            "segments": found.segmentation.segments, "encoding": found.segmentation.encoding,
+            "cost": npr(found.cost), "sendable": found.sendable,
+            "characters": [{"position": c.position, "character": c.character, "replacement": c.replacement}
+                           for c in found.characters],
+            "gsm7Segments": found.gsm7.segments if found.gsm7 else None})
+
+    def _rates(self, workspace_id: str) -> dict[str, int]:
+        with self.connection() as conn:
+            row = registry.sending_state(conn, workspace_id, self.route_window)
+        return row["rates"] if row else {}
+
+
+def parse_nepal_time(text: str) -> float | None:
+    """`2026-12-01T09:30` (a datetime-local field) in Nepal time, as epoch seconds; None if it is not one."""
+    try:
+        return datetime.fromisoformat(text.strip()).replace(tzinfo=NEPAL).timestamp()
+    except ValueError:
+        return None
+
+
+def nepal_input(moment: float) -> str:
+    return datetime.fromtimestamp(moment, NEPAL).strftime("%Y-%m-%dT%H:%M")
+

@@ -1,0 +1,55 @@
+// The Send page (docs/dashboard.md, "Sending").  As one types the message: its segments,
+// encoding and cost for one recipient, and the characters that make it UCS-2 with their GSM-7
+// stand-ins, from the page's hints (the rules of POST /v1/sms/preview).  On "Send N messages":
+// the button is disabled and says what goes on, so that a second click sends nothing more.
+"use strict";
+const form = document.querySelector("form[data-hints]");
+if (form) {
+  const text = form.querySelector("#text");
+  const type = form.querySelector("#type");
+  const hints = form.querySelector("#hints");
+  let timer = null;
+  const ask = async () => {
+    if (!text.value.trim()) {
+      hints.textContent = "";
+      return;
+    }
+    const body = new URLSearchParams({csrf: form.elements.csrf.value, text: text.value, type: type.value});
+    try {
+      const answer = await fetch(form.dataset.hints, {method: "POST", body, credentials: "same-origin"});
+      if (!answer.ok) {
+        return;
+      }
+      const found = await answer.json();
+      let said = `${found.segments} segment${found.segments === 1 ? "" : "s"} · ${found.encoding} · ${found.cost} a recipient`;
+      if (!found.sendable) {
+        said += " · over 6 segments: shorten it";
+      }
+      const standIns = found.characters.filter((c) => c.replacement !== null);
+      if (standIns.length) {
+        said += ` · ${standIns.map((c) => `“${c.character}” → “${c.replacement}”`).join(", ")} would make it GSM-7`;
+        if (found.gsm7Segments !== null) {
+          said += ` (${found.gsm7Segments} segment${found.gsm7Segments === 1 ? "" : "s"})`;
+        }
+      }
+      hints.textContent = said;
+    } catch (error) {
+      // the server is away for a moment: the hint waits for the next keystroke
+    }
+  };
+  const later = () => {
+    window.clearTimeout(timer);
+    timer = window.setTimeout(ask, 300);
+  };
+  text.addEventListener("input", later);
+  type.addEventListener("change", later);
+  ask();
+}
+for (const busy of document.querySelectorAll("form[data-busy]")) {
+  busy.addEventListener("submit", () => {
+    const button = busy.querySelector("button[type=submit]");
+    window.setTimeout(() => { button.disabled = true; }, 0);  // after the form's own submission
+    button.setAttribute("aria-busy", "true");
+    busy.querySelector(".note").textContent = busy.dataset.busy;
+  });
+}

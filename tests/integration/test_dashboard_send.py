@@ -1,0 +1,210 @@
+"""Sending from the dashboard (docs/dashboard.md, "Sending") in a real browser: Playwright driving
+Chromium against a real `sandesh serve`, with emulated modems driven by a real dispatcher and
+the projections worker following the log, so that what the phones get is what was sent."""
+from __future__ import annotations
+
+import csv
+import datetime
+import io
+import itertools
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from sandesh.scripts.service.commands import register_emulated
+from sandesh.scripts.service.emulator import Emulator
+from tests.conftest import running_dispatcher
+from tests.integration.test_dashboard import PASSWORD, add_person, browser, set_password, sign_in  # noqa: F401
+
+_numbers = itertools.count(4_100_001)
+
+
+def numbers(n: int) -> list[str]:
+    return [f"98{next(_numbers):08d}" for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def phones(runtime, projections_worker) -> Iterator[Emulator]:
+    with Emulator(sims=2, report_delay=0.05) as emulator:
+        register_emulated(runtime, emulator.devices(), "test")
+        with running_dispatcher(runtime):
+            yield emulator
+
+
+@pytest.fixture(scope="module")
+def shop(sandesh, runtime) -> dict[str, str]:
+    """An active workspace of NPR 100, promotional hours off (promotions go at any hour)."""
+    workspace = sandesh("workspace", "create", "--name", "Sweets of Patan")["id"]
+    sandesh("workspace", "activate", workspace)
+    sandesh("workspace", "credit", workspace, "10000")
+    sandesh("workspace", "set-promo-hours", workspace, "off")
+    return {"id": workspace}
+
+
+@pytest.fixture(scope="module")
+def people(sandesh, shop, server, browser) -> dict[str, str]:
+    """The shop's owner and a viewer, their passwords set."""
+    found = {}
+    for role in ("owner", "viewer"):
+        added = add_person(sandesh, shop["id"], f"{role}@patan.example", role=role)
+        context = browser.new_context()
+        set_password(context.new_page(), server, added)
+        context.close()
+        found[role] = added["email"]
+    return found
+
+
+@pytest.fixture
+def owner_page(browser: Browser, server, people) -> Iterator[Page]:
+    context = browser.new_context()
+    page = context.new_page()
+    sign_in(page, server, people["owner"])
+    yield page
+    context.close()
+
+
+def received(phones: Emulator, numbers_: list[str], timeout: float = 30) -> dict[str, dict[str, Any]]:
+    """What each of these numbers' phones got, once all have."""
+    wanted = {f"977{n}" for n in numbers_}
+    deadline = time.monotonic() + timeout
+    while True:
+        got = {m["to"]: m for m in phones.received if m["to"] in wanted}
+        if set(got) == wanted:
+            return got
+        assert time.monotonic() < deadline, f"{len(got)} of {len(wanted)} phones got their text"
+        time.sleep(0.2)
+
+
+def balance(sandesh, shop) -> int:
+    return sandesh("workspace", "show", shop["id"])["balance"]
+
+
+def test_three_numbers_in_three_notations_are_sent_and_the_phones_get_the_text(owner_page, server, shop, phones,
+                                                                                sandesh):
+    page = owner_page
+    a, b, c = numbers(3)
+    page.get_by_role("link", name="Send", exact=True).click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Send")
+    page.get_by_label("Recipients").fill(f"+977 {a[:3]}-{a[3:6]}-{a[6:]}\n977 {b}, {c}")
+    page.get_by_label("Message").fill("Tomorrow is a holiday: the shop opens at 10.")
+    expect(page.locator("#hints")).to_contain_text("1 segment · GSM-7")
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator(".preview")).to_contain_text("Total cost NPR 3.00")
+    page.get_by_role("button", name="Send 3 messages").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Campaign")
+    got = received(phones, [a, b, c])
+    assert {m["text"] for m in got.values()} == {"Tomorrow is a holiday: the shop opens at 10."}
+
+
+def test_a_csv_with_a_devanagari_column_fills_a_template_sent_as_ucs2_and_charged_its_segments(
+        owner_page, server, shop, phones, tmp_path, sandesh):
+    page = owner_page
+    a, b = numbers(2)
+    names = {a: "राम", b: "सीता"}
+    path = tmp_path / "parents.csv"
+    path.write_bytes("\ufeffनाम,mobile\n".encode() + f"{names[a]},{a}\n{names[b]},+977{b}\n".encode())
+    before = balance(sandesh, shop)
+    page.goto(f"{server.url}/dashboard/w/{shop['id']}/send")
+    page.get_by_label("Upload a list").set_input_files(str(path))
+    page.get_by_label("Message").fill("नमस्ते {नाम}, भोलि बिदा छ।")
+    page.get_by_role("button", name="Preview").click()
+    preview = page.locator(".preview")
+    expect(preview).to_contain_text("UCS-2")
+    expect(preview).to_contain_text(f"नमस्ते {names[a]}, भोलि बिदा छ।")
+    page.get_by_role("button", name="Send 2 messages").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Campaign")
+    got = received(phones, [a, b])
+    for number, name in names.items():
+        assert got[f"977{number}"]["text"] == f"नमस्ते {name}, भोलि बिदा छ।"
+        assert got[f"977{number}"]["encoding"] == "UCS-2"
+    assert before - balance(sandesh, shop) == 2 * 100  # one segment each, at NPR 1 a segment
+
+
+def test_an_opted_out_a_bad_and_a_duplicate_number_are_refused_in_the_preview_with_their_reasons(
+        owner_page, server, shop, sandesh):
+    page = owner_page
+    good, stopped = numbers(2)
+    sandesh("optout", "add", shop["id"], f"977{stopped}")
+    page.goto(f"{server.url}/dashboard/w/{shop['id']}/send")
+    page.get_by_label("Recipients").fill(f"{good}\n{stopped}\n12345\n{good}")
+    page.get_by_label("Message").fill("Dashain offer: 20% off")
+    page.get_by_label("Type").select_option("promotional")
+    page.get_by_role("button", name="Preview").click()
+    rows = page.locator("table.refused tbody tr")
+    expect(rows).to_have_count(3)
+    assert rows.all_inner_texts() == [f"2\t977{stopped}\topted out of promotional messages",
+                                      "3\t12345\tnot a Nepal mobile number",
+                                      f"4\t977{good}\ta duplicate of line 1"]
+    expect(page.get_by_role("button", name="Send 1 message")).to_be_visible()
+
+
+def test_a_campaign_larger_than_the_balance_is_refused_whole_with_nothing_charged(owner_page, server, shop, sandesh):
+    page = owner_page
+    page.goto(f"{server.url}/dashboard/w/{shop['id']}/send")
+    page.get_by_label("Recipients").fill("\n".join(numbers(120)))  # NPR 120 against less than NPR 100
+    page.get_by_label("Message").fill("Too many for the balance")
+    page.get_by_role("button", name="Preview").click()
+    before = balance(sandesh, shop)
+    page.get_by_role("button", name="Send 120 messages").click()
+    expect(page.locator(".preview .error")).to_contain_text("nothing was sent")
+    expect(page.locator(".preview .error")).to_contain_text(f"NPR {(12000 - before) / 100:,.2f}")
+    assert balance(sandesh, shop) == before
+
+
+def test_a_scheduled_campaign_canceled_is_refunded(owner_page, server, shop, sandesh, runtime):
+    page = owner_page
+    before = balance(sandesh, shop)
+    page.goto(f"{server.url}/dashboard/w/{shop['id']}/send")
+    page.get_by_label("Recipients").fill("\n".join(numbers(3)))
+    page.get_by_label("Message").fill("The meeting is on Sunday.")
+    page.get_by_label("Send at (Nepal time, optional)").fill("2099-01-01T09:30")
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator("#send_at-error")).to_contain_text("30 days ahead")
+    nepal = datetime.timezone(datetime.timedelta(hours=5, minutes=45))
+    soon = datetime.datetime.fromtimestamp(runtime.clock.now() + 86400, nepal).strftime("%Y-%m-%dT%H:%M")
+    page.get_by_label("Send at (Nepal time, optional)").fill(soon)
+    page.get_by_role("button", name="Preview").click()
+    page.get_by_role("button", name="Send 3 messages").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Campaign")
+    assert before - balance(sandesh, shop) == 300
+    expect(page.locator("[data-count=waiting]")).to_have_text("3", timeout=10_000)
+    page.get_by_role("button", name="Cancel what has not left").click()
+    expect(page.get_by_role("status")).to_contain_text("3 messages canceled and refunded")
+    assert balance(sandesh, shop) == before
+    rows = list(csv.reader(io.StringIO(page.request.get(page.url.split("?")[0] + "/results.csv").text().lstrip("\ufeff"))))
+    assert rows[0] == ["number", "message id", "status", "error", "cost (NPR)", "created (UTC)"]
+    assert [r[2] for r in rows[1:]] == ["canceled"] * 3
+
+
+def test_a_viewer_cannot_send(browser, server, shop, people):
+    context = browser.new_context()
+    page = context.new_page()
+    sign_in(page, server, people["viewer"])
+    expect(page.get_by_role("link", name="Campaigns")).to_be_visible()
+    expect(page.get_by_role("link", name="Send", exact=True)).to_have_count(0)
+    answer = page.request.get(f"{server.url}/dashboard/w/{shop['id']}/send")
+    assert answer.status == 403
+    context.close()
+
+
+def test_a_double_submit_sends_once(owner_page, server, shop, phones, sandesh):
+    page = owner_page
+    (a,) = numbers(1)
+    page.goto(f"{server.url}/dashboard/w/{shop['id']}/send")
+    page.get_by_label("Recipients").fill(a)
+    page.get_by_label("Message").fill("Sent once, whatever the clicks.")
+    page.get_by_role("button", name="Preview").click()
+    form = page.locator("form[action$='/send/confirm']")
+    token, csrf = form.locator("input[name=token]").input_value(), form.locator("input[name=csrf]").input_value()
+    before = balance(sandesh, shop)
+    answers = [page.request.post(f"{server.url}/dashboard/w/{shop['id']}/send/confirm",
+                                 form={"csrf": csrf, "token": token}, max_redirects=0) for _ in range(3)]
+    assert [a.status for a in answers] == [303, 303, 303]
+    assert len({a.headers["location"] for a in answers}) == 1, "one campaign"
+    received(phones, [a])
+    time.sleep(1)
+    assert [m["to"] for m in phones.received].count(f"977{a}") == 1
+    assert before - balance(sandesh, shop) == 100
