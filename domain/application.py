@@ -10,6 +10,7 @@ from .clock import Clock
 from .ports import (IdempotencyKeys, OptOuts, OtpWindows, PasswordHasher, Sealer, Sessions, SignInTries, Texts,
                     WebhookHistory)
 from .usecases.campaigns import Campaigns
+from .usecases.contacts import Contacts
 from .usecases.dispatch import Dispatch
 from .usecases.history import History
 from .usecases.keys import Secrets
@@ -37,6 +38,7 @@ class Sandesh:
     people: People
     secrets: Secrets
     campaigns: Campaigns
+    contacts: Contacts
 
     @classmethod
     def build(cls, log: Log, *, clock: Clock, sealer: Sealer, texts: Texts, idempotency: IdempotencyKeys,
@@ -62,6 +64,7 @@ class Sandesh:
             people=People(log, clock, hasher, sign_in_tries, sealer, sessions),
             secrets=Secrets(log, sealer),
             campaigns=Campaigns(log, clock, texts, opt_outs, sending, sealer),
+            contacts=Contacts(log, clock, texts),
         )
 
     def close(self) -> None:

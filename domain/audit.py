@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .campaign import Campaign
+from .contacts import ContactList, Template
 from .client import Client
 from .optout import OPERATOR, OptOut
 from .person import Person
@@ -55,6 +56,13 @@ ACTIONS: dict[type, str] = {
     Person.TotpEnrolled: "person.totp_enrolled",
     Campaign.Created: "campaign.sent",
     Campaign.Canceled: "campaign.canceled",
+    ContactList.Created: "contacts.list_created",
+    ContactList.Added: "contacts.added",
+    ContactList.Removed: "contacts.removed",
+    ContactList.Deleted: "contacts.list_deleted",
+    Template.Saved: "template.saved",
+    Template.Changed: "template.saved",
+    Template.Deleted: "template.deleted",
 }
 
 # Never shown in `details`: no key or secret, not even sealed or hashed (docs/operations.md, "Audit").
@@ -100,6 +108,16 @@ def audit_line(event: Any, workspace_of_client: Callable[[str], str | None]) -> 
         if "message_ids" in state:
             state["recipients"] = len(state.pop("message_ids"))
         state.pop("text")
+    elif kind.startswith(("contacts.", "template.")):  # counts and names, never numbers, columns or texts
+        workspace_id = state["workspace_id"]
+        state = {k: v for k, v in state.items() if k not in ("contacts", "numbers", "number", "text")}
+        if "contacts" in vars(event):
+            state["contacts"] = len(event.contacts)
+        elif "numbers" in vars(event):
+            state["contacts"] = len(event.numbers)
+        elif kind == "contacts.removed":
+            state["contacts"] = 1
+        state[("list_id" if kind.startswith("contacts.") else "template_id")] = subject
     details = {k: v for k, v in state.items() if k not in HIDDEN}
     return {
         "at": state["at"], "actor": state["actor"], "action": kind,

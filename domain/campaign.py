@@ -31,6 +31,7 @@ class Campaign(Aggregate):
         actor: str               # the person: user:<email>
         message_type: str
         text: str                # the text as typed, placeholders and all, sealed under the workspace's key
+        template: str | None     # the name of the template it is, when it is one
         send_at: float | None    # when its messages leave, when later than their acceptance
         message_ids: list[str]
         refused: int             # lines or rows not sent, each for its reason
@@ -39,9 +40,10 @@ class Campaign(Aggregate):
 
     @event(Created)
     def __init__(self, workspace_id: str, client_id: str, actor: str, message_type: str, text: str,
-                 send_at: float | None, message_ids: list[str], refused: int, cost: int, at: float):
+                 template: str | None, send_at: float | None, message_ids: list[str], refused: int, cost: int,
+                 at: float):
         self.workspace_id, self.client_id, self.actor = workspace_id, client_id, actor
-        self.message_type, self.text, self.send_at = message_type, text, send_at
+        self.message_type, self.text, self.template, self.send_at = message_type, text, template, send_at
         self.message_ids, self.refused, self.cost, self.created_at = message_ids, refused, cost, at
         self.canceled = 0
 

@@ -26,6 +26,7 @@ from eventsourcing.utils import TopicError, get_topic, resolve_topic
 from . import release
 from .batch import Batch
 from .campaign import Campaign
+from .contacts import ContactList, Template
 from .client import Client
 from .errors import NeedsNewerRelease
 from .inbound import Reply
@@ -39,7 +40,7 @@ from .webhook import WebhookDelivery
 from .workspace import Workspace
 
 AGGREGATES = (Workspace, Client, Person, Sim, SmsSwitch, Message, Batch, Otp, Reply, OptOut, WebhookDelivery,
-              Redelivery, Campaign)
+              Redelivery, Campaign, ContactList, Template)
 
 
 def persisted() -> list[type]:

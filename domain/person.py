@@ -25,7 +25,7 @@ OWNER, DEVELOPER, VIEWER, OPERATOR = "owner", "developer", "viewer", "operator"
 SENDER = "sender"  # sends from the dashboard and sees what was sent, nothing else (docs/dashboard.md, "Sending")
 WORKSPACE_ROLES = (OWNER, DEVELOPER, SENDER, VIEWER)
 # The sections of a workspace's dashboard a sender sees; everyone else of the workspace sees them all.
-SENDER_SECTIONS = ("send", "campaigns", "messages")
+SENDER_SECTIONS = ("send", "campaigns", "contacts", "templates", "messages")
 LINK_HOURS = 24  # a set-password link is valid this long
 MIN_PASSWORD, MAX_PASSWORD = 12, 1024  # characters; the upper bound keeps hashing cheap to refuse
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")

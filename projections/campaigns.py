@@ -16,7 +16,7 @@ from .rows import Add, Rows, Table
 DDL = """
 CREATE TABLE IF NOT EXISTS campaigns (
     id text PRIMARY KEY, workspace_id text NOT NULL, client_id text NOT NULL, by text NOT NULL,
-    message_type text NOT NULL, text text, send_at double precision, recipients integer NOT NULL,
+    message_type text NOT NULL, text text, template text, send_at double precision, recipients integer NOT NULL,
     refused integer NOT NULL, cost bigint NOT NULL, canceled integer NOT NULL DEFAULT 0,
     refunded bigint NOT NULL DEFAULT 0, created_at double precision NOT NULL);
 CREATE INDEX IF NOT EXISTS campaigns_workspace ON campaigns (workspace_id, created_at DESC, id);
@@ -38,7 +38,7 @@ COUNTED = {"waiting": WAITING, "sent": ("sent",), "delivered": ("delivered",), "
 def _created(rows: Rows, e: Campaign.Created) -> None:
     rows.insert("campaigns", {
         "id": e.originator_id, "workspace_id": e.workspace_id, "client_id": e.client_id, "by": e.actor,
-        "message_type": e.message_type, "text": e.text, "send_at": e.send_at, "recipients": len(e.message_ids),
+        "message_type": e.message_type, "text": e.text, "template": e.template, "send_at": e.send_at, "recipients": len(e.message_ids),
         "refused": e.refused, "cost": e.cost, "canceled": 0, "refunded": 0, "created_at": e.at})
     for message_id in e.message_ids:
         rows.insert("campaign_messages", {"message_id": message_id, "campaign_id": e.originator_id})

@@ -11,7 +11,8 @@ the route rule: sims).
 The projection's other tables are written by their owners' handlers: dispatch.py
 (`dispatch_queue`, `sent_parts`, `awaiting_reports`, `scheduled_sends`), idempotency.py
 (`idempotency_keys`), inbound.py (`replies`), optouts.py (`opt_outs`), otp_limits.py
-(`otp_issues`), webhooks.py (`webhook_deliveries`), people.py (`people`).  An event several of them record has its
+(`otp_issues`), webhooks.py (`webhook_deliveries`), people.py (`people`), contacts.py
+(`contact_lists`, `contacts`, `message_templates`).  An event several of them record has its
 handler here, which writes them in a fixed order: an acceptance debits, keeps its key, then
 queues; a failure leaves the queue, then refunds.
 """
@@ -21,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 from psycopg.types.json import Jsonb
 
-from . import channels, dispatch, idempotency, inbound, optouts, otp_limits, people, webhooks
+from . import channels, contacts, dispatch, idempotency, inbound, optouts, otp_limits, people, webhooks
 from .contract import Projection, ReadModel
 from .rows import Add, Batching, Key, Old, Rows, Table
 from .sim_health import ROUTE_UNTIL
@@ -314,11 +315,11 @@ def _notices(events: Sequence[Any]) -> list[str]:
 
 PROJECTION = Projection.composed(
     "registry", (OWN, idempotency.MODEL, dispatch.MODEL, inbound.MODEL, otp_limits.MODEL, webhooks.MODEL, optouts.MODEL,
-                 people.MODEL),
+                 people.MODEL, contacts.MODEL),
     # the order `sandesh replay registry` locks them (projections/replay.py)
     order=("workspaces", "clients", "sims", "sms_switch", "idempotency_keys", "otp_issues", "dispatch_queue",
            "sent_parts", "replies", "awaiting_reports", "scheduled_sends", "webhook_deliveries", "opt_outs",
-           "people"),
+           "people", "contact_lists", "contacts", "message_templates"),
     inline=True, notices=_notices)
 
 # What the application hands to the recorder (scripts/service/bootstrap.py): write an append's rows on its cursor.

@@ -13,6 +13,7 @@ from ..health import Ready
 from ..waiting import Blocking, Hashing
 from .audit import AuditLog
 from .campaigns import CampaignAction, CampaignPage, Campaigns
+from .contacts import ContactListPage, Contacts, Templates
 from .clients import ClientAction, Clients
 from .messages import Messages, Timeline
 from .ops import add_ops
@@ -61,5 +62,12 @@ def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[
     app.add_route("/dashboard/w/{workspace_id}/campaigns", Campaigns(*parts))
     app.add_route("/dashboard/w/{workspace_id}/campaigns/{campaign_id}", CampaignPage(*parts))
     app.add_route("/dashboard/w/{workspace_id}/campaigns/{campaign_id}/{action}", CampaignAction(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/contacts", Contacts(*parts))
+    contact_list = ContactListPage(*parts)
+    app.add_route("/dashboard/w/{workspace_id}/contacts/{list_id}", contact_list)
+    app.add_route("/dashboard/w/{workspace_id}/contacts/{list_id}/{action}", contact_list)
+    templates = Templates(*parts)
+    app.add_route("/dashboard/w/{workspace_id}/templates", templates)
+    app.add_route("/dashboard/w/{workspace_id}/templates/{template_id}/delete", templates)
     app.add_route("/dashboard/static/{name}", Static())
     add_ops(app, parts, ready)

@@ -36,7 +36,7 @@ class CampaignsPage(Page):
         if logged is None:
             return None
         found = {"id": logged.id, "workspace_id": workspace_id, "client_id": logged.client_id, "by": logged.actor,
-                 "message_type": logged.message_type, "text": logged.text, "send_at": logged.send_at,
+                 "message_type": logged.message_type, "text": logged.text, "template": logged.template, "send_at": logged.send_at,
                  "recipients": len(logged.message_ids), "refused": logged.refused, "cost": logged.cost,
                  "canceled": logged.canceled, "refunded": 0, "created_at": logged.created_at}
         return found, {name: len(logged.message_ids) if name == "waiting" else 0 for name in campaigns.COUNTED}

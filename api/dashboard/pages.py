@@ -36,7 +36,7 @@ def waiting_time(seconds: int) -> str:
     return f"{seconds} seconds" if seconds < 60 else f"{minutes} minute{'s' if minutes != 1 else ''}"
 
 
-SENDERS_SEE = "Senders see the Send, Campaigns and Messages pages of their workspace."
+SENDERS_SEE = "Senders see the Send, Campaigns, Contacts, Templates and Messages pages of their workspace."
 # What a viewer is told when a form changes what only owners and developers may.
 VIEWERS_READ = "Viewers read only: ask an owner or a developer of the workspace."
 

@@ -21,14 +21,14 @@ from sandesh.domain.person import actor_of, may_send
 from sandesh.domain.ports import Caller
 from sandesh.domain.preview import preview
 from sandesh.domain.promo_hours import parse as parse_promo_hours
-from sandesh.domain.recipients import MAX_ROWS, Recipient, Refusal, pasted, placeholders, table
+from sandesh.domain.recipients import MAX_ROWS, Recipient, Refusal, placeholders
 from sandesh.domain.sending import SCHEDULE_AHEAD_MAX
 from sandesh.domain.usecases.campaigns import SHOWN, Plan, dashboard_client_id
-from sandesh.projections import drafts, registry
+from sandesh.projections import contacts, drafts, registry
 
 from .pages import Page
 from .shown import npr
-from .uploads import MAX_UPLOAD, rows_of
+from .uploads import MAX_UPLOAD, Read, read_recipients
 
 TYPES = ("transactional", "promotional")
 MAX_PASTED = 1 << 20  # bytes of the Recipients field
@@ -66,15 +66,24 @@ class SendingPage(Page):
                         row["sms_enabled"], has_route, parse_promo_hours(row["promo_hours"]))
         return caller, row["balance"]
 
-    def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any], workspace_id: str,
+    async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any], workspace_id: str,
              *, status: int = 200, typed: dict[str, str] | None = None, errors: dict[str, str] | None = None,
              plan: Plan | None = None, token: str | None = None, columns: list[str] | None = None,
              source: str = "") -> None:
+        lists, templates = ([], []) if plan else await self.blocking(self._choices, workspace_id)
         self.web.page(req, resp, "send.html", status=status, title="Send", person=person, workspace_id=workspace_id,
                       typed=typed or {"type": "transactional"}, errors=errors or {}, types=TYPES, plan=plan,
                       shown=plan.messages[:SHOWN] if plan else (), refused=plan.refused[:200] if plan else (),
                       token=token, columns=columns or [], source=source, npr=npr, nepal_input=nepal_input,
-                      max_rows=MAX_ROWS, max_mb=MAX_UPLOAD // 2**20)
+                      max_rows=MAX_ROWS, max_mb=MAX_UPLOAD // 2**20, lists=lists, templates=templates)
+
+    def _choices(self, workspace_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The workspace's contact lists, and its templates with their texts (erased ones left out)."""
+        with self.connection() as conn:
+            lists = contacts.lists_of(conn, workspace_id)
+            templates = contacts.templates_of(conn, workspace_id)
+        opened = [{"id": t["id"], "name": t["name"], "text": self.app.texts.open(t["text"])} for t in templates]
+        return lists, [t for t in opened if t["text"] is not None]
 
 
 class Send(SendingPage):
@@ -83,52 +92,47 @@ class Send(SendingPage):
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
         person = await self.sender(req, resp, workspace_id)
         if person is not None:
-            self.show(req, resp, person, workspace_id)
+            await self.show(req, resp, person, workspace_id)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
-        try:
-            fields, files = await self.web.multipart(req, MAX_UPLOAD, MAX_PASTED)
-        except ValueError as problem:
-            fields, files = {"csrf": ""}, {}
-            fault = str(problem)
-        else:
-            fault = None
+        fields, files, fault = await self.web.multipart(req, MAX_UPLOAD, MAX_PASTED)
         if not self.web.csrf_ok(req, fields):
             return self.web.forbidden(req, resp)
         person = await self.sender(req, resp, workspace_id)
         if person is None:
             return
-        typed = {name: fields.get(name, "") for name in ("recipients", "text", "type", "send_at", "number_column")}
+        typed = {name: fields.get(name, "") for name in ("recipients", "text", "type", "send_at", "number_column",
+                                                         "list", "template")}
         if fault:
-            return self.show(req, resp, person, workspace_id, status=400, typed=typed, errors={"file": fault})
+            return await self.show(req, resp, person, workspace_id, status=400, typed=typed, errors={"file": fault})
         found = await self.blocking(self._preview, workspace_id, person, typed, files.get("file"))
         errors, plan, token, columns, source = found
-        self.show(req, resp, person, workspace_id, status=400 if errors else 200, typed=typed, errors=errors,
-                  plan=plan, token=token, columns=columns, source=source)
+        await self.show(req, resp, person, workspace_id, status=400 if errors else 200, typed=typed, errors=errors,
+                        plan=plan, token=token, columns=columns, source=source)
 
     def _preview(self, workspace_id: str, person: dict[str, Any], typed: dict[str, str],
                  upload: tuple[str, bytes] | None) -> tuple[dict[str, str], Plan | None, str | None, list[str], str]:
-        errors: dict[str, str] = {}
-        columns: list[str] = []
-        recipients: list[Recipient] = []
-        refused: list[Refusal] = []
-        source = ""
-        if upload is not None and upload[1]:
-            try:
-                recipients, refused, columns, column = table(rows_of(upload[0], upload[1]),
-                                                             typed["number_column"].strip() or None)
-                source = f"{upload[0]}: numbers in the column {column!r}"
-            except ValueError as problem:
-                errors["file"] = str(problem)
-                try:
-                    columns = [c.strip() for c in rows_of(upload[0], upload[1])[0]]
-                except (ValueError, IndexError):
-                    pass
-        elif typed["recipients"].strip():
-            recipients, refused = pasted(typed["recipients"])
-            source = "the numbers typed"
+        chosen = [name for name, given in (("the numbers typed", typed["recipients"].strip()),
+                                           ("a file", upload is not None and upload[1]),
+                                           ("a contact list", typed["list"])) if given]
+        if len(chosen) > 1:
+            return {"recipients": f"Send to one of {', '.join(chosen)}, not to {len(chosen)} at once."}, None, None, \
+                [], ""
+        template = None
+        if typed["template"]:
+            template = self._template(workspace_id, typed["template"])
+            if template is None:
+                return {"template": "That template is gone: choose another."}, None, None, [], ""
+            if not typed["text"].strip():
+                typed["text"] = template["text"]
+        if typed["list"]:
+            read = self._contacts(workspace_id, typed["list"])
         else:
-            errors["recipients"] = "Type or paste the numbers, or upload a list."
+            read = read_recipients(typed["recipients"], upload, typed["number_column"])
+        errors, recipients, refused, columns, source = read.errors, read.recipients, read.refused, read.columns, \
+            read.source
+        if not chosen:
+            errors["recipients"] = "Type or paste the numbers, upload a list, or choose a contact list."
         message_type = typed["type"] if typed["type"] in TYPES else ""
         if not message_type:
             errors["type"] = "Choose transactional or promotional."
@@ -160,11 +164,35 @@ class Send(SendingPage):
         token = secrets.token_urlsafe(18)
         draft = {"recipients": [[r.line, r.number, r.fields] for r in recipients],
                  "refused": [[r.line, r.given, r.reason] for r in refused],
-                 "text": typed["text"], "type": message_type, "sendAt": send_at, "source": source}
+                 "text": typed["text"], "type": message_type, "sendAt": send_at, "source": source,
+                 "template": template["name"] if template and template["text"] == typed["text"] else None}
         sealed = self.app.texts.seal(workspace_id, orjson.dumps(draft).decode())
         with self.connection() as conn:
             drafts.keep(conn, token, workspace_id, person["id"], sealed, self.app.clock.now())
         return {}, plan, token, columns, source
+
+    def _template(self, workspace_id: str, template_id: str) -> dict[str, Any] | None:
+        """The template with its text opened; None when it is gone or erased."""
+        with self.connection() as conn:
+            found = contacts.one_template(conn, workspace_id, template_id)
+        text = self.app.texts.open(found["text"]) if found else None
+        return {"name": found["name"], "text": text} if found and text is not None else None
+
+    def _contacts(self, workspace_id: str, list_id: str) -> Read:
+        """The recipients of a contact list, numbered as the list shows them, with their columns."""
+        with self.connection() as conn:
+            found = contacts.one_list(conn, workspace_id, list_id)
+            rows = contacts.contacts_of(conn, list_id) if found else []
+        if found is None:
+            return Read(errors={"list": "That contact list is gone: choose another."})
+        read = Read(source=f"the contact list {found['name']!r}")
+        columns: dict[str, None] = {}
+        for n, row in enumerate(rows, start=1):
+            fields = self.app.contacts.fields(row["fields"])
+            columns.update(dict.fromkeys(fields))
+            read.recipients.append(Recipient(n, row["number"], fields))
+        read.columns = list(columns)
+        return read
 
 
 class SendConfirm(SendingPage):
@@ -182,13 +210,13 @@ class SendConfirm(SendingPage):
             found = await self.blocking(self._send, workspace_id, person, token)
         except InsufficientBalance as short:
             plan, typed = await self.blocking(self._again, workspace_id, person, token)
-            return self.show(req, resp, person, workspace_id, status=402, typed=typed, plan=plan, token=token,
+            return await self.show(req, resp, person, workspace_id, status=402, typed=typed, plan=plan, token=token,
                              errors={"balance": str(short)})
         except (InvalidTransition, InvalidRequest, Refused) as problem:
             text = REFUSED.get(getattr(problem, "code", ""), str(problem))
-            return self.show(req, resp, person, workspace_id, status=400, errors={"recipients": text})
+            return await self.show(req, resp, person, workspace_id, status=400, errors={"recipients": text})
         if found is None:
-            return self.show(req, resp, person, workspace_id, status=400,
+            return await self.show(req, resp, person, workspace_id, status=400,
                              errors={"recipients": "This preview is older than an hour: preview again."})
         self.web.redirect(resp, f"/dashboard/w/{workspace_id}/campaigns/{found}")
 
@@ -214,7 +242,7 @@ class SendConfirm(SendingPage):
         actor = actor_of(person["email"])
         self.app.campaigns.dashboard_client(workspace_id, actor)
         caller, plan = self._plan(workspace_id, draft)
-        campaign, _ = self.app.campaigns.send(caller, actor, plan, token)
+        campaign, _ = self.app.campaigns.send(caller, actor, plan, token, draft.get("template"))
         return campaign.id
 
     def _again(self, workspace_id: str, person: dict[str, Any], token: str) -> tuple[Plan | None, dict[str, str]]:

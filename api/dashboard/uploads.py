@@ -1,14 +1,16 @@
-"""Lists uploaded on the Send page (docs/dashboard.md, "Sending"): a CSV file (UTF-8, with or
-without Excel's BOM; commas, semicolons or tabs) or an XLSX workbook (its first sheet, by
-openpyxl), read into rows of text.  A file that is neither is a ValueError that says so, never
-a 500.  Bounded: MAX_UPLOAD bytes, and the rows a campaign takes (domain/recipients.py)."""
+"""Lists uploaded on the Send and Contacts pages (docs/dashboard.md, "Sending"): a CSV file
+(UTF-8, with or without Excel's BOM; commas, semicolons or tabs) or an XLSX workbook (its first
+sheet, by openpyxl), read into rows of text; and the recipients of a form, typed or uploaded.
+A file that is neither is a sentence that says so, never a 500.  Bounded: MAX_UPLOAD bytes,
+and the rows a campaign takes (domain/recipients.py)."""
 from __future__ import annotations
 
 import csv
 import io
 import zipfile
+from dataclasses import dataclass, field
 
-from sandesh.domain.recipients import MAX_ROWS
+from sandesh.domain.recipients import MAX_ROWS, Recipient, Refusal, pasted, table
 
 MAX_UPLOAD = 5 * 2**20  # bytes of one file
 MAX_COLUMNS = 50  # read of a workbook's sheet, whatever width it claims
@@ -72,3 +74,35 @@ def _cell(value: object) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value).strip()
+
+
+@dataclass
+class Read:
+    """Recipients as a form gave them (the numbers typed, or a file), or why they could not be."""
+    recipients: list[Recipient] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)
+    source: str = ""
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def read_recipients(typed: str, upload: tuple[str, bytes] | None, number_column: str) -> Read:
+    """The numbers of a form: those of an uploaded file (the number column chosen, or found by
+    its name), else those typed; errors under the field they belong to ("file", "recipients")."""
+    found = Read()
+    if upload is not None and upload[1]:
+        try:
+            rows = rows_of(upload[0], upload[1])
+        except ValueError as problem:
+            found.errors["file"] = str(problem)
+            return found
+        try:
+            found.recipients, found.refused, found.columns, column = table(rows, number_column.strip() or None)
+            found.source = f"{upload[0]}: numbers in the column {column!r}"
+        except ValueError as problem:
+            found.errors["file"] = str(problem)
+            found.columns = [c.strip() for c in rows[0]] if rows else []
+    elif typed.strip():
+        found.recipients, found.refused = pasted(typed)
+        found.source = "the numbers typed"
+    return found

@@ -169,13 +169,13 @@ class Web:
         return {name: values[0] for name, values in fields.items()}
 
     @staticmethod
-    async def multipart(req: falcon.asgi.Request, max_file: int,
-                        max_field: int = MAX_FORM) -> tuple[dict[str, str], dict[str, tuple[str, bytes]]]:
-        """A multipart form's fields and its files (name -> (filename, bytes)); ValueError says
-        what is wrong with it (a file over `max_file` bytes, a field over `max_field`, a form that
-        is not one)."""
+    async def multipart(req: falcon.asgi.Request, max_file: int, max_field: int = MAX_FORM
+                        ) -> tuple[dict[str, str], dict[str, tuple[str, bytes]], str | None]:
+        """A multipart form's fields and files (name -> (filename, bytes)), and what is wrong with
+        it (a file over `max_file` bytes, a field over `max_field`, a form that is not one): then
+        the parts before the fault only (the CSRF token comes first in every form of ours)."""
         if (req.content_type or "").split(";")[0].strip() != falcon.MEDIA_MULTIPART:
-            return await Web.form(req), {}
+            return await Web.form(req), {}, None
         fields: dict[str, str] = {}
         files: dict[str, tuple[str, bytes]] = {}
         try:
@@ -184,16 +184,16 @@ class Web:
                 if part.filename:
                     data = await part.stream.read(max_file + 1)
                     if len(data) > max_file:
-                        raise ValueError(f"The file is larger than {max_file // 2**20} MB.")
+                        return fields, files, f"The file is larger than {max_file // 2**20} MB."
                     files[part.name] = (part.filename, data)
                 else:
                     data = await part.stream.read(max_field + 1)
                     if len(data) > max_field:
-                        raise ValueError(f"The field {part.name!r} is too long.")
+                        return fields, files, f"The field {part.name!r} is too long."
                     fields.setdefault(part.name, data.decode("utf-8", "replace"))
         except falcon.HTTPError as error:  # a malformed form: the parser's 400, said as a problem of the form
-            raise ValueError(f"The form could not be read: {error.title}.") from None
-        return fields, files
+            return fields, files, f"The form could not be read: {error.title}."
+        return fields, files, None
 
     def calling_ip(self, req: falcon.asgi.Request) -> str:
         return calling_ip(req, self.trusted_proxies)

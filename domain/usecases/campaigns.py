@@ -118,10 +118,11 @@ class Campaigns:
         found = self.log.find(campaign_id(workspace_id, token), Campaign)
         return found.id if found is not None else None
 
-    def send(self, sender: Caller, by: str, plan: Plan, token: str) -> tuple[Campaign, bool]:
+    def send(self, sender: Caller, by: str, plan: Plan, token: str,
+             template: str | None = None) -> tuple[Campaign, bool]:
         """The plan's messages and their campaign in one append: all accepted and charged, or
         InsufficientBalance and nothing.  The same token again (a form posted twice) answers the
-        campaign it made, with False."""
+        campaign it made, with False.  `template`: the name of the template the text is."""
         self.ready()
         wanted = campaign_id(sender.workspace_id, token)
         found = self.log.find(wanted, Campaign)
@@ -137,6 +138,7 @@ class Campaigns:
                     for m in plan.messages]
         campaign = create_campaign(id=wanted, workspace_id=sender.workspace_id, client_id=sender.client_id, actor=by,
                                    message_type=plan.message_type, text=self.texts.seal_with(key_of_texts, plan.text),
+                                   template=template,
                                    send_at=plan.send_at, message_ids=[m.id for m in messages],
                                    refused=len(plan.refused), cost=plan.total, at=now)
         try:

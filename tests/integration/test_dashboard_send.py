@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+import openpyxl
+import orjson
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
@@ -179,14 +181,23 @@ def test_a_scheduled_campaign_canceled_is_refunded(owner_page, server, shop, san
     assert [r[2] for r in rows[1:]] == ["canceled"] * 3
 
 
-def test_a_viewer_cannot_send(browser, server, shop, people):
+def test_a_viewer_cannot_send_nor_change_contacts_or_templates(browser, server, shop, people):
     context = browser.new_context()
     page = context.new_page()
     sign_in(page, server, people["viewer"])
     expect(page.get_by_role("link", name="Campaigns")).to_be_visible()
     expect(page.get_by_role("link", name="Send", exact=True)).to_have_count(0)
-    answer = page.request.get(f"{server.url}/dashboard/w/{shop['id']}/send")
-    assert answer.status == 403
+    w = f"{server.url}/dashboard/w/{shop['id']}"
+    assert page.request.get(f"{w}/send").status == 403
+    page.goto(f"{w}/templates")
+    expect(page.get_by_role("button", name="Save the template")).to_have_count(0)
+    token = page.locator("input[name=csrf]").first.input_value()
+    for path, form in (("send", {"recipients": "9812345678", "text": "x", "type": "transactional"}),
+                       ("send/confirm", {"token": "any"}), ("templates", {"name": "Sneaky", "text": "x"}),
+                       ("contacts", {"name": "Sneaky", "recipients": "9812345678"})):
+        assert page.request.post(f"{w}/{path}", form={"csrf": token, **form}).status == 403, path
+    page.goto(f"{w}/templates")
+    expect(page.locator("table.templates")).not_to_contain_text("Sneaky")
     context.close()
 
 
@@ -208,3 +219,106 @@ def test_a_double_submit_sends_once(owner_page, server, shop, phones, sandesh):
     time.sleep(1)
     assert [m["to"] for m in phones.received].count(f"977{a}") == 1
     assert before - balance(sandesh, shop) == 100
+
+
+@pytest.fixture(scope="module")
+def school(sandesh, server, browser) -> dict[str, str]:
+    """Another workspace, its owner's password set."""
+    workspace = sandesh("workspace", "create", "--name", "Valley School")["id"]
+    sandesh("workspace", "activate", workspace)
+    sandesh("workspace", "credit", workspace, "1000")
+    added = add_person(sandesh, workspace, "owner@valley.example")
+    context = browser.new_context()
+    set_password(context.new_page(), server, added)
+    context.close()
+    return {"id": workspace, "owner": added["email"]}
+
+
+def workbook(path: Path, rows: list[list[Any]]) -> Path:
+    book = openpyxl.Workbook()
+    for row in rows:
+        book.active.append(row)
+    book.save(path)
+    return path
+
+
+def test_a_contact_list_from_a_workbook_and_a_template_send_each_contact_its_own_text(
+        owner_page, server, shop, phones, sandesh, tmp_path):
+    page = owner_page
+    a, b, stopped = numbers(3)
+    sandesh("optout", "add", shop["id"], f"977{stopped}")
+    page.goto(f"{server.url}/dashboard/w/{shop['id']}/contacts")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Contacts")
+    page.get_by_label("Name").fill("Class 5 parents")
+    page.get_by_label("Upload a list").set_input_files(str(workbook(tmp_path / "class5.xlsx", [
+        ["name", "Mobile"], ["Ram", int(a)], ["Sita", f"+977 {b}"], ["Hari", stopped]])))
+    page.get_by_role("button", name="Save the list").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Class 5 parents")
+    expect(page.get_by_role("status")).to_contain_text("3 contacts saved")
+    rows = page.locator("table.contacts tbody tr")
+    expect(rows).to_have_count(3)
+    expect(rows.filter(has_text=f"977{stopped}")).to_contain_text("opted out")
+    expect(rows.filter(has_text=f"977{a}")).to_contain_text("Ram")
+    page.get_by_role("button", name=f"Remove 977{b}").click()
+    expect(page.get_by_role("status")).to_contain_text("removed")
+    expect(rows).to_have_count(2)
+
+    page.goto(f"{server.url}/dashboard/w/{shop['id']}/templates")
+    page.get_by_label("Name").fill("Meeting")
+    page.get_by_label("Text").fill("Namaste {name}, the parents' meeting is on Sunday.")
+    page.get_by_role("button", name="Save the template").click()
+    expect(page.locator("table.templates")).to_contain_text("Namaste {name}")
+
+    page.goto(f"{server.url}/dashboard/w/{shop['id']}/send")
+    page.get_by_label("Contact list").select_option(label="Class 5 parents (2)")
+    page.get_by_label("Template").select_option(label="Meeting")
+    expect(page.get_by_label("Message")).to_have_value("Namaste {name}, the parents' meeting is on Sunday.")
+    page.get_by_label("Type").select_option("promotional")
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator("table.refused")).to_contain_text("opted out of promotional messages")
+    page.get_by_role("button", name="Send 1 message").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Campaign")
+    expect(page.locator("dl.state")).to_contain_text("Meeting")
+    got = received(phones, [a])
+    assert got[f"977{a}"]["text"] == "Namaste Ram, the parents' meeting is on Sunday."
+
+    lines = [orjson.loads(line) for line in sandesh.run("audit", "--workspace", shop["id"]).stdout.splitlines()]
+    changes = {line["action"]: line for line in lines if line["action"].startswith(("contacts.", "template."))}
+    assert set(changes) == {"contacts.list_created", "contacts.added", "contacts.removed", "template.saved"}
+    assert changes["contacts.added"]["details"]["contacts"] == 3
+    assert changes["contacts.added"]["actor"] == "user:owner@patan.example"
+    audited = orjson.dumps(lines).decode()
+    assert a not in audited and "Ram" not in audited and "Namaste" not in audited
+
+
+def test_contact_data_is_the_workspaces_own_and_shredding_its_texts_erases_it(browser, server, school, shop,
+                                                                              sandesh):
+    context = browser.new_context()
+    page = context.new_page()
+    sign_in(page, server, school["owner"])
+    (a,) = numbers(1)
+    page.goto(f"{server.url}/dashboard/w/{school['id']}/contacts")
+    page.get_by_label("Name").fill("Teachers")
+    page.get_by_label("Numbers").fill(a)
+    page.get_by_role("button", name="Save the list").click()
+    list_url = page.url.split("?")[0]
+    page.goto(f"{server.url}/dashboard/w/{school['id']}/templates")
+    page.get_by_label("Name").fill("Holiday")
+    page.get_by_label("Text").fill("School is closed tomorrow.")
+    page.get_by_role("button", name="Save the template").click()
+    # the shop's people never see them
+    shop_context = browser.new_context()
+    shop_page = shop_context.new_page()
+    sign_in(shop_page, server, "owner@patan.example")
+    assert shop_page.request.get(list_url).status == 404
+    assert shop_page.request.get(list_url.replace(school["id"], shop["id"])).status == 404
+    shop_page.goto(f"{server.url}/dashboard/w/{shop['id']}/templates")
+    expect(shop_page.locator("table.templates")).not_to_contain_text("Holiday")
+    shop_context.close()
+
+    sandesh("workspace", "shred-texts", school["id"])
+    time.sleep(1.2)  # what the server had read of the key, it forgets within a second
+    page.goto(f"{server.url}/dashboard/w/{school['id']}/templates")
+    expect(page.locator("table.templates tbody tr").filter(has_text="Holiday")).to_contain_text("erased")
+    expect(page.locator("table.templates")).not_to_contain_text("School is closed")
+    context.close()

@@ -13,6 +13,7 @@ import pytest
 
 from sandesh.domain.clock import iso
 from sandesh.domain.message import Message
+from sandesh.domain.contacts import template_id
 from sandesh.domain.recipients import pasted
 from sandesh.domain.ports import Caller
 from sandesh.domain.sending import OtpSendRequest, OtpVerifyRequest, parse_send
@@ -25,7 +26,8 @@ TABLES = {"workspaces": "id", "clients": "id", "sims": "id", "sms_switch": "id",
           "idempotency_keys": "client_id, key", "messages": "id", "client_counters": "client_id",
           "otps": "id", "otp_issues": "otp_id, at",
           "audit_lines": "originator_id, originator_version", "audit_clients": "client_id",
-          "campaigns": "id", "campaign_messages": "message_id"}
+          "campaigns": "id", "campaign_messages": "message_id", "contact_lists": "id", "contacts": "list_id, number",
+          "message_templates": "id"}
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +71,14 @@ def campaign(app, workspace_id):
     sent, _ = app.campaigns.send(caller, "user:owner@north.example", plan, "a-form-token")
     assert app.campaigns.cancel(workspace_id, sent.id, set(sent.message_ids[10:]), "user:owner@north.example") \
         == (10, 1000)
+    made = app.contacts.create_list(workspace_id, "Parents", recipients, "user:owner@north.example")
+    app.contacts.remove(workspace_id, made.id, recipients[0].number, "user:owner@north.example")
+    gone = app.contacts.create_list(workspace_id, "Old", recipients[:5], "user:owner@north.example")
+    app.contacts.delete_list(workspace_id, gone.id, "user:owner@north.example")
+    app.contacts.save_template(workspace_id, "Hello", "Hello {name}", "user:owner@north.example")
+    app.contacts.save_template(workspace_id, "hello", "Hello again, {name}", "user:owner@north.example")
+    app.contacts.save_template(workspace_id, "Bye", "Bye", "user:owner@north.example")
+    app.contacts.delete_template(workspace_id, template_id(workspace_id, "bye"), "user:owner@north.example")
 
 
 def snapshot(runtime):

@@ -7,7 +7,8 @@ import typing
 
 import pytest
 
-from sandesh.projections import dispatch, idempotency, inbound, optouts, otp_limits, people, registry, webhooks
+from sandesh.projections import (contacts, dispatch, idempotency, inbound, optouts, otp_limits, people, registry,
+                                 webhooks)
 from sandesh.projections.contract import Handlers, Projection, ReadModel
 from sandesh.projections.replay import NAMES, PROJECTIONS
 from sandesh.projections.rows import Add, AppendRows, Batching, Table
@@ -43,7 +44,7 @@ def test_the_inline_projection_is_every_inline_read_model():
     """The registry's projection holds each inline module's tables and handlers, and no table
     belongs to two projections."""
     models = (registry.OWN, idempotency.MODEL, dispatch.MODEL, inbound.MODEL, otp_limits.MODEL, webhooks.MODEL,
-              optouts.MODEL, people.MODEL)
+              optouts.MODEL, people.MODEL, contacts.MODEL)
     projection = registry.PROJECTION
     assert projection.inline and NAMES[0] == projection.name
     assert sorted(projection.tables) == sorted(t for m in models for t in m.tables)

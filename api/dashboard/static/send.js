@@ -1,6 +1,7 @@
 // The Send page (docs/dashboard.md, "Sending").  As one types the message: its segments,
 // encoding and cost for one recipient, and the characters that make it UCS-2 with their GSM-7
-// stand-ins, from the page's hints (the rules of POST /v1/sms/preview).  On "Send N messages":
+// stand-ins, from the page's hints (the rules of POST /v1/sms/preview).  A template chosen fills
+// the message.  On "Send N messages":
 // the button is disabled and says what goes on, so that a second click sends nothing more.
 "use strict";
 const form = document.querySelector("form[data-hints]");
@@ -43,6 +44,14 @@ if (form) {
   };
   text.addEventListener("input", later);
   type.addEventListener("change", later);
+  const template = form.querySelector("#template");
+  template.addEventListener("change", () => {
+    const chosen = template.selectedOptions[0];
+    if (chosen && chosen.dataset.text !== undefined) {
+      text.value = chosen.dataset.text;
+      later();
+    }
+  });
   ask();
 }
 for (const busy of document.querySelectorAll("form[data-busy]")) {

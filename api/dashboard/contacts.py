@@ -1,0 +1,211 @@
+"""The Contacts and Templates pages of a workspace (docs/dashboard.md, "Contacts and templates"):
+named contact lists, made from numbers typed or a CSV or XLSX file with any columns, added to
+and trimmed, each contact shown with whether it opted out; and message templates saved by name.
+Owners, developers and senders change them; viewers read.  The Send page sends to a list and
+starts from a template (send.py)."""
+from __future__ import annotations
+
+from typing import Any
+
+import falcon.asgi
+
+from sandesh.domain.errors import InvalidInput, InvalidTransition, NotFound
+from sandesh.domain.person import actor_of, may_send
+from sandesh.domain.recipients import MAX_ROWS
+from sandesh.projections import contacts
+
+from .pages import Page
+from .uploads import MAX_UPLOAD, read_recipients
+
+SENDERS_CHANGE = "Owners, developers and senders change contact lists and templates; viewers read only."
+SHOWN_CONTACTS = 500
+MAX_PASTED = 1 << 20  # bytes of the Numbers field
+
+
+class ContactsPage(Page):
+    section = "contacts"
+
+    async def upload(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
+                     workspace_id: str) -> tuple[dict[str, str], Any, dict[str, Any] | None]:
+        """The posted form, its recipients (read_recipients), and the person who may change lists."""
+        fields, files, fault = await self.web.multipart(req, MAX_UPLOAD, MAX_PASTED)
+        if not self.web.csrf_ok(req, fields):
+            self.web.forbidden(req, resp)
+            return fields, None, None
+        person = await self.member(req, resp, workspace_id)
+        if person is not None and not may_send(person["role"]):
+            self.web.page(req, resp, "message.html", status=403, title="Forbidden", person=person, text=SENDERS_CHANGE)
+            return fields, None, None
+        read = read_recipients(fields.get("recipients", ""), files.get("file"), fields.get("number_column", ""))
+        if fault:
+            read.errors["file"] = fault
+        return fields, read, person
+
+
+class Contacts(ContactsPage):
+    """GET /dashboard/w/{workspace_id}/contacts: the lists; POST: a new list."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
+        person = await self.member(req, resp, workspace_id)
+        if person is not None:
+            await self.show(req, resp, person, workspace_id)
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
+        form, read, person = await self.upload(req, resp, workspace_id)
+        if person is None:
+            return
+        errors = dict(read.errors)
+        if not read.recipients and not errors:
+            errors["recipients"] = "Type the numbers, or upload a list." if not read.refused else \
+                f"No number in it reads as a Nepal mobile number (line {read.refused[0].line}: {read.refused[0].given!r})."
+        if not errors:
+            try:
+                made = await self.blocking(self.app.contacts.create_list, workspace_id, form.get("name", ""),
+                                           read.recipients, actor_of(person["email"]))
+            except InvalidInput as problem:
+                errors["name"] = str(problem)
+            except InvalidTransition as problem:
+                errors["recipients"] = str(problem)
+            else:
+                return self.web.redirect(resp, f"/dashboard/w/{workspace_id}/contacts/{made.id}"
+                                               f"?added={len(read.recipients)}&refused={len(read.refused)}")
+        await self.show(req, resp, person, workspace_id, status=400, errors=errors, typed=form, columns=read.columns)
+
+    async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any],
+                   workspace_id: str, *, status: int = 200, errors: dict[str, str] | None = None,
+                   typed: dict[str, str] | None = None, columns: list[str] | None = None) -> None:
+        lists = await self.blocking(self._lists, workspace_id)
+        self.web.page(req, resp, "contacts.html", status=status, title="Contacts", person=person,
+                      workspace_id=workspace_id, lists=lists, errors=errors or {}, typed=typed or {},
+                      columns=columns or [], changes=may_send(person["role"]), max_rows=MAX_ROWS,
+                      max_mb=MAX_UPLOAD // 2**20)
+
+    def _lists(self, workspace_id: str) -> list[dict[str, Any]]:
+        with self.connection() as conn:
+            return contacts.lists_of(conn, workspace_id)
+
+
+class ContactListPage(ContactsPage):
+    """GET /dashboard/w/{workspace_id}/contacts/{list_id}: a list's contacts, their columns and
+    which opted out; POST .../{action}: add, remove (a number) or delete (the list)."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
+                     list_id: str, action: str = "") -> None:
+        person = await self.member(req, resp, workspace_id)
+        if person is not None and action:
+            self.web.not_found(req, resp, person)
+        elif person is not None:
+            await self.show(req, resp, person, workspace_id, list_id)
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
+                      list_id: str, action: str = "") -> None:
+        if action not in ("add", "remove", "delete"):
+            person = await self.member(req, resp, workspace_id)
+            return self.web.not_found(req, resp, person) if person is not None else None
+        if action == "add":
+            return await self._add(req, resp, workspace_id, list_id)
+        form, person = await self.change(req, resp, workspace_id, may_send, SENDERS_CHANGE)
+        if person is None:
+            return
+        actor = actor_of(person["email"])
+        try:
+            if action == "remove":
+                await self.blocking(self.app.contacts.remove, workspace_id, list_id, form.get("number", ""), actor)
+                return self.web.redirect(resp, f"/dashboard/w/{workspace_id}/contacts/{list_id}?removed=1")
+            held = await self.blocking(self.app.contacts.delete_list, workspace_id, list_id, actor)
+        except NotFound:
+            return self.web.not_found(req, resp, person)
+        except (InvalidInput, InvalidTransition) as problem:
+            return await self.show(req, resp, person, workspace_id, list_id, status=400, errors={"remove": str(problem)})
+        self.web.redirect(resp, f"/dashboard/w/{workspace_id}/contacts?deleted={held}")
+
+    async def _add(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
+                   list_id: str) -> None:
+        form, read, person = await self.upload(req, resp, workspace_id)
+        if person is None:
+            return
+        errors = dict(read.errors)
+        if not read.recipients and not errors:
+            errors["recipients"] = "Type the numbers, or upload a list."
+        if not errors:
+            try:
+                added = await self.blocking(self.app.contacts.add, workspace_id, list_id, read.recipients,
+                                            actor_of(person["email"]))
+            except NotFound:
+                return self.web.not_found(req, resp, person)
+            except (InvalidInput, InvalidTransition) as problem:
+                errors["recipients"] = str(problem)
+            else:
+                return self.web.redirect(resp, f"/dashboard/w/{workspace_id}/contacts/{list_id}"
+                                               f"?added={added}&refused={len(read.refused)}")
+        await self.show(req, resp, person, workspace_id, list_id, status=400, errors=errors, typed=form)
+
+    async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any],
+                   workspace_id: str, list_id: str, *, status: int = 200, errors: dict[str, str] | None = None,
+                   typed: dict[str, str] | None = None) -> None:
+        found = await self.blocking(self._list, workspace_id, list_id)
+        if found is None:
+            return self.web.not_found(req, resp, person)
+        listed, people, columns, opted_out = found
+        self.web.page(req, resp, "contact_list.html", status=status, title=listed["name"], person=person,
+                      workspace_id=workspace_id, contact_list=listed, contacts=people, columns=columns,
+                      opted_out=opted_out, errors=errors or {}, typed=typed or {}, changes=may_send(person["role"]),
+                      shown_at_most=SHOWN_CONTACTS, added=req.get_param("added"), refused=req.get_param("refused"),
+                      removed=req.get_param("removed"), max_mb=MAX_UPLOAD // 2**20)
+
+    def _list(self, workspace_id: str,
+              list_id: str) -> tuple[dict[str, Any], list[dict[str, Any]], list[str], int] | None:
+        with self.connection() as conn:
+            listed = contacts.one_list(conn, workspace_id, list_id)
+            if listed is None:
+                return None
+            rows = contacts.contacts_of(conn, list_id, SHOWN_CONTACTS)
+            opted_out = contacts.opted_out_count(conn, list_id)
+        people, columns = [], {}
+        for row in rows:
+            fields = self.app.contacts.fields(row["fields"])
+            columns.update(dict.fromkeys(fields))
+            people.append({"number": row["number"], "fields": fields, "opted_out": row["opted_out"]})
+        return listed, people, list(columns), opted_out
+
+
+class Templates(Page):
+    """GET /dashboard/w/{workspace_id}/templates: the templates; POST: one saved (made, or
+    changed under its name); POST .../{template_id}/delete."""
+    section = "templates"
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
+        person = await self.member(req, resp, workspace_id)
+        if person is not None:
+            await self.show(req, resp, person, workspace_id)
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
+                      template_id: str = "") -> None:
+        form, person = await self.change(req, resp, workspace_id, may_send, SENDERS_CHANGE)
+        if person is None:
+            return
+        actor = actor_of(person["email"])
+        try:
+            if template_id:
+                await self.blocking(self.app.contacts.delete_template, workspace_id, template_id, actor)
+                return self.web.redirect(resp, f"/dashboard/w/{workspace_id}/templates")
+            await self.blocking(self.app.contacts.save_template, workspace_id, form.get("name", ""),
+                                form.get("text", ""), actor)
+        except NotFound:
+            return self.web.not_found(req, resp, person)
+        except (InvalidInput, InvalidTransition) as problem:
+            return await self.show(req, resp, person, workspace_id, status=400, error=str(problem), typed=form)
+        self.web.redirect(resp, f"/dashboard/w/{workspace_id}/templates?saved=1")
+
+    async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any],
+                   workspace_id: str, *, status: int = 200, error: str | None = None,
+                   typed: dict[str, str] | None = None) -> None:
+        found = await self.blocking(self._templates, workspace_id)
+        self.web.page(req, resp, "templates.html", status=status, title="Templates", person=person,
+                      workspace_id=workspace_id, templates=found, error=error, typed=typed or {},
+                      changes=may_send(person["role"]), saved=req.get_param("saved"))
+
+    def _templates(self, workspace_id: str) -> list[dict[str, Any]]:
+        with self.connection() as conn:
+            rows = contacts.templates_of(conn, workspace_id)
+        return [{**row, "text": self.app.texts.open(row["text"])} for row in rows]
