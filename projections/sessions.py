@@ -49,13 +49,14 @@ def begin(conn: Any, person_id: str, now: float, stage: str = SIGNED_IN) -> str:
 
 
 def touch(conn: Any, session_id: str, now: float, used: bool = True) -> dict[str, Any] | None:
-    """The session's person (their `people` row, with the session's `stage`) while the session
-    lives and they are enabled, its last use moved to now when the person `used` it (a page's own
-    refresh is not a use); None otherwise (an ended session is deleted)."""
+    """The session's person (their `people` row, with their workspace's name and the session's
+    `stage`) while the session lives and they are enabled, its last use moved to now when the
+    person `used` it (a page's own refresh is not a use); None otherwise (an ended session is
+    deleted)."""
     id_hash = sha256_hex(session_id)
-    row = conn.execute("SELECT p.*, s.created_at AS session_began, s.last_seen AS session_seen, s.stage "
-                       "FROM dashboard_sessions s JOIN people p ON p.id = s.person_id WHERE s.id_hash = %s",
-                       (id_hash,)).fetchone()
+    row = conn.execute("SELECT p.*, w.name AS workspace_name, s.created_at AS session_began,"
+                       " s.last_seen AS session_seen, s.stage FROM dashboard_sessions s JOIN people p ON p.id = s.person_id"
+                       " LEFT JOIN workspaces w ON w.id = p.workspace_id WHERE s.id_hash = %s", (id_hash,)).fetchone()
     if row is None:
         return None
     if row["disabled"] or not session_alive(row["session_began"], row["session_seen"], now):

@@ -1,7 +1,8 @@
 """How the dashboard writes times and money for its people
 (docs/dashboard.md, "Times and money"): a time in Nepal time with its UTC instant on hover, an
-amount of paisa in NPR, and a date or time typed in a form read as Nepal time.  The templates use
-`npr` and `nepal` as filters (web.py); the read models and the API keep UTC and paisa."""
+amount of paisa in NPR, a date or time typed in a form read as Nepal time, and a long id.  The
+templates use `npr`, `nepal` and `long_id` as filters (web.py); the read models and the API keep
+UTC and paisa."""
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
@@ -32,6 +33,15 @@ def nepal(moment: float | str) -> Markup:
     utc = datetime.fromtimestamp(at, timezone.utc)
     return Markup('<time datetime="{}" title="{} UTC">{}</time>').format(
         iso(at), utc.strftime("%Y-%m-%d %H:%M:%S"), local.strftime("%Y-%m-%d %H:%M:%S"))
+
+
+def long_id(text: str) -> Markup:
+    """An id as a page shows it: whole on a wide screen; on a phone its prefix and first 8
+    characters with an ellipsis (docs/dashboard.md, "On a phone"), the whole id in its title and on
+    the page the link leads to."""
+    prefix, _, rest = text.partition("_")
+    short = f"{prefix}_{rest[:8]}…" if rest and len(rest) > 12 else text
+    return Markup('<span class="id-full">{}</span><span class="id-short" title="{}">{}</span>').format(text, text, short)
 
 
 def day_start(day: date) -> float:

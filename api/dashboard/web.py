@@ -17,11 +17,11 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from sandesh.domain.credentials import same_secret
 
 from ..peers import calling_ip, over_tls
-from .shown import nepal, npr
+from .shown import long_id, nepal, npr
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
-TEMPLATES.filters.update(npr=npr, nepal=nepal)  # every amount and time a page shows (shown.py)
+TEMPLATES.filters.update(npr=npr, nepal=nepal, long_id=long_id)  # every amount, time and long id a page shows
 
 # No inline script or style, nothing from another origin, never inside a frame.
 POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; "

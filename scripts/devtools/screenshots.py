@@ -3,7 +3,9 @@
     .venv/bin/python -m scripts.devtools.screenshots LINK [--email E] [--out docs/dashboard] [--operator]
 
 LINK is the set-password link `sandesh up` prints for the demo owner. It sets the password,
-signs in, creates a client, sends two messages with its key, and saves a PNG of each page.
+signs in, creates a client, sends two messages with its key, sends a campaign from an uploaded
+CSV file, keeps a contact list and a template, and saves a PNG of each page; then the Overview
+and the Send page again as a phone shows them (360 by 740).
 With --operator, LINK and --email are a member of the operator team's, and the pages are the
 operator team's (scripts/devtools/screenshots_ops.py).
 Needs Playwright (the test extras) and Chromium at /usr/bin/chromium.
@@ -15,6 +17,7 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import requests
@@ -78,9 +81,53 @@ def main(argv: list[str] | None = None) -> int:
         page.goto(root + "/messages")
         page.locator("a[href*='/messages/msg_']").first.click()
         page.screenshot(path=str(out / "timeline.png"), full_page=True)
+        sending(page, root, out)
+        phone = browser.new_context(viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True,
+                                    device_scale_factor=2).new_page()
+        phone.goto(base + "/dashboard/sign-in")
+        phone.get_by_label("Email").fill(args.email)
+        phone.get_by_label("Password").fill(PASSWORD)
+        phone.get_by_role("button", name="Sign in").click()
+        phone.goto(root + "/overview")
+        phone.screenshot(path=str(out / "phone-overview.png"))
+        phone.get_by_text("Menu", exact=True).tap()
+        phone.screenshot(path=str(out / "phone-menu.png"))
+        phone.goto(root + "/send")
+        phone.screenshot(path=str(out / "phone-send.png"), full_page=True)
         browser.close()
-    print(f"screenshots in {out}: sign-in, client-created, timeline, " + ", ".join(p for p, _ in PAGES))
+    print(f"screenshots in {out}: sign-in, client-created, timeline, " + ", ".join(p for p, _ in PAGES)
+          + ", send, send-preview, campaign, contacts, contact-list, templates, phone-overview, phone-menu, phone-send")
     return 0
+
+
+def sending(page: Any, root: str, out: Path) -> None:
+    """A template, a contact list from a CSV file, and a campaign to it: each page saved."""
+    page.goto(root + "/templates")
+    page.get_by_label("Name").fill("Holiday")
+    page.get_by_label("Text").fill("नमस्ते {नाम}, भोलि बिदा छ। Tomorrow is a holiday.")
+    page.get_by_role("button", name="Save the template").click()
+    page.screenshot(path=str(out / "templates.png"), full_page=True)
+    listed = out / "parents.csv"
+    listed.write_text("नाम,mobile,class\nराम,9841000003,5\nसीता,+977 980-100-0004,6\nहरि,12345,6\n", encoding="utf-8-sig")
+    page.goto(root + "/contacts")
+    page.get_by_label("Name").fill("Parents of class 5 and 6")
+    page.get_by_label("Upload a list").set_input_files(str(listed))
+    page.get_by_role("button", name="Save the list").click()
+    page.screenshot(path=str(out / "contact-list.png"), full_page=True)
+    page.goto(root + "/contacts")
+    page.screenshot(path=str(out / "contacts.png"), full_page=True)
+    page.goto(root + "/send")
+    page.get_by_label("Upload a list").set_input_files(str(listed))
+    page.get_by_label("Template").select_option(label="Holiday")
+    page.wait_for_timeout(800)  # the hints under the message
+    page.screenshot(path=str(out / "send.png"), full_page=True)
+    page.get_by_role("button", name="Preview").click()
+    page.screenshot(path=str(out / "send-preview.png"), full_page=True)
+    page.get_by_role("button", name=re.compile(r"^Send \d+ messages?$")).click()
+    time.sleep(4)  # the emulated modems deliver them
+    page.reload()
+    page.screenshot(path=str(out / "campaign.png"), full_page=True)
+    listed.unlink()
 
 
 if __name__ == "__main__":

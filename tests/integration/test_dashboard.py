@@ -122,7 +122,8 @@ def test_the_owner_signs_in_and_sees_the_overview_of_their_workspace(page, serve
     sign_in(page, server, "owner@example.com")
     expect(page).to_have_url(f"{server.url}/dashboard/w/{workspaces['acme']}/overview")
     expect(page.get_by_role("heading", level=1)).to_have_text("Overview")
-    expect(page.get_by_text("Acme Pasal")).to_be_visible()
+    expect(page.locator("main").get_by_text("Acme Pasal")).to_be_visible()
+    expect(page.locator("header .workspace")).to_have_text("Acme Pasal")  # on every page, beside Menu on a phone
     facts = page.locator("dl.state")
     expect(facts).to_contain_text("active")
     expect(facts).to_contain_text("NPR 1,234.56")
