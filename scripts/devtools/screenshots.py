@@ -8,7 +8,8 @@ CSV file, keeps a contact list and a template, and saves a PNG of each page; the
 and the Send page again as a phone shows them (360 by 740).
 With --operator, LINK and --email are a member of the operator team's, and the pages are the
 operator team's (scripts/devtools/screenshots_ops.py).
-Needs Playwright (the test extras) and Chromium at /usr/bin/chromium.
+Needs Playwright (the test extras), Chromium at /usr/bin/chromium, and a Devanagari font for the
+Nepali texts (Debian's fonts-lohit-deva).
 """
 from __future__ import annotations
 
