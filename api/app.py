@@ -29,7 +29,8 @@ from .dashboard import add_dashboard
 from .dashboard.web import error_page, is_dashboard
 from .errors import ApiError, from_domain
 from .health import Health, Ready
-from .messages import CancelMessage, MessageStatus
+from .inbound import Reply, ReplyList
+from .messages import CancelMessage, MessageList, MessageStatus
 from .metrics import UNMATCHED, DatabaseState, Metrics, RequestMetrics
 from .openapi import OpenApi
 from .peers import over_tls
@@ -187,6 +188,9 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     app.add_route("/v1/sms/send", Send(sandesh, blocking, commit))
     app.add_route("/v1/sms/send/batch", SendBatch(sandesh, blocking, commit))
     app.add_route("/v1/sms/preview", Preview(sandesh))
+    app.add_route("/v1/sms/messages", MessageList(connection, blocking))
+    app.add_route("/v1/sms/inbound", ReplyList(sandesh, connection, blocking))
+    app.add_route("/v1/sms/inbound/{reply_id}", Reply(sandesh, connection, blocking))
     app.add_route("/v1/sms/messages/{message_id}", MessageStatus(sandesh, connection, blocking))
     app.add_route("/v1/sms/messages/{message_id}/cancel", CancelMessage(sandesh, blocking, commit))
     app.add_route("/v1/sms/otp/send", OtpSend(sandesh, blocking, commit, trusted_proxies))

@@ -62,7 +62,8 @@ class Authentication:
                            headers={"Retry-After": str(wait)})
         log_context.set_fields(workspace_id=row["workspace_id"], client_id=row["id"])
         req.context.caller = Caller(row["id"], row["workspace_id"], row["brand"], row["status"], row["rates"],
-                                    row["types"], row["sms_enabled"], has_route, parse_promo_hours(row["promo_hours"]))
+                                    row["types"], row["sms_enabled"], has_route, parse_promo_hours(row["promo_hours"]),
+                                    row["otp_template"], row["otp_web_domain"])
 
     def _retry_after(self, client_id: str, rate: int) -> int:
         with self.connection() as conn:

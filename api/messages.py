@@ -1,6 +1,6 @@
 """GET /v1/sms/messages/:id (docs/api.md, "GET /v1/sms/messages/{id}"; read-your-writes:
-docs/design.md, "Decisions: message lookup") and POST /v1/sms/messages/:id/cancel (docs/api.md,
-"Scheduled sends")."""
+docs/design.md, "Decisions: message lookup"), GET /v1/sms/messages (docs/api.md,
+"GET /v1/sms/messages") and POST /v1/sms/messages/:id/cancel (docs/api.md, "Scheduled sends")."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,9 +8,11 @@ from typing import Any
 import falcon.asgi
 
 from sandesh.domain.application import Sandesh
+from sandesh.domain.listing import MessageQuery, parse_message_query
 from sandesh.projections import messages
 
-from .errors import ApiError
+from .body import parsed
+from .errors import ApiError, invalid
 from .waiting import Blocking, Commit, drive
 
 
@@ -34,6 +36,36 @@ class MessageStatus:
         if message is None or message.client_id != client_id:
             raise ApiError("not_found", "No message with this id.")
         return messages.from_aggregate(message)
+
+
+class MessageList:
+    """GET /v1/sms/messages: a page of the client's messages, newest first, from the `messages`
+    read model (a message shows once the projections have applied it)."""
+
+    def __init__(self, connection: Any, blocking: Blocking):
+        self.connection = connection
+        self.blocking = blocking
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        query = parsed(parse_message_query, req.params)
+        resp.media = await self.blocking(self._read, query, req.context.caller.client_id)
+
+    def _read(self, query: MessageQuery, client_id: str) -> dict[str, Any]:
+        filters = {name: value for name, value in
+                   (("status", query.status), ("message_type", query.message_type), ("to", query.to))
+                   if value is not None}
+        with self.connection() as conn:
+            before = None
+            if query.cursor is not None:
+                row = messages.find(conn, query.cursor, client_id)
+                if row is None:
+                    raise invalid(["cursor"], "cursor must be the nextCursor of an earlier page of this client's "
+                                              "messages", "unknown_cursor")
+                before = (row["created_at"], row["id"])
+            rows = messages.for_client(conn, client_id, filters, query.since, query.until, before, query.limit + 1)
+        page = rows[:query.limit]
+        return {"data": [messages.view(row) for row in page],
+                "nextCursor": page[-1]["id"] if len(rows) > query.limit else None}
 
 
 def _check_id(message_id: str) -> None:

@@ -13,11 +13,12 @@ import falcon
 import falcon.asgi
 import orjson
 
+from sandesh.domain.listing import CURSOR, LIMIT_MAX, MESSAGES_LIMIT, REPLY_CURSOR
 from sandesh.domain.webhook import USER_AGENT
 
 from .body import MAX_BODY_BYTES
 from .errors import ERRORS
-from .schemas import ref, json_content, SCHEMAS
+from .schemas import MESSAGE_STATUSES, NUMBER_PATTERN, ref, json_content, SCHEMAS
 from .send import MAX_IDEMPOTENCY_KEY
 
 _REQUEST_ID = {"description": "The caller's x-request-id, or one made for this request.",
@@ -103,6 +104,18 @@ def _webhook(summary: str, event: str, schema: str) -> dict[str, Any]:
     }}
 
 
+def _page(what: str, verb: str, cursor: Any) -> list[dict[str, Any]]:
+    """The query parameters every list takes (docs/api.md, "GET /v1/sms/messages")."""
+    return [*({"name": name, "in": "query", "schema": {"type": "string", "format": "date-time"},
+               "description": f"{verb} {when}: ISO 8601 with an offset."}
+              for name, when in (("since", "at or after this time"), ("until", "before this time"))),
+            {"name": "limit", "in": "query",
+             "schema": {"type": "integer", "minimum": 1, "maximum": LIMIT_MAX, "default": MESSAGES_LIMIT},
+             "description": f"How many {what} a page holds."},
+            {"name": "cursor", "in": "query", "schema": {"type": "string", "pattern": f"^{cursor.pattern}$"},
+             "description": "The `nextCursor` of the page before."}]
+
+
 # A 202's messageId is the id to look the message up by (schemathesis follows it in CI).
 _LOOKUP = {"operationId": "getMessage", "parameters": {"message_id": "$response.body#/messageId"}}
 
@@ -167,6 +180,37 @@ def document() -> dict[str, Any]:
                 "parameters": [{"name": "message_id", "in": "path", "required": True, "schema": {"type": "string"}},
                                ref("parameters", "x-request-id")],
                 "responses": {"200": _ok("Canceled and refunded.", "Message"), **_errors(*_KEYED, 404, 409)},
+            }},
+            "/v1/sms/messages": {"get": {
+                "operationId": "listMessages", "summary": "List the client's messages, newest first",
+                "description": "A page of the messages this client sent, from the read model (a message shows once "
+                               "the projections have applied it, within a second). Pass a page's `nextCursor` as "
+                               "`cursor` for the next, older page; pages are by key, so none is skipped or repeated "
+                               "while messages arrive.",
+                "security": [{"apiKey": []}],
+                "parameters": [
+                    ref("parameters", "x-request-id"),
+                    {"name": "status", "in": "query", "schema": {"type": "string", "enum": MESSAGE_STATUSES}},
+                    {"name": "messageType", "in": "query", "schema": ref("schemas", "MessageType")},
+                    {"name": "to", "in": "query", "schema": {"type": "string", "pattern": NUMBER_PATTERN},
+                     "description": "A recipient, as a send writes it (a leading + is %2B in a URL)."},
+                    *_page("messages", "Created", CURSOR),
+                ],
+                "responses": {"200": _ok("A page of messages, newest first.", "MessagePage"), **_errors(400, *_KEYED)},
+            }},
+            "/v1/sms/inbound": {"get": {
+                "operationId": "listReplies", "summary": "List the replies to the client's messages, newest first",
+                "description": "The replies attributed to this client (the fields of their message.inbound webhook), "
+                               "paged like the messages.",
+                "security": [{"apiKey": []}],
+                "parameters": [ref("parameters", "x-request-id"), *_page("replies", "Received", REPLY_CURSOR)],
+                "responses": {"200": _ok("A page of replies, newest first.", "ReplyPage"), **_errors(400, *_KEYED)},
+            }},
+            "/v1/sms/inbound/{reply_id}": {"get": {
+                "operationId": "getReply", "summary": "Look up a reply", "security": [{"apiKey": []}],
+                "parameters": [{"name": "reply_id", "in": "path", "required": True, "schema": {"type": "string"}},
+                               ref("parameters", "x-request-id")],
+                "responses": {"200": _ok("The reply.", "InboundReply"), **_errors(*_KEYED, 404)},
             }},
             "/v1/sms/messages/{message_id}": {"get": {
                 "operationId": "getMessage", "summary": "Look up a message", "security": [{"apiKey": []}],

@@ -8,12 +8,12 @@ from sandesh.domain import sending
 from sandesh.domain.batch import MAX_ITEMS
 from sandesh.domain.otp import PURPOSE_MAX
 from sandesh.domain.segments import MAX_SEGMENTS, PART_CAPACITY, SINGLE_PART_CAPACITY
+from sandesh.domain.message import STATUSES
 from sandesh.domain.types import MESSAGE_TYPES
 
 from .errors import ERRORS
 
-MESSAGE_STATUSES = ["scheduled", "queued", "submitted", "sent", "delivered", "undelivered", "failed", "rejected",
-                    "canceled"]
+MESSAGE_STATUSES = list(STATUSES)
 WEBHOOK_STATUSES = ["queued", "sent", "delivered", "undelivered", "failed", "canceled"]
 NUMBER_PATTERN = "^\\+?977(96|97|98)[0-9]{8}$"  # domain/phone.py
 # Not blank: some character that Python's str.isspace() does not count as space (the server strips).
@@ -123,6 +123,23 @@ SCHEMAS: dict[str, Any] = {
         "sendAt": {"oneOf": [TIME, {"type": "null"}], "description": "When a scheduled message is released."},
         "error": {"type": ["string", "null"], "description": "Why it failed, was rejected, undelivered or requeued."},
     }),
+    "MessagePage": closed(["data", "nextCursor"], {
+        "data": {"type": "array", "items": ref("schemas", "Message"), "maxItems": 100},
+        "nextCursor": {"type": ["string", "null"], "pattern": "^msg_",
+                       "description": "Pass as `cursor` for the next, older page; null on the last page."},
+    }),
+    "InboundReply": closed(["id", "from", "text", "at", "inReplyTo"], {
+        "id": {"type": "string", "pattern": "^in_"},
+        "from": {"type": "string", "pattern": "^\\+"},
+        "text": {"type": ["string", "null"], "description": "null once the workspace's texts were erased."},
+        "at": TIME,
+        "inReplyTo": {"type": ["string", "null"], "pattern": "^msg_", "description": "The message answered."},
+    }, description="A reply, with the fields of its message.inbound webhook."),
+    "ReplyPage": closed(["data", "nextCursor"], {
+        "data": {"type": "array", "items": ref("schemas", "InboundReply"), "maxItems": 100},
+        "nextCursor": {"type": ["string", "null"], "pattern": "^in_",
+                       "description": "Pass as `cursor` for the next, older page; null on the last page."},
+    }),
     "PromotionalHours": closed(["start", "end", "timeZone"], {
         "start": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$", "examples": ["08:00"]},
         "end": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$", "examples": ["20:00"],
@@ -151,6 +168,9 @@ SCHEMAS: dict[str, Any] = {
                     "examples": ["login"]},
         "ip": {"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}],
                "description": "The end user's address; when given, the per-end-user-IP limit applies."},
+        "appHash": {"type": "string", "pattern": "^[A-Za-z0-9+/]{11}$", "examples": ["FA+9qCX9VSu"],
+                    "description": "Your Android app's hash for the SMS Retriever API: put on a line of its own "
+                                   "after the text, before the WebOTP line."},
     }),
     "OtpSent": closed(["success", "messageId", "expiresAt"], {
         "success": {"const": True}, "messageId": {"type": "string", "pattern": "^msg_"}, "expiresAt": TIME}),

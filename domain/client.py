@@ -42,6 +42,10 @@ def check_brand(brand: str) -> str:
 
 
 class Client(Aggregate):
+    # The OTP message's settings (domain/otp.py), set by Updated; None: the default.
+    otp_template: str | None = None
+    otp_web_domain: str | None = None
+
     @staticmethod
     def create_id(**_: object) -> str:
         return new_id("cl")
@@ -83,7 +87,8 @@ class Client(Aggregate):
 
     def update(self, changes: dict[str, object], actor: str, at: float) -> None:
         if not changes:
-            raise InvalidInput("nothing to update: give --brand, --webhook-url or --rate-limit")
+            raise InvalidInput("nothing to update: give --brand, --webhook-url, --rate-limit, --otp-template or "
+                               "--otp-web-domain")
         self._updated(changes=changes, actor=actor, at=at)
 
     @event("KeyRotated")

@@ -19,6 +19,7 @@ from .pdu import validity_minutes
 
 SCHEDULED, QUEUED, SUBMITTED, SENT = "scheduled", "queued", "submitted", "sent"
 DELIVERED, UNDELIVERED, FAILED, REJECTED, CANCELED = "delivered", "undelivered", "failed", "rejected", "canceled"
+STATUSES = (SCHEDULED, QUEUED, SUBMITTED, SENT, DELIVERED, UNDELIVERED, FAILED, REJECTED, CANCELED)
 FINAL = (DELIVERED, UNDELIVERED, FAILED, REJECTED, CANCELED)
 CANCELABLE = (SCHEDULED, QUEUED)
 ROUTE = "device"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from dataclasses import dataclass
 
@@ -15,6 +16,8 @@ from eventsourcing.domain import event
 
 from .aggregate import Aggregate
 from .credentials import same_secret
+from .errors import InvalidInput
+from .segments import MAX_SEGMENTS, segment
 
 LIFETIME = 5 * 60
 MAX_WRONG_ATTEMPTS = 5
@@ -34,8 +37,66 @@ def new_code() -> str:
     return f"{secrets.randbelow(10**6):06d}"
 
 
-def code_text(code: str, brand: str) -> str:
-    return f"{code} is your {brand} verification code. It expires in 5 minutes."
+# The OTP message (docs/api.md, "OTP messages that apps fill in"): a client's template, or this
+# one; then the app hash on a line of its own (Android's SMS Retriever); then the WebOTP line.
+DEFAULT_TEMPLATE = "{code} is your {brand} verification code. It expires in {minutes} minutes."
+PLACEHOLDERS = ("code", "brand", "minutes")
+TEMPLATE_MAX = 1000
+APP_HASH = re.compile(r"[A-Za-z0-9+/]{11}")
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+# A host name as WebOTP's origin bound line names it: labels of letters, digits and hyphens.
+_HOST = re.compile(r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*")
+
+
+def code_text(code: str, brand: str, template: str | None = None, web_domain: str | None = None,
+              app_hash: str | None = None) -> str:
+    """The text of a code's message: the client's template (or DEFAULT_TEMPLATE) filled in,
+    the app hash on its own line when given, and `@<domain> #<code>` last when the client has
+    a web domain."""
+    values = {"code": code, "brand": brand, "minutes": str(LIFETIME // 60)}
+    text = _PLACEHOLDER.sub(lambda m: values[m.group(1)], template or DEFAULT_TEMPLATE)
+    if app_hash:
+        text += "\n" + app_hash
+    if web_domain:
+        text += f"\n@{web_domain} #{code}"
+    return text
+
+
+def check_template(template: str, brand: str, web_domain: str | None) -> str:
+    """A client's OTP template: `{code}` exactly once, only PLACEHOLDERS, no other brace, and
+    with the client's brand, its web domain's line and an app hash, at most MAX_SEGMENTS."""
+    if not template.strip():
+        raise InvalidInput("the OTP template is empty: give an empty value to use the default")
+    if len(template) > TEMPLATE_MAX:
+        raise InvalidInput(f"the OTP template must be at most {TEMPLATE_MAX} characters")
+    names = _PLACEHOLDER.findall(template)
+    unknown = sorted({n for n in names if n not in PLACEHOLDERS})
+    if unknown:
+        raise InvalidInput(f"unknown placeholder {{{unknown[0]}}} in the OTP template: it may hold "
+                           + ", ".join(f"{{{n}}}" for n in PLACEHOLDERS))
+    if "{" in _PLACEHOLDER.sub("", template) or "}" in _PLACEHOLDER.sub("", template):
+        raise InvalidInput("a brace in the OTP template that is not a placeholder: it may hold "
+                           + ", ".join(f"{{{n}}}" for n in PLACEHOLDERS))
+    if names.count("code") != 1:
+        raise InvalidInput(f"the OTP template must hold {{code}} exactly once (it holds it {names.count('code')} times)")
+    check_fits(template, brand, web_domain)
+    return template
+
+
+def check_web_domain(host: str) -> str:
+    """A client's web domain for the WebOTP line: a host name, kept in lower case."""
+    host = host.strip().lower()
+    if not _HOST.fullmatch(host):
+        raise InvalidInput(f"{host!r} is not a host name: letters, digits, hyphens and dots, such as shop.example.com")
+    return host
+
+
+def check_fits(template: str | None, brand: str, web_domain: str | None) -> None:
+    """The longest message of these settings (with an app hash) is at most MAX_SEGMENTS."""
+    longest = segment(code_text("000000", brand, template, web_domain, "A" * 11))
+    if longest.segments > MAX_SEGMENTS:
+        raise InvalidInput(f"the OTP message would take {longest.segments} segments ({longest.encoding}) with "
+                           f"the brand, the web domain and an app hash; at most {MAX_SEGMENTS} are allowed")
 
 
 def hash_code(key: bytes, otp: str, code: str) -> str:

@@ -24,6 +24,8 @@ class Caller:
     sms_enabled: bool
     has_route: bool
     promo_hours: PromoHours | None  # the workspace's promotional hours; None: off (domain/promo_hours.py)
+    otp_template: str | None = None  # the client's OTP message (domain/otp.py); None: the default
+    otp_web_domain: str | None = None
 
 
 @dataclass(frozen=True)

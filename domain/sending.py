@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from . import phone
-from .otp import PURPOSE_MAX
+from .otp import APP_HASH, PURPOSE_MAX
 from .segments import MAX_SEGMENTS, segment
 from .types import MESSAGE_TYPES
 
@@ -51,25 +51,33 @@ def _send_at(send_at: Any, now: float | None) -> tuple[float | None, list[Proble
     at most 30 days ahead."""
     if send_at is None:
         return None, []
-    if not isinstance(send_at, str):
-        return None, [Problem(["sendAt"], "sendAt must be a string: ISO 8601 with an offset", "invalid_type")]
-    try:
-        when = datetime.fromisoformat(send_at)
-    except ValueError:
-        when = None
-    if when is None or "T" not in send_at.upper():
-        return None, [Problem(["sendAt"], "sendAt must be an ISO 8601 date and time with an offset, "
-                                          "e.g. 2026-12-01T09:00:00+05:45", "invalid_datetime")]
-    if when.tzinfo is None:
-        return None, [Problem(["sendAt"], "sendAt must carry an offset (Z or +05:45): a time without one is "
-                                          "ambiguous", "missing_offset")]
-    at = when.timestamp()
+    at, problems = instant("sendAt", send_at)
+    if at is None:
+        return None, problems
     if now is not None and at < now:
         return None, [Problem(["sendAt"], "sendAt is in the past", "in_the_past")]
     if now is not None and at > now + SCHEDULE_AHEAD_MAX:
         return None, [Problem(["sendAt"], f"sendAt must be at most {SCHEDULE_AHEAD_MAX // 86_400} days ahead",
                               "too_far_ahead")]
     return at, []
+
+
+def instant(name: str, value: Any) -> tuple[float | None, list[Problem]]:
+    """A date and time the API is given (`sendAt`, a list's `since` and `until`): ISO 8601 with
+    an offset (`Z` or `+05:45`), as a POSIX time, or the problem with it."""
+    if not isinstance(value, str):
+        return None, [Problem([name], f"{name} must be a string: ISO 8601 with an offset", "invalid_type")]
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        when = None
+    if when is None or "T" not in value.upper():
+        return None, [Problem([name], f"{name} must be an ISO 8601 date and time with an offset, "
+                                      "e.g. 2026-12-01T09:00:00+05:45", "invalid_datetime")]
+    if when.tzinfo is None:
+        return None, [Problem([name], f"{name} must carry an offset (Z or +05:45): a time without one is "
+                                      "ambiguous", "missing_offset")]
+    return when.timestamp(), []
 
 
 def _valid_for_problems(valid_for: Any) -> list[Problem]:
@@ -108,7 +116,7 @@ def _to_problems(to: Any) -> list[Problem]:
 
 
 SEND_FIELDS = ("to", "text", "messageType", "validFor", "sendAt")
-OTP_SEND_FIELDS = ("to", "purpose", "ip")
+OTP_SEND_FIELDS = ("to", "purpose", "ip", "appHash")
 OTP_VERIFY_FIELDS = ("to", "purpose", "code")
 
 
@@ -185,6 +193,7 @@ class OtpSendRequest:
     to: str
     purpose: str
     ip: str | None
+    app_hash: str | None = None  # Android's SMS Retriever: a line of its own in the message (domain/otp.py)
 
 
 @dataclass(frozen=True)
@@ -230,10 +239,14 @@ def _code_problems(code: Any) -> list[Problem]:
 def parse_otp_send(body: dict[str, Any]) -> tuple[OtpSendRequest | None, list[Problem]]:
     problems = unknown_fields(body, OTP_SEND_FIELDS)
     problems += _to_problems(body.get("to")) + _purpose_problems(body.get("purpose")) + _ip_problems(body.get("ip"))
+    app_hash = body.get("appHash")
+    if app_hash is not None and not (isinstance(app_hash, str) and APP_HASH.fullmatch(app_hash)):
+        problems.append(Problem(["appHash"], "appHash must be the 11 characters (A-Z, a-z, 0-9, + and /) of your "
+                                             "Android app's hash for the SMS Retriever API", "invalid_app_hash"))
     if problems:
         return None, problems
     ip = str(ipaddress.ip_address(body["ip"])) if body.get("ip") is not None else None
-    return OtpSendRequest(phone.normalise(body["to"]) or "", body["purpose"], ip), []
+    return OtpSendRequest(phone.normalise(body["to"]) or "", body["purpose"], ip, app_hash), []
 
 
 def parse_otp_verify(body: dict[str, Any]) -> tuple[OtpVerifyRequest | None, list[Problem]]:

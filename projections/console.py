@@ -10,7 +10,7 @@ from typing import Any
 
 MINUTE = 60.0
 
-# The newest message of each client (index messages_client), the newest of each workspace.
+# The newest message of each client (index messages_client_newest), the newest of each workspace.
 _LAST_ACTIVITY = """
 SELECT c.workspace_id, max(m.created_at) AS last_at
 FROM clients c

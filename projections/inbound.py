@@ -3,8 +3,9 @@
 Owns `replies` (`MODEL`): an inline read model written by the handlers below in the transaction
 that appends the reply's events (part of registry.py's projection, rebuilt by `sandesh replay
 registry`), and the queries on it: a multi-part reply still gathering parts, those to
-complete by force, and the operators' list (`sandesh inbound list` and the console's Replies
-page, which joins `clients` for the workspace and brand a reply was attributed to).  A reply's
+complete by force, the operators' list (`sandesh inbound list` and the console's Replies
+page, which joins `clients` for the workspace and brand a reply was attributed to), and a
+client's own (GET /v1/sms/inbound).  A reply's
 text is kept only in the encrypted log.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ from psycopg.types.json import Jsonb
 
 from sandesh.domain.inbound import Reply
 
+from . import keyset
 from .contract import ReadModel
 from .rows import Add, Rows, Table
 
@@ -26,6 +28,7 @@ CREATE TABLE IF NOT EXISTS replies (
 CREATE INDEX IF NOT EXISTS replies_open ON replies (opened_at) WHERE received_at IS NULL;
 CREATE INDEX IF NOT EXISTS replies_in_reply_to ON replies (in_reply_to) WHERE in_reply_to IS NOT NULL;
 CREATE INDEX IF NOT EXISTS replies_received ON replies (received_at, id) WHERE received_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS replies_client ON replies (client_id, received_at, id) WHERE received_at IS NOT NULL;
 """
 
 
@@ -76,6 +79,25 @@ def received(conn: Any, unattributed: bool, limit: int,
         " WHERE r.received_at IS NOT NULL AND (NOT %s OR r.client_id IS NULL)"
         " AND (%s::float8 IS NULL OR (r.received_at, r.id) < (%s::float8, %s::text))"
         " ORDER BY r.received_at DESC, r.id DESC LIMIT %s", (unattributed, at, at, reply_id, limit)).fetchall()
+
+
+ORDER = ("received_at", "id")  # a reply's place in a client's list, newest first
+
+
+def for_client(conn: Any, client_id: str, since: float | None, until: float | None,
+               before: tuple[float, str] | None, limit: int) -> list[dict[str, Any]]:
+    """GET /v1/sms/inbound: `limit` of the complete replies attributed to the client, received
+    in [since, until), newest first, older than `before` (a row's received_at and id) when
+    given.  Keyset pages on replies_client."""
+    page = ("before", before) if before is not None else None
+    where = (["client_id = %s", "received_at IS NOT NULL"], [client_id])
+    return keyset.read_page(conn, keyset.newest_first_query("replies", ORDER, where, since, until, page, limit), page)
+
+
+def client_reply(conn: Any, reply_id: str, client_id: str) -> dict[str, Any] | None:
+    """The complete reply `reply_id` if it is attributed to the client."""
+    return conn.execute("SELECT * FROM replies WHERE id = %s AND client_id = %s AND received_at IS NOT NULL",
+                        (reply_id, client_id)).fetchone()
 
 
 def replies_to(conn: Any, message_id: str) -> list[str]:

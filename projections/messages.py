@@ -18,7 +18,8 @@ CREATE TABLE IF NOT EXISTS messages (
     status text NOT NULL, route text NOT NULL, message_type text NOT NULL, segments integer NOT NULL,
     encoding text NOT NULL, cost bigint NOT NULL, error text,
     created_at double precision NOT NULL, updated_at double precision NOT NULL);
-CREATE INDEX IF NOT EXISTS messages_client ON messages (client_id, created_at);
+DROP INDEX IF EXISTS messages_client;
+CREATE INDEX IF NOT EXISTS messages_client_newest ON messages (client_id, created_at, id);
 CREATE INDEX IF NOT EXISTS messages_workspace ON messages (workspace_id, created_at, id);
 CREATE INDEX IF NOT EXISTS messages_to ON messages ("to", created_at, id);
 ALTER TABLE messages ADD COLUMN IF NOT EXISTS expires_at double precision;
@@ -79,6 +80,25 @@ def search(conn: Any, workspace_id: str, filters: dict[str, str], since: float |
     for name, value in filters.items():
         where.append(f"{FILTERS[name]} = %s")
         params.append(value)
+    return keyset.read_page(conn, keyset.newest_first_query("messages", ORDER, (where, params), since, until, page,
+                                                            limit), page)
+
+
+# The filters of GET /v1/sms/messages: each a column compared for equality.
+CLIENT_FILTERS = {"status": "status", "message_type": "message_type", "to": '"to"'}
+
+
+def for_client(conn: Any, client_id: str, filters: dict[str, str], since: float | None, until: float | None,
+               before: tuple[float, str] | None, limit: int) -> list[dict[str, Any]]:
+    """GET /v1/sms/messages: `limit` of the client's messages matching `filters` (CLIENT_FILTERS'
+    names) created in [since, until), newest first, older than `before` (a row's created_at
+    and id) when given.  Keyset pages on messages_client_newest (messages_to for a number), so
+    a page deep in a long history costs what the first does."""
+    where, params = ["client_id = %s"], [client_id]
+    for name, value in filters.items():
+        where.append(f"{CLIENT_FILTERS[name]} = %s")
+        params.append(value)
+    page = ("before", before) if before is not None else None
     return keyset.read_page(conn, keyset.newest_first_query("messages", ORDER, (where, params), since, until, page,
                                                             limit), page)
 

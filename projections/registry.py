@@ -52,6 +52,7 @@ CREATE TABLE IF NOT EXISTS clients (
     previous_secret_sealed text, previous_secret_until double precision,
     enabled boolean NOT NULL, created_at double precision NOT NULL, updated_at double precision NOT NULL);
 CREATE INDEX IF NOT EXISTS clients_workspace ON clients (workspace_id);
+ALTER TABLE clients ADD COLUMN IF NOT EXISTS otp_template text, ADD COLUMN IF NOT EXISTS otp_web_domain text;
 CREATE TABLE IF NOT EXISTS sims (
     id text PRIMARY KEY, name text NOT NULL UNIQUE, port text NOT NULL, baud integer NOT NULL,
     host text, enabled boolean NOT NULL, iccid text UNIQUE, imsi text,
@@ -166,7 +167,8 @@ def _client_enabled(rows: Rows, e: Client.Disabled | Client.Enabled) -> None:
     rows.update("clients", (e.originator_id,), {"enabled": isinstance(e, Client.Enabled), "updated_at": e.at})
 
 
-_CLIENT_COLUMNS = {"brand": "brand", "webhook_url": "webhook_url", "rate_limit": "rate_limit"}
+_CLIENT_COLUMNS = {"brand": "brand", "webhook_url": "webhook_url", "rate_limit": "rate_limit",
+                   "otp_template": "otp_template", "otp_web_domain": "otp_web_domain"}
 
 
 @OWN.on(Client.Updated)
@@ -351,6 +353,7 @@ def client_view(row: dict[str, Any]) -> dict[str, Any]:
         "id": row["id"], "workspaceId": row["workspace_id"], "brand": row["brand"],
         "webhookUrl": row["webhook_url"], "rateLimit": row["rate_limit"], "keyPrefix": row["key_prefix"],
         "enabled": row["enabled"], "createdAt": iso(row["created_at"]), "updatedAt": iso(row["updated_at"]),
+        "otpTemplate": row["otp_template"], "otpWebDomain": row["otp_web_domain"],
     }
 
 

@@ -32,7 +32,8 @@ ALTER TABLE request_rates ADD COLUMN IF NOT EXISTS granted integer NOT NULL DEFA
 """
 
 CALLER = f"""
-SELECT c.id, c.workspace_id, c.brand, c.rate_limit, c.enabled, w.status, w.rates, w.types, w.promo_hours,
+SELECT c.id, c.workspace_id, c.brand, c.rate_limit, c.enabled, c.otp_template, c.otp_web_domain,
+       w.status, w.rates, w.types, w.promo_hours,
        COALESCE((SELECT enabled FROM sms_switch LIMIT 1), true) AS sms_enabled,
        {ROUTE_UNTIL} AS route_until
 FROM clients c JOIN workspaces w ON w.id = c.workspace_id WHERE c.key_hash = %(key_hash)s

@@ -1,6 +1,7 @@
 """The API clients page of a workspace (docs/dashboard.md, "API clients"): the list, and
-Create client, Rotate key, Rotate webhook secret, Disable and Enable through the operators'
-use cases, audited as the person (`user:<email>`).  A new key or secret is shown once, in the
+Create client, Rotate key, Rotate webhook secret, Disable, Enable and each client's OTP message
+(its template and web domain, shown as a phone gets it) through the operators' use cases,
+audited as the person (`user:<email>`).  A new key or secret is shown once, in the
 answer to the form that made it (never in a URL), on a page that is not stored."""
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import falcon.asgi
 
 from sandesh.domain.client import DEFAULT_GRACE_HOURS, MAX_GRACE_HOURS, check_brand
 from sandesh.domain.errors import DomainError, InvalidInput
+from sandesh.domain.otp import DEFAULT_TEMPLATE, code_text
+from sandesh.domain.segments import segment
 from sandesh.domain.person import actor_of, may_manage_clients
 from sandesh.projections import registry
 
@@ -28,14 +31,16 @@ class ClientsPage(Page):
         self.web.page(req, resp, "clients.html", status=status, title="API clients", person=person,
                       workspace_id=workspace_id, clients=clients, errors=errors or {}, typed=typed or {},
                       shown=shown, manages=may_manage_clients(person["role"]), max_grace=MAX_GRACE_HOURS,
-                      default_grace=DEFAULT_GRACE_HOURS)
+                      default_grace=DEFAULT_GRACE_HOURS, default_template=DEFAULT_TEMPLATE)
 
     def _clients(self, workspace_id: str) -> list[dict[str, Any]]:
         with self.connection() as conn:
             rows = registry.clients(conn, workspace_id)
+            workspace = registry.fetch_one(conn, "workspaces", "id", workspace_id)
+        rate = workspace["rates"]["otp"] if workspace else 0
         # a secret sealed before a rotation for a leaked key (docs/operations.md, "A leaked key")
-        return [{**registry.client_view(row), "secretDue": self.app.secrets.sealed_due(row["secret_sealed"])}
-                for row in rows]
+        return [{**registry.client_view(row), "secretDue": self.app.secrets.sealed_due(row["secret_sealed"]),
+                 "otp": otp_example(row["brand"], row["otp_template"], row["otp_web_domain"], rate)} for row in rows]
 
 
 class Clients(ClientsPage):
@@ -68,7 +73,8 @@ class Clients(ClientsPage):
 
 class ClientAction(ClientsPage):
     """POST /dashboard/w/{workspace_id}/clients/{client_id}/{action}: rotate-key, rotate-secret,
-    disable, enable, update (brand and webhook URL; an empty URL removes it).  A client of
+    disable, enable, update (brand and webhook URL; an empty URL removes it), otp (the OTP
+    template and web domain; an empty one restores the default).  A client of
     another workspace is not found."""
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
@@ -93,6 +99,9 @@ class ClientAction(ClientsPage):
             elif action == "update":
                 await self.blocking(operators.update_client, client_id, form.get("brand", ""),
                                     form.get("webhook_url", "").strip(), None, actor)
+            elif action == "otp":
+                await self.blocking(operators.update_client, client_id, None, None, None, actor,
+                                    form.get("otp_template", ""), form.get("otp_web_domain", ""))
             else:
                 await self.blocking(operators.disable_client if action == "disable" else operators.enable_client,
                                     client_id, actor)
@@ -108,7 +117,15 @@ class ClientAction(ClientsPage):
             return registry.fetch_one(conn, "clients", "id", client_id)
 
 
-ACTIONS = ("rotate-key", "rotate-secret", "disable", "enable", "update")
+ACTIONS = ("rotate-key", "rotate-secret", "disable", "enable", "update", "otp")
+
+
+def otp_example(brand: str, template: str | None, web_domain: str | None, rate: int) -> dict[str, Any]:
+    """A client's OTP message as a phone gets it (with the code 123456 and no app hash), its
+    segments, encoding and cost at the workspace's `otp` rate."""
+    text = code_text("123456", brand, template, web_domain)
+    parts = segment(text)
+    return {"text": text, "segments": parts.segments, "encoding": parts.encoding, "cost": rate * parts.segments}
 
 
 def grace_hours(text: str) -> float:

@@ -14,6 +14,7 @@ from ..clock import Clock
 from ..credentials import new_api_key, new_webhook_secret, sha256_hex, shown_prefix
 from ..errors import InvalidInput
 from ..optout import OptOut, optout_id
+from ..otp import check_fits, check_template, check_web_domain
 from ..ports import Sealer, Texts
 from ..promo_hours import parse as parse_promo_hours
 from ..sim import SMS_SWITCH_ID, SmsSwitch
@@ -132,8 +133,10 @@ class Operators:
         return self._saved(client)
 
     def update_client(self, client_id: str, brand: str | None, webhook_url: str | None,
-                      rate_limit: int | None, actor: str) -> Client:
-        """Change what is given (None leaves it as it is)."""
+                      rate_limit: int | None, actor: str, otp_template: str | None = None,
+                      otp_web_domain: str | None = None) -> Client:
+        """Change what is given (None leaves it as it is; an empty OTP template or web domain
+        restores the default).  The OTP message must still fit with the brand it will have."""
         changes: dict[str, object] = {}
         if brand is not None:
             changes["brand"] = check_brand(brand)
@@ -142,6 +145,16 @@ class Operators:
         if rate_limit is not None:
             changes["rate_limit"] = check_rate_limit(rate_limit)
         client = self._client(client_id)
+        brand_then, domain_then, template_then = str(changes.get("brand", client.brand)), client.otp_web_domain, \
+            client.otp_template
+        if otp_web_domain is not None:
+            domain_then = changes["otp_web_domain"] = check_web_domain(otp_web_domain) if otp_web_domain.strip() \
+                else None
+        if otp_template is not None:
+            template_then = changes["otp_template"] = check_template(otp_template, brand_then, domain_then) \
+                if otp_template.strip() else None
+        if {"brand", "otp_web_domain"} & changes.keys():
+            check_fits(template_then, brand_then, domain_then)
         client.update(changes=changes, actor=actor, at=self.clock.now())
         return self._saved(client)
 

@@ -98,7 +98,7 @@ class Otps:
             if wait > 0:
                 raise OtpLimited("cooldown", wait)
             code = new_code()
-            text = code_text(code, caller.brand)
+            text = code_text(code, caller.brand, caller.otp_template, caller.otp_web_domain, request.app_hash)
             parts = segment(text)
             message = accept(client_id=client_id, workspace_id=caller.workspace_id, to=to,
                              text=self.texts.seal_with(key_of_texts, text), message_type="otp",

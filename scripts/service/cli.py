@@ -211,11 +211,16 @@ def parser() -> argparse.ArgumentParser:
     for verb in ("disable", "enable", "show"):
         cl.add_parser(verb, help=f"{verb} a client").add_argument("client", metavar="CL")
     cl.add_parser("list", help="list clients").add_argument("--workspace", metavar="WS")
-    c = cl.add_parser("update", help="change brand, webhook URL or request rate")
+    c = cl.add_parser("update", help="change brand, webhook URL, request rate or the OTP message")
     c.add_argument("client", metavar="CL")
     c.add_argument("--brand")
     c.add_argument("--webhook-url", help="https:// URL, or '' to remove it")
     c.add_argument("--rate-limit", type=positive_int, metavar="N")
+    c.add_argument("--otp-template", metavar="TEXT",
+                   help="the OTP message: {code} once, {brand} and {minutes} if you like, in any language; "
+                        "'' restores the default")
+    c.add_argument("--otp-web-domain", metavar="HOST",
+                   help="end the OTP message with '@HOST #code', for WebOTP on that site; '' removes it")
 
     us = sub.add_parser("user", help="people who sign in to the dashboard").add_subparsers(dest="command",
                                                                                            required=True)

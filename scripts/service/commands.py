@@ -270,7 +270,8 @@ def client_enable(args: argparse.Namespace, settings: Settings, actor: str) -> i
 
 def client_update(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        runtime.app.operators.update_client(args.client, args.brand, args.webhook_url, args.rate_limit, actor)
+        runtime.app.operators.update_client(args.client, args.brand, args.webhook_url, args.rate_limit, actor,
+                                            args.otp_template, args.otp_web_domain)
         emit(_client(runtime, args.client))
     return 0
 

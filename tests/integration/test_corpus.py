@@ -51,6 +51,10 @@ ADDED_IN: dict[str, dict[str, str]] = {
         "workspaces.workspaces[].promotionalHours": "promotional hours, as on the balance",
         "audit[].details.redelivery_id": "WebhookDelivery.Redelivered's outage redelivery (v2; null when upcast)",
     },
+    "0.4.0": {
+        "clients.clients[].otpTemplate": "a client's OTP template (null: the default text)",
+        "clients.clients[].otpWebDomain": "a client's web domain for the WebOTP line (null: none)",
+    },
 }
 
 

@@ -1,0 +1,72 @@
+"""GET /v1/sms/inbound and GET /v1/sms/inbound/:id (docs/api.md, "GET /v1/sms/inbound"): the
+replies attributed to the calling client, from the `replies` read model, each with its text
+opened from the log (where alone it is kept, sealed)."""
+from __future__ import annotations
+
+from typing import Any
+
+import falcon.asgi
+
+from sandesh.domain.application import Sandesh
+from sandesh.domain.clock import iso
+from sandesh.domain.inbound import sender_number
+from sandesh.domain.listing import REPLY_CURSOR, ReplyQuery, parse_reply_query
+from sandesh.projections import inbound
+
+from .body import parsed
+from .errors import ApiError, invalid
+from .waiting import Blocking
+
+
+class Replies:
+    """The texts of a page of replies, each opened from its reply's events."""
+
+    def __init__(self, app: Sandesh, connection: Any, blocking: Blocking):
+        self.app = app
+        self.connection = connection
+        self.blocking = blocking
+
+    def view(self, row: dict[str, Any]) -> dict[str, Any]:
+        """A reply as the API shows it: the fields of its message.inbound webhook; `text` is
+        null once the workspace's texts were erased."""
+        text = self.app.texts.open(self.app.dispatch.reply(row["id"]).text)
+        return {"id": row["id"], "from": sender_number(row["sender"]), "text": text, "at": iso(row["received_at"]),
+                "inReplyTo": row["in_reply_to"]}
+
+
+class ReplyList(Replies):
+    """GET /v1/sms/inbound: a page of the client's replies, newest first."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        query = parsed(parse_reply_query, req.params)
+        resp.media = await self.blocking(self._read, query, req.context.caller.client_id)
+
+    def _read(self, query: ReplyQuery, client_id: str) -> dict[str, Any]:
+        with self.connection() as conn:
+            before = None
+            if query.cursor is not None:
+                row = inbound.client_reply(conn, query.cursor, client_id)
+                if row is None:
+                    raise invalid(["cursor"], "cursor must be the nextCursor of an earlier page of this client's "
+                                              "replies", "unknown_cursor")
+                before = (row["received_at"], row["id"])
+            rows = inbound.for_client(conn, client_id, query.since, query.until, before, query.limit + 1)
+        page = rows[:query.limit]
+        return {"data": [self.view(row) for row in page],
+                "nextCursor": page[-1]["id"] if len(rows) > query.limit else None}
+
+
+class Reply(Replies):
+    """GET /v1/sms/inbound/:id: one reply of the client; another client's is 404."""
+
+    async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, reply_id: str) -> None:
+        resp.media = await self.blocking(self._read, reply_id, req.context.caller.client_id)
+
+    def _read(self, reply_id: str, client_id: str) -> dict[str, Any]:
+        row = None
+        if REPLY_CURSOR.fullmatch(reply_id):
+            with self.connection() as conn:
+                row = inbound.client_reply(conn, reply_id, client_id)
+        if row is None:
+            raise ApiError("not_found", "No reply with this id.")
+        return self.view(row)
