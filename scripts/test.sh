@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing (the venv, chromium, systemd-analyze), checks PostgreSQL, runs the whole suite.
+# The test command: installs what is missing (the venv, chromium, nodejs and php-cli, systemd-analyze), checks PostgreSQL, runs the whole suite.
 # Tests create and drop their own databases on $SANDESH_TEST_POSTGRES; without it, on the
 # local server (postgresql://root@127.0.0.1:5432/postgres); on a machine without one, on the
 # embedded PostgreSQL that `sandesh up` uses, started for the run (tests/conftest.py).
@@ -12,6 +12,13 @@ if [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = 0 ]; then as_root=(); else as_root=(sudo -n); fi
   { "${as_root[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq \
       --no-install-recommends chromium; } >&2 || echo "could not install chromium: the browser tests will fail" >&2
+fi
+# The webhook signature checks of docs/api.md run in Node.js and PHP (tests/integration/test_webhook_snippets.py).
+if ! command -v node >/dev/null || ! command -v php >/dev/null; then
+  echo "installing nodejs and php-cli for the docs' signature checks" >&2
+  if [ "$(id -u)" = 0 ]; then as_root=(); else as_root=(sudo -n); fi
+  { "${as_root[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq \
+      --no-install-recommends nodejs php-cli; } >&2 || echo "could not install nodejs and php-cli: their tests will fail" >&2
 fi
 # The systemd units are checked by systemd-analyze (tests/unit/test_systemd_units.py).
 if ! command -v systemd-analyze >/dev/null; then
