@@ -2,7 +2,7 @@
 sends", "POST /v1/sms/preview"): JSON is rendered here, never in the domain."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import orjson
 
@@ -36,3 +36,10 @@ def preview(request_type: str, shown: Preview) -> dict[str, Any]:
     if shown.gsm7 is not None:
         body.update(gsm7Text=shown.gsm7_text, gsm7Segments=shown.gsm7.segments, gsm7Cost=shown.gsm7_cost)
     return body
+
+
+def page_answer(rows: list[dict[str, Any]], limit: int, view: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+    """A list's page (docs/api.md, "GET /v1/sms/messages"): the first `limit` of `rows` (read
+    `limit + 1` to know whether more follow), each as `view` shows it, and the cursor of the next."""
+    page = rows[:limit]
+    return {"data": [view(row) for row in page], "nextCursor": page[-1]["id"] if len(rows) > limit else None}

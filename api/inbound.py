@@ -13,6 +13,7 @@ from sandesh.domain.inbound import sender_number
 from sandesh.domain.listing import REPLY_CURSOR, ReplyQuery, parse_reply_query
 from sandesh.projections import inbound
 
+from .answers import page_answer
 from .body import parsed
 from .errors import ApiError, invalid
 from .waiting import Blocking
@@ -51,9 +52,7 @@ class ReplyList(Replies):
                                               "replies", "unknown_cursor")
                 before = (row["received_at"], row["id"])
             rows = inbound.for_client(conn, client_id, query.since, query.until, before, query.limit + 1)
-        page = rows[:query.limit]
-        return {"data": [self.view(row) for row in page],
-                "nextCursor": page[-1]["id"] if len(rows) > query.limit else None}
+        return page_answer(rows, query.limit, self.view)
 
 
 class Reply(Replies):

@@ -11,6 +11,7 @@ from sandesh.domain.application import Sandesh
 from sandesh.domain.listing import MessageQuery, parse_message_query
 from sandesh.projections import messages
 
+from .answers import page_answer
 from .body import parsed
 from .errors import ApiError, invalid
 from .waiting import Blocking, Commit, drive
@@ -63,9 +64,7 @@ class MessageList:
                                               "messages", "unknown_cursor")
                 before = (row["created_at"], row["id"])
             rows = messages.for_client(conn, client_id, filters, query.since, query.until, before, query.limit + 1)
-        page = rows[:query.limit]
-        return {"data": [messages.view(row) for row in page],
-                "nextCursor": page[-1]["id"] if len(rows) > query.limit else None}
+        return page_answer(rows, query.limit, messages.view)
 
 
 def _check_id(message_id: str) -> None:

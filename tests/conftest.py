@@ -314,6 +314,19 @@ def running_dispatcher(runtime: Any, host: str | None = None) -> Iterator[Any]:
         thread.join(timeout=5)
 
 
+@pytest.fixture(scope="module")
+def phones(runtime: Any) -> Iterator[Any]:
+    """Two emulated modems on pseudo-terminals, registered as SIMs, and a real dispatcher
+    driving them."""
+    from sandesh.scripts.service.commands import register_emulated
+    from sandesh.scripts.service.emulator import Emulator
+
+    with Emulator(sims=2, report_delay=0.05) as emulator:
+        register_emulated(runtime, emulator.devices(), "test")
+        with running_dispatcher(runtime):
+            yield emulator
+
+
 def wait_for_status(runtime: Any, message_ids: list[str], statuses: set[str], timeout: float = 20.0) -> dict:
     """Wait until every message is in one of `statuses` (read from the log); returns them."""
     deadline = time.monotonic() + timeout

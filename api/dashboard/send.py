@@ -53,6 +53,16 @@ class SendingPage(Page):
             return None
         return person
 
+    async def posted(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
+                     workspace_id: str) -> tuple[dict[str, str], dict[str, Any] | None]:
+        """A posted form and the sender who posted it; None when the answer is given already
+        (a form without its CSRF token, or a person who may not send)."""
+        form = await self.web.form(req)
+        if not self.web.csrf_ok(req, form):
+            self.web.forbidden(req, resp)
+            return form, None
+        return form, await self.sender(req, resp, workspace_id)
+
     def state(self, workspace_id: str) -> tuple[Caller, int]:
         """The workspace as a send of its Dashboard client is decided on, and its balance."""
         with self.connection() as conn:
@@ -199,10 +209,7 @@ class SendConfirm(SendingPage):
     """POST /dashboard/w/{workspace_id}/send/confirm: the previewed campaign sent, once."""
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
-        form = await self.web.form(req)
-        if not self.web.csrf_ok(req, form):
-            return self.web.forbidden(req, resp)
-        person = await self.sender(req, resp, workspace_id)
+        form, person = await self.posted(req, resp, workspace_id)
         if person is None:
             return
         token = form.get("token", "")
@@ -258,10 +265,7 @@ class Hints(SendingPage):
     few characters that make it UCS-2, as POST /v1/sms/preview answers them."""
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
-        form = await self.web.form(req)
-        if not self.web.csrf_ok(req, form):
-            return self.web.forbidden(req, resp)
-        person = await self.sender(req, resp, workspace_id)
+        form, person = await self.posted(req, resp, workspace_id)
         if person is None:
             return
         with_rates = await self.blocking(self._rates, workspace_id)

@@ -11,9 +11,7 @@ from typing import Any, Iterator
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
 
-from sandesh.scripts.service.commands import register_emulated
 from sandesh.scripts.service.emulator import Emulator
-from tests.conftest import running_dispatcher
 from tests.integration.test_dashboard import (PASSWORD, add_person, browser, link_path, set_password,  # noqa: F401
                                               sign_in)
 from tests.integration.test_dashboard_ops import operator_context, send
@@ -91,11 +89,9 @@ def within_screen(page: Page, locator: Any) -> None:
 
 
 @pytest.fixture(scope="module")
-def phones(runtime, projections_worker) -> Iterator[Emulator]:
-    with Emulator(sims=2, report_delay=0.05) as emulator:
-        register_emulated(runtime, emulator.devices(), "test")
-        with running_dispatcher(runtime):
-            yield emulator
+def phones(phones, projections_worker) -> Emulator:
+    """The pool of tests/conftest.py, with the projections worker following the log."""
+    return phones
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,7 @@ import orjson
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from sandesh.scripts.service.commands import register_emulated
 from sandesh.scripts.service.emulator import Emulator
-from tests.conftest import running_dispatcher
 from tests.integration.test_dashboard import PASSWORD, add_person, browser, set_password, sign_in  # noqa: F401
 
 _numbers = itertools.count(4_100_001)
@@ -29,11 +27,9 @@ def numbers(n: int) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def phones(runtime, projections_worker) -> Iterator[Emulator]:
-    with Emulator(sims=2, report_delay=0.05) as emulator:
-        register_emulated(runtime, emulator.devices(), "test")
-        with running_dispatcher(runtime):
-            yield emulator
+def phones(phones, projections_worker) -> Emulator:
+    """The pool of tests/conftest.py, with the projections worker following the log."""
+    return phones
 
 
 @pytest.fixture(scope="module")

@@ -4,22 +4,12 @@ messages without a webhook, and sees no other client's."""
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator
+from typing import Any
 
-import pytest
 import requests
 
-from sandesh.scripts.service.commands import register_emulated
 from sandesh.scripts.service.emulator import Emulator
-from tests.conftest import running_dispatcher, wait_for_status
-
-
-@pytest.fixture(scope="module")
-def phones(runtime) -> Iterator[Emulator]:
-    with Emulator(sims=2, report_delay=0.05) as emulator:
-        register_emulated(runtime, emulator.devices(), "test")
-        with running_dispatcher(runtime):
-            yield emulator
+from tests.conftest import wait_for_status
 
 
 def client(sandesh, name: str) -> str:

@@ -4,28 +4,19 @@ through a real dispatcher and emulated modems, and the code verified."""
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 import pytest
 import requests
 
 from sandesh.projections import follower
-from sandesh.scripts.service.commands import register_emulated
 from sandesh.scripts.service.emulator import Emulator
-from tests.conftest import running_dispatcher, wait_for_status
+from tests.conftest import wait_for_status
 from tests.integration.test_dashboard import browser  # noqa: F401
 
 TEMPLATE = "{brand}: तपाईंको प्रमाणीकरण कोड {code} हो। यो {minutes} मिनेटमा सकिन्छ।"
 APP_HASH = "FA+9qCX9VSu"
-
-
-@pytest.fixture(scope="module")
-def phones(runtime) -> Iterator[Emulator]:
-    with Emulator(sims=2, report_delay=0.05) as emulator:
-        register_emulated(runtime, emulator.devices(), "test")
-        with running_dispatcher(runtime):
-            yield emulator
 
 
 @pytest.fixture(scope="module")
