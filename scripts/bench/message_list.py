@@ -3,19 +3,22 @@
 of the first page (`limit=50`), of a deep page (a `cursor` three quarters of the way back) and
 of a filtered first page (`status=failed`), at 1×, 10× and 100× the client's messages.  The
 baseline, in the same run: `GET /v1/sms/messages/{id}` of one message, a durable read of the
-same table by its key.  Then EXPLAIN (ANALYZE, BUFFERS) of the first and the deep page's query.
+same table by its key.  Then EXPLAIN (ANALYZE, BUFFERS) of the first and the deep page's query,
+and of GET /v1/sms/inbound's first page over as many replies of the client (its query only:
+each reply's text is then read from the log by the reply's id, whatever the history).
 docs/performance.md, "Listing messages".
 
 Usage: .venv/bin/python -m scripts.bench.message_list [--base 10000] [--requests 200]
 
-The client's earlier messages are written into the `messages` read model by SQL (the log holds
-only the sends made during the run): the list reads only that table, so what is measured is
-how its query's cost follows the rows it does not return.
+The client's earlier messages are written into the `messages` read model by SQL, and its
+replies into `replies` (the log holds only the sends made during the run): the list reads only
+that table, so what is measured is how its query's cost follows the rows it does not return.
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
+import re
 import statistics
 import time
 from contextlib import ExitStack
@@ -46,7 +49,14 @@ def fill(database_url: str, client_id: str, workspace_id: str, first: int, last:
             " %(start)s + n, %(start)s + n + 5 FROM generate_series(%(first)s, %(last)s - 1) n",
             {"client": client_id, "ws": workspace_id, "statuses": list(STATUSES), "start": start, "first": first,
              "last": last})
+        conn.execute(
+            "INSERT INTO replies (id, sim_id, sender, reference, total, parts, opened_at, received_at, client_id,"
+            " in_reply_to) SELECT 'in_' || md5(%(client)s || n::text), 'sim_bench', '9779800000000', NULL, 1, 1,"
+            " %(start)s + n, %(start)s + n, %(client)s, 'msg_' || md5(%(client)s || n::text)"
+            " FROM generate_series(%(first)s, %(last)s - 1) n",
+            {"client": client_id, "start": start, "first": first, "last": last})
         conn.execute("VACUUM ANALYZE messages")
+        conn.execute("VACUUM ANALYZE replies")
 
 
 def timed(http: requests.Session, key: str, path: str, count: int) -> list[float]:
@@ -59,14 +69,24 @@ def timed(http: requests.Session, key: str, path: str, count: int) -> list[float
     return took
 
 
-def explain(database_url: str, client_id: str, before: tuple[float, str] | None) -> str:
-    from sandesh.projections import keyset
+def explain(database_url: str, client_id: str, before: tuple[float, str] | None, table: str = "messages") -> str:
+    from sandesh.projections import inbound, keyset
 
-    query, params = keyset.newest_first_query("messages", messages.ORDER, (["client_id = %s"], [client_id]), None,
-                                              None, ("before", before) if before else None, 51)
+    where = (["client_id = %s"], [client_id]) if table == "messages" else \
+        (["client_id = %s", "received_at IS NOT NULL"], [client_id])
+    order = messages.ORDER if table == "messages" else inbound.ORDER
+    query, params = keyset.newest_first_query(table, order, where, None, None, ("before", before) if before else None,
+                                              51)
     with psycopg.connect(database_url) as conn:
         plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + query, params).fetchall()
     return "\n".join("    " + row[0] for row in plan)
+
+
+def executed(plan: str) -> str:
+    """The execution time and shared buffers of an EXPLAIN (ANALYZE, BUFFERS)."""
+    time_ms = re.search(r"Execution Time: ([0-9.]+) ms", plan).group(1)
+    buffers = re.search(r"Buffers: shared hit=([0-9]+)", plan).group(1)
+    return f"{time_ms} ms, {buffers} buffers"
 
 
 def main() -> None:
@@ -93,7 +113,7 @@ def main() -> None:
         print(f"{'messages':>10} {'first p50':>10} {'p90':>6} {'deep p50':>9} {'p90':>6} {'failed p50':>11} "
               f"{'p90':>6} {'by id p50':>10} {'p90':>6}")
         filled = 0
-        plans = []
+        plans, inbound_plans = [], []
         for size in (args.base, 10 * args.base, 100 * args.base):
             fill(env["DATABASE_URL"], client.id, workspace, filled, size, start)
             filled = size
@@ -107,11 +127,16 @@ def main() -> None:
             print(f"{size:>10,} " + " ".join(f"{statistics.median(t):>{w}.1f} {percentile(t, 90):>6.1f}" for t, w in
                                              ((first, 10), (deeper, 9), (failed, 11), (by_id, 10))), flush=True)
             plans.append((size, start + deep_n, deep))
+            inbound_plans.append((size, executed(explain(env["DATABASE_URL"], client.id, None, "replies"))))
         size, at, deep = plans[-1]
         print(f"\nEXPLAIN (ANALYZE, BUFFERS), the first page at {size:,}:")
         print(explain(env["DATABASE_URL"], client.id, None))
         print(f"the deep page at {size:,}:")
         print(explain(env["DATABASE_URL"], client.id, (at, deep)))
+        print("GET /v1/sms/inbound's first page, its query: " + "; ".join(f"{n:,} replies {took}"
+                                                                         for n, took in inbound_plans))
+        print(f"at {size:,}:")
+        print(explain(env["DATABASE_URL"], client.id, None, "replies"))
 
 
 if __name__ == "__main__":
