@@ -40,6 +40,7 @@ def new_code() -> str:
 # The OTP message (docs/api.md, "OTP messages that apps fill in"): a client's template, or this
 # one; then the app hash on a line of its own (Android's SMS Retriever); then the WebOTP line.
 DEFAULT_TEMPLATE = "{code} is your {brand} verification code. It expires in {minutes} minutes."
+OTP_MESSAGE_FROM = "0.4.0"  # the release whose finalized log carries a client's OTP settings in Client.Updated
 PLACEHOLDERS = ("code", "brand", "minutes")
 TEMPLATE_MAX = 1000
 APP_HASH = re.compile(r"[A-Za-z0-9+/]{11}")

@@ -13,6 +13,7 @@ from eventsourcing.application import AggregateNotFoundError, Application, Proce
 
 from ..errors import NotFound
 from ..events import VersionedMapper, written_version
+from ..release import older
 
 A = TypeVar("A")
 
@@ -46,6 +47,11 @@ class Log(Application[str]):
         """Whether an event of this class may be recorded now: a new kind of event waits until the
         upgrade is finalized at the release that brought it (domain/events.py, `written_from`)."""
         return written_version(event_class, self.mapper.finalized) is not None  # type: ignore[attr-defined]
+
+    def finalized_at(self, release: str) -> bool:
+        """Whether the upgrade is finalized at `release` or later: every running process reads
+        what that release brought (docs/operations.md, "Upgrading")."""
+        return not older(self.mapper.finalized, release)  # type: ignore[attr-defined]
 
     def find(self, aggregate_id: str, kind: type[A]) -> A | None:
         """The aggregate as the log has it now, or None when there is none of that kind."""

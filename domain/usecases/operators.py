@@ -12,9 +12,9 @@ from ..client import (DEFAULT_GRACE_HOURS, DEFAULT_RATE_LIMIT, Client, check_bra
                       check_webhook_url)
 from ..clock import Clock
 from ..credentials import new_api_key, new_webhook_secret, sha256_hex, shown_prefix
-from ..errors import InvalidInput
+from ..errors import InvalidInput, InvalidTransition
 from ..optout import OptOut, optout_id
-from ..otp import check_fits, check_template, check_web_domain
+from ..otp import OTP_MESSAGE_FROM, check_fits, check_template, check_web_domain
 from ..ports import Sealer, Texts
 from ..promo_hours import parse as parse_promo_hours
 from ..sim import SMS_SWITCH_ID, SmsSwitch
@@ -145,6 +145,9 @@ class Operators:
         if rate_limit is not None:
             changes["rate_limit"] = check_rate_limit(rate_limit)
         client = self._client(client_id)
+        if (otp_template is not None or otp_web_domain is not None) and not self.log.finalized_at(OTP_MESSAGE_FROM):
+            raise InvalidTransition(f"A client's OTP message can be set once the upgrade to {OTP_MESSAGE_FROM} is "
+                                    "finalized (`sandesh upgrade finalize`): earlier releases do not know it.")
         brand_then, domain_then, template_then = str(changes.get("brand", client.brand)), client.otp_web_domain, \
             client.otp_template
         if otp_web_domain is not None:

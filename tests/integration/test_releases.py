@@ -154,3 +154,19 @@ def test_a_worker_that_meets_an_event_of_a_newer_release_stops_and_is_not_starte
         assert f"version 7 of {topic}" in stderr and f"this is Sandesh {VERSION}" in stderr
     finally:
         change(database_url, "DELETE FROM sandesh_events WHERE originator_id = %s", originator)
+
+
+def test_a_clients_otp_message_waits_for_the_upgrade_to_be_finalized(sandesh, database_url):
+    """A 0.3.0 process would not know the OTP settings in Client.Updated: they are refused
+    until every process runs 0.4.0 and the upgrade is finalized."""
+    workspace = sandesh("workspace", "create", "--name", "Gated")["id"]
+    client = sandesh("client", "create", "--workspace", workspace, "--brand", "Gated")["id"]
+    change(database_url, "UPDATE sandesh_release SET finalized = %s", OLDEST_PEER)
+    try:
+        refused = sandesh.run("client", "update", client, "--otp-template", "{code} is the code")
+        assert refused.returncode == 2 and "once the upgrade to 0.4.0 is finalized" in refused.stderr
+        assert sandesh("client", "update", client, "--brand", "Still Gated")["brand"] == "Still Gated"
+    finally:
+        change(database_url, "UPDATE sandesh_release SET finalized = %s", VERSION)
+    assert sandesh("client", "update", client, "--otp-template", "{code} is the code")["otpTemplate"] == \
+        "{code} is the code"
