@@ -10,7 +10,7 @@ from sandesh.domain.message import Message, accepted_reply
 from sandesh.domain.preview import Preview
 from sandesh.domain.sending import ItemRefused
 
-from .errors import item_error
+from .errors import invalid, item_error
 
 
 def accepted(message: Message) -> dict[str, Any]:
@@ -36,6 +36,15 @@ def preview(request_type: str, shown: Preview) -> dict[str, Any]:
     if shown.gsm7 is not None:
         body.update(gsm7Text=shown.gsm7_text, gsm7Segments=shown.gsm7.segments, gsm7Cost=shown.gsm7_cost)
     return body
+
+
+def cursor_key(row: dict[str, Any] | None, order: Sequence[str], what: str) -> tuple[Any, ...]:
+    """Where a list's next page starts: the ordering columns of the row its `cursor` names, or
+    400 when the cursor names none of the client's `what`."""
+    if row is None:
+        raise invalid(["cursor"], f"cursor must be the nextCursor of an earlier page of this client's {what}",
+                      "unknown_cursor")
+    return tuple(row[column] for column in order)
 
 
 def page_answer(rows: list[dict[str, Any]], limit: int, view: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:

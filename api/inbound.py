@@ -13,9 +13,9 @@ from sandesh.domain.inbound import sender_number
 from sandesh.domain.listing import REPLY_CURSOR, ReplyQuery, parse_reply_query
 from sandesh.projections import inbound
 
-from .answers import page_answer
+from .answers import cursor_key, page_answer
 from .body import parsed
-from .errors import ApiError, invalid
+from .errors import ApiError
 from .waiting import Blocking
 
 
@@ -44,13 +44,8 @@ class ReplyList(Replies):
 
     def _read(self, query: ReplyQuery, client_id: str) -> dict[str, Any]:
         with self.connection() as conn:
-            before = None
-            if query.cursor is not None:
-                row = inbound.client_reply(conn, query.cursor, client_id)
-                if row is None:
-                    raise invalid(["cursor"], "cursor must be the nextCursor of an earlier page of this client's "
-                                              "replies", "unknown_cursor")
-                before = (row["received_at"], row["id"])
+            before = cursor_key(inbound.client_reply(conn, query.cursor, client_id), inbound.ORDER, "replies") \
+                if query.cursor is not None else None
             rows = inbound.for_client(conn, client_id, query.since, query.until, before, query.limit + 1)
         return page_answer(rows, query.limit, self.view)
 

@@ -11,9 +11,9 @@ from sandesh.domain.application import Sandesh
 from sandesh.domain.listing import MessageQuery, parse_message_query
 from sandesh.projections import messages
 
-from .answers import page_answer
+from .answers import cursor_key, page_answer
 from .body import parsed
-from .errors import ApiError, invalid
+from .errors import ApiError
 from .waiting import Blocking, Commit, drive
 
 
@@ -56,13 +56,8 @@ class MessageList:
                    (("status", query.status), ("message_type", query.message_type), ("to", query.to))
                    if value is not None}
         with self.connection() as conn:
-            before = None
-            if query.cursor is not None:
-                row = messages.find(conn, query.cursor, client_id)
-                if row is None:
-                    raise invalid(["cursor"], "cursor must be the nextCursor of an earlier page of this client's "
-                                              "messages", "unknown_cursor")
-                before = (row["created_at"], row["id"])
+            before = cursor_key(messages.find(conn, query.cursor, client_id), messages.ORDER, "messages") \
+                if query.cursor is not None else None
             rows = messages.for_client(conn, client_id, filters, query.since, query.until, before, query.limit + 1)
         return page_answer(rows, query.limit, messages.view)
 

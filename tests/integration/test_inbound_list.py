@@ -10,13 +10,12 @@ import requests
 
 from sandesh.scripts.service.emulator import Emulator
 from tests.conftest import wait_for_status
+from tests.helpers import funded_workspace
 
 
-def client(sandesh, name: str) -> str:
-    ws = sandesh("workspace", "create", "--name", name)["id"]
-    sandesh("workspace", "activate", ws)
-    sandesh("workspace", "credit", ws, "100000")
-    return sandesh("client", "create", "--workspace", ws, "--brand", name, "--rate-limit", "1000")["key"]
+def client(runtime, name: str) -> str:
+    ws = funded_workspace(runtime.app, name, 100_000)
+    return runtime.app.operators.create_client(ws, name, None, 1000, "test")[1]
 
 
 def get(server, key: str, path: str, **query: Any) -> requests.Response:
@@ -48,8 +47,8 @@ def listed_until(server, key: str, count: int, **query: Any) -> dict[str, Any]:
         time.sleep(0.2)
 
 
-def test_a_client_reads_the_replies_to_its_messages_and_only_those(server, runtime, sandesh, phones):
-    mine, theirs = client(sandesh, "Parcels"), client(sandesh, "Clinic")
+def test_a_client_reads_the_replies_to_its_messages_and_only_those(server, runtime, phones):
+    mine, theirs = client(runtime, "Parcels"), client(runtime, "Clinic")
     texts = ["Aayo, dhanyabad!", "नमस्ते, पार्सल आइपुग्यो।", "Not yet"]
     sent = [replied(server, runtime, phones, mine, f"97798100000{n:02d}", text) for n, text in enumerate(texts)]
     other = replied(server, runtime, phones, theirs, "9779810000099", "Tomorrow at 10?")

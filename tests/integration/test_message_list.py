@@ -8,6 +8,7 @@ import pytest
 import requests
 
 from sandesh.projections import follower
+from tests.helpers import funded_workspace
 
 TO, OTHER = "9779812345678", "9779801234567"
 
@@ -17,13 +18,11 @@ def a_route(route):
     return route
 
 
-def client(sandesh) -> dict[str, str]:
-    ws = sandesh("workspace", "create", "--name", "Lists")["id"]
-    sandesh("workspace", "activate", ws)
-    sandesh("workspace", "set-promo-hours", ws, "off")
-    sandesh("workspace", "credit", ws, "100000")
-    made = sandesh("client", "create", "--workspace", ws, "--brand", "Lists", "--rate-limit", "1000")
-    return {"key": made["key"], "workspace": ws}
+def client(runtime) -> dict[str, str]:
+    """A client of a funded workspace whose promotions leave at any hour."""
+    ws = funded_workspace(runtime.app, "Lists", 100_000)
+    runtime.app.operators.set_promo_hours(ws, "off", "test")
+    return {"key": runtime.app.operators.create_client(ws, "Lists", None, 1000, "test")[1], "workspace": ws}
 
 
 def send(server, key: str, to: str = TO, message_type: str = "transactional") -> str:
@@ -57,8 +56,8 @@ def every_page(server, key: str, between=lambda: None, **query: Any) -> list[dic
         between()
 
 
-def test_the_clients_messages_newest_first_each_as_its_lookup_gives_it(server, sandesh, runtime):
-    mine, theirs = client(sandesh), client(sandesh)
+def test_the_clients_messages_newest_first_each_as_its_lookup_gives_it(server, runtime):
+    mine, theirs = client(runtime), client(runtime)
     sent = [send(server, mine["key"]) for _ in range(3)]
     other = send(server, theirs["key"])
     follower.catch_up(runtime)
@@ -71,9 +70,9 @@ def test_the_clients_messages_newest_first_each_as_its_lookup_gives_it(server, s
     assert [m["id"] for m in listed(server, theirs["key"]).json()["data"]] == [other]  # another client's: none
 
 
-def test_pages_by_key_neither_skip_nor_repeat_while_sends_arrive(server, sandesh, runtime):
+def test_pages_by_key_neither_skip_nor_repeat_while_sends_arrive(server, runtime):
     """A batch's messages share their acceptance time: the id breaks the tie."""
-    mine = client(sandesh)
+    mine = client(runtime)
     before = [send(server, mine["key"]) for _ in range(2)] + batch(server, mine["key"], 7) + [send(server, mine["key"])]
     follower.catch_up(runtime)
     arrived = []
@@ -91,8 +90,8 @@ def test_pages_by_key_neither_skip_nor_repeat_while_sends_arrive(server, sandesh
     assert [m["id"] for m in listed(server, mine["key"], limit=4).json()["data"]] == arrived[::-1] + [before[-1]]
 
 
-def test_filters_status_type_number_and_time(server, sandesh, runtime):
-    mine = client(sandesh)
+def test_filters_status_type_number_and_time(server, runtime):
+    mine = client(runtime)
     first = send(server, mine["key"])
     promotional = send(server, mine["key"], message_type="promotional")
     other_number = send(server, mine["key"], to=OTHER)
@@ -140,8 +139,8 @@ def test_a_bad_parameter_is_400_naming_it(server, active_client, query, path, co
     assert [(d["path"], d["code"]) for d in body["details"]] == [([path], code)]
 
 
-def test_another_clients_cursor_is_refused(server, sandesh, runtime):
-    mine, theirs = client(sandesh), client(sandesh)
+def test_another_clients_cursor_is_refused(server, runtime):
+    mine, theirs = client(runtime), client(runtime)
     theirs_sent = send(server, theirs["key"])
     send(server, mine["key"])
     follower.catch_up(runtime)
