@@ -315,6 +315,21 @@ def running_dispatcher(runtime: Any, host: str | None = None) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
+def postgres() -> Iterator[Any]:
+    """A PostgreSQL server of the module's own, which its tests may stop and start."""
+    import tempfile
+
+    from tests.private_postgres import PrivatePostgres
+
+    # Not under pytest's own temporary folder: any pytest that starts on this machine sets that
+    # folder back to mode 0700, which locks out the server's `pgserver` user mid-run.
+    server = PrivatePostgres(Path(tempfile.mkdtemp(prefix="sandesh-private-pg-")))
+    server.start()
+    yield server
+    server.remove()
+
+
+@pytest.fixture(scope="module")
 def phones(runtime: Any) -> Iterator[Any]:
     """Two emulated modems on pseudo-terminals, registered as SIMs, and a real dispatcher
     driving them."""

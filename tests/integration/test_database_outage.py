@@ -7,12 +7,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -20,19 +18,10 @@ import requests
 
 from sandesh.domain.release import VERSION
 from tests.conftest import ROOT, SECRET_KEY, Sandesh, Server
-from tests.private_postgres import PrivatePostgres
 
 RATE = 100  # paisa per segment
 
 
-@pytest.fixture(scope="module")
-def postgres():
-    # Not under pytest's own temporary folder: any pytest that starts on this machine sets that
-    # folder back to mode 0700, which locks out the server's `pgserver` user mid-run.
-    server = PrivatePostgres(Path(tempfile.mkdtemp(prefix="sandesh-private-pg-")))
-    server.start()
-    yield server
-    server.remove()
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,7 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -22,18 +20,11 @@ from sandesh.projections.keys import KeyRing, RingCipher, key_id
 from tests.conftest import ROOT, free_port
 from tests.integration.test_database_outage import Heartbeat
 from tests.installation import wait_until
-from tests.private_postgres import PrivatePostgres
 
 OLD = "the-key-of-before-which-was-retired-0123456789"
 NEW = "the-current-root-key-of-this-database-98765432"
 
 
-@pytest.fixture(scope="module")
-def postgres():
-    server = PrivatePostgres(Path(tempfile.mkdtemp(prefix="sandesh-private-pg-")))
-    server.start()
-    yield server
-    server.remove()
 
 
 def test_a_process_started_with_a_retired_key_during_an_outage_writes_nothing(postgres, tmp_path):
