@@ -28,6 +28,7 @@ from .auth import Authentication
 from .dashboard import add_dashboard
 from .dashboard.web import error_page, is_dashboard
 from .errors import ApiError, from_domain
+from .events import Arrivals, EventFeed
 from .health import Health, Ready
 from .inbound import Reply, ReplyList
 from .messages import CancelMessage, MessageList, MessageStatus
@@ -166,7 +167,7 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
                health: DatabaseHealth, commits: GroupCommit, blocking_threads: int = 4, rate_limit: bool = True,
                trusted_proxies: tuple[str, ...] = (), callers: Callers | None = None,
                dashboard_keys: Callable[[], tuple[bytes, ...]] | None = None, metrics_token: str | None = None,
-               public_url: str = DEFAULT_PUBLIC_URL) -> falcon.asgi.App:
+               public_url: str = DEFAULT_PUBLIC_URL, arrivals: Arrivals | None = None) -> falcon.asgi.App:
     """`route_window`: Settings.route_window, how recent a SIM's healthy heartbeat must be for it to be a route;
     `health`: this process's view of the database (an outage is a 503, never a 500 or a hang);
     `commits`: the process's group commit, which the requests' appends await;
@@ -175,7 +176,9 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     `dashboard_keys`: the keys of the dashboard's CSRF tokens, the same in every process, the one that
     makes them first (a random one without it);
     `metrics_token`: SANDESH_METRICS_TOKEN, the bearer token of GET /metrics (without it, loopback callers only);
-    `public_url`: SANDESH_PUBLIC_URL, where the links the dashboard hands out point."""
+    `public_url`: SANDESH_PUBLIC_URL, where the links the dashboard hands out point;
+    `arrivals`: what wakes this process's long polls of GET /v1/events (without it, they read
+    again every second)."""
     callers = callers or Callers(connection, route_window)
     blocking, commit = Blocking(blocking_threads), Commit(commits)
     authentication = Authentication(connection, sandesh.clock, callers, blocking, rate_limit=rate_limit)
@@ -191,6 +194,7 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     app.add_route("/v1/sms/messages", MessageList(connection, blocking))
     app.add_route("/v1/sms/inbound", ReplyList(sandesh, connection, blocking))
     app.add_route("/v1/sms/inbound/{reply_id}", Reply(sandesh, connection, blocking))
+    app.add_route("/v1/events", EventFeed(sandesh, connection, blocking, arrivals or Arrivals(None)))
     app.add_route("/v1/sms/messages/{message_id}", MessageStatus(sandesh, connection, blocking))
     app.add_route("/v1/sms/messages/{message_id}/cancel", CancelMessage(sandesh, blocking, commit))
     app.add_route("/v1/sms/otp/send", OtpSend(sandesh, blocking, commit, trusted_proxies))

@@ -13,8 +13,8 @@ import falcon
 import falcon.asgi
 import orjson
 
-from sandesh.domain.listing import CURSOR, LIMIT_MAX, MESSAGES_LIMIT, REPLY_CURSOR
-from sandesh.domain.webhook import USER_AGENT
+from sandesh.domain.listing import CURSOR, EVENT_ID, EVENTS_LIMIT, LIMIT_MAX, MESSAGES_LIMIT, REPLY_CURSOR, WAIT_MAX
+from sandesh.domain.webhook import FEED_HISTORY, USER_AGENT
 
 from .body import MAX_BODY_BYTES
 from .errors import ERRORS
@@ -205,6 +205,29 @@ def document() -> dict[str, Any]:
                 "security": [{"apiKey": []}],
                 "parameters": [ref("parameters", "x-request-id"), *_page("replies", "Received", REPLY_CURSOR)],
                 "responses": {"200": _ok("A page of replies, newest first.", "ReplyPage"), **_errors(400, *_KEYED)},
+            }},
+            "/v1/events": {"get": {
+                "operationId": "listEvents", "summary": "The client's events, oldest first, with long polling",
+                "description": "Every event a webhook would carry to this client (message.status, message.inbound), "
+                               "in the order of the log, whether or not the client has a webhook URL; `data` is the "
+                               f"webhook's body. Events are kept {FEED_HISTORY // 86_400} days. Keep the last "
+                               "item's id and pass it as `after`. Counts toward the request rate.",
+                "security": [{"apiKey": []}],
+                "parameters": [
+                    ref("parameters", "x-request-id"),
+                    {"name": "after", "in": "query", "schema": {"type": "string", "pattern": f"^{EVENT_ID.pattern}$"},
+                     "description": "The events strictly after this one; from the oldest kept without it. An id that "
+                                    "is unknown, another client's or no longer kept is 400 on [\"after\"]."},
+                    {"name": "limit", "in": "query",
+                     "schema": {"type": "integer", "minimum": 1, "maximum": LIMIT_MAX, "default": EVENTS_LIMIT},
+                     "description": "How many events a page holds."},
+                    {"name": "wait", "in": "query",
+                     "schema": {"type": "integer", "minimum": 0, "maximum": WAIT_MAX, "default": 0},
+                     "description": "Seconds to wait for an event when none is after `after` yet; the answer comes "
+                                    "as soon as one arrives, or with no events when the time is up."},
+                ],
+                "responses": {"200": _ok("The events after `after`, oldest first.", "EventPage"),
+                              **_errors(400, *_KEYED)},
             }},
             "/v1/sms/inbound/{reply_id}": {"get": {
                 "operationId": "getReply", "summary": "Look up a reply", "security": [{"apiKey": []}],

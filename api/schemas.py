@@ -140,6 +140,19 @@ SCHEMAS: dict[str, Any] = {
         "nextCursor": {"type": ["string", "null"], "pattern": "^in_",
                        "description": "Pass as `cursor` for the next, older page; null on the last page."},
     }),
+    "FeedEvent": {"oneOf": [
+        closed(["id", "type", "createdAt", "data"], {
+            "id": {"type": "string", "pattern": "^evt_[0-9a-f]{32}$"}, "type": {"const": "message.status"},
+            "createdAt": TIME, "data": ref("schemas", "StatusEvent")}),
+        closed(["id", "type", "createdAt", "data"], {
+            "id": {"type": "string", "pattern": "^evt_[0-9a-f]{32}$"}, "type": {"const": "message.inbound"},
+            "createdAt": TIME, "data": ref("schemas", "InboundEvent")}),
+    ], "description": "An event, as its webhook would carry it in `data`; the delivery of it, if any, has the "
+                      "same 32 hex digits after whd_ (x-service-delivery)."},
+    "EventPage": closed(["data", "hasMore"], {
+        "data": {"type": "array", "items": ref("schemas", "FeedEvent"), "maxItems": 100},
+        "hasMore": {"type": "boolean", "description": "More events follow the last one: ask again at once."},
+    }),
     "PromotionalHours": closed(["start", "end", "timeZone"], {
         "start": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$", "examples": ["08:00"]},
         "end": {"type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$", "examples": ["20:00"],
@@ -215,7 +228,7 @@ SCHEMAS: dict[str, Any] = {
         "type": {"const": "message.inbound"},
         "id": {"type": "string"},
         "from": {"type": "string", "pattern": "^\\+"},
-        "text": {"type": "string"},
+        "text": {"type": ["string", "null"], "description": "null once the workspace's texts were erased."},
         "at": TIME,
         "inReplyTo": {"type": "string", "pattern": "^msg_", "description": "The message answered, when known."},
     }),

@@ -1,5 +1,5 @@
-"""The query of a list the API answers (docs/api.md, "GET /v1/sms/messages" and
-"GET /v1/sms/inbound"): its parameters read and judged, every problem named, before anything
+"""The query of a list the API answers (docs/api.md, "GET /v1/sms/messages",
+"GET /v1/sms/inbound" and "GET /v1/events"): its parameters read and judged, every problem named, before anything
 is read."""
 from __future__ import annotations
 
@@ -16,8 +16,12 @@ LIMIT_MAX = 100
 MESSAGES_LIMIT = 50  # a page of messages when `limit` is not given
 MESSAGE_PARAMETERS = ("status", "messageType", "to", "since", "until", "limit", "cursor")
 REPLY_PARAMETERS = ("since", "until", "limit", "cursor")
+EVENT_PARAMETERS = ("after", "limit", "wait")
+EVENTS_LIMIT = 100  # a page of events when `limit` is not given
+WAIT_MAX = 30  # seconds a long poll may wait
 CURSOR = re.compile(r"msg_[0-9a-f]{32}")
 REPLY_CURSOR = re.compile(r"in_[0-9a-f]{32}")
+EVENT_ID = re.compile(r"evt_[0-9a-f]{32}")
 _WHOLE = re.compile(r"[0-9]{1,4}")  # [0-9]: Python's \d also takes other scripts' digits
 
 
@@ -78,6 +82,42 @@ def parse_reply_query(params: Mapping[str, Any]) -> tuple[ReplyQuery | None, lis
     return ReplyQuery(*page), []
 
 
+@dataclass(frozen=True)
+class EventQuery:
+    """GET /v1/events: `limit` events strictly after the event `after` (from the oldest kept
+    without it), waiting up to `wait` seconds for one when none is there yet."""
+    after: str | None = None
+    limit: int = EVENTS_LIMIT
+    wait: int = 0
+
+
+def parse_event_query(params: Mapping[str, Any]) -> tuple[EventQuery | None, list[Problem]]:
+    """The query of GET /v1/events, or every problem found.  Whether `after` names one of the
+    caller's kept events is for the read model to say."""
+    problems = _named(params, EVENT_PARAMETERS)
+    if problems:
+        return None, problems
+    after = params.get("after")
+    if after is not None and not EVENT_ID.fullmatch(after):
+        problems.append(Problem(["after"], "after must be the id of an event of this feed (evt_ and 32 hex digits)",
+                                "invalid_cursor"))
+    limit = _whole(params, "limit", 1, LIMIT_MAX, EVENTS_LIMIT, problems)
+    wait = _whole(params, "wait", 0, WAIT_MAX, 0, problems)
+    if problems:
+        return None, problems
+    return EventQuery(after, limit, wait), []
+
+
+def _whole(params: Mapping[str, Any], name: str, low: int, high: int, default: int, problems: list[Problem]) -> int:
+    given = params.get(name)
+    if given is None:
+        return default
+    value = int(given) if _WHOLE.fullmatch(given) else -1
+    if not low <= value <= high:
+        problems.append(Problem([name], f"{name} must be a whole number from {low} to {high}", "out_of_range"))
+    return value
+
+
 def _named(params: Mapping[str, Any], known: tuple[str, ...]) -> list[Problem]:
     return ([Problem([name], f"unknown parameter {name}; the list takes {', '.join(known)}", "unknown_parameter")
              for name in params if name not in known]
@@ -91,11 +131,7 @@ def _page(params: Mapping[str, Any], cursor_form: re.Pattern[str],
     since, until = _time(params, "since", problems), _time(params, "until", problems)
     if since is not None and until is not None and since >= until:
         problems.append(Problem(["until"], "until must be after since", "empty_range"))
-    given, limit = params.get("limit"), MESSAGES_LIMIT
-    if given is not None:
-        limit = int(given) if _WHOLE.fullmatch(given) else 0
-        if not 1 <= limit <= LIMIT_MAX:
-            problems.append(Problem(["limit"], f"limit must be a whole number from 1 to {LIMIT_MAX}", "out_of_range"))
+    limit = _whole(params, "limit", 1, LIMIT_MAX, MESSAGES_LIMIT, problems)
     cursor = params.get("cursor")
     if cursor is not None and not cursor_form.fullmatch(cursor):
         problems.append(Problem(["cursor"], "cursor must be the nextCursor of an earlier page", "invalid_cursor"))

@@ -26,6 +26,7 @@ MAX_ATTEMPTS = 8
 PERMANENT_ATTEMPTS = 3         # a 4xx other than 408 and 429 ends the delivery after 3 attempts
 DELAYS = (10, 30, 120, 600, 1800, 3600, 10800)  # after attempts 1-7 (docs/api.md, "Retries")
 HISTORY = 7 * 24 * 3600        # the read model forgets older deliveries; the log keeps them
+FEED_HISTORY = 30 * 24 * 3600  # GET /v1/events keeps a client's events this long (docs/api.md, "GET /v1/events")
 
 ATTEMPTING, WAITING, DELIVERED, DEAD = "attempting", "waiting", "delivered", "dead"
 REDELIVERABLE = (DEAD, WAITING)  # what an outage's redelivery takes up
@@ -58,6 +59,12 @@ def inbound_event(reply_id: str, sender: str, text: str, at: float, in_reply_to:
 def delivery_id(subject: str, status: str) -> str:
     """The id of the one delivery of `subject` (a message or reply id) with this status."""
     return "whd_" + hashlib.sha256(f"{subject}/{status}".encode()).hexdigest()[:32]
+
+
+def event_id(subject: str, status: str) -> str:
+    """The id of the event in GET /v1/events that the delivery `delivery_id(subject, status)`
+    carries: the same digest, so a receiver can match the feed's items to its deliveries."""
+    return "evt_" + delivery_id(subject, status)[len("whd_"):]
 
 
 def permanent(status_code: int | None) -> bool:

@@ -1,9 +1,11 @@
 """`sandesh worker webhooks`: turns message events into signed deliveries and makes the attempts.
 
-Following: the log's message and reply events become WebhookDelivery aggregates, one batch at
-a time by the projections' own step (projections/follower.py `positioned_step`): the
-follower's position row is locked while a batch is turned into deliveries; a delivery's id is
-derived from (message, webhook status), so a batch replayed after a crash creates nothing twice.
+Following: the log's message and reply events become the clients' feed items (GET /v1/events,
+projections/feed.py) and, for clients with a webhook URL, WebhookDelivery aggregates with the
+same bodies, one batch at a time by the projections' own step (projections/follower.py
+`positioned_step`): the follower's position row is locked while a batch is turned into items
+and deliveries, the items commit with the position, and a delivery's id is derived from
+(message, webhook status), so a batch replayed after a crash creates nothing twice.
 
 Attempting: due deliveries (new ones at once, retries when the clock reaches their time) are
 leased with SKIP LOCKED and posted from a bounded pool of threads, so one slow receiver holds
@@ -29,9 +31,10 @@ from sandesh.domain.inbound import Reply
 from sandesh.domain.message import Message
 from sandesh.domain.signature import sign
 from sandesh.domain.topics import topics_of
-from sandesh.domain.webhook import (DEAD, DELIVERED, HISTORY, INBOUND, SOURCES, STATUS, TIMEOUT, USER_AGENT,
-                            WAITING, WEBHOOK_STATUS, WebhookDelivery, inbound_event, new_delivery, status_event)
-from sandesh.projections import channels, follower, registry, webhooks
+from sandesh.domain.webhook import (DEAD, DELIVERED, FEED_HISTORY, HISTORY, INBOUND, SOURCES, STATUS, TIMEOUT,
+                                   USER_AGENT, WAITING, WEBHOOK_STATUS, WebhookDelivery, event_id, inbound_event,
+                                   new_delivery, status_event)
+from sandesh.projections import channels, feed, follower, registry, webhooks
 from sandesh.projections.group_commit import GroupCommit
 from sandesh.projections.runtime import Runtime
 
@@ -99,32 +102,29 @@ class WebhookSender:
         return follower.positioned_step(self.runtime, POSITION, TOPICS, self._deliveries_of, limit)
 
     def _deliveries_of(self, cur: Any, batch: list[Any]) -> None:
+        """The batch's events as the clients' feed items (every client: projections/feed.py),
+        and as deliveries to the clients with a webhook URL, both from the same body."""
         now, known = self.clock.now(), _Batch(self.app, cur)
-        events = [self.app.log.mapper.to_domain_event(n) for n in batch]
+        events = [(n.id, self.app.log.mapper.to_domain_event(n)) for n in batch]
+        kept = [(position, e) for position, e in events if e.at >= now - FEED_HISTORY]
         known.read_messages({e.in_reply_to if isinstance(e, Reply.Received) else e.originator_id
-                             for e in events if e.at >= now - HISTORY} - {None})
-        deliveries = [d for e in events if (d := self._delivery(known, e, now))]
-        self.app.webhooks.add_deliveries(deliveries)
+                             for _, e in kept} - {None})
+        items = [item for position, e in kept if (item := _item(known, position, e))]
+        feed.write(cur, items)
+        self.app.webhooks.add_deliveries([self._delivery(known, item, now) for item in items
+                                          if item.at >= now - HISTORY and known.has_url(item.client_id)])
 
     @staticmethod
-    def _delivery(known: "_Batch", event: Any, now: float) -> WebhookDelivery | None:
-        if event.at < now - HISTORY:
-            return None  # a first start on an old log does not send a week's past again
-        if isinstance(event, Reply.Received):
-            if event.client_id is None or not known.has_url(event.client_id):
-                return None
+    def _delivery(known: "_Batch", item: feed.Item, now: float) -> WebhookDelivery:
+        if item.event_type == INBOUND:
             # the body holds the reply's text: it is kept sealed under the workspace's key, like the text
-            owner = known.message(event.in_reply_to).workspace_id
-            body = inbound_event(event.originator_id, event.sender, known.app.texts.open(event.text), event.at,
-                                 event.in_reply_to)
+            reply = known.replies[item.subject]
+            owner = known.message(reply.in_reply_to).workspace_id
+            body = inbound_event(reply.originator_id, reply.sender, known.app.texts.open(reply.text), reply.at,
+                                 reply.in_reply_to)
             sealed = known.app.texts.seal(owner, orjson.dumps(body).decode())
-            return new_delivery(event.client_id, INBOUND, event.originator_id, None, sealed, at=now)
-        message = known.message(event.originator_id)
-        if not known.has_url(message.client_id):
-            return None  # no webhook URL, no deliveries (docs/design.md, "Decisions: webhooks")
-        status = WEBHOOK_STATUS[type(event)]
-        body = status_event(message, status, event.at, getattr(event, "error", None))
-        return new_delivery(message.client_id, STATUS, message.id, status, body, at=now)
+            return new_delivery(item.client_id, INBOUND, item.subject, None, sealed, at=now)
+        return new_delivery(item.client_id, STATUS, item.subject, item.body["status"], item.body, at=now)
 
     # Attempts
     def dispatch(self) -> int:
@@ -315,6 +315,7 @@ class WebhookSender:
         if now - self.purged_at >= PURGE_EVERY:
             with self.runtime.connection() as conn:
                 webhooks.purge(conn, now)
+                feed.purge(conn, now)
             self.purged_at = now
 
     def run(self, stop: threading.Event) -> None:
@@ -396,6 +397,7 @@ class _Batch:
         self.app, self.cur = app, cur
         self.urls: dict[str, bool] = {}
         self.messages: dict[str, Message] = {}
+        self.replies: dict[str, Reply.Received] = {}  # the batch's replies, by id
 
     def has_url(self, client_id: str) -> bool:
         if client_id not in self.urls:
@@ -411,6 +413,22 @@ class _Batch:
         if message_id not in self.messages:
             self.messages[message_id] = self.app.log.repository.get(message_id)
         return self.messages[message_id]
+
+
+def _item(known: _Batch, position: int, event: Any) -> feed.Item | None:
+    """The feed item of a source event at log `position`: None for a reply attributed to no client."""
+    if isinstance(event, Reply.Received):
+        if event.client_id is None:
+            return None
+        known.replies[event.originator_id] = event
+        body = inbound_event(event.originator_id, event.sender, "", event.at, event.in_reply_to)
+        del body["text"]  # kept only in the log; read from there when served (api/events.py)
+        return feed.Item(event_id(event.originator_id, INBOUND), event.client_id, position, INBOUND,
+                         event.originator_id, body, event.at)
+    message = known.message(event.originator_id)
+    status = WEBHOOK_STATUS[type(event)]
+    body = status_event(message, status, event.at, getattr(event, "error", None))
+    return feed.Item(event_id(message.id, status), message.client_id, position, STATUS, message.id, body, event.at)
 
 
 MAX_ANSWER = 64 * 1024  # bytes of a receiver's answer read at most; nothing of it is kept

@@ -102,6 +102,7 @@ def serve(settings: Settings, bind: str, workers: int | None = None, connections
 
     def load() -> Any:
         from sandesh.api.app import create_app
+        from sandesh.api.events import Arrivals
         from sandesh.projections.callers import Callers
         from sandesh.projections.keys import RingHashes
         from sandesh.scripts.service.bootstrap import bootstrap
@@ -115,7 +116,8 @@ def serve(settings: Settings, bind: str, workers: int | None = None, connections
                           health=runtime.health, commits=runtime.commits, blocking_threads=settings.pool_size,
                           trusted_proxies=settings.trusted_proxies, callers=callers,
                           dashboard_keys=RingHashes(runtime.keys, "dashboard-csrf"),
-                          metrics_token=settings.metrics_token, public_url=settings.public_url)
+                          metrics_token=settings.metrics_token, public_url=settings.public_url,
+                          arrivals=Arrivals(settings.database_url))
 
     logging.captureWarnings(True)  # a warning is a log line too, in the log's format
     Gunicorn(options(bind, workers, connections, settings.log_level, settings.log_format), load).run()
