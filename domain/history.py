@@ -23,11 +23,11 @@ Opener = Callable[[str | None], str | None]
 def _message_entry(event: Any, open_text: Opener) -> dict[str, Any] | None:
     if isinstance(event, Message.Accepted):
         return {"type": "accepted", "messageType": event.message_type, "to": event.to,
-                "text": None if event.message_type == "otp" else open_text(getattr(event, "text", None)),
+                "text": None if event.message_type == "otp" else open_text(event.text),
                 "segments": event.segments, "encoding": event.encoding, "cost": event.cost,
                 "idempotencyKey": event.idempotency_key,
-                "expiresAt": iso(event.expires_at) if getattr(event, "expires_at", None) else None,
-                "sendAt": iso(event.send_at) if getattr(event, "send_at", None) else None}
+                "expiresAt": iso(event.expires_at) if event.expires_at is not None else None,
+                "sendAt": iso(event.send_at) if event.send_at is not None else None}
     if isinstance(event, Message.Released):
         return {"type": "released"}
     if isinstance(event, Message.Canceled):
@@ -49,7 +49,7 @@ def _message_entry(event: Any, open_text: Opener) -> dict[str, Any] | None:
     if isinstance(event, Message.Undelivered):
         return {"type": "undelivered", "error": event.error}
     if isinstance(event, Message.Requeued):
-        return {"type": "requeued", "simId": getattr(event, "sim_id", None), "reason": event.error,
+        return {"type": "requeued", "simId": event.sim_id, "reason": event.error,
                 "notBefore": iso(event.not_before)}
     if isinstance(event, (Message.Failed, Message.Rejected)):
         kind = "failed" if isinstance(event, Message.Failed) else "rejected"
@@ -76,7 +76,7 @@ def _delivery_entry(event: Any, delivery: WebhookDelivery, url: str | None) -> d
 def _reply_entry(event: Any, open_text: Opener) -> dict[str, Any] | None:
     if isinstance(event, Reply.Received):
         return {"type": "inbound", "replyId": event.originator_id, "from": sender_number(event.sender),
-                "text": open_text(getattr(event, "text", None)), "simId": event.sim_id}
+                "text": open_text(event.text), "simId": event.sim_id}
     return None
 
 

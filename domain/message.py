@@ -225,6 +225,16 @@ class Message(Aggregate):
         self.status, self.error, self.updated_at = REJECTED, error, at
 
 
+# The status events that carry a reason (`error`); the others say none.
+WITH_ERROR = (Message.Undelivered, Message.Requeued, Message.Failed, Message.Rejected)
+
+
+def error_of(event: Message.Event) -> str | None:
+    """The reason a status event gives: a failure's, an undelivered report's, or why the
+    message went back to the queue; None for the other events."""
+    return event.error if isinstance(event, WITH_ERROR) else None
+
+
 def accept(**accepted: object) -> Message:
     """A new Message.  Same as `Message(**accepted)` without the library's per-call signature
     introspection (about a fifth of a millisecond, on the send path)."""

@@ -88,7 +88,7 @@ CREATE INDEX IF NOT EXISTS scheduled_sends_due ON scheduled_sends (send_at);
 # Made once in the public schema (db.create_tables), not with each rebuild's tables: its queries
 # name `dispatch_queue` as the caller's search_path finds it.
 FUNCTIONS = """
--- A message's turn (`_turn`).  A function, so that each server process plans its two probes
+-- A message's turn (`turn`).  A function, so that each server process plans its two probes
 -- once: written inline, the parse and plan of each enqueue cost more than its insert
 -- (docs/performance.md, "The turn as a function").
 CREATE OR REPLACE FUNCTION public.sandesh_turn(p_client text, p_priority integer) RETURNS bigint
@@ -103,7 +103,7 @@ END $$;
 """
 
 @functools.lru_cache(maxsize=4096)  # a value of its arguments alone; a batch send asks for few of them
-def _turn(client_id: str, priority: int) -> Computed:
+def turn(client_id: str, priority: int) -> Computed:
     """One more than the client's last turn of this priority in the queue, and never below the
     turn the queue is serving now (the lowest waiting one).  Written as ORDER BY ... LIMIT 1 so
     that each reads one index entry even before the table has statistics (max() and min() were
@@ -118,7 +118,7 @@ def _turn(client_id: str, priority: int) -> Computed:
 
 
 # Many queue rows of one append (a batch send, a group commit) in one statement, with the turns
-# `_turn` gives them one after another (and replay gives): per (client, priority), one more than
+# `turn` gives them one after another (and replay gives): per (client, priority), one more than
 # the client's last turn and never below the turn being served, which, when nothing of that
 # priority waits, is the turn of the append's first message of that priority.  Each probe of the
 # queue runs once per (client, priority) or per priority, never per message, and reads one index
@@ -154,7 +154,7 @@ ENQUEUE_MANY_FROM = 16  # below this, a statement per message is as quick
 
 def enqueue_many(cur: Any, rows: list[dict[str, Any]]) -> None:
     """The queue rows of one append, in the order its events came, as one statement: their
-    `turn`, a `_turn`, computed there, and their `not_before`, their `enqueued_at` (`_join_queue`)."""
+    `turn`, a `turn`, computed there, and their `not_before`, their `enqueued_at` (`_join_queue`)."""
     assert all(r["not_before"] == r["enqueued_at"] for r in rows)
     cur.execute(_ENQUEUE_MANY, {
         "ids": [r["message_id"] for r in rows], "clients": [r["client_id"] for r in rows],
@@ -192,7 +192,7 @@ MODEL = ReadModel(
 def enqueue(rows: Rows, e: Message.Accepted) -> None:
     """An accepted message joins the queue, or waits for its `sendAt` (registry.py writes it
     with the debit)."""
-    if getattr(e, "send_at", None) is not None:  # events stored before scheduling have no send_at
+    if e.send_at is not None:
         rows.insert("scheduled_sends", {"message_id": e.originator_id, "send_at": e.send_at})
     else:
         _join_queue(rows, e)
@@ -204,7 +204,7 @@ def _join_queue(rows: Rows, e: Message.Accepted | Message.Released) -> None:
     rows.insert("dispatch_queue", {
         "message_id": e.originator_id, "client_id": e.client_id, "message_type": e.message_type,
         "priority": priority, "to": e.to, "operator": of_number(e.to), "parts": e.segments, "enqueued_at": e.at,
-        "not_before": e.at, "expires_at": getattr(e, "expires_at", None), "turn": _turn(e.client_id, priority)})
+        "not_before": e.at, "expires_at": e.expires_at, "turn": turn(e.client_id, priority)})
 
 
 def dequeue(rows: Rows, e: Message.Failed | Message.Rejected | Message.Canceled) -> None:
@@ -242,7 +242,7 @@ def _part_accepted(rows: Rows, e: Message.PartAccepted) -> None:
 def _requeued(rows: Rows, e: Message.Requeued) -> None:
     rows.update("dispatch_queue", (e.originator_id,), {
         "sim_id": None, "leased_by": None, "leased_sim": None, "leased_until": None, "attempts": Add(1),
-        "not_before": e.not_before, "failed_sims": AppendNew(getattr(e, "sim_id", None))})
+        "not_before": e.not_before, "failed_sims": AppendNew(e.sim_id)})
 
 
 @MODEL.on(Message.Sent)
@@ -258,7 +258,7 @@ def _report_settled(rows: Rows, e: Message.Delivered | Message.Undelivered | Mes
 
 # What the dispatcher asks
 
-_HEAD = """
+HEAD = """
 SELECT q.message_id, q.message_type, q.parts, q.operator, q.failed_sims, q.not_before, q.expires_at,
        last.sim_id AS sticky_sim
 FROM dispatch_queue q
@@ -280,7 +280,7 @@ def lease(conn: Any, *, me: str, now: float, until: float, recent: float, max_pr
     """Lock the head of the queue (skipping rows another dispatcher holds), let `choose` pair
     messages with SIMs, and lease those pairs, in one short transaction."""
     with conn.transaction():
-        head = conn.execute(_HEAD, {"now": now, "recent": recent, "max_priority": max_priority,
+        head = conn.execute(HEAD, {"now": now, "recent": recent, "max_priority": max_priority,
                                     "limit": limit}).fetchall()
         pairs = choose(head) if head else []
         if pairs:

@@ -40,7 +40,7 @@ def remember(rows: Rows, e: Message.Accepted) -> None:
     rows.delete("idempotency_keys", (e.client_id, e.idempotency_key),
                 older=("created_at", e.at - IDEMPOTENCY_RETENTION))
     reply = accepted_reply(e.originator_id, e.message_type, e.segments, e.encoding, e.cost,
-                           getattr(e, "expires_at", None), getattr(e, "send_at", None))
+                           e.expires_at, e.send_at)
     rows.insert("idempotency_keys", {"client_id": e.client_id, "key": e.idempotency_key,
                                      "request_hash": e.request_hash, "message_id": e.originator_id,
                                      "response": orjson.dumps(reply).decode(), "created_at": e.at})

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from sandesh.domain.clock import iso
-from sandesh.domain.message import QUEUED, ROUTE, SCHEDULED, Message
+from sandesh.domain.message import QUEUED, ROUTE, SCHEDULED, Message, error_of
 
 from . import keyset
 from .contract import Projection
@@ -31,12 +31,11 @@ PROJECTION = Projection(name="messages", tables={"messages": Table("messages", (
 
 @PROJECTION.on(Message.Accepted)
 def _accepted(rows: Rows, e: Message.Accepted) -> None:
-    send_at = getattr(e, "send_at", None)  # events stored before scheduling have none
     rows.insert("messages", {
         "id": e.originator_id, "client_id": e.client_id, "workspace_id": e.workspace_id, "to": e.to,
-        "status": SCHEDULED if send_at is not None else QUEUED, "route": ROUTE, "message_type": e.message_type,
+        "status": SCHEDULED if e.send_at is not None else QUEUED, "route": ROUTE, "message_type": e.message_type,
         "segments": e.segments, "encoding": e.encoding, "cost": e.cost, "error": None, "created_at": e.at,
-        "updated_at": e.at, "expires_at": getattr(e, "expires_at", None), "send_at": send_at})
+        "updated_at": e.at, "expires_at": e.expires_at, "send_at": e.send_at})
 
 
 _STATUS = {Message.Submitted: "submitted", Message.Sent: "sent", Message.Delivered: "delivered",
@@ -47,7 +46,7 @@ _STATUS = {Message.Submitted: "submitted", Message.Sent: "sent", Message.Deliver
 @PROJECTION.on(*_STATUS)
 def _status(rows: Rows, e: Message.Event) -> None:
     rows.update("messages", (e.originator_id,),
-                {"status": _STATUS[type(e)], "error": getattr(e, "error", None), "updated_at": e.at})
+                {"status": _STATUS[type(e)], "error": error_of(e), "updated_at": e.at})
 
 
 def view(record: dict[str, Any]) -> dict[str, Any]:

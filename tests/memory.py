@@ -68,11 +68,11 @@ def _apply(tables: Tables, e: Any) -> None:
         tables.balances[e.workspace_id] = balance
         if e.idempotency_key is not None:
             reply = accepted_reply(e.originator_id, e.message_type, e.segments, e.encoding, e.cost,
-                                   getattr(e, "expires_at", None), getattr(e, "send_at", None))
+                                   e.expires_at, e.send_at)
             _remember(tables, e.client_id, e.idempotency_key, Prior(e.request_hash, orjson.dumps(reply).decode()), e.at)
     elif isinstance(e, Batch.Accepted):
         _remember(tables, e.client_id, e.idempotency_key, Prior(e.request_hash, e.response), e.at)
-    elif getattr(e, "refund", 0) and isinstance(e, Message.Event):
+    elif isinstance(e, (Message.Failed, Message.Rejected, Message.Canceled)) and e.refund:
         tables.balances[e.workspace_id] += e.refund
     elif isinstance(e, Sim.Added):
         if e.name in tables.sim_names:

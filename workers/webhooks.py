@@ -28,7 +28,7 @@ from prometheus_client import Counter, Histogram
 
 from sandesh.domain import log_context
 from sandesh.domain.inbound import Reply
-from sandesh.domain.message import Message
+from sandesh.domain.message import Message, error_of
 from sandesh.domain.signature import sign
 from sandesh.domain.topics import topics_of
 from sandesh.domain.webhook import (DEAD, DELIVERED, FEED_HISTORY, HISTORY, INBOUND, SOURCES, STATUS, TIMEOUT,
@@ -44,7 +44,7 @@ from .webhook_schedule import LEASE, PER_CLIENT, SLOW_THREADS, Leased, WebhookSc
 
 STEP_EVERY = 0.05  # seconds: while appends keep coming, the log is followed this often, not at each
 
-log = logging.getLogger("sandesh.worker.webhooks")
+logger = logging.getLogger("sandesh.worker.webhooks")
 
 POSITION = "webhooks"
 TOPICS = topics_of(SOURCES)
@@ -154,7 +154,7 @@ class WebhookSender:
                 self._lease_and_start()
                 again = True
             except Exception:
-                log.debug("lease after an attempt failed; the loop leases again", exc_info=True)
+                logger.debug("lease after an attempt failed; the loop leases again", exc_info=True)
             finally:
                 leasing = self._end_turn(again)
 
@@ -213,7 +213,7 @@ class WebhookSender:
         try:
             self.attempt(delivery_id, delivery, wait=False)
         except Exception:
-            log.exception("attempt of %s failed to run; it is retried when its lease ends", delivery_id)
+            logger.exception("attempt of %s failed to run; it is retried when its lease ends", delivery_id)
         finally:
             with self.lock:
                 self.schedule.ended(delivery_id)
@@ -245,12 +245,12 @@ class WebhookSender:
             if failure is not None:  # the POST was made: its lease runs out, and it is made again
                 why = ("another sender attempted it at the same time" if isinstance(failure, IntegrityError)
                        else f"{type(failure).__name__}: {failure}")
-                log.warning("%s attempt %d (%s) not recorded: %s; attempted again when its lease ends",
+                logger.warning("%s attempt %d (%s) not recorded: %s; attempted again when its lease ends",
                             delivery.id, delivery.attempts, outcome, why)
                 return
             DELIVERIES.labels(delivery.state).inc()
             DELIVERY_SECONDS.observe(duration)
-            log.info("%s %s attempt %d: %s", delivery.id, delivery.event_type, delivery.attempts, outcome)
+            logger.info("%s %s attempt %d: %s", delivery.id, delivery.event_type, delivery.attempts, outcome)
 
     def post(self, delivery: WebhookDelivery) -> tuple[int | None, str | None, float]:
         target = self._target(delivery.client_id)
@@ -352,7 +352,7 @@ class WebhookSender:
             with self.runtime.connection() as conn:
                 webhooks.hand_back(conn, delivery_ids)
         except Exception as error:
-            log.warning("could not hand back %d leases (%s); they run out in %.0f s", len(delivery_ids), error, LEASE)
+            logger.warning("could not hand back %d leases (%s); they run out in %.0f s", len(delivery_ids), error, LEASE)
 
 
 Target = tuple[str, str, Optional[str], float]  # URL, secret, previous secret, the previous one's end
@@ -427,7 +427,7 @@ def _item(known: _Batch, position: int, event: Any) -> feed.Item | None:
                          event.originator_id, body, event.at)
     message = known.message(event.originator_id)
     status = WEBHOOK_STATUS[type(event)]
-    body = status_event(message, status, event.at, getattr(event, "error", None))
+    body = status_event(message, status, event.at, error_of(event))
     return feed.Item(event_id(message.id, status), message.client_id, position, STATUS, message.id, body, event.at)
 
 
@@ -466,7 +466,7 @@ POOL_SIZE = 6
 
 def run(runtime: Runtime, stop: threading.Event) -> None:
     sender = WebhookSender(runtime)
-    log.info("delivering webhooks with %d threads", sender.concurrency)
+    logger.info("delivering webhooks with %d threads", sender.concurrency)
     try:
         sender.run(stop)
     finally:

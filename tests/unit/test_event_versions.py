@@ -199,3 +199,21 @@ def test_a_re_added_persons_authenticator_is_reset_only_once_the_upgrade_is_fina
     after = mapper("0.3.0").to_stored_event(rejoined)
     assert orjson.loads(after.state)["class_version"] == 2
     assert mapper("0.3.0").to_domain_event(after).authenticator_reset is True
+
+
+def test_no_reader_takes_an_event_field_with_a_getattr_default():
+    """A field an old event lacks gets its value in the upcaster; `getattr(e, "field", None)` in a
+    reader would hide a field that a version forgot (docs/design.md, "Event versions")."""
+    import ast
+    from pathlib import Path
+
+    import sandesh
+
+    found = []
+    for folder in ("domain", "projections", "workers", "api"):
+        for path in sorted((Path(list(sandesh.__path__)[0]) / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+                        and isinstance(node.args[0], ast.Name) and node.args[0].id in ("e", "event")):
+                    found.append(f"{path.name}:{node.lineno}")
+    assert found == []
