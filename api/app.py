@@ -40,7 +40,7 @@ from .resources import Balance
 from .send import Preview, Send, SendBatch
 from .waiting import Blocking, Commit
 
-log = logging.getLogger("sandesh.api")
+logger = logging.getLogger("sandesh.api")
 
 _HTTP_CODES = {400: "invalid_request", 404: "not_found", 405: "method_not_allowed", 413: "invalid_request"}
 
@@ -102,7 +102,7 @@ async def _http_error(req: falcon.asgi.Request, resp: falcon.asgi.Response, erro
 def _unexpected(req: falcon.Request, resp: falcon.Response, error: Exception, params: dict) -> None:
     request_id = getattr(req.context, "request_id", "-")
     # The route template, never the path: a path can carry a set-password token (docs/operations.md, "Logs").
-    log.exception("unexpected error in %s %s (request id %s)", req.method, req.uri_template or UNMATCHED, request_id)
+    logger.exception("unexpected error in %s %s (request id %s)", req.method, req.uri_template or UNMATCHED, request_id)
     _render(req, resp, ApiError("server_error", f"Unexpected error on the service side (request id {request_id})."))
 
 

@@ -87,8 +87,8 @@ class EventFeed:
     """GET /v1/events: `limit` of the client's events after `after`, waiting up to `wait` seconds
     for the first when there is none yet."""
 
-    def __init__(self, app: Sandesh, connection: Any, blocking: Blocking, arrivals: Arrivals):
-        self.app = app
+    def __init__(self, sandesh: Sandesh, connection: Any, blocking: Blocking, arrivals: Arrivals):
+        self.sandesh = sandesh
         self.connection = connection
         self.blocking = blocking
         self.arrivals = arrivals
@@ -110,7 +110,7 @@ class EventFeed:
                 self.arrivals.forget(client_id, arrival)
 
     def _read(self, query: EventQuery, client_id: str) -> dict[str, Any]:
-        now = self.app.clock.now()
+        now = self.sandesh.clock.now()
         with self.connection() as conn:
             after = None
             if query.after is not None:
@@ -124,7 +124,7 @@ class EventFeed:
     def _view(self, row: dict[str, Any]) -> dict[str, Any]:
         data = row["body"]
         if row["event_type"] == INBOUND:  # the text, from the log, where alone it is kept
-            reply = self.app.dispatch.reply(row["subject"])
-            data = {**data, "text": self.app.texts.open(reply.text)}
+            reply = self.sandesh.dispatch.reply(row["subject"])
+            data = {**data, "text": self.sandesh.texts.open(reply.text)}
             data = {key: data[key] for key in ("type", "id", "from", "text", "at", "inReplyTo") if key in data}
         return {"id": row["id"], "type": row["event_type"], "createdAt": iso(row["at"]), "data": data}

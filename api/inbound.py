@@ -22,15 +22,15 @@ from .waiting import Blocking
 class Replies:
     """The texts of a page of replies, each opened from its reply's events."""
 
-    def __init__(self, app: Sandesh, connection: Any, blocking: Blocking):
-        self.app = app
+    def __init__(self, sandesh: Sandesh, connection: Any, blocking: Blocking):
+        self.sandesh = sandesh
         self.connection = connection
         self.blocking = blocking
 
     def view(self, row: dict[str, Any]) -> dict[str, Any]:
         """A reply as the API shows it: the fields of its message.inbound webhook; `text` is
         null once the workspace's texts were erased."""
-        text = self.app.texts.open(self.app.dispatch.reply(row["id"]).text)
+        text = self.sandesh.texts.open(self.sandesh.dispatch.reply(row["id"]).text)
         return {"id": row["id"], "from": sender_number(row["sender"]), "text": text, "at": iso(row["received_at"]),
                 "inReplyTo": row["in_reply_to"]}
 

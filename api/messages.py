@@ -18,8 +18,8 @@ from .waiting import Blocking, Commit, drive
 
 
 class MessageStatus:
-    def __init__(self, app: Sandesh, connection: Any, blocking: Blocking):
-        self.app = app
+    def __init__(self, sandesh: Sandesh, connection: Any, blocking: Blocking):
+        self.sandesh = sandesh
         self.connection = connection
         self.blocking = blocking
 
@@ -33,7 +33,7 @@ class MessageStatus:
         if row is not None:
             return messages.view(row)
         # Not projected yet: the log is the truth, and a 202 means the message is in it.
-        message = self.app.history.message(message_id)
+        message = self.sandesh.history.message(message_id)
         if message is None or message.client_id != client_id:
             raise ApiError("not_found", "No message with this id.")
         return messages.from_aggregate(message)
@@ -70,10 +70,10 @@ def _check_id(message_id: str) -> None:
 class CancelMessage:
     """POST /v1/sms/messages/:id/cancel: 200 with the canceled message, as a lookup shows it."""
 
-    def __init__(self, app: Sandesh, blocking: Blocking, commit: Commit):
-        self.app, self.blocking, self.commit = app, blocking, commit
+    def __init__(self, sandesh: Sandesh, blocking: Blocking, commit: Commit):
+        self.sandesh, self.blocking, self.commit = sandesh, blocking, commit
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, message_id: str) -> None:
         _check_id(message_id)
-        steps = self.app.sending.cancel_message_steps(req.context.caller.client_id, message_id)
+        steps = self.sandesh.sending.cancel_message_steps(req.context.caller.client_id, message_id)
         resp.media = messages.from_aggregate(await drive(steps, self.blocking, self.commit))

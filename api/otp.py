@@ -18,8 +18,8 @@ from .waiting import Blocking, Commit, drive
 
 
 class _OtpResource:
-    def __init__(self, app: Sandesh, blocking: Blocking, commit: Commit, trusted_proxies: tuple[str, ...]):
-        self.app, self.blocking, self.commit = app, blocking, commit
+    def __init__(self, sandesh: Sandesh, blocking: Blocking, commit: Commit, trusted_proxies: tuple[str, ...]):
+        self.sandesh, self.blocking, self.commit = sandesh, blocking, commit
         self.trusted_proxies = trusted_proxies
 
     def calling_ip(self, req: falcon.asgi.Request) -> str:
@@ -29,7 +29,7 @@ class _OtpResource:
 class OtpSend(_OtpResource):
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         request = parsed(sending.parse_otp_send, await json_object(req))
-        steps = self.app.otp.send_otp_steps(req.context.caller, request, self.calling_ip(req))
+        steps = self.sandesh.otp.send_otp_steps(req.context.caller, request, self.calling_ip(req))
         sent = await drive(steps, self.blocking, self.commit)
         resp.status = falcon.HTTP_202
         resp.media = {"success": True, "messageId": sent.message.id, "expiresAt": iso(sent.otp.expires_at)}
@@ -38,7 +38,7 @@ class OtpSend(_OtpResource):
 class OtpVerify(_OtpResource):
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         request = parsed(sending.parse_otp_verify, await json_object(req))
-        steps = self.app.otp.verify_otp_steps(req.context.caller, request, self.calling_ip(req))
+        steps = self.sandesh.otp.verify_otp_steps(req.context.caller, request, self.calling_ip(req))
         outcome = await drive(steps, self.blocking, self.commit)
         body: dict[str, Any] = {"success": True, "verified": outcome.verified}
         if not outcome.verified:

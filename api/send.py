@@ -47,16 +47,16 @@ def accepted(resp: falcon.asgi.Response, sent: Accepted | BatchAccepted | Replay
 
 
 class Send:
-    def __init__(self, app: Sandesh, blocking: Blocking, commit: Commit):
-        self.app, self.blocking, self.commit = app, blocking, commit
+    def __init__(self, sandesh: Sandesh, blocking: Blocking, commit: Commit):
+        self.sandesh, self.blocking, self.commit = sandesh, blocking, commit
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         body = await json_object(req)
         req.context.message_type = body.get("messageType", "transactional")  # the sends metric's type
-        now = self.app.clock.now()
+        now = self.sandesh.clock.now()
         request = parsed(lambda b: sending.parse_send(b, now), body)
         key = idempotency_key(req)
-        steps = self.app.sending.send_sms_steps(req.context.caller, request, key,
+        steps = self.sandesh.sending.send_sms_steps(req.context.caller, request, key,
                                         sending.request_hash(body) if key is not None else None)
         accepted(resp, await drive(steps, self.blocking, self.commit))
 
@@ -65,27 +65,27 @@ class Preview:
     """Nothing is charged, stored or refused but by the body's validation; the request counts toward the
     rate like any other (authentication, api/auth.py)."""
 
-    def __init__(self, app: Sandesh):
-        self.app = app
+    def __init__(self, sandesh: Sandesh):
+        self.sandesh = sandesh
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         body = await json_object(req)
-        now = self.app.clock.now()
+        now = self.sandesh.clock.now()
         request = parsed(lambda b: sending.parse_preview(b, now), body)
-        resp.media = preview_body(request.message_type, self.app.sending.preview(req.context.caller, request))
+        resp.media = preview_body(request.message_type, self.sandesh.sending.preview(req.context.caller, request))
 
 
 BATCH_FIELDS = ("messages",)
 
 
 class SendBatch:
-    def __init__(self, app: Sandesh, blocking: Blocking, commit: Commit):
-        self.app, self.blocking, self.commit = app, blocking, commit
+    def __init__(self, sandesh: Sandesh, blocking: Blocking, commit: Commit):
+        self.sandesh, self.blocking, self.commit = sandesh, blocking, commit
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         body = await json_object(req, MAX_BATCH_BODY_BYTES)
         items = _items(body)
-        now = self.app.clock.now()
+        now = self.sandesh.clock.now()
         requests: list[Any] = []
         for index, item in enumerate(items):
             if not isinstance(item, dict):
@@ -96,7 +96,7 @@ class SendBatch:
             requests.append(request if request is not None else
                             [sending.Problem(["messages", index, *p.path], p.message, p.code) for p in problems])
         key = idempotency_key(req)
-        steps = self.app.sending.send_batch_steps(req.context.caller, requests, key,
+        steps = self.sandesh.sending.send_batch_steps(req.context.caller, requests, key,
                                           sending.request_hash(body) if key is not None else None)
         accepted(resp, await drive(steps, self.blocking, self.commit))
 

@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 import psycopg
 
-log = logging.getLogger("sandesh.channels")
+logger = logging.getLogger("sandesh.channels")
 
 # The API processes' caller caches (projections/callers.py) hear on CALLERS what they must
 # forget: a client, workspace or the SMS switch changed (CALLER), or the route may have (ROUTE).
@@ -36,7 +36,7 @@ def listen(database_url: str, channel: str, wake: Callable[[str], None], stop: t
             with psycopg.connect(database_url, autocommit=True, connect_timeout=5) as conn:
                 conn.execute(f"LISTEN {channel}")
                 if down:
-                    log.info("%s channel: listening again", channel)
+                    logger.info("%s channel: listening again", channel)
                 delay, down = FIRST_DELAY, False
                 on_connect()
                 while not stop.is_set():
@@ -47,7 +47,7 @@ def listen(database_url: str, channel: str, wake: Callable[[str], None], stop: t
             if stop.is_set():
                 return  # closing: the connection went with the process's pool or database
             if not down:
-                log.warning("%s channel: lost (%s); retrying with backoff", channel,
+                logger.warning("%s channel: lost (%s); retrying with backoff", channel,
                             str(error).strip().splitlines()[0])
                 down = True
             stop.wait(delay)

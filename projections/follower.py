@@ -21,7 +21,7 @@ from .contract import Projection
 from .runtime import Runtime
 from .health import is_outage
 
-log = logging.getLogger("sandesh.projections")
+logger = logging.getLogger("sandesh.projections")
 
 FOLLOWED: dict[str, Projection] = {p.name: p for p in (messages.PROJECTION, counters.PROJECTION, otps.PROJECTION,
                                                         audit.PROJECTION, campaigns.PROJECTION)}
@@ -163,6 +163,6 @@ def follow(runtime: Runtime, stop: threading.Event, step: Callable[[], None], *,
             if is_outage(error):
                 runtime.health.failed(error)
             else:
-                log.exception("follower step failed; retrying in %.1f s", delay)
+                logger.exception("follower step failed; retrying in %.1f s", delay)
             stop.wait(delay)
             delay = min(delay * 2, 2.0)

@@ -25,7 +25,7 @@ from eventsourcing.persistence import IntegrityError
 
 from sandesh.domain.errors import GuardRefused
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 MAX_BATCH = 200
 
@@ -43,7 +43,7 @@ class _Pending:
             try:
                 self.then(self.error)
             except Exception:
-                log.exception("a commit's follow-up failed")
+                logger.exception("a commit's follow-up failed")
 
 
 class GroupCommit:

@@ -17,7 +17,7 @@ import psycopg
 import psycopg_pool
 from eventsourcing.persistence import InterfaceError, OperationalError
 
-log = logging.getLogger("sandesh.database")
+logger = logging.getLogger("sandesh.database")
 
 # What "the database is away" looks like from here: the server refused or dropped the connection,
 # the pool had none to give within its timeout, or a statement was cancelled by a timeout.
@@ -52,7 +52,7 @@ class DatabaseHealth:
             if self.down:
                 return
             self.down, self._since = True, time.monotonic()
-        log.warning("%s: database unavailable (%s); retrying with backoff", self.name, _first_line(error))
+        logger.warning("%s: database unavailable (%s); retrying with backoff", self.name, _first_line(error))
         threading.Thread(target=self._watch, name="database watch", daemon=True).start()
 
     def _watch(self) -> None:
@@ -68,11 +68,11 @@ class DatabaseHealth:
             try:
                 self.pool.check()  # discard the connections that died with the server, open new ones
             except Exception as error:  # the next failure starts a new watch
-                log.info("%s: checking pooled connections failed: %s", self.name, _first_line(error))
+                logger.info("%s: checking pooled connections failed: %s", self.name, _first_line(error))
         with self._lock:
             self.down = False
             away = time.monotonic() - self._since
-        log.warning("%s: database reachable again after %.1f s", self.name, away)
+        logger.warning("%s: database reachable again after %.1f s", self.name, away)
 
 
 def _first_line(error: BaseException) -> str:

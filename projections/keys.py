@@ -51,7 +51,7 @@ from psycopg.rows import dict_row, tuple_row
 from sandesh.domain.release import older
 from sandesh.domain.settings import ConfigurationError
 
-log = logging.getLogger("sandesh.keys")
+logger = logging.getLogger("sandesh.keys")
 
 DDL = """
 CREATE TABLE IF NOT EXISTS sandesh_keys (
@@ -211,9 +211,9 @@ class KeyRing:
             self.version += 1
         if refusal != self.refusal:
             if refusal is None:
-                log.info("writing with the database's keys (root key %s)", self.current)
+                logger.info("writing with the database's keys (root key %s)", self.current)
             else:
-                log.error("this process writes nothing: %s", refusal)
+                logger.error("this process writes nothing: %s", refusal)
             self.refusal = refusal
             if refusal is not None and self.on_refused is not None:
                 self.on_refused(refusal)
@@ -255,7 +255,7 @@ class KeyRing:
             try:
                 self.reload()
             except Exception as error:  # noqa: BLE001 - the value stays unread, as with no key
-                log.warning("could not read the database's keys again: %s", error)
+                logger.warning("could not read the database's keys again: %s", error)
         return data_key in self.data
 
     def legacy_order(self, purpose: str) -> list[DataKey]:

@@ -30,7 +30,7 @@ from sandesh.domain.errors import NeedsNewerRelease
 from . import keys
 from .health import DatabaseHealth, is_outage
 
-log = logging.getLogger("sandesh.release")
+logger = logging.getLogger("sandesh.release")
 
 DDL = """
 CREATE TABLE IF NOT EXISTS sandesh_release (
@@ -202,7 +202,7 @@ class Watch:
                 if is_outage(error):
                     self.health.failed(error)
                 else:
-                    log.warning("could not read the database's release: %s", error)
+                    logger.warning("could not read the database's release: %s", error)
             self._stop.wait(READ_EVERY)
 
     def _report(self, conn: Any) -> None:

@@ -182,8 +182,8 @@ def negotiate(modem: Modem, pin: str | None = None, *, pin_refused: bool = False
                          error.answer) from error
     talk.maybe("ATE0")
     talk.maybe("AT+CMEE=1")
-    manufacturer, model, firmware = (_info(talk.maybe(c), c) for c in ("AT+CGMI", "AT+CGMM", "AT+CGMR"))
-    family = family_of(manufacturer)
+    made = maker(talk, firmware=True)
+    family = made.family
     if family.cpin_omits_ok:
         modem.omits_final.add("AT+CPIN?")
     unlock(talk, pin, pin_refused)
@@ -199,8 +199,8 @@ def negotiate(modem: Modem, pin: str | None = None, *, pin_refused: bool = False
     mode, mt, _, ds, _ = values
     reports = DIRECT if ds == 1 and mode else STORED if ds == 2 else NONE
     inbound = INDICATED if mt == 1 and mode else POLLED
-    return Device(manufacturer=manufacturer, model=model, firmware=firmware, iccid=_iccid(talk, family),
-                  imsi=_digits(" ".join(talk.maybe("AT+CIMI") or [])), store=store,
+    return Device(manufacturer=made.manufacturer, model=made.model, firmware=made.firmware,
+                  iccid=sim_iccid(talk, family), imsi=sim_imsi(talk), store=store,
                   cnmi=",".join(map(str, values)), reports=reports, inbound=inbound, family=family)
 
 
@@ -355,7 +355,30 @@ def _choose_indications(talk: Dialogue, acks: bool) -> tuple[int, ...]:
                         (("AT+CNMI=" + ",".join(map(str, values)), values) for values in candidates))
 
 
-# Identity
+# Identity: the one way every caller reads what a device and its SIM are (`negotiate`, a
+# dispatcher; ports.py, a port's ICCID; sims.py, `sandesh sim discover`).
+
+@dataclass(frozen=True)
+class Maker:
+    manufacturer: str | None
+    model: str | None
+    firmware: str | None
+    family: Family
+
+
+def maker(talk: Dialogue, firmware: bool = False) -> Maker:
+    """Who made the device and which model it is (AT+CGMI, AT+CGMM; AT+CGMR too with
+    `firmware`), and so the family whose quirks it has."""
+    manufacturer = _info(talk.maybe("AT+CGMI"), "AT+CGMI")
+    model = _info(talk.maybe("AT+CGMM"), "AT+CGMM")
+    return Maker(manufacturer, model, _info(talk.maybe("AT+CGMR"), "AT+CGMR") if firmware else None,
+                 family_of(manufacturer))
+
+
+def sim_imsi(talk: Dialogue) -> str | None:
+    """The SIM's IMSI (AT+CIMI); the SIM must be unlocked."""
+    return _digits(" ".join(talk.maybe("AT+CIMI") or []))
+
 
 def _info(lines: list[str] | None, command: str) -> str | None:
     """The text of AT+CGMI/CGMM/CGMR, without the prefix some devices put before it."""
@@ -366,7 +389,7 @@ def _info(lines: list[str] | None, command: str) -> str | None:
     return text[:64] or None
 
 
-def _iccid(talk: Dialogue, family: Family) -> str | None:
+def sim_iccid(talk: Dialogue, family: Family) -> str | None:
     """The SIM's ICCID: the vendor's command first, then the standard read of EF_ICCID (TS 27.007
     §8.18 AT+CRSM, file 2FE2), whose digits come nibble-swapped as stored on the SIM."""
     for command in dict.fromkeys((family.iccid, "AT+CCID")):

@@ -34,7 +34,7 @@ from .ports import PortSearch
 from .sim_load import Report, Stored, Wakeups
 from .sim_worker import SimWorker
 
-log = logging.getLogger("sandesh.dispatcher")
+logger = logging.getLogger("sandesh.dispatcher")
 
 LEASE_SECONDS = 30.0        # a lease covers the moment between choosing a message and `Submitted`
 HEARTBEAT_SECONDS = 10.0
@@ -96,7 +96,7 @@ class Dispatcher:
         if is_outage(error):
             self.runtime.health.failed(error)
         else:
-            log.exception("dispatcher: unexpected error (%s); going on", error)
+            logger.exception("dispatcher: unexpected error (%s); going on", error)
 
     def nudge(self) -> None:
         """A SIM became free, or anything else worth a look."""
@@ -149,11 +149,11 @@ class Dispatcher:
         for sim_id, worker in self.sims.items():
             row = wanted.get(sim_id)
             if not worker.thread.is_alive():  # it catches every error; should it die anyway, start it again
-                log.warning("SIM %s: its thread died; starting it again", worker.name)
+                logger.warning("SIM %s: its thread died; starting it again", worker.name)
                 del sims[sim_id]
                 continue
             if row is None or (row["port"], row["baud"]) != (worker.sim["port"], worker.sim["baud"]):
-                log.info("SIM %s: %s; retiring its thread", worker.name,
+                logger.info("SIM %s: %s; retiring its thread", worker.name,
                          "moved" if row is not None else "disabled or given to another host")
                 worker.retire()
                 self.retired.append(sims.pop(sim_id))
@@ -234,7 +234,7 @@ class Dispatcher:
         for message_id in left:
             self.record(message_id, lambda m: m.outcome_unknown(at=self.app.clock.now()))
         if left:
-            log.warning("%d message(s) left submitted by a stopped dispatcher: not resent; waiting for their "
+            logger.warning("%d message(s) left submitted by a stopped dispatcher: not resent; waiting for their "
                         "status reports", len(left))
         return len(left)
 
@@ -303,7 +303,7 @@ class Dispatcher:
         try:
             report = decode_status_report(pdu)
         except PduError as error:
-            log.warning("unreadable status report on %s (%s); dropped", sim_id, error)
+            logger.warning("unreadable status report on %s (%s); dropped", sim_id, error)
             return
         now = self.app.clock.now()
         with self.runtime.connection() as conn:
@@ -315,7 +315,7 @@ class Dispatcher:
             if unknown is not None:  # the network had the part whose +CMGS was never recorded
                 self.record(unknown, lambda m: m.report_after_unknown(report.message_reference, report.status, at=now))
                 return
-            log.info("status report for MR %d to %s on %s matches no part", report.message_reference,
+            logger.info("status report for MR %d to %s on %s matches no part", report.message_reference,
                      report.recipient, sim_id)
             return
         self.record(row["message_id"], lambda m: m.report(row["part"], report.status, at=now))
@@ -344,14 +344,14 @@ class Dispatcher:
                 if other:
                     worker.modem.command(f'AT+CPMS="{worker.device.store}"')
         except ModemError as error:
-            log.warning("SIM %s: reading stored message %d failed: %s", worker.name, index, error)
+            logger.warning("SIM %s: reading stored message %d failed: %s", worker.name, index, error)
 
     def _record_stored(self, worker: SimWorker, index: int, pdu: str) -> None:
         """Read, save, then delete, so the SIM store never fills and nothing is lost."""
         try:
             part = decode(pdu)
         except PduError as error:
-            log.warning("%s: unreadable stored message %d (%s); deleted", worker.name, index, error)
+            logger.warning("%s: unreadable stored message %d (%s); deleted", worker.name, index, error)
             worker.modem.delete_stored(index)
             return
         if isinstance(part, StatusReport):

@@ -26,7 +26,7 @@ import serial
 
 from sandesh.domain.cms import registered, signal_dbm
 
-log = logging.getLogger("sandesh.modem")
+logger = logging.getLogger("sandesh.modem")
 
 CTRL_Z, ESC = b"\x1a", b"\x1b"
 FINAL = re.compile(r"^(OK|ERROR|NO CARRIER|BUSY|NO ANSWER|NO DIALTONE|COMMAND NOT SUPPORT|TOO MANY PARAMETERS"
@@ -236,7 +236,7 @@ class Modem:
         try:
             self.on_unsolicited(event)
         except Exception:
-            log.exception("handling %r from %s failed", event.line, self.port_url)
+            logger.exception("handling %r from %s failed", event.line, self.port_url)
 
     def _drain_queue(self) -> None:
         while not self._lines.empty():
@@ -384,7 +384,7 @@ class Modem:
             if FINAL.match(line):
                 self._lines.put(line)
                 self._final(command, 0.1)
-            log.debug("%s: ignored %r while waiting for the prompt", self.port_url, line)
+            logger.debug("%s: ignored %r while waiting for the prompt", self.port_url, line)
         return False
 
     # The message store
@@ -445,5 +445,5 @@ class Modem:
                 self.sync()
                 return True
             except ModemError as error:
-                log.warning("%s: recovery step %s failed: %s", self.port_url, step, error)
+                logger.warning("%s: recovery step %s failed: %s", self.port_url, step, error)
         return False

@@ -16,10 +16,10 @@ import threading
 import time
 from typing import Callable, Iterable
 
-from .device import Dialogue, _iccid, family_of
+from .device import Dialogue, maker, sim_iccid
 from .modem import Modem, ModemError, PortGone, Timeouts
 
-log = logging.getLogger("sandesh.dispatcher")
+logger = logging.getLogger("sandesh.dispatcher")
 
 REFIND_AFTER = 30.0        # seconds of the service clock a SIM's port is gone before other ports are asked
 PROBE_SECONDS = 2.0        # a port silent this long is skipped: a stick's data and diagnostic ports never answer
@@ -36,7 +36,7 @@ def iccid_on(port: str, baud: int) -> str | None:
         modem.sync(attempts=1)
         talk = Dialogue(modem, busy_for=PROBE_SECONDS)
         talk.maybe("ATE0")
-        return _iccid(talk, family_of(" ".join(talk.maybe("AT+CGMI") or [])))
+        return sim_iccid(talk, maker(talk).family)
     except ModemError:
         return None
     finally:
@@ -74,7 +74,7 @@ class PortSearch:
                 continue
             finally:
                 self._release(port, found, remember=asked)
-            log.info("asked %s for a SIM's ICCID: %s", port, found or "no answer")
+            logger.info("asked %s for a SIM's ICCID: %s", port, found or "no answer")
             if found == iccid:
                 return port
         return None

@@ -7,12 +7,12 @@ import threading
 from sandesh.projections import follower
 from sandesh.projections.runtime import Runtime
 
-log = logging.getLogger("sandesh.worker.projections")
+logger = logging.getLogger("sandesh.worker.projections")
 
 
 POOL_SIZE = 3
 
 
 def run(runtime: Runtime, stop: threading.Event) -> None:
-    log.info("following the log for %s", ", ".join(follower.FOLLOWED))
+    logger.info("following the log for %s", ", ".join(follower.FOLLOWED))
     follower.run(runtime, stop)

@@ -37,7 +37,7 @@ from .ports import REFIND_AFTER, PortSearch
 from .sim_load import Heartbeat, Job, Load, Report, Send, SimRecord, Stop, Stored
 from .sims import attach
 
-log = logging.getLogger("sandesh.dispatcher")
+logger = logging.getLogger("sandesh.dispatcher")
 
 REOPEN_BACKOFF = (0.5, 1.0, 2.0, 4.0, 5.0)
 NOT_REGISTERED = "not registered on the network"
@@ -207,7 +207,7 @@ class SimWorker:
             else:
                 quarantined = self.app.sims.quarantine_sim(self.id, error.kind, str(error), self.dispatcher.me)
             if quarantined:
-                log.warning("SIM %s quarantined: %s", self.name, error)
+                logger.warning("SIM %s quarantined: %s", self.name, error)
                 self.quarantine = error.kind
             return False
         except ModemError as error:
@@ -233,7 +233,7 @@ class SimWorker:
         try:
             self.dispatcher.drain_store(self)
         except ModemError as error:
-            log.warning("SIM %s: reading its store failed: %s", self.name, error)
+            logger.warning("SIM %s: reading its store failed: %s", self.name, error)
         self.dispatcher.nudge()
         return True
 
@@ -257,7 +257,7 @@ class SimWorker:
             if gone_for < REFIND_AFTER:
                 return False
             self.searching = True
-            log.warning("SIM %s (ICCID %s): %s gone for %.0f s; looking for it on %s", self.name, iccid,
+            logger.warning("SIM %s (ICCID %s): %s gone for %.0f s; looking for it on %s", self.name, iccid,
                         self.sim["port"], gone_for, search.pattern)
         port = search.find(iccid, self.sim["baud"], self.dispatcher.held_ports(), stop=self.retiring)
         if port is None or self.retiring.is_set():
@@ -268,7 +268,7 @@ class SimWorker:
         # starts another on the new port instead.
         self.sim.moved(port)
         self._port_seen(gone=False)  # held from now on; gone again, it waits REFIND_AFTER again
-        log.warning("SIM %s (ICCID %s): found on %s; moved there from %s", self.name, iccid, port, was)
+        logger.warning("SIM %s (ICCID %s): found on %s; moved there from %s", self.name, iccid, port, was)
         return True
 
     def _serve_one(self) -> None:
@@ -316,14 +316,14 @@ class SimWorker:
             try:
                 self.dispatcher.status_report(self.id, pdu)
             except Exception as error:  # a database outage: the rest are lost, as on a port nobody reads
-                log.warning("SIM %s: %d status report(s) not recorded: %s", self.name, len(reports) - n, error)
+                logger.warning("SIM %s: %d status report(s) not recorded: %s", self.name, len(reports) - n, error)
                 break
         if leased:
             try:
                 with self.runtime.connection() as conn:
                     dispatch.release(conn, leased)
             except Exception:  # the lease runs out by itself
-                log.exception("SIM %s: handing back %d message(s) failed", self.name, len(leased))
+                logger.exception("SIM %s: handing back %d message(s) failed", self.name, len(leased))
 
     # Health
 
@@ -370,14 +370,14 @@ class SimWorker:
         try:
             reply = self.device.ussd_text(*self.modem.ussd(self.device.ussd_request(code))[1:])
         except ModemError as error:  # asked again at the next interval
-            log.warning("SIM %s: the balance query %s failed: %s", self.name, code, error)
+            logger.warning("SIM %s: the balance query %s failed: %s", self.name, code, error)
             return
         amount = credit_of(reply)
         if amount is None:
-            log.warning("SIM %s: no amount in the answer to %s: %r", self.name, code, reply)
+            logger.warning("SIM %s: no amount in the answer to %s: %r", self.name, code, reply)
         quarantine = self.app.sims.record_sim_credit(self.id, amount, reply[:200], self.dispatcher.me)
         if quarantine != self.quarantine:
-            log.warning("SIM %s: %s", self.name, "quarantined: credit below its minimum" if quarantine == CREDIT
+            logger.warning("SIM %s: %s", self.name, "quarantined: credit below its minimum" if quarantine == CREDIT
                         else "credit again: back in the pool")
         self.quarantine = quarantine
 
@@ -388,14 +388,14 @@ class SimWorker:
             if self.quarantine is None and self.app.sims.quarantine_sim(self.id, NETWORK, NOT_REGISTERED,
                                                                    self.dispatcher.me):
                 self.quarantine = NETWORK
-                log.warning("SIM %s quarantined: %s", self.name, NOT_REGISTERED)
+                logger.warning("SIM %s quarantined: %s", self.name, NOT_REGISTERED)
         elif not was or self.quarantine == NETWORK:
             if self.last_error == NOT_REGISTERED:
                 self.last_error = None
             if self.quarantine == NETWORK and self.app.sims.recover_sim(self.id, NETWORK, "registered on the network again",
                                                                    self.dispatcher.me):
                 self.quarantine = None
-                log.info("SIM %s recovered: registered on the network again", self.name)
+                logger.info("SIM %s recovered: registered on the network again", self.name)
 
     def _lost(self, error: Exception) -> None:
         """The port closed under us: reopened by the thread's loop with backoff."""
@@ -404,12 +404,12 @@ class SimWorker:
 
     def _trouble(self, reason: str) -> None:
         if self.last_error != reason:
-            log.warning("SIM %s (%s): %s; retrying with backoff", self.name, self.sim["port"], reason)
+            logger.warning("SIM %s (%s): %s; retrying with backoff", self.name, self.sim["port"], reason)
         self.last_error = reason
 
     def _recovered_from_trouble(self) -> None:
         if self.last_error is not None:
-            log.info("SIM %s (%s): the modem answers again", self.name, self.sim["port"])
+            logger.info("SIM %s (%s): the modem answers again", self.name, self.sim["port"])
         self.last_error = None
 
     # Sending
@@ -447,7 +447,7 @@ class SimWorker:
                 self.last_error = str(error)
                 if isinstance(error, PortGone) or not self.modem.recover():
                     self._lost(error)
-                log.warning("%s: outcome of %s part %d unknown: %s", self.name, message_id, number, error)
+                logger.warning("%s: outcome of %s part %d unknown: %s", self.name, message_id, number, error)
                 return
             SUBMITS.labels(self.id, "accepted").inc()
             now = self.app.clock.now()
@@ -486,5 +486,5 @@ class SimWorker:
 
     def _quarantine(self, kind: str, reason: str) -> None:
         if self.quarantine is None and self.app.sims.quarantine_sim(self.id, kind, reason, self.dispatcher.me):
-            log.warning("SIM %s quarantined: %s", self.name, reason)
+            logger.warning("SIM %s quarantined: %s", self.name, reason)
         self.quarantine = self.quarantine or kind

@@ -11,7 +11,7 @@ from sandesh.domain.operators import of_imsi
 from sandesh.projections import registry
 from sandesh.projections.runtime import Runtime
 
-from .device import Device, Dialogue, StepFailed, _digits, _iccid, _info, family_of, negotiate, pin_state
+from .device import Device, Dialogue, StepFailed, maker, negotiate, pin_state, sim_iccid, sim_imsi
 from .modem import CommandTimeout, Exchange, Modem, ModemError, PortGone, Timeouts
 
 
@@ -122,12 +122,11 @@ def _read_identity(modem: Modem, found: dict[str, Any]) -> None:
     talk = Dialogue(modem, IDENTIFY_BUSY_FOR)
     talk.maybe("ATE0")
     talk.maybe("AT+CMEE=1")
-    manufacturer = _info(talk.maybe("AT+CGMI"), "AT+CGMI")
-    found.update(manufacturer=manufacturer, model=_info(talk.maybe("AT+CGMM"), "AT+CGMM"),
-                 iccid=_iccid(talk, family_of(manufacturer)))
+    made = maker(talk)
+    found.update(manufacturer=made.manufacturer, model=made.model, iccid=sim_iccid(talk, made.family))
     state = pin_state(talk)
     if state == "READY":
-        imsi = _digits(" ".join(talk.maybe("AT+CIMI") or []))
+        imsi = sim_imsi(talk)
         found.update(status=IDENTIFIED, imsi=imsi, operator=of_imsi(imsi))
     elif state == "SIM PIN":
         found.update(status=PIN_REQUIRED, reason="the SIM asks for its PIN")

@@ -21,7 +21,7 @@ from sandesh.projections.runtime import Runtime
 
 from . import dispatcher, projections, webhooks
 
-log = logging.getLogger("sandesh.supervisor")
+logger = logging.getLogger("sandesh.supervisor")
 
 
 def _dispatch(runtime: Runtime, stop: threading.Event, host: str | None = None) -> None:
@@ -74,10 +74,10 @@ def run_one(name: str, settings: Settings, open_runtime: Callable[[Settings, int
     finally:
         runtime.close()
     if newer:
-        log.critical("worker %s stopped: %s", name, newer[0])
+        logger.critical("worker %s stopped: %s", name, newer[0])
         return NEEDS_NEWER_RELEASE
     if refused:
-        log.critical("worker %s stopped: %s", name, refused[0])
+        logger.critical("worker %s stopped: %s", name, refused[0])
         return KEY_REFUSED
     return 0
 
@@ -127,17 +127,17 @@ def supervise(children: list[Child], stop: threading.Event) -> int:
         for child in children:
             if child.process is not None and (code := child.process.poll()) is not None:
                 if code in NOT_RESTARTED:
-                    log.critical("%s stopped: %s; stopping every worker", child.name, NOT_RESTARTED[code])
+                    logger.critical("%s stopped: %s; stopping every worker", child.name, NOT_RESTARTED[code])
                     stop.set()
                     return _stop_all(children, code)
                 ran = now - child.started
                 child.crashes = 1 if ran >= STEADY_SECONDS else child.crashes + 1
                 delay = RESTART_DELAYS[min(child.crashes - 1, len(RESTART_DELAYS) - 1)]
-                log.warning("%s exited with status %s after %.0f s; restarting it in %d s", child.name, code, ran, delay)
+                logger.warning("%s exited with status %s after %.0f s; restarting it in %d s", child.name, code, ran, delay)
                 child.process, child.restart_at = None, now + delay
             elif child.process is None and now >= child.restart_at:
                 child.start()
-                log.warning("%s restarted (pid %d)", child.name, child.process.pid)
+                logger.warning("%s restarted (pid %d)", child.name, child.process.pid)
         stop.wait(0.2)
     return _stop_all(children, 0)
 

@@ -32,7 +32,7 @@ class CampaignsPage(Page):
             found = campaigns.one(conn, workspace_id, campaign_id)
             if found is not None:
                 return found, campaigns.counts(conn, found)
-        logged = self.app.campaigns.find(workspace_id, campaign_id)
+        logged = self.sandesh.campaigns.find(workspace_id, campaign_id)
         if logged is None:
             return None
         found = {"id": logged.id, "workspace_id": workspace_id, "client_id": logged.client_id, "by": logged.actor,
@@ -85,7 +85,7 @@ class CampaignPage(CampaignsPage):
         campaign, counts = found
         with self.connection() as conn:
             listed = campaigns.messages(conn, campaign_id, FILTERS.get(status), SHOWN_MESSAGES)
-        return campaign, counts, listed, self.app.texts.open(campaign["text"])
+        return campaign, counts, listed, self.sandesh.texts.open(campaign["text"])
 
 
 class CampaignAction(CampaignsPage):
@@ -130,7 +130,7 @@ class CampaignAction(CampaignsPage):
     def _cancel(self, workspace_id: str, campaign_id: str, person: dict[str, Any]) -> tuple[int, int]:
         with self.connection() as conn:
             gone = campaigns.gone(conn, campaign_id)
-        return self.app.campaigns.cancel(workspace_id, campaign_id, gone, actor_of(person["email"]))
+        return self.sandesh.campaigns.cancel(workspace_id, campaign_id, gone, actor_of(person["email"]))
 
     def _csv(self, workspace_id: str, campaign_id: str) -> bytes | None:
         if self._campaign(workspace_id, campaign_id) is None:

@@ -39,7 +39,7 @@ class ClientsPage(Page):
             workspace = registry.fetch_one(conn, "workspaces", "id", workspace_id)
         rate = workspace["rates"]["otp"] if workspace else 0
         # a secret sealed before a rotation for a leaked key (docs/operations.md, "A leaked key")
-        return [{**registry.client_view(row), "secretDue": self.app.secrets.sealed_due(row["secret_sealed"]),
+        return [{**registry.client_view(row), "secretDue": self.sandesh.secrets.sealed_due(row["secret_sealed"]),
                  "otp": otp_example(row["brand"], row["otp_template"], row["otp_web_domain"], rate)} for row in rows]
 
 
@@ -62,7 +62,7 @@ class Clients(ClientsPage):
             return await self.show(req, resp, person, workspace_id, status=400, errors={"brand": str(problem)},
                                    typed=form)
         try:
-            client, key, secret = await self.blocking(self.app.operators.create_client, workspace_id, brand,
+            client, key, secret = await self.blocking(self.sandesh.operators.create_client, workspace_id, brand,
                                                       webhook_url, None, actor_of(person["email"]))
         except InvalidInput as problem:
             return await self.show(req, resp, person, workspace_id, status=400,
@@ -85,7 +85,7 @@ class ClientAction(ClientsPage):
         client = await self.blocking(self._client, client_id)
         if client is None or client["workspace_id"] != workspace_id or action not in ACTIONS:
             return self.web.not_found(req, resp, person)
-        actor, operators = actor_of(person["email"]), self.app.operators
+        actor, operators = actor_of(person["email"]), self.sandesh.operators
         shown = None
         try:
             if action == "rotate-key":

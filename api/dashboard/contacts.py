@@ -60,7 +60,7 @@ class Contacts(ContactsPage):
                 f"No number in it reads as a Nepal mobile number (line {read.refused[0].line}: {read.refused[0].given!r})."
         if not errors:
             try:
-                made = await self.blocking(self.app.contacts.create_list, workspace_id, form.get("name", ""),
+                made = await self.blocking(self.sandesh.contacts.create_list, workspace_id, form.get("name", ""),
                                            read.recipients, actor_of(person["email"]))
             except InvalidInput as problem:
                 errors["name"] = str(problem)
@@ -110,9 +110,9 @@ class ContactListPage(ContactsPage):
         actor = actor_of(person["email"])
         try:
             if action == "remove":
-                await self.blocking(self.app.contacts.remove, workspace_id, list_id, form.get("number", ""), actor)
+                await self.blocking(self.sandesh.contacts.remove, workspace_id, list_id, form.get("number", ""), actor)
                 return self.web.redirect(resp, f"/dashboard/w/{workspace_id}/contacts/{list_id}?removed=1")
-            held = await self.blocking(self.app.contacts.delete_list, workspace_id, list_id, actor)
+            held = await self.blocking(self.sandesh.contacts.delete_list, workspace_id, list_id, actor)
         except NotFound:
             return self.web.not_found(req, resp, person)
         except (InvalidInput, InvalidTransition) as problem:
@@ -129,7 +129,7 @@ class ContactListPage(ContactsPage):
             errors["recipients"] = "Type the numbers, or upload a list."
         if not errors:
             try:
-                added = await self.blocking(self.app.contacts.add, workspace_id, list_id, read.recipients,
+                added = await self.blocking(self.sandesh.contacts.add, workspace_id, list_id, read.recipients,
                                             actor_of(person["email"]))
             except NotFound:
                 return self.web.not_found(req, resp, person)
@@ -163,7 +163,7 @@ class ContactListPage(ContactsPage):
             opted_out = contacts.opted_out_count(conn, list_id)
         people, columns = [], {}
         for row in rows:
-            fields = self.app.contacts.fields(row["fields"])
+            fields = self.sandesh.contacts.fields(row["fields"])
             columns.update(dict.fromkeys(fields))
             people.append({"number": row["number"], "fields": fields, "opted_out": row["opted_out"]})
         return listed, people, list(columns), opted_out
@@ -187,9 +187,9 @@ class Templates(Page):
         actor = actor_of(person["email"])
         try:
             if template_id:
-                await self.blocking(self.app.contacts.delete_template, workspace_id, template_id, actor)
+                await self.blocking(self.sandesh.contacts.delete_template, workspace_id, template_id, actor)
                 return self.web.redirect(resp, f"/dashboard/w/{workspace_id}/templates")
-            await self.blocking(self.app.contacts.save_template, workspace_id, form.get("name", ""),
+            await self.blocking(self.sandesh.contacts.save_template, workspace_id, form.get("name", ""),
                                 form.get("text", ""), actor)
         except NotFound:
             return self.web.not_found(req, resp, person)
@@ -208,4 +208,4 @@ class Templates(Page):
     def _templates(self, workspace_id: str) -> list[dict[str, Any]]:
         with self.connection() as conn:
             rows = contacts.templates_of(conn, workspace_id)
-        return [{**row, "text": self.app.texts.open(row["text"])} for row in rows]
+        return [{**row, "text": self.sandesh.texts.open(row["text"])} for row in rows]

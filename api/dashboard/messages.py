@@ -75,11 +75,11 @@ class Timeline(Page):
                       workspace_id=workspace_id, history=history, described=described)
 
     def _history(self, workspace_id: str, message_id: str) -> dict[str, Any] | None:
-        message = self.app.history.message(message_id)
+        message = self.sandesh.history.message(message_id)
         if message is None or message.workspace_id != workspace_id:
             return None
         with self.connection() as conn:
-            return self.app.history.message_history(message_id, inbound.replies_to(conn, message_id),
+            return self.sandesh.history.message_history(message_id, inbound.replies_to(conn, message_id),
                                                     lambda client_id: registry.webhook_url(conn, client_id))
 
 

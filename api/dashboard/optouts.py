@@ -29,7 +29,7 @@ class OptOuts(Page):
         form, person = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
         if person is None:
             return
-        use_case = self.app.operators.opt_in if form.get("change") == "in" else self.app.operators.opt_out
+        use_case = self.sandesh.operators.opt_in if form.get("change") == "in" else self.sandesh.operators.opt_out
         try:
             await self.blocking(use_case, workspace_id, form.get("number", ""), OPERATOR, actor_of(person["email"]))
         except InvalidInput as problem:

@@ -50,10 +50,10 @@ class Overview(Page):
     def _activity(self, workspace_id: str) -> tuple[dict[str, int], list[dict[str, Any]]]:
         with self.connection() as conn:
             return (counters.for_workspace(conn, workspace_id),
-                    messages.last_day(conn, workspace_id, self.app.clock.now()))
+                    messages.last_day(conn, workspace_id, self.sandesh.clock.now()))
 
     def _codes(self, workspace_id: str, person_id: str) -> tuple[bool, bool]:
         """Whether the workspace's owners need authentication codes, and whether this person has an app."""
-        person = self.app.people.person(person_id)
-        return self.app.people.totp_required(workspace_id), person is not None and person.totp_sealed is not None
+        person = self.sandesh.people.person(person_id)
+        return self.sandesh.people.totp_required(workspace_id), person is not None and person.totp_sealed is not None
 

@@ -45,9 +45,9 @@ class Page:
     dashboard = True
     section = ""  # of a workspace's pages: which a person of a role sees (domain/person.py, `sees`)
 
-    def __init__(self, app: Sandesh, connection: Callable[[], ContextManager[Any]], blocking: Blocking, web: Web,
+    def __init__(self, sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], blocking: Blocking, web: Web,
                  hashing: Hashing):
-        self.app, self.connection, self.blocking, self.web = app, connection, blocking, web
+        self.sandesh, self.connection, self.blocking, self.web = sandesh, connection, blocking, web
         self.hashing = hashing  # the use cases that hash or verify a password run here, not on `blocking`
 
     async def signed_in(self, req: falcon.asgi.Request, used: bool = True) -> dict[str, Any] | None:
@@ -76,7 +76,7 @@ class Page:
         with self.connection() as conn:
             if old:
                 sessions.end(conn, old)
-            return sessions.begin(conn, person_id, self.app.clock.now(), stage)
+            return sessions.begin(conn, person_id, self.sandesh.clock.now(), stage)
 
     async def member(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                      used: bool = True) -> dict[str, Any] | None:
@@ -117,7 +117,7 @@ class Page:
 
     async def turn(self, attempt: SignInTry) -> None:
         """Wait for a paced try's turn (domain/signin.py): on the event loop, holding no thread."""
-        early = attempt.at - self.app.clock.now()
+        early = attempt.at - self.sandesh.clock.now()
         if early > 0:
             await asyncio.sleep(early)
 
@@ -128,7 +128,7 @@ class Page:
 
     def _touch(self, session_id: str, used: bool = True) -> dict[str, Any] | None:
         with self.connection() as conn:
-            return sessions.touch(conn, session_id, self.app.clock.now(), used)
+            return sessions.touch(conn, session_id, self.sandesh.clock.now(), used)
 
 
 class Home(Page):
@@ -161,20 +161,20 @@ class SignIn(Page):
         attempt = None
         try:
             self.hashing.check(trusted=device is not None)
-            attempt = await self.blocking(self.app.people.try_sign_in, email, ip, device)
+            attempt = await self.blocking(self.sandesh.people.try_sign_in, email, ip, device)
             await self.turn(attempt)
-            person = await self.hashing(self.app.people.sign_in, email, form.get("password", ""), ip, attempt,
+            person = await self.hashing(self.sandesh.people.sign_in, email, form.get("password", ""), ip, attempt,
                                         trusted=device is not None)
         except Busy as busy:
             if attempt is not None:  # filled while the try waited its turn: it was no guess
-                await self.blocking(self.app.people.withdraw_try, attempt)
+                await self.blocking(self.sandesh.people.withdraw_try, attempt)
             return self.busy(req, resp, busy, "sign_in.html", title="Sign in", email=email, notice=None)
         except SignInRefused as refused:
             error = (f"Too many failed sign-ins. Wait {waiting_time(refused.wait)} and try again." if refused.wait
                      else WRONG)
             return self.web.page(req, resp, "sign_in.html", status=429 if refused.wait else 200, title="Sign in",
                                  email=email, error=error, notice=None)
-        owed = await self.blocking(self.app.people.second_factor, person)
+        owed = await self.blocking(self.sandesh.people.second_factor, person)
         self.web.give_device(req, resp, person.email)
         await self.begin(req, resp, person.id, owed or sessions.SIGNED_IN)
 
@@ -201,7 +201,7 @@ class SignOut(Page):
         """Everywhere only from a session that is fully signed in: one that gave the password but
         not yet the code ends itself alone, so the password alone cannot sign the person out."""
         with self.connection() as conn:
-            person = sessions.touch(conn, session_id, self.app.clock.now())
+            person = sessions.touch(conn, session_id, self.sandesh.clock.now())
             if self.everywhere and person is not None and person["stage"] == sessions.SIGNED_IN:
                 sessions.end_all(conn, person["id"])
             else:
@@ -212,7 +212,7 @@ class SetPassword(Page):
     """GET and POST /dashboard/set-password/{token}: the one-time link of `sandesh user add|reset`."""
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, token: str) -> None:
-        person = await self.blocking(self.app.people.person_of_link, token)
+        person = await self.blocking(self.sandesh.people.person_of_link, token)
         if person is None:
             return self._invalid(req, resp)
         self.web.page(req, resp, "set_password.html", title="Set your password", email=person.email, error=None)
@@ -222,13 +222,13 @@ class SetPassword(Page):
         if not self.web.csrf_ok(req, form):
             return self.web.forbidden(req, resp)
         try:
-            person = await self.hashing(self.app.people.set_password, token, form.get("password", ""))
+            person = await self.hashing(self.sandesh.people.set_password, token, form.get("password", ""))
         except Busy as busy:
-            found = await self.blocking(self.app.people.person_of_link, token)
+            found = await self.blocking(self.sandesh.people.person_of_link, token)
             return self.busy(req, resp, busy, "set_password.html", title="Set your password",
                              email=found.email if found else "")
         except InvalidInput as problem:
-            found = await self.blocking(self.app.people.person_of_link, token)
+            found = await self.blocking(self.sandesh.people.person_of_link, token)
             if found is None:
                 return self._invalid(req, resp)
             return self.web.page(req, resp, "set_password.html", status=400, title="Set your password",

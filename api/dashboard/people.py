@@ -52,7 +52,7 @@ class People(PeoplePage):
         if errors:
             return await self.show(req, resp, person, workspace_id, status=400, errors=errors, typed=form)
         try:
-            invited, token = await self.blocking(self.app.people.add_person, form["email"], form["name"],
+            invited, token = await self.blocking(self.sandesh.people.add_person, form["email"], form["name"],
                                                  workspace_id, form["role"], False,
                                                  actor_of(person["email"]))
         except NameTaken:  # the same words whichever workspace the address is of: none is named
@@ -73,7 +73,7 @@ class PersonAction(PeoplePage):
         form, person = await self.change(req, resp, workspace_id, may_manage_people, OWNERS_ONLY)
         if person is None:
             return
-        use_cases = self.app.people
+        use_cases = self.sandesh.people
         try:
             if action == "role":
                 await self.blocking(use_cases.change_role, person_id, workspace_id, form.get("role", ""),

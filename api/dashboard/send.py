@@ -71,7 +71,7 @@ class SendingPage(Page):
             raise InvalidTransition("no such workspace")
         if row["status"] != "active":
             raise InvalidTransition(f"The workspace is {row['status']}: it sends once the operators activate it.")
-        has_route = row["route_until"] is not None and self.app.clock.now() < row["route_until"]
+        has_route = row["route_until"] is not None and self.sandesh.clock.now() < row["route_until"]
         caller = Caller(dashboard_client_id(workspace_id), workspace_id, "", row["status"], row["rates"], row["types"],
                         row["sms_enabled"], has_route, parse_promo_hours(row["promo_hours"]))
         return caller, row["balance"]
@@ -92,7 +92,7 @@ class SendingPage(Page):
         with self.connection() as conn:
             lists = contacts.lists_of(conn, workspace_id)
             templates = contacts.templates_of(conn, workspace_id)
-        opened = [{"id": t["id"], "name": t["name"], "text": self.app.texts.open(t["text"])} for t in templates]
+        opened = [{"id": t["id"], "name": t["name"], "text": self.sandesh.texts.open(t["text"])} for t in templates]
         return lists, [t for t in opened if t["text"] is not None]
 
 
@@ -154,7 +154,7 @@ class Send(SendingPage):
         send_at = None
         if typed["send_at"].strip():
             send_at = parse_nepal_time(typed["send_at"])
-            now = self.app.clock.now()
+            now = self.sandesh.clock.now()
             if send_at is None:
                 errors["send_at"] = "A date and time, Nepal time."
             elif send_at <= now or send_at > now + SCHEDULE_AHEAD_MAX:
@@ -165,7 +165,7 @@ class Send(SendingPage):
             return errors, None, None, columns, source
         try:
             caller, balance = self.state(workspace_id)
-            plan = self.app.campaigns.plan(caller, balance, recipients, refused, typed["text"], message_type, send_at)
+            plan = self.sandesh.campaigns.plan(caller, balance, recipients, refused, typed["text"], message_type, send_at)
         except Refused as refusal:
             return {"recipients": REFUSED.get(refusal.code, refusal.code).format(type=message_type)}, None, None, \
                 columns, source
@@ -176,16 +176,16 @@ class Send(SendingPage):
                  "refused": [[r.line, r.given, r.reason] for r in refused],
                  "text": typed["text"], "type": message_type, "sendAt": send_at, "source": source,
                  "template": template["name"] if template and template["text"] == typed["text"] else None}
-        sealed = self.app.texts.seal(workspace_id, orjson.dumps(draft).decode())
+        sealed = self.sandesh.texts.seal(workspace_id, orjson.dumps(draft).decode())
         with self.connection() as conn:
-            drafts.keep(conn, token, workspace_id, person["id"], sealed, self.app.clock.now())
+            drafts.keep(conn, token, workspace_id, person["id"], sealed, self.sandesh.clock.now())
         return {}, plan, token, columns, source
 
     def _template(self, workspace_id: str, template_id: str) -> dict[str, Any] | None:
         """The template with its text opened; None when it is gone or erased."""
         with self.connection() as conn:
             found = contacts.one_template(conn, workspace_id, template_id)
-        text = self.app.texts.open(found["text"]) if found else None
+        text = self.sandesh.texts.open(found["text"]) if found else None
         return {"name": found["name"], "text": text} if found and text is not None else None
 
     def _contacts(self, workspace_id: str, list_id: str) -> Read:
@@ -198,7 +198,7 @@ class Send(SendingPage):
         read = Read(source=f"the contact list {found['name']!r}")
         columns: dict[str, None] = {}
         for n, row in enumerate(rows, start=1):
-            fields = self.app.contacts.fields(row["fields"])
+            fields = self.sandesh.contacts.fields(row["fields"])
             columns.update(dict.fromkeys(fields))
             read.recipients.append(Recipient(n, row["number"], fields))
         read.columns = list(columns)
@@ -229,27 +229,27 @@ class SendConfirm(SendingPage):
 
     def _draft(self, workspace_id: str, person: dict[str, Any], token: str) -> dict[str, Any] | None:
         with self.connection() as conn:
-            sealed = drafts.find(conn, token, workspace_id, person["id"], self.app.clock.now())
-        opened = self.app.texts.open(sealed) if sealed else None
+            sealed = drafts.find(conn, token, workspace_id, person["id"], self.sandesh.clock.now())
+        opened = self.sandesh.texts.open(sealed) if sealed else None
         return orjson.loads(opened) if opened else None
 
     def _plan(self, workspace_id: str, draft: dict[str, Any]) -> tuple[Caller, Plan]:
         caller, balance = self.state(workspace_id)
         recipients = [Recipient(line, number, fields) for line, number, fields in draft["recipients"]]
         refused = [Refusal(line, given, reason) for line, given, reason in draft["refused"]]
-        return caller, self.app.campaigns.plan(caller, balance, recipients, refused, draft["text"], draft["type"],
+        return caller, self.sandesh.campaigns.plan(caller, balance, recipients, refused, draft["text"], draft["type"],
                                                draft["sendAt"])
 
     def _send(self, workspace_id: str, person: dict[str, Any], token: str) -> str | None:
         """The campaign's id; None when the draft is gone (sent already: its campaign)."""
         draft = self._draft(workspace_id, person, token)
         if draft is None:
-            return self.app.campaigns.sent(workspace_id, token)
-        self.app.campaigns.ready()
+            return self.sandesh.campaigns.sent(workspace_id, token)
+        self.sandesh.campaigns.ready()
         actor = actor_of(person["email"])
-        self.app.campaigns.dashboard_client(workspace_id, actor)
+        self.sandesh.campaigns.dashboard_client(workspace_id, actor)
         caller, plan = self._plan(workspace_id, draft)
-        campaign, _ = self.app.campaigns.send(caller, actor, plan, token, draft.get("template"))
+        campaign, _ = self.sandesh.campaigns.send(caller, actor, plan, token, draft.get("template"))
         return campaign.id
 
     def _again(self, workspace_id: str, person: dict[str, Any], token: str) -> tuple[Plan | None, dict[str, str]]:

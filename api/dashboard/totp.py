@@ -41,10 +41,10 @@ class Code(Page):
             return self.web.redirect(resp, SIGN_IN)
         ip = self.web.calling_ip(req)
         try:
-            attempt = await self.blocking(self.app.people.try_code, person["id"], ip,
+            attempt = await self.blocking(self.sandesh.people.try_code, person["id"], ip,
                                           self.web.device_of(req, person["email"]))
             await self.turn(attempt)
-            signed = await self.blocking(self.app.people.verify_code, person["id"], form.get("code", ""), ip,
+            signed = await self.blocking(self.sandesh.people.verify_code, person["id"], form.get("code", ""), ip,
                                          attempt)
         except SignInRefused as refused:
             error = (f"Too many failed sign-ins. Wait {waiting_time(refused.wait)} and try again." if refused.wait
@@ -52,7 +52,7 @@ class Code(Page):
             return self.web.page(req, resp, "code.html", status=429 if refused.wait else 200,
                                  title="Authentication code", error=error)
         # An app set up before a rotation for a leaked key is set up again before the session begins.
-        due = await self.blocking(self.app.secrets.app_due, signed)
+        due = await self.blocking(self.sandesh.secrets.app_due, signed)
         await self.begin(req, resp, person["id"], SECOND_FACTOR_ENROLL if due else sessions.SIGNED_IN)
 
 
@@ -81,7 +81,7 @@ class Enroll(Page):
         if person is None:
             return self.web.redirect(resp, SIGN_IN)
         try:
-            await self.hashing(functools.partial(self.app.people.enroll_totp, person["id"], self._secret(req),
+            await self.hashing(functools.partial(self.sandesh.people.enroll_totp, person["id"], self._secret(req),
                                                  form.get("code", ""), proof=form.get("current", ""),
                                                  ip=self.web.calling_ip(req), after_password=self.signing_in))
         except Busy as busy:
@@ -110,9 +110,9 @@ class Enroll(Page):
 
     def _enrolled(self, person_id: str) -> tuple[bool, bool]:
         """Whether the person has an app, and whether it is due to be set up again (a leaked key)."""
-        found = self.app.people.person(person_id)
+        found = self.sandesh.people.person(person_id)
         enrolled = found is not None and found.totp_sealed is not None
-        return enrolled, enrolled and found is not None and self.app.secrets.app_due(found)
+        return enrolled, enrolled and found is not None and self.sandesh.secrets.app_due(found)
 
     def _secret(self, req: falcon.asgi.Request) -> str:
         session_id = self.web.session_id(req) or ""
@@ -130,7 +130,7 @@ class Requirement(Page):
         if person is None:
             return
         try:
-            await self.blocking(self.app.operators.require_totp, workspace_id, form.get("required") == "on",
+            await self.blocking(self.sandesh.operators.require_totp, workspace_id, form.get("required") == "on",
                                 actor_of(person["email"]))
         except InvalidTransition:
             pass  # as it was asked already: nothing to change

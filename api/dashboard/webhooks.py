@@ -48,7 +48,7 @@ class Webhooks(Page):
     def _deliveries(self, workspace_id: str,
                     typed: dict[str, str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         with self.connection() as conn:
-            return (webhooks.of_workspace(conn, self.app.clock.now(), workspace_id, typed["client"] or None,
+            return (webhooks.of_workspace(conn, self.sandesh.clock.now(), workspace_id, typed["client"] or None,
                                           typed["state"] or None, SHOWN),
                     registry.clients(conn, workspace_id))
 
@@ -70,7 +70,7 @@ class Delivery(Page):
                       delivery=delivery, manages=may_manage_clients(person["role"]))
 
     def _delivery(self, workspace_id: str, delivery_id: str) -> dict[str, Any] | None:
-        now = self.app.clock.now()
+        now = self.sandesh.clock.now()
         with self.connection() as conn:
             row = webhooks.find(conn, delivery_id, now)
             if row is None or webhooks.workspace_of(conn, delivery_id, now) != workspace_id:
@@ -90,12 +90,12 @@ class Redeliver(Page):
             return
         if await self.blocking(self._workspace_of, delivery_id) != workspace_id:
             return self.web.not_found(req, resp, person)
-        await self.blocking(self.app.webhooks.redeliver, delivery_id, actor_of(person["email"]))
+        await self.blocking(self.sandesh.webhooks.redeliver, delivery_id, actor_of(person["email"]))
         self.web.redirect(resp, f"/dashboard/w/{workspace_id}/webhooks")
 
     def _workspace_of(self, delivery_id: str) -> str | None:
         with self.connection() as conn:
-            return webhooks.workspace_of(conn, delivery_id, self.app.clock.now())
+            return webhooks.workspace_of(conn, delivery_id, self.sandesh.clock.now())
 
 
 class Outage(Webhooks):
@@ -114,7 +114,7 @@ class Outage(Webhooks):
             errors["since"] = "give the time the outage began (Nepal time)"
         if not errors:
             try:
-                count = await self.blocking(self.app.webhooks.redeliver_outage, typed["outage_client"], since, until,
+                count = await self.blocking(self.sandesh.webhooks.redeliver_outage, typed["outage_client"], since, until,
                                             typed["outage_state"] or None, actor_of(person["email"]), workspace_id)
                 return self.web.redirect(resp, f"/dashboard/w/{workspace_id}/webhooks?redelivered={count}")
             except NotFound:

@@ -17,10 +17,10 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from .common import scratch_database
-from .send_bench import DURABLE, SANDESH, _clients, _running, _wrk, accepting, children, product
+from .send_bench import DURABLE, SANDESH, client_keys, launched, wrk, accepting, children, product
 
 
-def _cpu_seconds(pids: list[int]) -> tuple[float, float]:
+def cpu_seconds(pids: list[int]) -> tuple[float, float]:
     """User and system CPU seconds of these processes."""
     user = system = 0
     for pid in pids:
@@ -57,9 +57,9 @@ def main() -> None:
     parser.add_argument("--durable", action="store_true", help="the durable baseline (durable_app.py) instead")
     args = parser.parse_args()
     with scratch_database() as env, ExitStack() as running:
-        keys = _clients(env, args.workspaces, 1)
+        keys = client_keys(env, args.workspaces, 1)
         if args.durable:
-            server = running.enter_context(_running(["scripts.bench.durable_app", f"127.0.0.1:{DURABLE}"],
+            server = running.enter_context(launched(["scripts.bench.durable_app", f"127.0.0.1:{DURABLE}"],
                                                     env, f"http://127.0.0.1:{DURABLE}/v1/health"))
             time.sleep(2)
             roles, port = {"durable": children(server.pid)}, DURABLE
@@ -69,10 +69,10 @@ def main() -> None:
         postgres = [int(p) for p in subprocess.run(["pgrep", "-x", "postgres"], capture_output=True,
                                                    text=True).stdout.split()]
         groups = {**roles, "postgres": postgres}
-        before = {name: (_cpu_seconds(pids), _switches(pids)) for name, pids in groups.items()}
+        before = {name: (cpu_seconds(pids), _switches(pids)) for name, pids in groups.items()}
         machine = _machine()
-        run = _wrk(f"http://127.0.0.1:{port}", keys, args.seconds, args.connections)
-        after = {name: (_cpu_seconds(pids), _switches(pids)) for name, pids in groups.items()}
+        run = wrk(f"http://127.0.0.1:{port}", keys, args.seconds, args.connections)
+        after = {name: (cpu_seconds(pids), _switches(pids)) for name, pids in groups.items()}
         spent = [b - a for a, b in zip(machine, _machine())]
     sends = run["rps"] * args.seconds
     print(f"{run['rps']:.0f} sends/s, p50 {run['p50']:.1f} ms, p99 {run['p99']:.1f} ms, {run['non2xx']:.0f} non-2xx; "

@@ -26,7 +26,7 @@ from sandesh.scripts.service.bootstrap import bootstrap
 
 from .backlog import fill
 from .common import funded_workspace, scratch_database
-from .cpu_split import _cpu_seconds
+from .cpu_split import cpu_seconds
 
 # The turn as it was written before the function (kept here only to measure against).
 INLINE = ("greatest((SELECT turn + 1 FROM dispatch_queue WHERE client_id = %s AND priority = %s ORDER BY turn DESC"
@@ -35,7 +35,7 @@ RUNS = 300
 
 
 def _cpu(pid: int) -> float:
-    return sum(_cpu_seconds([pid]))
+    return sum(cpu_seconds([pid]))
 
 
 def _script(conn: Any, client: str, n: int, inline: bool) -> str:
@@ -48,7 +48,7 @@ def _script(conn: Any, client: str, n: int, inline: bool) -> str:
             "priority": 1, "to": "9779812345678", "operator": "ncell", "parts": 1, "enqueued_at": at,
             "not_before": at, "expires_at": None,
             "turn": (Computed(INLINE, (client, 1, 1), lambda memory: 0) if inline
-                     else dispatch._turn(client, 1))})
+                     else dispatch.turn(client, 1))})
     return ";\n".join(["BEGIN", *buffer.statements, "ROLLBACK"])
 
 

@@ -60,7 +60,7 @@ def main(argv: list[str]) -> int:
             with runtime.connection() as conn:
                 conn.execute("VACUUM ANALYZE dispatch_queue")
                 with conn.transaction():
-                    after, after_sorts = timed(conn, dispatch._HEAD, params)
+                    after, after_sorts = timed(conn, dispatch.HEAD, params)
                     before, before_sorts = timed(conn, BEFORE, params)
             runtime.close()
         print(json.dumps({"waiting": n, "lease_ms_before": round(before, 2), "before_sorts": before_sorts,

@@ -20,7 +20,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from .common import scratch_database
-from .send_bench import LUA, SANDESH, _clients, accepting, product
+from .send_bench import LUA, SANDESH, client_keys, accepting, product
 
 # The first stage (innermost frame wins) a sample's stack passes through, by file and function.
 STAGES = [
@@ -62,7 +62,7 @@ def main() -> None:
     args = parser.parse_args()
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     with scratch_database() as env, ExitStack() as running, tempfile.TemporaryDirectory() as folder:
-        keys = _clients(env, 1, 1)
+        keys = client_keys(env, 1, 1)
         pids = running.enter_context(product(env, running))
         accepting(keys)
         wrk = subprocess.Popen(["wrk", "-t2", f"-c{args.connections}", f"-d{args.seconds + 2}s", "-s", str(LUA),

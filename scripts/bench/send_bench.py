@@ -54,7 +54,7 @@ def _wait(url: str, process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def _running(args: list[str], env: dict[str, str], ready: str | None = None) -> Iterator[subprocess.Popen]:
+def launched(args: list[str], env: dict[str, str], ready: str | None = None) -> Iterator[subprocess.Popen]:
     """A process of ours until the block ends (SIGTERM, then its exit)."""
     process = subprocess.Popen([sys.executable, "-m", *args], env=env, cwd=ROOT, stdin=subprocess.PIPE,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -84,11 +84,11 @@ def product(env: dict[str, str], stack: ExitStack) -> Iterator[dict[str, list[in
     worker all` and `sandesh serve` (no flag), sends accepted; yields the pids of its processes
     by role ("serve" for the API's workers, "projections", "dispatch", "webhooks")."""
     quiet = dict(env)  # the default log level: an access line per request (to /dev/null)
-    emulator = stack.enter_context(_running(["sandesh.scripts.service.cli", "emulator", "--sims", "2", "--register"], quiet))
+    emulator = stack.enter_context(launched(["sandesh.scripts.service.cli", "emulator", "--sims", "2", "--register"], quiet))
     time.sleep(3)  # the modems registered
     assert emulator.poll() is None, "the emulator did not start"
-    workers = stack.enter_context(_running(["sandesh.scripts.service.cli", "worker", "all"], quiet))
-    serve = stack.enter_context(_running(["sandesh.scripts.service.cli", "serve", "--bind", f"127.0.0.1:{SANDESH}"], quiet,
+    workers = stack.enter_context(launched(["sandesh.scripts.service.cli", "worker", "all"], quiet))
+    serve = stack.enter_context(launched(["sandesh.scripts.service.cli", "serve", "--bind", f"127.0.0.1:{SANDESH}"], quiet,
                                          f"http://127.0.0.1:{SANDESH}/v1/health"))
     time.sleep(2)  # every process up
     pids = {"serve": children(serve.pid)}
@@ -98,7 +98,9 @@ def product(env: dict[str, str], stack: ExitStack) -> Iterator[dict[str, list[in
     yield pids
 
 
-def _clients(env: dict[str, str], workspaces: int, per_workspace: int) -> list[str]:
+def client_keys(env: dict[str, str], workspaces: int, per_workspace: int) -> list[str]:
+    """The API keys of `per_workspace` clients in each of `workspaces` well-funded workspaces,
+    each with a rate no benchmark reaches."""
     runtime = bootstrap(Settings.from_env(env), pool_size=2)
     keys = []
     for w in range(workspaces):
@@ -126,7 +128,7 @@ def _settle(database_url: str) -> None:
     time.sleep(1)
 
 
-def _wrk(url: str, keys: list[str], seconds: int, connections: int) -> dict[str, float]:
+def wrk(url: str, keys: list[str], seconds: int, connections: int) -> dict[str, float]:
     out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--timeout", "5s", "-s", str(LUA), url],
                          env={**os.environ, "SANDESH_BENCH_KEYS": ",".join(keys)}, capture_output=True, text=True,
                          check=True).stdout
@@ -153,7 +155,7 @@ def _lag(runtime: Any) -> tuple[int, float]:
 def accepting(keys: list[str]) -> None:
     """Until a send is accepted: the dispatcher has reported its SIMs (a route)."""
     deadline = time.monotonic() + 30
-    while _wrk(f"http://127.0.0.1:{SANDESH}", keys, 1, 2)["non2xx"] and time.monotonic() < deadline:
+    while wrk(f"http://127.0.0.1:{SANDESH}", keys, 1, 2)["non2xx"] and time.monotonic() < deadline:
         time.sleep(1)
 
 
@@ -185,9 +187,9 @@ def main() -> None:
     shapes = {"a": ("(a) 1 workspace, 1 client", 1, 1), "b": ("(b) 1 workspace, 8 clients", 1, 8),
               "c": ("(c) 8 workspaces", 8, 1)}
     with scratch_database() as env, ExitStack() as running:
-        scenarios = {shapes[s][0]: _clients(env, *shapes[s][1:]) for s in args.scenario}
+        scenarios = {shapes[s][0]: client_keys(env, *shapes[s][1:]) for s in args.scenario}
         running.enter_context(product(env, running))
-        running.enter_context(_running(["scripts.bench.durable_app", f"127.0.0.1:{DURABLE}"],
+        running.enter_context(launched(["scripts.bench.durable_app", f"127.0.0.1:{DURABLE}"],
                                        {**env, "SANDESH_LOG_LEVEL": "WARNING"}, f"http://127.0.0.1:{DURABLE}/v1/health"))
         runtime = bootstrap(Settings.from_env(env), pool_size=1)
         running.callback(runtime.close)
@@ -202,7 +204,7 @@ def main() -> None:
                 for _ in range(args.repeat):  # alternate, so drift and noise hit both alike
                     for label, port in (("durable", DURABLE), ("sandesh", SANDESH)):
                         _settle(env["DATABASE_URL"])
-                        run = _wrk(f"http://127.0.0.1:{port}", keys, args.seconds, connections)
+                        run = wrk(f"http://127.0.0.1:{port}", keys, args.seconds, connections)
                         if label == "sandesh":
                             run["lag_events"], run["lag_seconds"] = _lag(runtime)
                         runs[label].append(run)
@@ -213,7 +215,7 @@ def main() -> None:
         if args.long_seconds:
             name, keys = next(iter(scenarios.items()))
             _settle(env["DATABASE_URL"])
-            run = _wrk(f"http://127.0.0.1:{SANDESH}", keys, args.long_seconds, args.connections[0])
+            run = wrk(f"http://127.0.0.1:{SANDESH}", keys, args.long_seconds, args.connections[0])
             run["lag_events"], run["lag_seconds"] = _lag(runtime)
             print(f"long run, {args.long_seconds} s: " + _line(name, args.connections[0], "sandesh", run, "", [run]))
 

@@ -18,7 +18,7 @@ import time
 from contextlib import ExitStack
 
 from .common import scratch_database
-from .send_bench import SANDESH, _clients, accepting, product
+from .send_bench import SANDESH, client_keys, accepting, product
 
 BALANCE_LUA = """
 local key = os.getenv("SANDESH_BENCH_KEYS")
@@ -78,7 +78,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=20)
     args = parser.parse_args()
     with scratch_database() as env, ExitStack() as running:
-        [key] = _clients(env, 1, 1)
+        [key] = client_keys(env, 1, 1)
         running.enter_context(product(env, running))
         accepting([key])
         script = os.path.join(env.get("TMPDIR", "/tmp"), f"balance-{os.getpid()}.lua")

@@ -29,5 +29,5 @@ class FindMessage(OpsPage):
     def _workspace_of(self, message_id: str) -> str | None:
         """The workspace of the message as the log has it (a message the projections worker has
         not reached yet is found too)."""
-        message = self.app.history.message(message_id)
+        message = self.sandesh.history.message(message_id)
         return message.workspace_id if message is not None else None

@@ -57,7 +57,7 @@ class Team(TeamPage):
                 errors[name] = str(problem)
         if not errors:
             try:
-                added, token = await self.blocking(self.app.people.add_person, typed["email"], typed["name"], None,
+                added, token = await self.blocking(self.sandesh.people.add_person, typed["email"], typed["name"], None,
                                                    None, True, self.actor(person))
                 return await self.show(req, resp, person, link=self.link(req, added.email, token))
             except DomainError as problem:
@@ -80,8 +80,8 @@ class TeamAction(TeamPage):
         if action == "disable" and target["email"] == person["email"]:
             return await self.show(req, resp, person, status=400,
                                    errors={person_id: "you cannot disable yourself: ask another operator"})
-        use_case = {"disable": self.app.people.disable_person, "enable": self.app.people.enable_person,
-                    "reset": self.app.people.reset_password}[action]
+        use_case = {"disable": self.sandesh.people.disable_person, "enable": self.sandesh.people.enable_person,
+                    "reset": self.sandesh.people.reset_password}[action]
         try:
             done = await self.blocking(use_case, target["email"], self.actor(person))
         except DomainError as problem:

@@ -38,7 +38,7 @@ class Replies(OpsPage):
         with self.connection() as conn:
             rows = inbound.received(conn, unattributed, PAGE + 1, before)
         for row in rows[:PAGE]:
-            row["text"] = self.app.texts.open(self.app.dispatch.reply(row["id"]).text)
+            row["text"] = self.sandesh.texts.open(self.sandesh.dispatch.reply(row["id"]).text)
             row["at"] = iso(row["received_at"])
         return rows
 

@@ -27,7 +27,7 @@ class AddSim(SimPool):
         if not errors:
             settings = {k: v for k, v in sim["settings"].items() if k not in ("baud", "host")}
             try:
-                added = await self.blocking(self.app.sims.add_sim, sim["name"], sim["port"],
+                added = await self.blocking(self.sandesh.sims.add_sim, sim["name"], sim["port"],
                                             sim["settings"]["baud"], sim["settings"]["host"], self.actor(person),
                                             settings)
                 return self.web.redirect(resp, f"{ROOT}/{added.id}")
@@ -81,7 +81,7 @@ class SimSettings(SimPage):
             errors["sim"] = "nothing to change: type a new value in a field"
         if not errors:
             try:
-                await self.blocking(self.app.sims.update_sim, sim_id, port if port != sim["port"] else None,
+                await self.blocking(self.sandesh.sims.update_sim, sim_id, port if port != sim["port"] else None,
                                     self.actor(person), changes)
                 return self.web.redirect(resp, f"{ROOT}/{sim_id}")
             except DomainError as problem:
@@ -101,7 +101,7 @@ class SimPin(SimPage):
             return self.web.not_found(req, resp, person)
         clear = form.get("clear") == "on"
         try:
-            await self.blocking(self.app.sims.update_sim, sim_id, None, self.actor(person), None,
+            await self.blocking(self.sandesh.sims.update_sim, sim_id, None, self.actor(person), None,
                                 None if clear else form.get("pin", "").strip(), clear)
         except DomainError as problem:
             return await self.show(req, resp, person, sim_id, status=400, errors={"pin": str(problem)})

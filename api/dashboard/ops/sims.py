@@ -35,7 +35,7 @@ class PoolPage(OpsPage):
                       refresh=REFRESH_SECONDS, window=PARTS_PER_WINDOW)
 
     def _pool(self) -> tuple[float, list[dict[str, Any]]]:
-        now = self.app.clock.now()
+        now = self.sandesh.clock.now()
         with self.connection() as conn:
             rows = sim_health.pool(conn, now, self.route_window)
             today = console.sent_since(conn, day_start(now))
@@ -94,7 +94,7 @@ class SimAction(PoolPage):
             return
         if action not in ACTIONS or await self.blocking(self._sim, sim_id) is None:
             return self.web.not_found(req, resp, person)
-        sims = self.app.sims
+        sims = self.sandesh.sims
         change = {"disable": sims.disable_sim, "enable": sims.enable_sim, "release": sims.release_sim}[action]
         try:
             await self.blocking(change, sim_id, self.actor(person))

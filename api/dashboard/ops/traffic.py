@@ -34,7 +34,7 @@ class TrafficPage(OpsPage):
                       errors=errors or {}, hours=MINUTES // 60)
 
     def _read(self) -> tuple[float, dict[str, Any], tuple[list[int], list[int]], dict[str, Any] | None]:
-        now = self.app.clock.now()
+        now = self.sandesh.clock.now()
         with self.connection() as conn:
             return (now, dispatch.waiting(conn, QUEUE_CAP), console.per_minute(conn, now, MINUTES),
                     registry.fetch_one(conn, "sms_switch", "id", SMS_SWITCH_ID))
@@ -74,7 +74,7 @@ class SmsSwitch(TrafficPage):
             return await self.show(req, resp, person, status=400,
                                    errors={"reason": "say why, for the audit and for whoever switches it on"})
         try:
-            await self.blocking(self.app.operators.set_sms_switch, action == "on", reason or None, self.actor(person))
+            await self.blocking(self.sandesh.operators.set_sms_switch, action == "on", reason or None, self.actor(person))
         except DomainError as problem:
             return await self.show(req, resp, person, status=400, errors={"switch": str(problem)})
         self.web.redirect(resp, "/dashboard/ops/traffic")

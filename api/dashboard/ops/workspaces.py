@@ -66,7 +66,7 @@ class Workspaces(OpsPage):
             errors["name"] = "a workspace needs a name"
         if errors:
             return await self.show(req, resp, person, status=400, errors=errors, typed=form)
-        workspace = await self.blocking(self.app.operators.create_workspace, form["name"], types, rates,
+        workspace = await self.blocking(self.sandesh.operators.create_workspace, form["name"], types, rates,
                                         self.actor(person))
         self.web.redirect(resp, f"{ROOT}/{workspace.id}")
 
@@ -100,7 +100,7 @@ class WorkspaceDetail(OpsPage):
         if found is None:
             return self.web.not_found(req, resp, person)
         workspace, clients = found
-        totp_required = await self.blocking(self.app.people.totp_required, workspace_id)
+        totp_required = await self.blocking(self.sandesh.people.totp_required, workspace_id)
         self.web.page(req, resp, "ops/workspace.html", status=status, title=workspace["name"], person=person,
                       workspace=workspace, clients=clients, types=MESSAGE_TYPES, totp_required=totp_required,
                       errors=errors or {}, typed=typed or {}, erased=erased)
@@ -125,7 +125,7 @@ class WorkspaceAction(WorkspaceDetail):
             return
         if action not in ACTIONS:
             return self.web.not_found(req, resp, person)
-        ops, actor = self.app.operators, self.actor(person)
+        ops, actor = self.sandesh.operators, self.actor(person)
         try:
             if action == "credit":
                 amount = _field("amount", parse_npr, form.get("amount", ""))
@@ -161,7 +161,7 @@ class WorkspaceAction(WorkspaceDetail):
         if form.get("confirm", "").strip() != found[0]["name"]:
             return await self.show(req, resp, person, workspace_id, status=400,
                                    errors={"confirm": "type the workspace's name exactly to erase its texts"})
-        keys = await self.blocking(self.app.operators.shred_texts, workspace_id, self.actor(person))
+        keys = await self.blocking(self.sandesh.operators.shred_texts, workspace_id, self.actor(person))
         self.web.redirect(resp, f"{ROOT}/{workspace_id}?erased={keys}")  # a reload does not post it again
 
 
@@ -182,7 +182,7 @@ class ClientRateLimit(WorkspaceDetail):
             client = await self.blocking(self._client, client_id)
             if client is None or client["workspace_id"] != workspace_id:
                 return self.web.not_found(req, resp, person)
-            await self.blocking(self.app.operators.update_client, client_id, None, None, int(text), self.actor(person))
+            await self.blocking(self.sandesh.operators.update_client, client_id, None, None, int(text), self.actor(person))
         except DomainError as problem:
             return await self.show(req, resp, person, workspace_id, status=400, errors={field: str(problem)})
         self.web.redirect(resp, f"{ROOT}/{workspace_id}")
