@@ -31,7 +31,7 @@ from sandesh.domain.topics import topics_of
 
 from . import checkpoints, follower, registry
 from .contract import Projection
-from .rows import MemoryRows, SpillingRows, SqlRows
+from .rows import AppendRows, MemoryRows, SpillingRows, SqlRows
 from .runtime import Runtime
 
 PROJECTIONS: dict[str, Projection] = {registry.PROJECTION.name: registry.PROJECTION, **follower.FOLLOWED}
@@ -201,7 +201,7 @@ def _continued(batch: list[Any]) -> list[str]:
     return [originator_id for originator_id, version in first.items() if version > 1]
 
 
-def _create(conn: Any, schema: str, view: Projection) -> list[str]:
+def _create(conn: Any, schema: str, view: Projection, keep: tuple[str, ...] = ()) -> list[str]:
     """The view's tables in a fresh `schema`, unlogged (the rows copied in, and the pages of
     their keys' indexes as these grow past the server's buffers, write no WAL; `_load` makes
     the tables that are kept logged, in one pass each), with their keys but without their other
@@ -217,7 +217,8 @@ def _create(conn: Any, schema: str, view: Projection) -> list[str]:
         later = conn.execute(
             "SELECT c.relname AS indexname, pg_get_indexdef(i.indexrelid) AS indexdef FROM pg_index i"
             " JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = %s AND NOT i.indisunique", (schema,)).fetchall()
+            " JOIN pg_class t ON t.oid = i.indrelid"
+            " WHERE n.nspname = %s AND NOT i.indisunique AND NOT t.relname = ANY(%s)", (schema, list(keep))).fetchall()
         for index in later:
             conn.execute(f'DROP INDEX "{schema}"."{index["indexname"]}"')
     return [index["indexdef"] for index in later]
@@ -501,6 +502,8 @@ def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, kept: 
     fold, a second process builds those of SECOND while this one builds the rest, each in one pass
     over the log up to the same position (the log's head now, unless `upto`) and within half
     the memory budget."""
+    if EXECUTOR == "live" and not from_checkpoint:
+        return _build_live(runtime, conn, prefix, names, kept=kept, upto=upto)
     second = [name for name in names if name in SECOND]
     first = [name for name in names if name not in SECOND]
     if not (first and second) or runtime.remake is None:
@@ -525,6 +528,71 @@ def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, kept: 
             "memory": _both(here["memory"], there["memory"]),
             "indexSeconds": round(here["indexSeconds"] + there["indexSeconds"], 3),
             "indexWaitSeconds": max(here["indexWaitSeconds"], there["indexWaitSeconds"])}
+
+
+# Which executor folds a replay's pass: "memory" (rows in memory, spilled past the budget, in
+# two processes: `_build_here`, `_Elsewhere`) or "live" (the live executors on the scratch
+# tables: `_build_live`).  The replay benchmark sets it to compare them (docs/performance.md,
+# "Replay").
+EXECUTOR = "memory"
+READ_INDEXES = ("dispatch_queue", "otp_issues", "otp_caller_hits")  # tables whose indexes the handlers' statements read
+
+
+def _build_live(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, kept: bool,
+                upto: int | None = None) -> dict[str, Any]:
+    """`_build` through the executors that write live: each batch of the log, in one
+    transaction, goes to each inline projection on `AppendRows` (as an append's events do) and to
+    each followed one on `BatchedSqlRows` (as the projections worker's step does), in pipeline
+    mode, into unlogged scratch tables.  Indexes that no handler's statement reads are made at
+    the end.  Memory holds one batch, whatever the log's length."""
+    views = {name: PROJECTIONS[name] for name in names}
+    indexes: dict[str, list[str]] = {}
+    for name, view in views.items():
+        indexes[name] = _create(conn, f"{prefix}{name}", view, keep=READ_INDEXES)
+    handled = {cls for view in views.values() for cls in view.handlers}
+    head = upto if upto is not None else runtime.app.log.recorder.max_notification_id() or 0
+    progress = Progress("log" if len(names) > 1 else names[0], head)
+    counts = dict.fromkeys(views, 0)
+    decode = runtime.app.log.mapper.decode
+    position = 0
+    started = time.monotonic()
+    for batch in _read(runtime, topics_of(handled), 0, head):
+        events = [decode(originator_id, version, topic, state) for _, originator_id, version, topic, state in batch]
+        with conn.transaction(), conn.cursor() as cur:
+            for name, view in views.items():
+                mine = [e for e in events if type(e) in view.handlers]
+                if not mine:
+                    continue
+                cur.execute(f'SET LOCAL search_path = "{prefix}{name}"')
+                if view.inline:
+                    rows = AppendRows(cur, view.tables)
+                    for event in mine:
+                        view.apply(rows, event)
+                    with conn.pipeline():
+                        rows.finish()
+                else:
+                    view.follow(cur, mine)
+                counts[name] += len(mine)
+            cur.execute("SET LOCAL search_path = public")
+        position = batch[-1][0]
+        progress.advance(len(batch))
+    progress.close()
+    read = time.monotonic() - started
+    built = {}
+    indexer = _Indexer(runtime.settings.database_url)
+    try:
+        for name, view in views.items():
+            rows_held = sum(conn.execute(f'SELECT count(*) AS n FROM "{prefix}{name}"."{table}"').fetchone()["n"]
+                            for table in view.tables)
+            indexer.submit(f"{prefix}{name}", view, indexes[name], kept)
+            built[name] = {"events": counts[name], "rows": rows_held, "seconds": 0.0}
+    finally:
+        waited = time.monotonic()
+        indexing = indexer.wait()
+    return {"position": max(position, head), "readSeconds": read, "projections": built,
+            "memory": {"peakMB": round(_peak() / 1024), "budgetMB": 0, "rowsSpilled": 0, "rowsTakenBack": 0,
+                       "spilledByTable": {}, "processes": 1},
+            "indexSeconds": round(indexing, 3), "indexWaitSeconds": round(time.monotonic() - waited, 3)}
 
 
 def _both(here: dict[str, Any], there: dict[str, Any]) -> dict[str, Any]:
