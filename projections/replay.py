@@ -11,8 +11,6 @@ appends take them), so no event is missed or applied twice while the API runs.
 from __future__ import annotations
 
 import gc
-import multiprocessing
-import multiprocessing.connection
 import operator
 import os
 import queue
@@ -31,7 +29,7 @@ from sandesh.domain.topics import topics_of
 
 from . import checkpoints, follower, registry
 from .contract import Projection
-from .rows import AppendRows, MemoryRows, SpillingRows, SqlRows
+from .rows import MemoryRows, SpillingRows, SqlRows
 from .runtime import Runtime
 
 PROJECTIONS: dict[str, Projection] = {registry.PROJECTION.name: registry.PROJECTION, **follower.FOLLOWED}
@@ -70,20 +68,6 @@ class Progress:
         eta = (self.total - self.done) / rate if rate and self.total > self.done else 0
         sys.stderr.write(f"{self.verb} {self.name}: {self.done}/{self.total} {self.unit}, {rate:,.0f}/s, ETA {eta:.0f} s\n")
         sys.stderr.flush()
-
-
-class _Unshown(Progress):
-    """Progress kept but not shown (a replay's second process: the first shows the pass)."""
-
-    def __init__(self, name: str, total: int):
-        self.name, self.total, self.done, self.started, self.last_line = name, total, 0, time.monotonic(), 0.0
-        self.bar = None
-
-    def advance(self, count: int) -> None:
-        self.done += count
-
-    def close(self) -> None:
-        pass
 
 
 def _apply_batch(runtime: Runtime, conn: Any, schema: str, view: Projection, after: int,
@@ -201,7 +185,7 @@ def _continued(batch: list[Any]) -> list[str]:
     return [originator_id for originator_id, version in first.items() if version > 1]
 
 
-def _create(conn: Any, schema: str, view: Projection, keep: tuple[str, ...] = ()) -> list[str]:
+def _create(conn: Any, schema: str, view: Projection) -> list[str]:
     """The view's tables in a fresh `schema`, unlogged (the rows copied in, and the pages of
     their keys' indexes as these grow past the server's buffers, write no WAL; `_load` makes
     the tables that are kept logged, in one pass each), with their keys but without their other
@@ -217,8 +201,7 @@ def _create(conn: Any, schema: str, view: Projection, keep: tuple[str, ...] = ()
         later = conn.execute(
             "SELECT c.relname AS indexname, pg_get_indexdef(i.indexrelid) AS indexdef FROM pg_index i"
             " JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
-            " JOIN pg_class t ON t.oid = i.indrelid"
-            " WHERE n.nspname = %s AND NOT i.indisunique AND NOT t.relname = ANY(%s)", (schema, list(keep))).fetchall()
+            " WHERE n.nspname = %s AND NOT i.indisunique", (schema,)).fetchall()
         for index in later:
             conn.execute(f'DROP INDEX "{schema}"."{index["indexname"]}"')
     return [index["indexdef"] for index in later]
@@ -459,8 +442,7 @@ def _checkpoints(conn: Any, names: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def _pass(runtime: Runtime, conn: Any, prefix: str, views: dict[str, Projection], memory: SpillingRows,
-          from_checkpoint: bool, upto: int | None, shown: bool = True,
-          label: str | None = None) -> tuple[int, dict[str, int]]:
+          from_checkpoint: bool, upto: int | None) -> tuple[int, dict[str, int]]:
     """The one pass: each view's checkpoint loaded (`from_checkpoint`), then the log folded into
     `memory`.  Returns the position reached and how many events each view handled."""
     names = list(views)
@@ -471,8 +453,7 @@ def _pass(runtime: Runtime, conn: Any, prefix: str, views: dict[str, Projection]
             starts[name] = found[name]["position"]
             checkpoints.load(conn, name, views[name], memory, f"{prefix}{name}")
     head = upto if upto is not None else runtime.app.log.recorder.max_notification_id() or 0
-    progress = (Progress if shown else _Unshown)(label or ("log" if len(names) > 1 else names[0]),
-                                                  max(0, head - min(starts.values())))
+    progress = Progress("log" if len(names) > 1 else names[0], max(0, head - min(starts.values())))
     collecting = gc.isenabled()
     gc.disable()  # the rows held make no cycles, and a full collection would walk every one of them
     try:
@@ -484,185 +465,13 @@ def _pass(runtime: Runtime, conn: Any, prefix: str, views: dict[str, Projection]
     return position, counts
 
 
-# The projections a second process folds, beside this one's, when a replay has PARALLEL_FROM
-# events or more to fold: the registry's handlers cost about what these do together, and a
-# process's handlers hold its core (docs/design.md, "Replay"; docs/performance.md, "Replay").
-SECOND = ("messages", "counters", "otps", "audit")
-PARALLEL_FROM = 200_000
-
-
-def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, kept: bool, from_checkpoint: bool = False,
-           upto: int | None = None, memory_budget: int = MEMORY_BUDGET) -> dict[str, Any]:
+def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, kept: bool,
+           from_checkpoint: bool = False, upto: int | None = None,
+           memory_budget: int = MEMORY_BUDGET) -> dict[str, Any]:
     """Each named projection's tables made in schema `prefix + name` from the whole log (from
-    its checkpoint on, `from_checkpoint`; up to `upto`); logged in the end when they are `kept`
-    (swapped in, or a checkpoint), else left unlogged to be dropped.  Returns the position
-    reached and per view its events, rows and seconds.
-
-    With some of SECOND and some of the others to build, and PARALLEL_FROM events or more to
-    fold, a second process builds those of SECOND while this one builds the rest, each in one pass
-    over the log up to the same position (the log's head now, unless `upto`) and within half
-    the memory budget."""
-    if EXECUTOR == "live" and not from_checkpoint:
-        return _build_live(runtime, conn, prefix, names, kept=kept, upto=upto)
-    second = [name for name in names if name in SECOND]
-    first = [name for name in names if name not in SECOND]
-    if not (first and second) or runtime.remake is None:
-        return _build_here(runtime, conn, prefix, names, kept=kept, from_checkpoint=from_checkpoint, upto=upto,
-                           memory_budget=memory_budget)
-    head = upto if upto is not None else runtime.app.log.recorder.max_notification_id() or 0
-    start = min(c["position"] for c in _checkpoints(conn, names).values()) if from_checkpoint else 0
-    if head - start < PARALLEL_FROM:
-        return _build_here(runtime, conn, prefix, names, kept=kept, from_checkpoint=from_checkpoint, upto=upto,
-                           memory_budget=memory_budget)
-    elsewhere = _Elsewhere(runtime.remake, prefix, second, kept=kept, from_checkpoint=from_checkpoint, upto=head,
-                           memory_budget=memory_budget // 2)
-    try:
-        here = _build_here(runtime, conn, prefix, first, kept=kept, from_checkpoint=from_checkpoint, upto=head,
-                           memory_budget=memory_budget // 2, label=f"log ({', '.join(second)} in a second process)")
-    except BaseException:
-        elsewhere.cancel()
-        raise
-    there = elsewhere.result()
-    return {"position": head, "readSeconds": max(here["readSeconds"], there["readSeconds"]),
-            "projections": {name: (here if name in first else there)["projections"][name] for name in names},
-            "memory": _both(here["memory"], there["memory"]),
-            "indexSeconds": round(here["indexSeconds"] + there["indexSeconds"], 3),
-            "indexWaitSeconds": max(here["indexWaitSeconds"], there["indexWaitSeconds"])}
-
-
-# Which executor folds a replay's pass: "memory" (rows in memory, spilled past the budget, in
-# two processes: `_build_here`, `_Elsewhere`) or "live" (the live executors on the scratch
-# tables: `_build_live`).  The replay benchmark sets it to compare them (docs/performance.md,
-# "Replay").
-EXECUTOR = "memory"
-READ_INDEXES = ("dispatch_queue", "otp_issues", "otp_caller_hits")  # tables whose indexes the handlers' statements read
-
-
-def _build_live(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, kept: bool,
-                upto: int | None = None) -> dict[str, Any]:
-    """`_build` through the executors that write live: each batch of the log, in one
-    transaction, goes to each inline projection on `AppendRows` (as an append's events do) and to
-    each followed one on `BatchedSqlRows` (as the projections worker's step does), in pipeline
-    mode, into unlogged scratch tables.  Indexes that no handler's statement reads are made at
-    the end.  Memory holds one batch, whatever the log's length."""
-    views = {name: PROJECTIONS[name] for name in names}
-    indexes: dict[str, list[str]] = {}
-    for name, view in views.items():
-        indexes[name] = _create(conn, f"{prefix}{name}", view, keep=READ_INDEXES)
-    handled = {cls for view in views.values() for cls in view.handlers}
-    head = upto if upto is not None else runtime.app.log.recorder.max_notification_id() or 0
-    progress = Progress("log" if len(names) > 1 else names[0], head)
-    counts = dict.fromkeys(views, 0)
-    decode = runtime.app.log.mapper.decode
-    position = 0
-    started = time.monotonic()
-    for batch in _read(runtime, topics_of(handled), 0, head):
-        events = [decode(originator_id, version, topic, state) for _, originator_id, version, topic, state in batch]
-        with conn.transaction(), conn.cursor() as cur:
-            for name, view in views.items():
-                mine = [e for e in events if type(e) in view.handlers]
-                if not mine:
-                    continue
-                cur.execute(f'SET LOCAL search_path = "{prefix}{name}"')
-                if view.inline:
-                    rows = AppendRows(cur, view.tables)
-                    for event in mine:
-                        view.apply(rows, event)
-                    with conn.pipeline():
-                        rows.finish()
-                else:
-                    view.follow(cur, mine)
-                counts[name] += len(mine)
-            cur.execute("SET LOCAL search_path = public")
-        position = batch[-1][0]
-        progress.advance(len(batch))
-    progress.close()
-    read = time.monotonic() - started
-    built = {}
-    indexer = _Indexer(runtime.settings.database_url)
-    try:
-        for name, view in views.items():
-            rows_held = sum(conn.execute(f'SELECT count(*) AS n FROM "{prefix}{name}"."{table}"').fetchone()["n"]
-                            for table in view.tables)
-            indexer.submit(f"{prefix}{name}", view, indexes[name], kept)
-            built[name] = {"events": counts[name], "rows": rows_held, "seconds": 0.0}
-    finally:
-        waited = time.monotonic()
-        indexing = indexer.wait()
-    return {"position": max(position, head), "readSeconds": read, "projections": built,
-            "memory": {"peakMB": round(_peak() / 1024), "budgetMB": 0, "rowsSpilled": 0, "rowsTakenBack": 0,
-                       "spilledByTable": {}, "processes": 1},
-            "indexSeconds": round(indexing, 3), "indexWaitSeconds": round(time.monotonic() - waited, 3)}
-
-
-def _both(here: dict[str, Any], there: dict[str, Any]) -> dict[str, Any]:
-    """What two processes held: their peaks added (an upper bound of what they held together)."""
-    return {"peakMB": here["peakMB"] + there["peakMB"], "budgetMB": here["budgetMB"] + there["budgetMB"],
-            "rowsSpilled": here["rowsSpilled"] + there["rowsSpilled"],
-            "rowsTakenBack": here["rowsTakenBack"] + there["rowsTakenBack"],
-            "spilledByTable": dict(sorted({**here["spilledByTable"], **there["spilledByTable"]}.items())),
-            "processes": 2, "peakMBEach": [here["peakMB"], there["peakMB"]]}
-
-
-class _Elsewhere:
-    """`_build_here` of some projections in a second process (spawned: a fresh interpreter,
-    which makes its own runtime and connections), whose result or error `result` returns."""
-
-    def __init__(self, remake: Any, prefix: str, names: list[str], **build: Any):
-        context = multiprocessing.get_context("spawn")
-        self._answer, sent = context.Pipe(duplex=False)
-        self.process = context.Process(target=_build_elsewhere, args=(remake, prefix, names, build, sent),
-                                       name="replay-second", daemon=True)
-        self.process.start()
-        sent.close()
-
-    def result(self) -> dict[str, Any]:
-        try:
-            kind, found = self._answer.recv()
-        except EOFError:
-            self.process.join()
-            raise SecondProcessDied(f"the replay's second process ended (exit status {self.process.exitcode}) "
-                                    "before it had built its tables; nothing was swapped in") from None
-        self.process.join()
-        if kind == "error":
-            raise found
-        return found
-
-    def cancel(self) -> None:
-        self.process.terminate()
-        self.process.join()
-
-
-def _build_elsewhere(remake: Any, prefix: str, names: list[str], build: dict[str, Any], answer: Any) -> None:
-    """The second process: its tables built, then the result, or the error, sent back.  It ends
-    at once should the first process end first (killed, say), rather than fold on for nobody."""
-    threading.Thread(target=_end_with, args=(multiprocessing.parent_process(),), name="replay-first-watch",
-                     daemon=True).start()
-    try:
-        runtime = remake()
-        try:
-            with runtime.connection() as conn:
-                result = _build_here(runtime, conn, prefix, names, shown=False, **build)
-        finally:
-            runtime.close()
-        answer.send(("ok", result))
-    except BaseException as error:  # noqa: BLE001 - raised again by the first process
-        try:
-            answer.send(("error", error))
-        except Exception:  # an error that does not pickle goes as its text
-            answer.send(("error", RuntimeError(f"{type(error).__name__}: {error}")))
-
-
-def _end_with(first: Any) -> None:
-    multiprocessing.connection.wait([first.sentinel])
-    os._exit(1)
-
-
-def _build_here(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, kept: bool,
-                from_checkpoint: bool = False, upto: int | None = None, memory_budget: int = MEMORY_BUDGET,
-                shown: bool = True, label: str | None = None) -> dict[str, Any]:
-    """`_build` in this process, in one pass over the log (its progress `shown` on stderr, named
-    `label`, else by what it builds)."""
+    its checkpoint on, `from_checkpoint`; up to `upto`), in one pass on `SpillingRows`; logged
+    in the end when they are `kept` (swapped in, or a checkpoint), else left unlogged to be
+    dropped.  Returns the position reached and per view its events, rows and seconds."""
     views = {name: PROJECTIONS[name] for name in names}
     defaults: dict[str, dict[str, Any]] = {}
     indexes: dict[str, list[str]] = {}
@@ -675,7 +484,7 @@ def _build_here(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, k
     try:
         memory = SpillingRows(tables, defaults, spill, memory_budget, _resident, _high(memory_budget))
         started = time.monotonic()
-        position, counts = _pass(runtime, conn, prefix, views, memory, from_checkpoint, upto, shown, label)
+        position, counts = _pass(runtime, conn, prefix, views, memory, from_checkpoint, upto)
     finally:
         spill.close()
     read = time.monotonic() - started
@@ -706,10 +515,6 @@ def _memory(memory: SpillingRows) -> dict[str, Any]:
 
 class NoCheckpoint(Exception):
     """A replay from a checkpoint that was never made; the message says what to run."""
-
-
-class SecondProcessDied(Exception):
-    """The second process of a replay (`_Elsewhere`) ended without an answer: killed, say."""
 
 
 def rebuild_all(runtime: Runtime, names: list[str], *, from_checkpoint: bool = False,

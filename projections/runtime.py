@@ -39,9 +39,6 @@ class Runtime:
     commits: GroupCommit | None = None  # the process's group commit, in the API
     watch: Watch | None = None  # a long-running process's report of its release, and its read of the gate
     keys: KeyRing | None = None  # the server keys this process holds (projections/keys.py)
-    # Makes a runtime like this one in another process (picklable: a replay's second process
-    # makes its own with it, projections/replay.py).
-    remake: Callable[[], Runtime] | None = None
 
     @property
     def log(self) -> Log:

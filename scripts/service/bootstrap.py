@@ -71,7 +71,7 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
         sessions=sessions.Sessions(connection),
         webhook_history=webhooks.History(connection))
     return Runtime(settings=settings, app=app, clock=clock, connection=connection, health=health,
-                   commits=commits, watch=watch, keys=ring, remake=functools.partial(bootstrap, settings, pool_size=2))
+                   commits=commits, watch=watch, keys=ring)
 
 
 def _follow_the_gate(log: Log, connection: Callable[[], ContextManager[Any]], health: DatabaseHealth,

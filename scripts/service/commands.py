@@ -726,8 +726,6 @@ def replay(args: argparse.Namespace, settings: Settings, actor: str) -> int:
                                 memory_budget=budget))
         except rebuild.NoCheckpoint as missing:
             return fail(str(missing))
-        except rebuild.SecondProcessDied as died:
-            return fail(str(died), 1)
     return 0
 
 
@@ -738,11 +736,8 @@ def checkpoint(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     if unknown:
         raise InvalidInput(f"unknown projection {unknown[0]!r}; expected some of {', '.join(rebuild.NAMES)}")
     with opened(settings) as runtime:
-        try:
-            result = rebuild.checkpoint(runtime, args.names or list(rebuild.NAMES), from_zero=args.from_zero,
-                                        memory_budget=(args.memory_mb or settings.replay_memory_mb) << 20)
-        except rebuild.SecondProcessDied as died:
-            return fail(str(died), 1)
+        result = rebuild.checkpoint(runtime, args.names or list(rebuild.NAMES), from_zero=args.from_zero,
+                                    memory_budget=(args.memory_mb or settings.replay_memory_mb) << 20)
     emit(result)
     return 0 if result["ok"] else 1
 

@@ -1,6 +1,4 @@
 """Read models: exactly once per event, `sandesh worker`, and `sandesh replay` row for row."""
-import multiprocessing
-import os
 import random
 import signal
 import subprocess
@@ -18,7 +16,7 @@ from sandesh.domain.recipients import pasted
 from sandesh.domain.ports import Caller
 from sandesh.domain.sending import OtpSendRequest, OtpVerifyRequest, parse_send
 from sandesh.domain.topics import topics_of
-from sandesh.projections import follower, replay
+from sandesh.projections import follower
 from tests.helpers import funded_workspace
 from tests.conftest import ROOT
 
@@ -309,7 +307,7 @@ def all_read_models(runtime):
     return models
 
 
-def test_replay_equals_live_after_a_mixed_workload(runtime, sandesh, monkeypatch):
+def test_replay_equals_live_after_a_mixed_workload(runtime, sandesh):
     """Sends of each type with keys, OTPs sent, mistyped and verified, a failover, status
     reports, failures with refunds, a rejection, an attributed and an unattributed reply,
     webhook deliveries and their attempts: one replay (the memory executor) makes every read
@@ -378,12 +376,6 @@ def test_replay_equals_live_after_a_mixed_workload(runtime, sandesh, monkeypatch
     assert sandesh.run("replay").returncode == 0
     assert all_read_models(runtime) == live
     assert sandesh("replay", "--check")["ok"] is True
-
-    # the live executors as the whole pass (replay.EXECUTOR "live") rebuild the same tables
-    monkeypatch.setattr(replay, "EXECUTOR", "live")
-    checked = replay.check(runtime, list(replay.NAMES))
-    assert checked["ok"] is True, {name: {t: c for t, c in r["tables"].items() if c["differ"]}
-                                   for name, r in checked["projections"].items()}
 
 
 def test_a_follower_moves_past_the_events_it_does_not_follow(runtime):
@@ -510,119 +502,3 @@ def test_a_replay_within_a_small_memory_budget_lets_rows_go_and_takes_them_back_
     checked = sandesh("replay", "--check", "--memory-mb", "64")
     assert checked["ok"] is True and checked["memory"]["rowsSpilled"] > 1000
     assert sandesh("replay")["memory"]["rowsSpilled"] == 0  # within the default budget, nothing waits
-
-
-def test_a_long_replay_folds_in_two_processes_equal_to_one(runtime, clients, sandesh, monkeypatch):
-    """From PARALLEL_FROM events on (lowered here to what this module's log holds), the registry is
-    folded in this process and the other read models in a second one, each within half the
-    budget: the tables equal the live ones, `--check` agrees, and a checkpoint and a replay from
-    it too.  A second process killed before it answers fails the replay, which swaps nothing in."""
-    from sandesh.projections import replay
-
-    app = runtime.app
-    ws, cl = clients[0]
-    for i in range(300):
-        request, _ = parse_send({"to": f"97798{i:08d}", "text": f"two processes {i}"})
-        message = app.history.message(app.sending.send(cl, ws, request, 100).id)
-        if i % 3 == 0:
-            message.submit("sim_t", at=runtime.clock.now())
-            message.part_accepted(1, i, at=runtime.clock.now())
-            app.log.save(message)
-    follower.catch_up(runtime)
-    live = all_read_models(runtime)
-    monkeypatch.setattr(replay, "PARALLEL_FROM", 0)
-    names = list(replay.NAMES)
-
-    done = replay.replay(runtime, names, memory_budget=64 << 20)
-    assert done["memory"]["processes"] == 2 and done["memory"]["budgetMB"] == 64, done["memory"]
-    assert done["memory"]["spilledByTable"]["messages"] >= 100, done["memory"]  # the second process kept its half
-    assert all_read_models(runtime) == live
-    checked = replay.check(runtime, names)
-    assert checked["ok"] is True and checked["memory"]["processes"] == 2
-
-    assert replay.checkpoint(runtime, names, from_zero=True)["ok"] is True
-    again = replay.replay(runtime, names, from_checkpoint=True)
-    assert again["memory"]["processes"] == 2 and all_read_models(runtime) == live
-
-    failed: list[BaseException] = []
-
-    def replaying() -> None:
-        try:
-            replay.replay(runtime, names)
-        except BaseException as error:
-            failed.append(error)
-    thread = threading.Thread(target=replaying)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not multiprocessing.active_children():
-        assert time.monotonic() < deadline, "no second process"
-        time.sleep(0.01)
-    for child in multiprocessing.active_children():
-        os.kill(child.pid, signal.SIGKILL)
-    thread.join(timeout=60)
-    assert failed and "second process ended (exit status -9)" in str(failed[0]), failed
-    assert all_read_models(runtime) == live
-
-
-SPLIT_CHECK = """
-import os
-import time
-
-from sandesh.domain.settings import Settings
-from sandesh.projections import replay
-from sandesh.scripts.service.bootstrap import bootstrap
-
-if __name__ == "__mp_main__":  # the second process imports this file too: its fold starts a minute late
-    fold = replay._fold
-
-    def late(*args, **kwargs):
-        time.sleep(60)
-        return fold(*args, **kwargs)
-    replay._fold = late
-
-if __name__ == "__main__":
-    replay.PARALLEL_FROM = 0
-    replay.check(bootstrap(Settings.from_env(os.environ)), list(replay.NAMES))
-"""
-
-
-def test_the_second_process_ends_when_the_replay_is_killed(runtime, env, tmp_path):
-    """`kill -9` of a replay folding in two processes leaves no second process folding on for
-    nobody: here its second process is slow to start folding when the replay is killed, and ends
-    at once."""
-    script = tmp_path / "split_check.py"
-    script.write_text(SPLIT_CHECK)
-    first = subprocess.Popen([sys.executable, str(script)], env=env, cwd=tmp_path)
-    second: list[int] = []
-    try:
-        deadline = time.monotonic() + 20
-        while not (second := _children(first.pid)):
-            assert time.monotonic() < deadline and first.poll() is None, "no second process"
-            time.sleep(0.01)
-        time.sleep(3)  # started, and waiting to fold
-        assert _alive(second[0])
-        first.kill()
-        first.wait(timeout=10)
-        deadline = time.monotonic() + 5
-        while _alive(second[0]):
-            assert time.monotonic() < deadline, "the second process goes on after its replay was killed"
-            time.sleep(0.05)
-    finally:
-        first.kill()
-        for pid in second:
-            if _alive(pid):
-                os.kill(pid, signal.SIGKILL)
-
-
-def _children(pid: int) -> list[int]:
-    """The processes `pid` spawned to fold (not multiprocessing's resource tracker)."""
-    found = subprocess.run(["pgrep", "-a", "-P", str(pid)], capture_output=True, text=True).stdout.splitlines()
-    return [int(line.split()[0]) for line in found if "spawn_main" in line]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ")[1][0] != "Z"
-    except FileNotFoundError:
-        return False
