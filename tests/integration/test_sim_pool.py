@@ -279,8 +279,8 @@ def test_the_lease_reads_the_head_of_an_index_and_never_sorts_or_scans_the_queue
         assert waiting >= 20_000
         now = runtime.clock.now()
         params = {"now": now, "recent": now - 7 * 86400, "max_priority": 2, "limit": 16}
-        plan = "\n".join(r["QUERY PLAN"] for r in conn.execute("EXPLAIN " + dispatch._HEAD, params))
-        [tree] = conn.execute("EXPLAIN (FORMAT JSON) " + dispatch._HEAD, params).fetchone()["QUERY PLAN"]
+        plan = "\n".join(r["QUERY PLAN"] for r in conn.execute("EXPLAIN " + dispatch.HEAD, params))
+        [tree] = conn.execute("EXPLAIN (FORMAT JSON) " + dispatch.HEAD, params).fetchone()["QUERY PLAN"]
 
     def nodes(node):
         yield node
