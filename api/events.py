@@ -125,6 +125,5 @@ class EventFeed:
         data = row["body"]
         if row["event_type"] == INBOUND:  # the text, from the log, where alone it is kept
             reply = self.sandesh.dispatch.reply(row["subject"])
-            data = {**data, "text": self.sandesh.texts.open(reply.text)}
-            data = {key: data[key] for key in ("type", "id", "from", "text", "at", "inReplyTo") if key in data}
+            data = {**data, "text": self.sandesh.texts.open(reply.text)}  # in its place: the body keeps the key
         return {"id": row["id"], "type": row["event_type"], "createdAt": iso(row["at"]), "data": data}

@@ -49,7 +49,7 @@ def status_event(message: Message, status: str, at: float, error: str | None) ->
     return body
 
 
-def inbound_event(reply_id: str, sender: str, text: str, at: float, in_reply_to: str | None) -> dict[str, Any]:
+def inbound_event(reply_id: str, sender: str, text: str | None, at: float, in_reply_to: str | None) -> dict[str, Any]:
     body = {"type": INBOUND, "id": reply_id, "from": sender_number(sender), "text": text, "at": iso(at)}
     if in_reply_to:
         body["inReplyTo"] = in_reply_to

@@ -421,8 +421,8 @@ def _item(known: _Batch, position: int, event: Any) -> feed.Item | None:
         if event.client_id is None:
             return None
         known.replies[event.originator_id] = event
-        body = inbound_event(event.originator_id, event.sender, "", event.at, event.in_reply_to)
-        del body["text"]  # kept only in the log; read from there when served (api/events.py)
+        # the text is kept only in the log: null here, read from there when served (api/events.py)
+        body = inbound_event(event.originator_id, event.sender, None, event.at, event.in_reply_to)
         return feed.Item(event_id(event.originator_id, INBOUND), event.client_id, position, INBOUND,
                          event.originator_id, body, event.at)
     message = known.message(event.originator_id)
