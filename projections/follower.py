@@ -33,13 +33,13 @@ def read_batch(runtime: Runtime, topics: list[str], after: int, limit: int = BAT
                upto: int | None = None) -> list[Any]:
     """The next `limit` notifications of these topics after position `after` (and, given
     `upto`, not past it)."""
-    return runtime.app.log.recorder.select_notifications(start=after, limit=limit, stop=upto, topics=topics,
+    return runtime.sandesh.log.recorder.select_notifications(start=after, limit=limit, stop=upto, topics=topics,
                                                       inclusive_of_start=False)
 
 
 def apply_batch(runtime: Runtime, cur: Any, projection: Projection, notifications: list[Any]) -> None:
     """The batch's events, decoded, written by the projection's live executor (`follow`)."""
-    to_event = runtime.app.log.mapper.to_domain_event
+    to_event = runtime.sandesh.log.mapper.to_domain_event
     projection.follow(cur, (to_event(notification) for notification in notifications))
 
 
@@ -107,7 +107,7 @@ SKIP_FROM = 200  # events of other topics a follower passes over before it write
 def _newest(runtime: Runtime, cur: Any) -> int:
     """The notification id of the newest committed event.  Ids are given in commit order (the
     events table lock; eventsourcing-facts), so every event up to it is committed or rolled back."""
-    row = cur.execute(runtime.app.log.recorder.max_notification_id_statement, prepare=True).fetchone()  # type: ignore[attr-defined]
+    row = cur.execute(runtime.sandesh.log.recorder.max_notification_id_statement, prepare=True).fetchone()  # type: ignore[attr-defined]
     return row["max"] or 0
 
 
@@ -146,7 +146,7 @@ def follow(runtime: Runtime, stop: threading.Event, step: Callable[[], None], *,
 
     It never exits on an error.  A database outage is told once (runtime.health) and waited out
     with capped backoff, the listener reconnecting; any other error is logged and retried."""
-    channel = runtime.app.log.recorder.channel_name  # type: ignore[attr-defined]
+    channel = runtime.sandesh.log.recorder.channel_name  # type: ignore[attr-defined]
     delay = 0.5
     while not stop.is_set():
         try:

@@ -81,7 +81,7 @@ def _apply_batch(runtime: Runtime, conn: Any, schema: str, view: Projection, aft
         cur.execute(f'SET LOCAL search_path = "{schema}"')
         rows = SqlRows(cur, view.tables)
         for notification in batch:
-            view.apply(rows, runtime.app.log.mapper.to_domain_event(notification))
+            view.apply(rows, runtime.sandesh.log.mapper.to_domain_event(notification))
         cur.execute("SET LOCAL search_path = public")
     return batch[-1].id, len(batch)
 
@@ -100,7 +100,7 @@ def _read(runtime: Runtime, topics: list[str], after: int = 0, upto: int | None 
     say: asked for "the next READ_BATCH after `after`" with no upper bound, a planner that
     misjudged the range sorted every event after `after` for each batch (docs/performance.md,
     "Replay")."""
-    table = f'public."{runtime.app.log.recorder.events_table_name}"'
+    table = f'public."{runtime.sandesh.log.recorder.events_table_name}"'
     query = (f"SELECT notification_id, originator_id, originator_version, topic, state FROM {table}"
              " WHERE notification_id > %s AND notification_id <= %s AND topic = ANY(%s) ORDER BY notification_id")
     head = f"SELECT coalesce(max(notification_id), 0) FROM {table}"
@@ -157,7 +157,7 @@ def _fold(runtime: Runtime, views: dict[str, Projection], memory: MemoryRows, pr
         for cls, handler in view.handlers.items():
             handlers.setdefault(cls, []).append((name, handler, starts[name]))
     counts = dict.fromkeys(views, 0)
-    decode = runtime.app.log.mapper.decode
+    decode = runtime.sandesh.log.mapper.decode
     position = first = min(starts.values())
     uneven = len(set(starts.values())) > 1  # views from checkpoints at different positions
     spilling = isinstance(memory, SpillingRows)
@@ -452,7 +452,7 @@ def _pass(runtime: Runtime, conn: Any, prefix: str, views: dict[str, Projection]
         for name in names:
             starts[name] = found[name]["position"]
             checkpoints.load(conn, name, views[name], memory, f"{prefix}{name}")
-    head = upto if upto is not None else runtime.app.log.recorder.max_notification_id() or 0
+    head = upto if upto is not None else runtime.sandesh.log.recorder.max_notification_id() or 0
     progress = Progress("log" if len(names) > 1 else names[0], max(0, head - min(starts.values())))
     collecting = gc.isenabled()
     gc.disable()  # the rows held make no cycles, and a full collection would walk every one of them
@@ -584,7 +584,7 @@ def _check_one(runtime: Runtime, conn: Any, name: str, position: int) -> dict[st
 
 
 def _log_head(runtime: Runtime, conn: Any) -> int:
-    table = runtime.app.log.recorder.events_table_name
+    table = runtime.sandesh.log.recorder.events_table_name
     return conn.execute(f'SELECT coalesce(max(notification_id), 0) AS head FROM public."{table}"').fetchone()["head"]
 
 
@@ -646,7 +646,7 @@ def _swap_once(runtime: Runtime, conn: Any, schema: str, view: Projection, posit
     if view.inline:
         tables = ", ".join(f"public.{t}" for t in view.tables)
         conn.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")
-        conn.execute(f"LOCK TABLE public.{runtime.app.log.recorder.events_table_name} IN EXCLUSIVE MODE")
+        conn.execute(f"LOCK TABLE public.{runtime.sandesh.log.recorder.events_table_name} IN EXCLUSIVE MODE")
     else:
         follower.lock_position(conn, view.name)
     count, applied = 1, 0

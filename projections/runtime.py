@@ -32,7 +32,7 @@ def pooled_connections(log: Log) -> Callable[[], ContextManager[Any]]:
 @dataclass
 class Runtime:
     settings: Settings
-    app: Sandesh
+    sandesh: Sandesh
     clock: Clock
     connection: Callable[[], ContextManager[Any]]  # runtime.connection(): a pooled connection
     health: DatabaseHealth
@@ -42,9 +42,9 @@ class Runtime:
 
     @property
     def log(self) -> Log:
-        return self.app.log
+        return self.sandesh.log
 
     def close(self) -> None:
         if self.watch is not None:
             self.watch.stop()
-        self.app.close()
+        self.sandesh.close()

@@ -346,7 +346,7 @@ def wait_for_status(runtime: Any, message_ids: list[str], statuses: set[str], ti
     """Wait until every message is in one of `statuses` (read from the log); returns them."""
     deadline = time.monotonic() + timeout
     while True:
-        found = {m: runtime.app.history.message(m).status for m in message_ids}
+        found = {m: runtime.sandesh.history.message(m).status for m in message_ids}
         if all(s in statuses for s in found.values()):
             return found
         assert time.monotonic() < deadline, found

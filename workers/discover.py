@@ -156,7 +156,7 @@ def _shown(sim: dict[str, Any] | None) -> dict[str, Any] | None:
 def apply(runtime: Runtime, found: list[dict[str, Any]], baud: int, host: str | None, actor: str) -> None:
     """Register the SIMs to add (`sim.added`) and record the new port of those to move
     (`sim.port_changed`), each audited with `actor`."""
-    sims = runtime.app.sims
+    sims = runtime.sandesh.sims
     for row in found:
         if row["action"] == ADD:
             sim = sims.place_sim(None, row["name"], row["port"], baud, host, actor)

@@ -54,7 +54,7 @@ def heartbeat_seconds(route_window: float) -> float:
 class Dispatcher:
     def __init__(self, runtime: Runtime, host: str | None = None):
         self.runtime = runtime
-        self.app = runtime.app
+        self.sandesh = runtime.sandesh
         self.host = host
         # the name its SIM heartbeats and leases give: its release report's, when it makes one
         self.me = runtime.watch.id if runtime.watch is not None else f"dispatcher-{uuid.uuid4().hex[:8]}"
@@ -139,7 +139,7 @@ class Dispatcher:
         """Start a thread for each SIM this dispatcher should drive; retire the thread of a SIM
         that was disabled, moved (port, baud, host) or removed; refresh what the others know."""
         self._pool_changed.clear()
-        now = self.app.clock.now()
+        now = self.sandesh.clock.now()
         with self.runtime.connection() as conn:
             rows = sim_health.pool(conn, now, self.route_window)
         self._pool_read = time.monotonic()
@@ -181,14 +181,14 @@ class Dispatcher:
 
     def usable_sims(self) -> set[str]:
         """The SIMs of the whole pool that could send now."""
-        now = self.app.clock.now()
+        now = self.sandesh.clock.now()
         return {w.id for w in self.sims.values() if w.available(now)} | self._usable_elsewhere
 
     # Scheduling
 
     def tick(self) -> int:
         """Pair the idle SIMs with the head of the queue; returns how many messages were given."""
-        now = self.app.clock.now()
+        now = self.sandesh.clock.now()
         usable = [w for w in self.sims.values() if w.available(now)]
         room = {w.id: w.left(now) for w in usable}
         offers = [Offer(w.id, w.operator, room[w.id], w.sent) for w in usable if not w.busy and room[w.id] > 0]
@@ -221,7 +221,7 @@ class Dispatcher:
     def record(self, message_id: str, change: Callable[[Any], None]) -> Any:
         """Apply `change` to the message and append what it decided (dispatch.change_message, domain/usecases/dispatch.py)."""
         try:
-            return self.app.dispatch.change_message(message_id, change)
+            return self.sandesh.dispatch.change_message(message_id, change)
         except Contended as error:
             raise ModemError(str(error)) from None
 
@@ -232,7 +232,7 @@ class Dispatcher:
         with self.runtime.connection() as conn:
             left = dispatch.left_submitted(conn, sim_id)
         for message_id in left:
-            self.record(message_id, lambda m: m.outcome_unknown(at=self.app.clock.now()))
+            self.record(message_id, lambda m: m.outcome_unknown(at=self.sandesh.clock.now()))
         if left:
             logger.warning("%d message(s) left submitted by a stopped dispatcher: not resent; waiting for their "
                         "status reports", len(left))
@@ -243,8 +243,8 @@ class Dispatcher:
         released = 0
         while True:
             with self.runtime.connection() as conn:
-                due = dispatch.due_scheduled(conn, self.app.clock.now())
-            now_released = self.app.sending.release_scheduled(due) if due else 0
+                due = dispatch.due_scheduled(conn, self.sandesh.clock.now())
+            now_released = self.sandesh.sending.release_scheduled(due) if due else 0
             released += now_released
             if not now_released:  # none left, or none of these could move: look again next time
                 return released
@@ -253,10 +253,10 @@ class Dispatcher:
         """Waiting messages whose validity ended (an OTP's code expired, a `validFor` ran out)
         before any SIM took them: failed and refunded, never sent late (docs/design.md, "Validity")."""
         with self.runtime.connection() as conn:
-            expired = dispatch.expired(conn, self.app.clock.now())
+            expired = dispatch.expired(conn, self.sandesh.clock.now())
 
         for message_id in expired:
-            self.record(message_id, lambda m: m.expire(at=self.app.clock.now()))
+            self.record(message_id, lambda m: m.expire(at=self.sandesh.clock.now()))
         return len(expired)
 
     # Housekeeping
@@ -268,20 +268,20 @@ class Dispatcher:
     def give_up_on_reports(self) -> int:
         """Sent messages whose reports did not come within the validity period (24 h)."""
         with self.runtime.connection() as conn:
-            overdue = dispatch.reports_overdue(conn, self.app.clock.now() - VALIDITY_SECONDS)
+            overdue = dispatch.reports_overdue(conn, self.sandesh.clock.now() - VALIDITY_SECONDS)
         for message_id in overdue:
-            self.record(message_id, lambda m: m.report_unknown(at=self.app.clock.now()))
+            self.record(message_id, lambda m: m.report_unknown(at=self.sandesh.clock.now()))
         with self.runtime.connection() as conn:
-            unknown = dispatch.unknown_since_before(conn, self.app.clock.now() - VALIDITY_SECONDS)
+            unknown = dispatch.unknown_since_before(conn, self.sandesh.clock.now() - VALIDITY_SECONDS)
 
         for message_id in unknown:
-            self.record(message_id, lambda m: m.never_reported(at=self.app.clock.now()))
+            self.record(message_id, lambda m: m.never_reported(at=self.sandesh.clock.now()))
         return len(overdue) + len(unknown)
 
     def flush_replies(self) -> int:
         """Complete multi-part replies whose missing parts never came within 10 minutes."""
         with self.runtime.connection() as conn:
-            stale = inbound.replies_to_flush(conn, self.app.clock.now() - FLUSH_AFTER, list(self.sims))
+            stale = inbound.replies_to_flush(conn, self.sandesh.clock.now() - FLUSH_AFTER, list(self.sims))
         for reply_id in stale:
             self._finish_reply(reply_id)
         return len(stale)
@@ -305,7 +305,7 @@ class Dispatcher:
         except PduError as error:
             logger.warning("unreadable status report on %s (%s); dropped", sim_id, error)
             return
-        now = self.app.clock.now()
+        now = self.sandesh.clock.now()
         with self.runtime.connection() as conn:
             row = dispatch.match_report(conn, sim_id, report.message_reference, report.recipient,
                                         now - REPORT_MATCH_WINDOW)
@@ -361,19 +361,19 @@ class Dispatcher:
         sender = sender_number(part.sender)
         with self.runtime.connection() as conn:
             open_reply = inbound.open_reply(conn, worker.id, sender, part.reference, part.total)
-        reply = self.app.dispatch.store_reply_part(open_reply, worker.id, sender, part.reference, part.total,
+        reply = self.sandesh.dispatch.store_reply_part(open_reply, worker.id, sender, part.reference, part.total,
                                           part.sequence, part.text)
         worker.modem.delete_stored(index)
         if reply.all_parts:
             self._finish_reply(reply.id)
 
     def _finish_reply(self, reply_id: str) -> None:
-        reply = self.app.dispatch.reply(reply_id)
+        reply = self.sandesh.dispatch.reply(reply_id)
         attributed = None
         if reply.sender.startswith("+") and reply.sender[1:].isdigit():
             with self.runtime.connection() as conn:
                 message_id = dispatch.last_sent_to(conn, reply.sim_id, reply.sender[1:],
-                                                   self.app.clock.now() - ATTRIBUTION_WINDOW)
-            attributed = self.app.history.message(message_id) if message_id else None
-        self.app.dispatch.finish_reply(reply_id, attributed)
+                                                   self.sandesh.clock.now() - ATTRIBUTION_WINDOW)
+            attributed = self.sandesh.history.message(message_id) if message_id else None
+        self.sandesh.dispatch.finish_reply(reply_id, attributed)
 

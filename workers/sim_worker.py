@@ -55,7 +55,7 @@ class Driver(Protocol):
     """What a SIM's thread needs from the dispatcher that drives it (workers/dispatcher.py's
     Dispatcher), so that this module does not import that one."""
     runtime: Runtime
-    app: Sandesh
+    sandesh: Sandesh
     me: str
     heartbeat_seconds: float
     port_search: PortSearch | None
@@ -77,7 +77,7 @@ class SimWorker:
     def __init__(self, dispatcher: Driver, sim: dict[str, Any]):
         self.dispatcher = dispatcher
         self.runtime = dispatcher.runtime
-        self.app = dispatcher.app
+        self.sandesh = dispatcher.sandesh
         self.sim = SimRecord(sim)    # the pool's row and what this thread learns: shared with the loop
         self.id: str = sim["id"]
         self.name: str = sim["name"]
@@ -202,10 +202,10 @@ class SimWorker:
             self.modem.close()
             self._port_seen(gone=False)
             if error.kind == PIN:  # judged with the PIN read above: one set since is entered next time
-                quarantined = self.app.sims.quarantine_for_pin(self.id, sim["pin_sealed"], str(error),
+                quarantined = self.sandesh.sims.quarantine_for_pin(self.id, sim["pin_sealed"], str(error),
                                                                self.dispatcher.me)
             else:
-                quarantined = self.app.sims.quarantine_sim(self.id, error.kind, str(error), self.dispatcher.me)
+                quarantined = self.sandesh.sims.quarantine_sim(self.id, error.kind, str(error), self.dispatcher.me)
             if quarantined:
                 logger.warning("SIM %s quarantined: %s", self.name, error)
                 self.quarantine = error.kind
@@ -223,7 +223,7 @@ class SimWorker:
         # to a dispatcher that is gone.
         with self.runtime.connection() as conn:
             dispatch.release_leases_of(conn, self.id)
-            now = self.app.clock.now()
+            now = self.sandesh.clock.now()
             self.load.opened(dispatch.part_times(conn, self.id, now),
                              Usage(day_start(now), dispatch.parts_since(conn, self.id, day_start(now)),
                                    month_start(now), dispatch.parts_since(conn, self.id, month_start(now))))
@@ -243,7 +243,7 @@ class SimWorker:
         if not gone:
             self.gone_since, self.searching = None, False
         elif self.gone_since is None:
-            self.gone_since = self.app.clock.now()
+            self.gone_since = self.sandesh.clock.now()
 
     def _refound(self) -> bool:
         """Its port gone for REFIND_AFTER: the free ports of the glob are asked for its ICCID, and
@@ -253,7 +253,7 @@ class SimWorker:
         if search is None or not iccid or self.gone_since is None:
             return False
         if not self.searching:
-            gone_for = self.app.clock.now() - self.gone_since
+            gone_for = self.sandesh.clock.now() - self.gone_since
             if gone_for < REFIND_AFTER:
                 return False
             self.searching = True
@@ -263,7 +263,7 @@ class SimWorker:
         if port is None or self.retiring.is_set():
             return False
         was = self.sim["port"]
-        self.app.sims.place_sim(self.id, self.name, port, self.sim["baud"], None, self.dispatcher.me)
+        self.sandesh.sims.place_sim(self.id, self.name, port, self.sim["baud"], None, self.dispatcher.me)
         # The thread goes on there; should the loop read the move first, it retires this thread and
         # starts another on the new port instead.
         self.sim.moved(port)
@@ -347,7 +347,7 @@ class SimWorker:
         self._report(registered, signal)
 
     def _report(self, registered: bool | None = None, signal: int | None = None) -> None:
-        now = self.app.clock.now()
+        now = self.sandesh.clock.now()
         resting_until, why = self.resting(now)
         parts_today, parts_month = self.load.used()
         with self.runtime.connection() as conn:
@@ -361,7 +361,7 @@ class SimWorker:
 
     def _credit_if_due(self) -> None:
         """The SIM's balance query (its USSD code), when due (domain/sim_plan.py credit_due)."""
-        code, now = self.sim.get("balance_ussd"), self.app.clock.now()
+        code, now = self.sim.get("balance_ussd"), self.sandesh.clock.now()
         if not code or self.device is None or not credit_due(
                 checked_at=self.credit_checked_at, parts_since=self.parts_since_credit,
                 every_parts=self.sim.get("balance_every"), low=self.quarantine == CREDIT, now=now):
@@ -375,7 +375,7 @@ class SimWorker:
         amount = credit_of(reply)
         if amount is None:
             logger.warning("SIM %s: no amount in the answer to %s: %r", self.name, code, reply)
-        quarantine = self.app.sims.record_sim_credit(self.id, amount, reply[:200], self.dispatcher.me)
+        quarantine = self.sandesh.sims.record_sim_credit(self.id, amount, reply[:200], self.dispatcher.me)
         if quarantine != self.quarantine:
             logger.warning("SIM %s: %s", self.name, "quarantined: credit below its minimum" if quarantine == CREDIT
                         else "credit again: back in the pool")
@@ -385,14 +385,14 @@ class SimWorker:
         was, self.registered = self.registered, registered
         if not registered:
             self.last_error = NOT_REGISTERED
-            if self.quarantine is None and self.app.sims.quarantine_sim(self.id, NETWORK, NOT_REGISTERED,
+            if self.quarantine is None and self.sandesh.sims.quarantine_sim(self.id, NETWORK, NOT_REGISTERED,
                                                                    self.dispatcher.me):
                 self.quarantine = NETWORK
                 logger.warning("SIM %s quarantined: %s", self.name, NOT_REGISTERED)
         elif not was or self.quarantine == NETWORK:
             if self.last_error == NOT_REGISTERED:
                 self.last_error = None
-            if self.quarantine == NETWORK and self.app.sims.recover_sim(self.id, NETWORK, "registered on the network again",
+            if self.quarantine == NETWORK and self.sandesh.sims.recover_sim(self.id, NETWORK, "registered on the network again",
                                                                    self.dispatcher.me):
                 self.quarantine = None
                 logger.info("SIM %s recovered: registered on the network again", self.name)
@@ -419,14 +419,14 @@ class SimWorker:
             self._send_one(message_id)
 
     def _send_one(self, message_id: str) -> None:
-        submission = self.app.dispatch.submit_message(message_id, self.id) if self.usable else Submission(RELEASE)
+        submission = self.sandesh.dispatch.submit_message(message_id, self.id) if self.usable else Submission(RELEASE)
         if submission.action == RELEASE:
             with self.runtime.connection() as conn:
                 dispatch.release(conn, [message_id])
             return
         if submission.action != SEND:
             return
-        message, now = submission.message, self.app.clock.now()
+        message, now = submission.message, self.sandesh.clock.now()
         parts = encode_submit(message.to, submission.text, reference=random.randrange(256),
                               validity_minutes=message.validity_minutes(now))
         for number, part in enumerate(parts, start=1):
@@ -450,7 +450,7 @@ class SimWorker:
                 logger.warning("%s: outcome of %s part %d unknown: %s", self.name, message_id, number, error)
                 return
             SUBMITS.labels(self.id, "accepted").inc()
-            now = self.app.clock.now()
+            now = self.sandesh.clock.now()
             self.load.part_accepted(now)
             self.parts_since_credit += 1
             self.sent += 1
@@ -472,7 +472,7 @@ class SimWorker:
         usable = self.dispatcher.usable_sims() - ({self.id} if not self.usable else set())
 
         def decide(message: Any) -> None:
-            now = self.app.clock.now()
+            now = self.sandesh.clock.now()
             outcome, why = after_refusal(action.value, attempts=message.attempts, ever_accepted=message.ever_accepted,
                                          tried=set(message.failed_on) | {self.id}, usable=usable)
             if outcome == REJECT:
@@ -485,6 +485,6 @@ class SimWorker:
         self.dispatcher.record(message_id, decide)
 
     def _quarantine(self, kind: str, reason: str) -> None:
-        if self.quarantine is None and self.app.sims.quarantine_sim(self.id, kind, reason, self.dispatcher.me):
+        if self.quarantine is None and self.sandesh.sims.quarantine_sim(self.id, kind, reason, self.dispatcher.me):
             logger.warning("SIM %s quarantined: %s", self.name, reason)
         self.quarantine = self.quarantine or kind

@@ -17,8 +17,8 @@ from .modem import CommandTimeout, Exchange, Modem, ModemError, PortGone, Timeou
 
 def attach(runtime: Runtime, sim: dict[str, Any], modem: Modem) -> Device:
     """Initialise the modem (its PIN entered if the SIM asks) and record what it is."""
-    device = negotiate(modem, runtime.app.sims.sim_pin(sim.get("pin_sealed")), pin_refused=bool(sim.get("pin_refused")))
-    runtime.app.sims.identify_sim(sim["id"], device.iccid, device.imsi, device.learned())
+    device = negotiate(modem, runtime.sandesh.sims.sim_pin(sim.get("pin_sealed")), pin_refused=bool(sim.get("pin_refused")))
+    runtime.sandesh.sims.identify_sim(sim["id"], device.iccid, device.imsi, device.learned())
     return device
 
 
@@ -37,8 +37,8 @@ def place(runtime: Runtime, name: str, port: str, actor: str, baud: int = 115200
             row = registry.find_sim(conn, "iccid", device.iccid)
         if row is None:
             row = registry.find_sim(conn, "name", name)
-    sim = runtime.app.sims.place_sim(row["id"] if row else None, name, port, baud, None, actor)
-    runtime.app.sims.identify_sim(sim.id, device.iccid, device.imsi, device.learned())
+    sim = runtime.sandesh.sims.place_sim(row["id"] if row else None, name, port, baud, None, actor)
+    runtime.sandesh.sims.identify_sim(sim.id, device.iccid, device.imsi, device.learned())
     with runtime.connection() as conn:
         return registry.find_sim(conn, "id", sim.id)
 

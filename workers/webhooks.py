@@ -61,7 +61,7 @@ DELIVERY_SECONDS = Histogram("sandesh_webhook_delivery_duration_seconds", "Time 
 class WebhookSender:
     def __init__(self, runtime: Runtime, *, concurrency: int = CONCURRENCY, per_client: int | None = None,
                  http: requests.Session | None = None):
-        self.runtime, self.app, self.clock = runtime, runtime.app, runtime.clock
+        self.runtime, self.sandesh, self.clock = runtime, runtime.sandesh, runtime.clock
         settings = runtime.settings
         self.http = http or webhook_guard.session(settings.webhook_allow_private, settings.requests_ca_bundle,
                                                   concurrency + SLOW_THREADS)
@@ -78,7 +78,7 @@ class WebhookSender:
         self.purged_at = 0.0
         self.targets = _Targets(runtime)
         self.templates: dict[str, requests.PreparedRequest] = {}  # webhook URL -> its POST, prepared once
-        self.commits = GroupCommit(self.app.log.append_events)  # the attempts of all threads, appended together
+        self.commits = GroupCommit(self.sandesh.log.append_events)  # the attempts of all threads, appended together
         for outcome in OUTCOMES:  # each series exists from the start, at 0
             DELIVERIES.labels(outcome)
 
@@ -104,14 +104,14 @@ class WebhookSender:
     def _deliveries_of(self, cur: Any, batch: list[Any]) -> None:
         """The batch's events as the clients' feed items (every client: projections/feed.py),
         and as deliveries to the clients with a webhook URL, both from the same body."""
-        now, known = self.clock.now(), _Batch(self.app, cur)
-        events = [(n.id, self.app.log.mapper.to_domain_event(n)) for n in batch]
+        now, known = self.clock.now(), _Batch(self.sandesh, cur)
+        events = [(n.id, self.sandesh.log.mapper.to_domain_event(n)) for n in batch]
         kept = [(position, e) for position, e in events if e.at >= now - FEED_HISTORY]
         known.read_messages({e.in_reply_to if isinstance(e, Reply.Received) else e.originator_id
                              for _, e in kept} - {None})
         items = [item for position, e in kept if (item := _item(known, position, e))]
         feed.write(cur, items)
-        self.app.webhooks.add_deliveries([self._delivery(known, item, now) for item in items
+        self.sandesh.webhooks.add_deliveries([self._delivery(known, item, now) for item in items
                                           if item.at >= now - HISTORY and known.has_url(item.client_id)])
 
     @staticmethod
@@ -120,9 +120,9 @@ class WebhookSender:
             # the body holds the reply's text: it is kept sealed under the workspace's key, like the text
             reply = known.replies[item.subject]
             owner = known.message(reply.in_reply_to).workspace_id
-            body = inbound_event(reply.originator_id, reply.sender, known.app.texts.open(reply.text), reply.at,
+            body = inbound_event(reply.originator_id, reply.sender, known.sandesh.texts.open(reply.text), reply.at,
                                  reply.in_reply_to)
-            sealed = known.app.texts.seal(owner, orjson.dumps(body).decode())
+            sealed = known.sandesh.texts.seal(owner, orjson.dumps(body).decode())
             return new_delivery(item.client_id, INBOUND, item.subject, None, sealed, at=now)
         return new_delivery(item.client_id, STATUS, item.subject, item.body["status"], item.body, at=now)
 
@@ -175,7 +175,7 @@ class WebhookSender:
                 due = webhooks.lease_due(conn, now, room.deliveries, LEASE, room.held, room.per_client,
                                          room.held_workspaces, room.per_workspace)
             try:
-                loaded = self.app.webhooks.deliveries([delivery_id for delivery_id, _, _ in due]) if due else {}
+                loaded = self.sandesh.webhooks.deliveries([delivery_id for delivery_id, _, _ in due]) if due else {}
             except Exception:  # each attempt then reads its own, and reports what fails
                 loaded = {}
             with self.lock:
@@ -224,17 +224,17 @@ class WebhookSender:
         `delivery`: as read with the lease (all of a lease's in one round trip), else read now.
         Without `wait`, the thread goes on while the attempt commits (docs/design.md,
         "Webhook sender"); the delivery stays leased until then, so no one attempts it again meanwhile."""
-        delivery = delivery or self.app.webhooks.delivery(delivery_id)
+        delivery = delivery or self.sandesh.webhooks.delivery(delivery_id)
         if delivery.state in (DELIVERED, DEAD):
             return delivery.state
         log_context.set_fields(client_id=delivery.client_id)
         status_code, error, duration = self.post(delivery)
         outcome = status_code if status_code is not None else error
         if wait:
-            self.app.webhooks.record_attempt(delivery, status_code, error, duration, self.commits.save)
+            self.sandesh.webhooks.record_attempt(delivery, status_code, error, duration, self.commits.save)
             self._recorded(delivery, outcome, duration, None)
         else:
-            self.app.webhooks.record_attempt(delivery, status_code, error, duration, lambda *aggregates: self.commits.submit(
+            self.sandesh.webhooks.record_attempt(delivery, status_code, error, duration, lambda *aggregates: self.commits.submit(
                 *aggregates, then=lambda failure: self._recorded(delivery, outcome, duration, failure)))
         return delivery.state
 
@@ -257,7 +257,7 @@ class WebhookSender:
         if target is None:
             return None, "the client has no webhook URL", 0.0
         url, secrets = target
-        raw = self.app.texts.open(delivery.body)
+        raw = self.sandesh.texts.open(delivery.body)
         if raw is None:
             return None, "its text was erased (sandesh workspace shred-texts)", 0.0
         body = raw.encode()
@@ -377,7 +377,7 @@ class _Targets(channels.Remembered):
                 row = registry.webhook_target(conn, client_id)
             if row is None or not row["webhook_url"]:
                 return None
-            open_ = self.runtime.app.webhooks.client_secret
+            open_ = self.runtime.sandesh.webhooks.client_secret
             previous = row["previous_secret_sealed"]
             target = (row["webhook_url"], open_(row["secret_sealed"]), open_(previous) if previous else None,
                       row["previous_secret_until"] or 0.0)
@@ -394,7 +394,7 @@ class _Batch:
     and each message's fixed fields (to, type, segments, client), which no later event changes."""
 
     def __init__(self, app: Any, cur: Any):
-        self.app, self.cur = app, cur
+        self.sandesh, self.cur = app, cur
         self.urls: dict[str, bool] = {}
         self.messages: dict[str, Message] = {}
         self.replies: dict[str, Reply.Received] = {}  # the batch's replies, by id
@@ -407,11 +407,11 @@ class _Batch:
     def read_messages(self, message_ids: set[str]) -> None:
         """The messages of a whole batch in one round trip, rather than one per event."""
         if message_ids:
-            self.messages.update(self.app.log.aggregates_of(message_ids, Message))
+            self.messages.update(self.sandesh.log.aggregates_of(message_ids, Message))
 
     def message(self, message_id: str) -> Message:
         if message_id not in self.messages:
-            self.messages[message_id] = self.app.log.repository.get(message_id)
+            self.messages[message_id] = self.sandesh.log.repository.get(message_id)
         return self.messages[message_id]
 
 

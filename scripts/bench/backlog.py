@@ -57,7 +57,7 @@ def fill(runtime: Any, workspace: str, client: str, n: int) -> float:
                              message_type="promotional", segments=request.segments, encoding=request.encoding,
                              cost=request.segments, idempotency_key=None, request_hash=None, at=runtime.clock.now())
             events += message.collect_events()
-        runtime.app.log.append_events(events)
+        runtime.sandesh.log.append_events(events)
         done += batch
         if done % 100_000 == 0:
             print(f"queued {done:,}", file=sys.stderr, flush=True)
@@ -121,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         env = {**env, "SANDESH_CLOCK": "test"}
         runtime = bootstrap(Settings.from_env(env), pool_size=2)
         register_emulated(runtime, emulator.devices(), "bench")
-        workspace = funded_workspace(runtime.app, "Backlog", 10**13)
-        client, key, _ = runtime.app.operators.create_client(workspace, "Backlog", None, 10**6, "bench")
+        workspace = funded_workspace(runtime.sandesh, "Backlog", 10**13)
+        client, key, _ = runtime.sandesh.operators.create_client(workspace, "Backlog", None, 10**6, "bench")
         result["fill_seconds"] = round(fill(runtime, workspace, client.id, args.n), 1)
         with runtime.connection() as conn:
             conn.execute("VACUUM ANALYZE dispatch_queue")

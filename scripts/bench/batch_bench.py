@@ -79,9 +79,9 @@ def main() -> None:
     with scratch_database() as env:
         runtime = bootstrap(Settings.from_env(env), pool_size=1)
         with reported_route(runtime):
-            workspace = funded_workspace(runtime.app, "Batch bench", 10**13)
-            runtime.app.operators.set_promo_hours(workspace, "off", "bench")  # promotions queued at any hour
-            keys = [runtime.app.operators.create_client(workspace, f"B{c}", None, 10**6, "bench")[1] for c in range(4)]
+            workspace = funded_workspace(runtime.sandesh, "Batch bench", 10**13)
+            runtime.sandesh.operators.set_promo_hours(workspace, "off", "bench")  # promotions queued at any hour
+            keys = [runtime.sandesh.operators.create_client(workspace, f"B{c}", None, 10**6, "bench")[1] for c in range(4)]
             server = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "serve", "--bind", "127.0.0.1:18711"],
                                       env={**env, "SANDESH_LOG_LEVEL": "WARNING"}, cwd=ROOT,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -38,11 +38,11 @@ def history(runtime, messages: int) -> None:
     """`messages` sends of other workspaces, in batches of 1,000."""
     from sandesh.domain.sending import parse_send
 
-    made = bench_clients(runtime.app, "History", 4, 1)
+    made = bench_clients(runtime.sandesh, "History", 4, 1)
     request, _ = parse_send({"to": "9779812345678", "text": "earlier traffic"})
     for n in range(messages):
         client, workspace = made[n % len(made)]
-        runtime.app.sending.send(client, workspace, request, 100)
+        runtime.sandesh.sending.send(client, workspace, request, 100)
 
 
 def csv_file(rows: int, first: int) -> bytes:
@@ -103,11 +103,11 @@ def main() -> None:
             began = time.monotonic()
             history(runtime, args.history)
             print(f"{args.history:,} earlier messages of other workspaces in {time.monotonic() - began:.0f} s")
-        workspace = funded_workspace(runtime.app, "Campaign bench", 10**12)
-        key = runtime.app.operators.create_client(workspace, "Baseline", None, 10**6, "bench")[1]
+        workspace = funded_workspace(runtime.sandesh, "Campaign bench", 10**12)
+        key = runtime.sandesh.operators.create_client(workspace, "Baseline", None, 10**6, "bench")[1]
         email = "owner@campaign.example"
-        _, token = runtime.app.people.add_person(email, "Bench Owner", workspace, "owner", False, "bench")
-        runtime.app.people.set_password(token, PASSWORD)
+        _, token = runtime.sandesh.people.add_person(email, "Bench Owner", workspace, "owner", False, "bench")
+        runtime.sandesh.people.set_password(token, PASSWORD)
         runtime.close()
         running.enter_context(product(env, running))
         http = signed_in(email)

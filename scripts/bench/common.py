@@ -73,7 +73,7 @@ def reported_route(runtime: Any) -> Iterator[str]:
     from sandesh.projections import sim_health
     from sandesh.workers.dispatcher import heartbeat_seconds
 
-    sim = runtime.app.sims.add_sim(f"bench-{uuid.uuid4().hex[:6]}", "loop://", 115200, None, "bench")
+    sim = runtime.sandesh.sims.add_sim(f"bench-{uuid.uuid4().hex[:6]}", "loop://", 115200, None, "bench")
     stop = threading.Event()
 
     def report() -> None:

@@ -58,8 +58,8 @@ def main(argv: list[str]) -> int:
     for waiting in sizes:
         with scratch_database() as env:
             runtime = bootstrap(Settings.from_env(env), pool_size=2)
-            workspace = funded_workspace(runtime.app, "Enqueue", 10**13)
-            client = runtime.app.operators.create_client(workspace, "Enqueue", None, 10**6, "bench")[0].id
+            workspace = funded_workspace(runtime.sandesh, "Enqueue", 10**13)
+            client = runtime.sandesh.operators.create_client(workspace, "Enqueue", None, 10**6, "bench")[0].id
             fill(runtime, workspace, client, waiting)
             with runtime.connection() as conn:
                 conn.execute("ANALYZE dispatch_queue")

@@ -52,8 +52,8 @@ def main(argv: list[str]) -> int:
     for n in [int(a) for a in argv]:
         with scratch_database() as env:
             runtime = bootstrap(Settings.from_env(env), pool_size=2)
-            workspace = funded_workspace(runtime.app, "Lease", 10**13)
-            client = runtime.app.operators.create_client(workspace, "Lease", None, 10**6, "bench")[0]
+            workspace = funded_workspace(runtime.sandesh, "Lease", 10**13)
+            client = runtime.sandesh.operators.create_client(workspace, "Lease", None, 10**6, "bench")[0]
             fill(runtime, workspace, client.id, n)
             now = runtime.clock.now()
             params = {"now": now, "recent": now - 7 * 86400, "sim": "sim_x", "max_priority": 2, "limit": 16}

@@ -121,11 +121,11 @@ def main() -> None:
     args = parser.parse_args()
     with scratch_database() as env, ExitStack() as running:
         runtime = bootstrap(Settings.from_env(env), pool_size=2)
-        workspace = funded_workspace(runtime.app, "Poll bench", 10**12)
-        key = runtime.app.operators.create_client(workspace, "Sender", None, 10**6, "bench")[1]
-        made, watched, _ = runtime.app.operators.create_client(workspace, "Watched", None, 10**6, "bench")
+        workspace = funded_workspace(runtime.sandesh, "Poll bench", 10**12)
+        key = runtime.sandesh.operators.create_client(workspace, "Sender", None, 10**6, "bench")[1]
+        made, watched, _ = runtime.sandesh.operators.create_client(workspace, "Watched", None, 10**6, "bench")
         watched_id = made.id
-        quiet = [runtime.app.operators.create_client(workspace, f"Waiter {n}", None, 10**6, "bench")[1]
+        quiet = [runtime.sandesh.operators.create_client(workspace, f"Waiter {n}", None, 10**6, "bench")[1]
                  for n in range(20)]
         runtime.close()
         running.enter_context(product(env, running))

@@ -115,8 +115,8 @@ def main() -> None:
     args = parser.parse_args()
     with scratch_database() as env, ExitStack() as running:
         runtime = bootstrap(Settings.from_env(env), pool_size=2)
-        workspace = funded_workspace(runtime.app, "List bench", 10**12)
-        client, key, _ = runtime.app.operators.create_client(workspace, "Lister", None, 10**6, "bench")
+        workspace = funded_workspace(runtime.sandesh, "List bench", 10**12)
+        client, key, _ = runtime.sandesh.operators.create_client(workspace, "Lister", None, 10**6, "bench")
         runtime.close()
         running.enter_context(product(env, running))
         http = requests.Session()

@@ -61,7 +61,7 @@ def warm_up(app, database_url: str, client: tuple[str, str], request) -> None:
 
 
 def measure(runtime, database_url: str, rate: int, seconds: float) -> dict:
-    app = runtime.app
+    app = runtime.sandesh
     clients = bench_clients(app, "Lag", 2, 4)
     request, _ = parse_send({"to": "9779812345678", "text": "Your order has shipped and arrives tomorrow."})
     warm_up(app, database_url, clients[0], request)

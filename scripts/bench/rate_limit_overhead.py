@@ -47,7 +47,7 @@ def main(n: int = 3000) -> None:
         runtime = bootstrap(Settings.from_env(env), pool_size=3)
         # the statement reads SIM health too: measure it with a route, as in production
         with reported_route(runtime):
-            app = runtime.app
+            app = runtime.sandesh
             client, key, _ = app.operators.create_client(funded_workspace(app, "Bench", 0), "Bench", None, 1_000_000, "bench")
 
             key_hash, window = sha256_hex(key), runtime.settings.route_window
@@ -60,10 +60,10 @@ def main(n: int = 3000) -> None:
                     plain += _timed(lambda: request_rate.caller(conn, key_hash, window), 100)
 
             headers = {"x-api-key": key}
-            commits = GroupCommit(runtime.app.log.append_events)
-            with_limit = falcon.testing.TestClient(create_app(runtime.app, runtime.connection, route_window=window,
+            commits = GroupCommit(runtime.sandesh.log.append_events)
+            with_limit = falcon.testing.TestClient(create_app(runtime.sandesh, runtime.connection, route_window=window,
                                                               health=runtime.health, commits=commits))
-            without = falcon.testing.TestClient(create_app(runtime.app, runtime.connection, route_window=window,
+            without = falcon.testing.TestClient(create_app(runtime.sandesh, runtime.connection, route_window=window,
                                                            health=runtime.health, commits=commits, rate_limit=False))
             on: list[float] = []
             off: list[float] = []

@@ -52,7 +52,7 @@ CAMPAIGN_SENT = 100     # ...after which this many of the longest waiting are se
 
 def fill(runtime, events: int, shape: str = "lifecycle") -> int:
     """Append about `events` events of the shape; returns how many the log holds."""
-    app = runtime.app
+    app = runtime.sandesh
     clients = bench_clients(app, "Replay", 2, 2)
     request, _ = parse_send({"to": "9779812345678", "text": "Your order has shipped and arrives tomorrow."})
     started, made, waiting = time.monotonic(), 0, []
@@ -149,7 +149,7 @@ def run(events: int, shape: str, profile: bool, keep: bool = False, on: str | No
     with (nullcontext(bench_env(on)) if on else scratch_database(keep)) as env:
         runtime = bootstrap(Settings.from_env(env), pool_size=2)
         try:
-            total = (runtime.app.log.recorder.max_notification_id() or 0) if on else fill(runtime, events, shape)
+            total = (runtime.sandesh.log.recorder.max_notification_id() or 0) if on else fill(runtime, events, shape)
             if profile:
                 profiler = cProfile.Profile()
                 started = time.monotonic()

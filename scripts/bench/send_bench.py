@@ -104,9 +104,9 @@ def client_keys(env: dict[str, str], workspaces: int, per_workspace: int) -> lis
     runtime = bootstrap(Settings.from_env(env), pool_size=2)
     keys = []
     for w in range(workspaces):
-        ws = funded_workspace(runtime.app, f"Bench {w}", 10**12)
+        ws = funded_workspace(runtime.sandesh, f"Bench {w}", 10**12)
         for c in range(per_workspace):
-            keys.append(runtime.app.operators.create_client(ws, f"B{w}.{c}", None, 10**6, "bench")[1])
+            keys.append(runtime.sandesh.operators.create_client(ws, f"B{w}.{c}", None, 10**6, "bench")[1])
     runtime.close()
     return keys
 
@@ -140,7 +140,7 @@ def wrk(url: str, keys: list[str], seconds: int, connections: int) -> dict[str, 
 
 def _lag(runtime: Any) -> tuple[int, float]:
     """The projections' lag now (events), and the seconds until they caught up (at most 120)."""
-    table = runtime.app.log.recorder.events_table_name
+    table = runtime.sandesh.log.recorder.events_table_name
     with runtime.connection() as conn:
         behind = sum(follower.lags(conn, table, LAG_CAP).values())
     started = time.monotonic()

@@ -139,8 +139,8 @@ def main() -> None:
     with scratch_database() as env, ExitStack() as running:
         env["SANDESH_TRUSTED_PROXIES"] = "127.0.0.1"  # the calling address is X-Forwarded-For's, as behind a proxy
         runtime = bootstrap(Settings.from_env(env), pool_size=2)
-        workspace = funded_workspace(runtime.app, "Sign-in pressure", 10**12)
-        key = runtime.app.operators.create_client(workspace, "Pressure", None, 10**6, "bench")[1]
+        workspace = funded_workspace(runtime.sandesh, "Sign-in pressure", 10**12)
+        key = runtime.sandesh.operators.create_client(workspace, "Pressure", None, 10**6, "bench")[1]
         runtime.close()
         running.enter_context(product(env, running))
         deadline = time.monotonic() + 30

@@ -60,11 +60,11 @@ def prepare(env: dict[str, str], sims: int) -> str:
     runtime = bootstrap(Settings.from_env(env))
     try:
         for n in range(sims):
-            sim = runtime.app.sims.add_sim(f"bench-{n}", "loop://", 115200, f"modems-{n % 2}", "bench")
+            sim = runtime.sandesh.sims.add_sim(f"bench-{n}", "loop://", 115200, f"modems-{n % 2}", "bench")
             with runtime.connection() as conn:
                 sim_health.record(conn, sim.id, healthy=True, registered=True, signal_dbm=-70 - n, last_error=None,
                                   dispatcher="bench", at=runtime.clock.now())
-        person, _ = runtime.app.people.add_person("ops@bench.example", "Ops", None, None, True, "bench")
+        person, _ = runtime.sandesh.people.add_person("ops@bench.example", "Ops", None, None, True, "bench")
         with runtime.connection() as conn:
             return sessions.begin(conn, person.id, runtime.clock.now(), sessions.SIGNED_IN)
     finally:

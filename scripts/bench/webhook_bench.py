@@ -101,7 +101,7 @@ def run(env: dict[str, str], tmp: str, events: int, concurrency: int, slow: int 
     from sandesh.workers.webhooks import POOL_SIZE, WebhookSender
 
     runtime = bootstrap(Settings.from_env(env), pool_size=POOL_SIZE)  # as `sandesh worker webhooks` opens it
-    app = runtime.app
+    app = runtime.sandesh
     ws = funded_workspace(app, "Bench", 100 * (events + slow * slow_receivers))
     receivers = []
     try:

@@ -60,7 +60,7 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
     if settings.test_clock:
         clock = OffsetClock(lambda: _clock_offset(connection))
     commits = GroupCommit(log.append_events) if group_commit else None
-    app = Sandesh.build(
+    sandesh = Sandesh.build(
         log, clock=clock, sealer=RingSealer(ring),
         texts=text_keys.TextKeys(connection, RingSealer(ring, "text-keys"), clock),
         idempotency=idempotency.Keys(connection), otp_windows=otp_limits.Windows(connection),
@@ -70,7 +70,7 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
         hasher=Argon2Hasher(), sign_in_tries=sessions.SignInTries(connection),
         sessions=sessions.Sessions(connection),
         webhook_history=webhooks.History(connection))
-    return Runtime(settings=settings, app=app, clock=clock, connection=connection, health=health,
+    return Runtime(settings=settings, sandesh=sandesh, clock=clock, connection=connection, health=health,
                    commits=commits, watch=watch, keys=ring)
 
 

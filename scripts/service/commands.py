@@ -115,7 +115,7 @@ def key_status(args: argparse.Namespace, settings: Settings, actor: str) -> int:
         data = keys.read_data_keys(conn)
         running = releases.processes(conn)
         holders = keys.holders_of_secrets(conn)
-        due = runtime.app.secrets.due_for_replacement(holders)
+        due = runtime.sandesh.secrets.due_for_replacement(holders)
     emit({"keys": [_root_row(r, wraps[r["id"]]) for r in roots], "wraps": ring.current, "held": list(ring.ids),
           "dataKeys": keys.data_key_summary(ring, data),
           "processes": [{"kind": p["kind"], "host": p["host"], "pid": p["pid"], "release": p["release"],
@@ -166,14 +166,14 @@ def workspace_create(args: argparse.Namespace, settings: Settings, actor: str) -
     types = parse_types(args.types) if args.types is not None else None
     rates = parse_rates(args.rate)
     with opened(settings) as runtime:
-        workspace = runtime.app.operators.create_workspace(args.name, types, rates, actor)
+        workspace = runtime.sandesh.operators.create_workspace(args.name, types, rates, actor)
         emit(_workspace(runtime, workspace.id))
     return 0
 
 
 def _workspace_command(change: Callable[[Operators], object], args: argparse.Namespace, settings: Settings) -> int:
     with opened(settings) as runtime:
-        change(runtime.app.operators)
+        change(runtime.sandesh.operators)
         emit(_workspace(runtime, args.workspace))
     return 0
 
@@ -210,7 +210,7 @@ def workspace_set_promo_hours(args: argparse.Namespace, settings: Settings, acto
 def workspace_shred_texts(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     """Destroy the keys of the workspace's texts (docs/design.md, "Erasing texts")."""
     with opened(settings) as runtime:
-        keys = runtime.app.operators.shred_texts(args.workspace, actor)
+        keys = runtime.sandesh.operators.shred_texts(args.workspace, actor)
         emit({"workspaceId": args.workspace, "keysDestroyed": keys})
     return 0
 
@@ -232,7 +232,7 @@ def workspace_list(args: argparse.Namespace, settings: Settings, actor: str) -> 
 
 def client_create(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        client, key, secret = runtime.app.operators.create_client(
+        client, key, secret = runtime.sandesh.operators.create_client(
             args.workspace, args.brand, args.webhook_url, args.rate_limit, actor)
         emit({**_client(runtime, client.id), "key": key, "webhookSecret": secret})
     return 0
@@ -240,14 +240,14 @@ def client_create(args: argparse.Namespace, settings: Settings, actor: str) -> i
 
 def client_rotate_key(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        client, key = runtime.app.operators.rotate_key(args.client, actor)
+        client, key = runtime.sandesh.operators.rotate_key(args.client, actor)
         emit({"id": client.id, "key": key, "keyPrefix": client.key_prefix})
     return 0
 
 
 def client_rotate_secret(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        client, secret = runtime.app.operators.rotate_secret(args.client, args.grace_hours, actor)
+        client, secret = runtime.sandesh.operators.rotate_secret(args.client, args.grace_hours, actor)
         until = client.previous_secret_until
         emit({"id": client.id, "webhookSecret": secret, "previousSecretValidUntil": iso(until) if until else None})
     return 0
@@ -255,7 +255,7 @@ def client_rotate_secret(args: argparse.Namespace, settings: Settings, actor: st
 
 def _client_command(change: Callable[[Operators], object], args: argparse.Namespace, settings: Settings) -> int:
     with opened(settings) as runtime:
-        change(runtime.app.operators)
+        change(runtime.sandesh.operators)
         emit(_client(runtime, args.client))
     return 0
 
@@ -270,7 +270,7 @@ def client_enable(args: argparse.Namespace, settings: Settings, actor: str) -> i
 
 def client_update(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        runtime.app.operators.update_client(args.client, args.brand, args.webhook_url, args.rate_limit, actor,
+        runtime.sandesh.operators.update_client(args.client, args.brand, args.webhook_url, args.rate_limit, actor,
                                             args.otp_template, args.otp_web_domain)
         emit(_client(runtime, args.client))
     return 0
@@ -314,7 +314,7 @@ def _pin(text: str | None) -> str | None:
 
 def sim_add(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        sim = runtime.app.sims.add_sim(args.name, args.port, args.baud, args.host, actor,
+        sim = runtime.sandesh.sims.add_sim(args.name, args.port, args.baud, args.host, actor,
                                   {k: v for k, v in _sim_settings(args).items() if k not in ("baud", "host")})
         emit(registry.sim_view(_row(runtime, "sims", sim.id, "SIM")))
     return 0
@@ -421,7 +421,7 @@ def _sim_id(runtime: Runtime, id_or_name: str) -> str:
 def _sim_command(change: Callable[[Sims, str], object], args: argparse.Namespace, settings: Settings) -> int:
     with opened(settings) as runtime:
         sim_id = _sim_id(runtime, args.sim)
-        change(runtime.app.sims, sim_id)
+        change(runtime.sandesh.sims, sim_id)
         emit(registry.sim_view(_row(runtime, "sims", sim_id, "SIM")))
     return 0
 
@@ -442,7 +442,7 @@ def sim_update(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     pin = _pin(args.pin)
     with opened(settings) as runtime:
         sim_id = _sim_id(runtime, args.sim)
-        runtime.app.sims.update_sim(sim_id, args.port, actor, _sim_settings(args), pin=None if pin == "off" else pin,
+        runtime.sandesh.sims.update_sim(sim_id, args.port, actor, _sim_settings(args), pin=None if pin == "off" else pin,
                                clear_pin=pin == "off")
         emit(registry.sim_view(_row(runtime, "sims", sim_id, "SIM")))
     return 0
@@ -450,7 +450,7 @@ def sim_update(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 
 def _sms_switch(on: bool, reason: str | None, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        switch = runtime.app.operators.set_sms_switch(on, reason, actor)
+        switch = runtime.sandesh.operators.set_sms_switch(on, reason, actor)
         emit({"enabled": switch.enabled, "reason": switch.reason})
     return 0
 
@@ -472,7 +472,7 @@ def _optout_change(opted_out: bool, args: argparse.Namespace, settings: Settings
     from sandesh.projections import optouts
 
     with opened(settings) as runtime:
-        change = runtime.app.operators.opt_out if opted_out else runtime.app.operators.opt_in
+        change = runtime.sandesh.operators.opt_out if opted_out else runtime.sandesh.operators.opt_in
         changed = change(args.workspace, args.number, OPERATOR, actor)
         number = phone.normalise(args.number.strip()) or args.number
         with runtime.connection() as conn:
@@ -509,7 +509,7 @@ def inbound_list(args: argparse.Namespace, settings: Settings, actor: str) -> in
         with runtime.connection() as conn:
             rows = inbound.received(conn, args.unattributed, args.limit)
         emit({"replies": [{"id": r["id"], "simId": r["sim_id"], "from": r["sender"],
-                           "text": runtime.app.texts.open(runtime.app.dispatch.reply(r["id"]).text), "parts": r["parts"], "total": r["total"],
+                           "text": runtime.sandesh.texts.open(runtime.sandesh.dispatch.reply(r["id"]).text), "parts": r["parts"], "total": r["total"],
                            "missingParts": r["missing"], "clientId": r["client_id"], "inReplyTo": r["in_reply_to"],
                            "at": iso(r["received_at"])} for r in rows]})
     return 0
@@ -520,7 +520,7 @@ def message_history(args: argparse.Namespace, settings: Settings, actor: str) ->
     from sandesh.projections import inbound
 
     with opened(settings) as runtime, runtime.connection() as conn:
-        emit(runtime.app.history.message_history(args.message, inbound.replies_to(conn, args.message),
+        emit(runtime.sandesh.history.message_history(args.message, inbound.replies_to(conn, args.message),
                                          lambda client_id: registry.webhook_url(conn, client_id)))
     return 0
 
@@ -553,7 +553,7 @@ def webhooks_show(args: argparse.Namespace, settings: Settings, actor: str) -> i
 
     with opened(settings) as runtime:
         row = _recent_delivery(runtime, args.delivery)
-        body = runtime.app.texts.open(runtime.app.webhooks.delivery(row["id"]).body)
+        body = runtime.sandesh.texts.open(runtime.sandesh.webhooks.delivery(row["id"]).body)
         emit({**webhooks.view(row, attempts=True), "body": orjson.loads(body) if body is not None else None})
     return 0
 
@@ -569,7 +569,7 @@ def webhooks_redeliver(args: argparse.Namespace, settings: Settings, actor: str)
         return _redeliver_outage(args, settings, actor)
     with opened(settings) as runtime:
         _recent_delivery(runtime, args.delivery)
-        again = runtime.app.webhooks.redeliver(args.delivery, actor)
+        again = runtime.sandesh.webhooks.redeliver(args.delivery, actor)
         emit(webhooks.view(_recent_delivery(runtime, again.id)))
     return 0
 
@@ -580,7 +580,7 @@ def _redeliver_outage(args: argparse.Namespace, settings: Settings, actor: str) 
     if args.client is None or args.since is None:
         raise InvalidInput("give a delivery ID, or --client CL and --since ISO")
     with opened(settings) as runtime:
-        count = runtime.app.webhooks.redeliver_outage(args.client, args.since, args.until, args.state, actor)
+        count = runtime.sandesh.webhooks.redeliver_outage(args.client, args.since, args.until, args.state, actor)
         emit({"clientId": args.client, "redelivered": count, "states": [args.state] if args.state else
               list(REDELIVERABLE), "since": iso(args.since), "until": iso(args.until) if args.until else None})
     return 0
@@ -594,7 +594,7 @@ def _link(settings: Settings, token: str) -> str:
 
 def user_add(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        person, token = runtime.app.people.add_person(args.email, args.name, args.workspace, args.role,
+        person, token = runtime.sandesh.people.add_person(args.email, args.name, args.workspace, args.role,
                                                       args.operator, actor)
         emit({**_person(runtime, person.id), "setPasswordLink": _link(settings, token)})
     return 0
@@ -609,19 +609,19 @@ def user_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 
 def user_disable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        emit(_person(runtime, runtime.app.people.disable_person(args.email, actor).id))
+        emit(_person(runtime, runtime.sandesh.people.disable_person(args.email, actor).id))
     return 0
 
 
 def user_enable(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        emit(_person(runtime, runtime.app.people.enable_person(args.email, actor).id))
+        emit(_person(runtime, runtime.sandesh.people.enable_person(args.email, actor).id))
     return 0
 
 
 def user_reset(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
-        person, token = runtime.app.people.reset_password(args.email, actor)
+        person, token = runtime.sandesh.people.reset_password(args.email, actor)
         emit({**_person(runtime, person.id), "setPasswordLink": _link(settings, token)})
     return 0
 
@@ -639,7 +639,7 @@ def audit(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     except ValueError:
         raise InvalidInput(f"--since {args.since!r} is not an ISO 8601 time, e.g. 2026-11-21T00:00:00Z") from None
     with opened(settings) as runtime:
-        for line in runtime.app.history.audit(args.workspace, args.client, since, args.limit):
+        for line in runtime.sandesh.history.audit(args.workspace, args.client, since, args.limit):
             emit_line(line)
     return 0
 

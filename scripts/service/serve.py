@@ -112,7 +112,7 @@ def serve(settings: Settings, bind: str, workers: int | None = None, connections
         runtime = bootstrap(settings, group_commit=True, process="serve")
         callers = Callers(runtime.connection, settings.route_window, settings.database_url)
         assert runtime.commits is not None and runtime.keys is not None
-        return create_app(runtime.app, runtime.connection, route_window=settings.route_window,
+        return create_app(runtime.sandesh, runtime.connection, route_window=settings.route_window,
                           health=runtime.health, commits=runtime.commits, blocking_threads=settings.pool_size,
                           trusted_proxies=settings.trusted_proxies, callers=callers,
                           dashboard_keys=RingHashes(runtime.keys, "dashboard-csrf"),

@@ -83,12 +83,12 @@ def _demo_client(settings: Settings, actor: str) -> dict[str, str] | None:
         with runtime.connection() as conn:
             if registry.any_client(conn):
                 return None
-        app = runtime.app
-        workspace = app.operators.create_workspace("Demo", None, {}, actor)
-        app.operators.activate_workspace(workspace.id, actor)
-        app.operators.credit_workspace(workspace.id, 100_000, "demo balance", actor)
-        client, key, secret = app.operators.create_client(workspace.id, "Demo", None, None, actor)
-        _, token = app.people.add_person(DEMO_OWNER, "Demo owner", workspace.id, "owner", False, actor)
+        sandesh = runtime.sandesh
+        workspace = sandesh.operators.create_workspace("Demo", None, {}, actor)
+        sandesh.operators.activate_workspace(workspace.id, actor)
+        sandesh.operators.credit_workspace(workspace.id, 100_000, "demo balance", actor)
+        client, key, secret = sandesh.operators.create_client(workspace.id, "Demo", None, None, actor)
+        _, token = sandesh.people.add_person(DEMO_OWNER, "Demo owner", workspace.id, "owner", False, actor)
         return {"workspaceId": workspace.id, "clientId": client.id, "key": key, "webhookSecret": secret,
                 "ownerEmail": DEMO_OWNER, "setPasswordLink": f"{settings.public_url}/dashboard/set-password/{token}"}
     finally:

@@ -28,8 +28,8 @@ class Echo:
 
 @pytest.fixture(scope="module")
 def app(runtime):
-    application = create_app(runtime.app, runtime.connection, route_window=runtime.settings.route_window,
-                             health=runtime.health, commits=GroupCommit(runtime.app.log.append_events))
+    application = create_app(runtime.sandesh, runtime.connection, route_window=runtime.settings.route_window,
+                             health=runtime.health, commits=GroupCommit(runtime.sandesh.log.append_events))
     application.add_route("/v1/test/echo", Echo())
     application.add_route("/v1/test/echo/{token}", Echo())
     return falcon.testing.TestClient(application)

@@ -45,15 +45,15 @@ def lines_of(runtime, workspace_id=None):
 
 
 def test_each_operator_change_is_one_line_of_its_workspace_as_the_log_reads_it(runtime):
-    made = changes(runtime.app)
+    made = changes(runtime.sandesh)
     follower.catch_up(runtime)
     for ws, client in made:
         lines = lines_of(runtime, ws)
-        assert same(lines) == same(runtime.app.history.audit(ws))
+        assert same(lines) == same(runtime.sandesh.history.audit(ws))
         rotated = [line for line in lines if line["action"] == "client.key_rotated"]
         assert [(line["workspaceId"], line["clientId"]) for line in rotated] == [(ws, client)]
         assert [line["actor"] for line in lines if line["action"] == "optout.added"] == ["op"]  # not the STOP
-    assert same(lines_of(runtime)) == same(runtime.app.history.audit())  # the SIM's lines too, of no workspace
+    assert same(lines_of(runtime)) == same(runtime.sandesh.history.audit())  # the SIM's lines too, of no workspace
     assert {line["action"] for line in lines_of(runtime) if line["workspaceId"] is None} == {"sim.added",
                                                                                             "sim.disabled"}
 

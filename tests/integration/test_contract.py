@@ -35,8 +35,8 @@ def test_the_document_is_served_without_a_key_and_is_valid_openapi_3_1(server):
 
 def test_every_route_of_the_app_is_in_the_document(runtime):
     """Every route but the dashboard's HTML pages (docs/dashboard.md), which are not the API."""
-    app = create_app(runtime.app, runtime.connection, route_window=60, health=runtime.health,
-                     commits=GroupCommit(runtime.app.log.append_events))
+    app = create_app(runtime.sandesh, runtime.connection, route_window=60, health=runtime.health,
+                     commits=GroupCommit(runtime.sandesh.log.append_events))
     routes = {(route.path, method.method) for route in falcon.inspect.inspect_routes(app)
               for method in route.methods if not method.internal and not route.path.startswith(contract.DASHBOARD)}
     documented = {(path, method.upper()) for path, item in contract.DOCUMENT["paths"].items()
@@ -63,7 +63,7 @@ def test_the_checker_finds_an_answer_that_differs_from_the_document():
 
 @pytest.fixture(scope="module")
 def funded_key(runtime, sandesh):
-    workspace = funded_workspace(runtime.app, "Fuzz", 10**9)
+    workspace = funded_workspace(runtime.sandesh, "Fuzz", 10**9)
     client = sandesh("client", "create", "--workspace", workspace, "--brand", "Fuzz", "--rate-limit", "100000")
     return client["key"]
 

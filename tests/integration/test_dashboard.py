@@ -440,7 +440,7 @@ def test_a_developer_redelivers_a_webhook_of_their_workspace(page, server, sande
     theirs = sandesh("client", "create", "--workspace", workspaces["other"], "--brand", "Elsewhere")
     made = [new_delivery(client["id"], "message.status", f"msg_{client['id']}", "delivered", {"status": "delivered"},
                          at=runtime.clock.now()) for client in (mine, theirs)]
-    runtime.app.webhooks.add_deliveries(made)
+    runtime.sandesh.webhooks.add_deliveries(made)
     sign_in(page, server, developer)
     page.get_by_role("link", name="Webhooks").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Webhooks")
@@ -472,9 +472,9 @@ def test_a_developer_redelivers_an_outage_of_a_client_from_the_webhooks_page(pag
     for n, client in enumerate((mine, mine, theirs)):
         delivery = new_delivery(client["id"], "message.status", f"msg_outage_{client['id']}_{n}", "delivered",
                                 {"n": n}, at=now - 1800 + n)
-        runtime.app.webhooks.add_deliveries([delivery])
+        runtime.sandesh.webhooks.add_deliveries([delivery])
         for _ in range(3):  # three 404s: dead
-            delivery = runtime.app.webhooks.record_attempt(delivery, 404, None, 0.1)
+            delivery = runtime.sandesh.webhooks.record_attempt(delivery, 404, None, 0.1)
         dead.append(delivery.id)
     sign_in(page, server, developer)
     page.get_by_role("link", name="Webhooks").click()

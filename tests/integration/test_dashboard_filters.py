@@ -60,7 +60,7 @@ class Workspace:
 
 def ended(runtime: Any, message_id: str, steps: tuple[tuple[Any, ...], ...]) -> None:
     """The message moved as the dispatcher moves it, and the read models caught up."""
-    lifecycle(runtime, runtime.app.history.message(message_id), *steps)
+    lifecycle(runtime, runtime.sandesh.history.message(message_id), *steps)
     follower.catch_up(runtime)
 
 
@@ -266,7 +266,7 @@ def test_the_audit_log_is_filtered_by_action_client_person_and_dates_50_a_page(p
                                                                                browser, projections_worker):
     shop = Workspace(sandesh, server, browser, "Audited")
     for _ in range(55):
-        runtime.app.operators.rotate_key(shop.clients["Alpha"]["id"], "busy-operator")
+        runtime.sandesh.operators.rotate_key(shop.clients["Alpha"]["id"], "busy-operator")
     earlier = today(sandesh)
     sandesh("clock", "advance", str(2 * 86_400))
     sandesh("--actor", "late-operator", "client", "disable", shop.clients["Beta"]["id"])

@@ -297,8 +297,8 @@ def test_a_host_whose_sims_went_silent_shows_at_a_glance(ops, server, sandesh, r
 
 def test_a_sim_quarantined_by_a_failing_modem_shows_its_reason_and_is_released_from_the_page(ops, server, sandesh,
                                                                                              runtime, route):
-    workspace = funded_workspace(runtime.app, "Quarantine", 10**6, "t")
-    client = runtime.app.operators.create_client(workspace, "Q", None, 1000, "t")[0].id
+    workspace = funded_workspace(runtime.sandesh, "Quarantine", 10**6, "t")
+    client = runtime.sandesh.operators.create_client(workspace, "Q", None, 1000, "t")[0].id
     sandesh("sim", "disable", "route-1")  # the emulated modem alone sends
     with Emulator(sims=1, first=500, report_delay=0.05, cmgs_seconds=0.1) as emulator, running_dispatcher(runtime):
         register_emulated(runtime, emulator.devices(), "test")
@@ -309,7 +309,7 @@ def test_a_sim_quarantined_by_a_failing_modem_shows_its_reason_and_is_released_f
         modem.fail_next("AT+CMGS", "+CMS ERROR: 8")  # barred: the SIM's fault
         request, problems = parse_send({"to": "9779812345670", "text": "to a barred SIM"})
         assert not problems
-        runtime.app.sending.send(client, workspace, request, 100)
+        runtime.sandesh.sending.send(client, workspace, request, 100)
         expect(row.locator("td.state")).to_contain_text("quarantined", timeout=15000)
         expect(row.locator(".reason")).to_contain_text("CMS 8")
         release = row.locator("form", has=ops.get_by_role("button", name=f"Release {modem.name}"))
@@ -320,7 +320,7 @@ def test_a_sim_quarantined_by_a_failing_modem_shows_its_reason_and_is_released_f
         assert again.status == 400
         assert re.search(f'id="sim-{modem.name}".*?SIM is not quarantined.*?</tr>', again.text(), re.DOTALL)
         request, _ = parse_send({"to": "9779812345671", "text": "after the release"})
-        runtime.app.sending.send(client, workspace, request, 100)
+        runtime.sandesh.sending.send(client, workspace, request, 100)
         expect(row.locator("td.today")).to_contain_text(re.compile(r"^[12] messages? \([12] parts?\)"),
                                                          timeout=15000)  # the first, too, if it was sent again
         sandesh("sim", "disable", modem.name)
@@ -498,7 +498,7 @@ def test_the_message_id_box_opens_a_message_in_its_workspace_or_says_there_is_no
 
 def test_replies_are_listed_newest_first_50_a_page_with_the_message_each_answers(ops, server, sandesh, runtime,
                                                                                  route, active_client):
-    app = runtime.app
+    app = runtime.sandesh
     message = send(server, active_client["key"], to="9779812345673").json()["messageId"]
 
     def reply(text: str, answers: str | None) -> str:

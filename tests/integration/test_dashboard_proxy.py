@@ -13,8 +13,8 @@ from sandesh.projections.group_commit import GroupCommit
 def test_behind_the_tls_proxy_cookies_are_secure_and_host_prefixed(runtime, peer, proto, secure):
     """Only a trusted proxy's X-Forwarded-Proto: https makes the cookies Secure with the __Host- prefix."""
     app = falcon.testing.TestClient(create_app(
-        runtime.app, runtime.connection, route_window=60, health=runtime.health,
-        commits=GroupCommit(runtime.app.log.append_events), trusted_proxies=("127.0.0.1",)))
+        runtime.sandesh, runtime.connection, route_window=60, health=runtime.health,
+        commits=GroupCommit(runtime.sandesh.log.append_events), trusted_proxies=("127.0.0.1",)))
     answer = app.simulate_get("/dashboard/sign-in", remote_addr=peer,
                               headers={"X-Forwarded-Proto": proto} if proto else {})
     cookie = answer.headers["set-cookie"]
@@ -28,8 +28,8 @@ def test_over_tls_every_answer_sends_hsts(runtime, peer, proto, sent):
     """Strict-Transport-Security on the API's answers and the dashboard's pages alike, when the
     request came over TLS; a proxy that is not trusted cannot claim it."""
     app = falcon.testing.TestClient(create_app(
-        runtime.app, runtime.connection, route_window=60, health=runtime.health,
-        commits=GroupCommit(runtime.app.log.append_events), trusted_proxies=("127.0.0.1",)))
+        runtime.sandesh, runtime.connection, route_window=60, health=runtime.health,
+        commits=GroupCommit(runtime.sandesh.log.append_events), trusted_proxies=("127.0.0.1",)))
     for path in ("/v1/health", "/dashboard/sign-in", "/v1/sms/balance"):
         answer = app.simulate_get(path, remote_addr=peer, headers={"X-Forwarded-Proto": proto} if proto else {})
         assert (answer.headers.get("strict-transport-security") == "max-age=31536000") is sent, path

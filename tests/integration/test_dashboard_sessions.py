@@ -196,7 +196,7 @@ def test_a_browser_that_signed_in_before_keeps_its_allowance_while_the_account_i
     refused = 0
     for n in range(60):  # an attacker's guesses from 60 addresses, each recorded as a failure
         try:
-            runtime.app.people.try_sign_in(added["email"], f"203.0.113.{n}")
+            runtime.sandesh.people.try_sign_in(added["email"], f"203.0.113.{n}")
         except SignInRefused:
             refused += 1
     assert refused, "the account is paced: later guesses are told to come back"

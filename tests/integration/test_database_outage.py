@@ -44,7 +44,7 @@ class Heartbeat:
         from sandesh.scripts.service.bootstrap import bootstrap
 
         self.runtime = bootstrap(Settings.from_env(env), pool_size=1)
-        self.sim = self.runtime.app.sims.add_sim("outage-1", "loop://", 115200, None, "test").id
+        self.sim = self.runtime.sandesh.sims.add_sim("outage-1", "loop://", 115200, None, "test").id
         self.stop = threading.Event()
         self.beat()
         threading.Thread(target=self._run, daemon=True).start()

@@ -26,7 +26,7 @@ def emulator(runtime):
 
 @pytest.fixture(scope="module")
 def account(runtime):
-    app = runtime.app
+    app = runtime.sandesh
     ws = funded_workspace(app, "Dispatch", 10**7, "t")
     return ws, app.operators.create_client(ws, "D", None, 1000, "t")[0].id
 
@@ -45,7 +45,7 @@ def send(runtime, account, text, message_type="transactional", to=None):
     request, problems = parse_send({"to": to or f"97798{next(_numbers):08d}", "text": text,
                                     "messageType": message_type})
     assert not problems
-    return runtime.app.sending.send(account[1], account[0], request, 100 * request.segments)
+    return runtime.sandesh.sending.send(account[1], account[0], request, 100 * request.segments)
 
 
 def wait_for(runtime, message_ids, statuses, timeout=20.0):
@@ -58,7 +58,7 @@ def test_messages_leave_through_the_pool_and_reports_make_them_delivered(runtime
     wait_for(runtime, ids, {"delivered"})
     received = {m["text"] for m in emulator.received}
     assert set(texts) <= received
-    used = {runtime.app.history.message(i).sim_id for i in ids}
+    used = {runtime.sandesh.history.message(i).sim_id for i in ids}
     assert len(used) > 1, "sends are spread over the pool"
     follower.catch_up(runtime)
     with runtime.connection() as conn:
@@ -73,7 +73,7 @@ def test_a_refused_number_is_rejected_and_refunded(runtime, emulator, account, d
         modem.fail_next("AT+CMGS", "+CMS ERROR: 1")
     message = send(runtime, account, "to nobody")
     wait_for(runtime, [message.id], {"rejected"})
-    assert "CMS 1" in runtime.app.history.message(message.id).error
+    assert "CMS 1" in runtime.sandesh.history.message(message.id).error
     with runtime.connection() as conn:
         after = conn.execute("SELECT balance FROM workspaces WHERE id = %s", (account[0],)).fetchone()["balance"]
     assert after == before  # charged at acceptance, refunded: nothing reached the network
@@ -86,7 +86,7 @@ def test_an_undelivered_report_makes_the_message_undelivered(runtime, emulator, 
         modem.script_reports(0x46)
     message = send(runtime, account, "expires before delivery")
     wait_for(runtime, [message.id], {"undelivered"})
-    assert "0x46" in runtime.app.history.message(message.id).error
+    assert "0x46" in runtime.sandesh.history.message(message.id).error
     for modem in emulator.modems:
         modem._report_script.clear()
 
@@ -102,7 +102,7 @@ def test_otp_goes_before_a_promotional_backlog(runtime, emulator, account):
     try:
         wait_for(runtime, [code.id], {"sent", "delivered"})
         latency = time.monotonic() - started
-        pending = [m for m in backlog if runtime.app.history.message(m).status == "queued"]
+        pending = [m for m in backlog if runtime.sandesh.history.message(m).status == "queued"]
         assert latency < 1.0 and pending, (latency, len(pending))
         print(f"OTP behind {len(backlog)} promotional messages: sent {latency * 1000:.0f} ms after the dispatcher started")
         wait_for(runtime, backlog, {"delivered"})  # leave an empty queue to the next test
@@ -129,7 +129,7 @@ def test_a_refusal_that_proves_nothing_was_sent_fails_over_to_another_sim_at_onc
         wait_for(runtime, [message.id], {"delivered"})
         assert time.monotonic() < deadline, "emu-1 never took a message"
     [requeued] = [e for e in _requeues(runtime) if e["error"].startswith("SIM emu-1")]
-    found = runtime.app.history.message(requeued["id"])
+    found = runtime.sandesh.history.message(requeued["id"])
     assert found.status == "delivered" and found.failed_on == [requeued["sim"]]
     assert found.sim_id != requeued["sim"], "delivered by another SIM"
     assert found.attempts == 1
@@ -141,9 +141,9 @@ def _requeues(runtime):
     from eventsourcing.utils import get_topic
 
     found = []
-    for notification in runtime.app.log.recorder.select_notifications(start=1, limit=100_000,
+    for notification in runtime.sandesh.log.recorder.select_notifications(start=1, limit=100_000,
                                                                   topics=[get_topic(Message.Requeued)]):
-        event = runtime.app.log.mapper.to_domain_event(notification)
+        event = runtime.sandesh.log.mapper.to_domain_event(notification)
         found.append({"id": event.originator_id, "sim": event.sim_id, "error": event.error})
     return found
 
@@ -158,7 +158,7 @@ def test_a_message_refused_on_every_usable_sim_ends_failed_and_refunded(runtime,
         modem.fail_next("AT+CMGS", "+CMS ERROR: 42")
     message = send(runtime, account, "congested everywhere")
     wait_for(runtime, [message.id], {"failed"})
-    found = runtime.app.history.message(message.id)
+    found = runtime.sandesh.history.message(message.id)
     assert "every usable SIM (4)" in found.error and len(set(found.failed_on)) == 3 and found.attempts == 3
     assert _balance(runtime, account[0]) == before, "nothing reached the network: refunded"
     for modem in emulator.modems:
@@ -169,7 +169,7 @@ def test_two_dispatchers_at_once_never_take_the_same_message(runtime, emulator, 
     """A second host with SIMs of its own drains the same queue; each message leaves once."""
     with Emulator(sims=2, report_delay=0.05, first=5) as host_b:
         for name, device in host_b.devices():
-            runtime.app.sims.add_sim(name, device, 115200, "host-b", "test")
+            runtime.sandesh.sims.add_sim(name, device, 115200, "host-b", "test")
         second = Dispatcher(runtime, host="host-b")
         second.start()
         assert len(second.sims) == 2
@@ -188,7 +188,7 @@ def test_two_dispatchers_at_once_never_take_the_same_message(runtime, emulator, 
     for name, _ in host_b.devices():
         with runtime.connection() as conn:
             sim_id = conn.execute("SELECT id FROM sims WHERE name = %s", (name,)).fetchone()["id"]
-        runtime.app.sims.disable_sim(sim_id, "test")
+        runtime.sandesh.sims.disable_sim(sim_id, "test")
 
 
 def test_a_port_is_driven_by_one_process_only(runtime, emulator, dispatcher):
@@ -205,20 +205,20 @@ def test_pacing_holds_each_sim_to_30_parts_per_rolling_30_minutes(runtime, emula
     ids = [send(runtime, account, f"burst {i}", "promotional").id for i in range(130)]
     deadline = time.monotonic() + 30
     while True:
-        statuses = [runtime.app.history.message(i).status for i in ids]
+        statuses = [runtime.sandesh.history.message(i).status for i in ids]
         if statuses.count("queued") == 11 and all(s in ("queued", "delivered") for s in statuses):
             break
         assert time.monotonic() < deadline, statuses.count("queued")
         time.sleep(0.1)
     time.sleep(0.5)  # nothing more leaves within the window
-    assert [runtime.app.history.message(i).status for i in ids].count("queued") == 11
+    assert [runtime.sandesh.history.message(i).status for i in ids].count("queued") == 11
     with runtime.connection() as conn:
         per_sim = conn.execute("SELECT sim_id, count(*) AS n FROM sent_parts WHERE at > %s GROUP BY sim_id",
                                (runtime.clock.now() - 1800,)).fetchall()
     assert sorted(row["n"] for row in per_sim) == [29, 30, 30, 30]
     code = send(runtime, account, "654321 is your code", "otp")  # the reserve is there for it
     wait_for(runtime, [code.id], {"delivered"})
-    assert [runtime.app.history.message(i).status for i in ids].count("queued") == 11
+    assert [runtime.sandesh.history.message(i).status for i in ids].count("queued") == 11
     sandesh("clock", "advance", "1801")
     wait_for(runtime, ids, {"delivered"})
 
@@ -227,7 +227,7 @@ def test_sends_answer_503_when_no_enabled_sim_is_healthy_and_sim_list_shows_why(
                                                                                   dispatcher, server, sandesh):
     import requests
 
-    key = runtime.app.operators.create_client(account[0], "Route", None, 1000, "t")[1]
+    key = runtime.sandesh.operators.create_client(account[0], "Route", None, 1000, "t")[1]
     body = {"to": TO, "text": "route?"}
     headers = {"x-api-key": key, "content-type": "application/json"}
     assert requests.post(server.url + "/v1/sms/send", json=body, headers=headers, timeout=5).status_code == 202
@@ -262,7 +262,7 @@ def test_replies_are_reassembled_attributed_and_listed(runtime, emulator, accoun
     message = send(runtime, account, "Did the parcel arrive?", to="9779801234567")
     wait_for(runtime, [message.id], {"delivered"})
     with runtime.connection() as conn:
-        sim_name = conn.execute("SELECT name FROM sims WHERE id = %s", (runtime.app.history.message(message.id).sim_id,)
+        sim_name = conn.execute("SELECT name FROM sims WHERE id = %s", (runtime.sandesh.history.message(message.id).sim_id,)
                                 ).fetchone()["name"]
     sim = emulator.modem(sim_name)
     text = "Haina, aajha samma aayena. Bholi pheri hernus hai. " * 7  # 357 septets: 3 GSM-7 parts
@@ -302,12 +302,12 @@ def test_a_recipient_stays_on_the_sim_it_last_heard_from(runtime, emulator, acco
     sandesh("clock", "advance", "1801")
     first = send(runtime, account, "hello from one SIM", to="9779812000001")
     wait_for(runtime, [first.id], {"delivered"})
-    sim = runtime.app.history.message(first.id).sim_id
+    sim = runtime.sandesh.history.message(first.id).sim_id
     later = [send(runtime, account, f"same sender {i}", to="9779812000001").id for i in range(6)]
     others = [send(runtime, account, f"someone else {i}", to=f"97798120001{i:02d}").id for i in range(12)]
     wait_for(runtime, later + others, {"delivered"})
-    assert {runtime.app.history.message(m).sim_id for m in later} == {sim}
-    assert len({runtime.app.history.message(m).sim_id for m in others}) > 1
+    assert {runtime.sandesh.history.message(m).sim_id for m in later} == {sim}
+    assert len({runtime.sandesh.history.message(m).sim_id for m in others}) > 1
 
 
 def test_a_scheduled_message_leaves_at_its_send_at_on_the_service_clock(runtime, emulator, account, dispatcher,
@@ -316,11 +316,11 @@ def test_a_scheduled_message_leaves_at_its_send_at_on_the_service_clock(runtime,
     request, problems = parse_send({"to": f"97798{next(_numbers):08d}", "text": "Happy Tihar",
                                     "sendAt": iso(now + 3600)}, now)
     assert not problems
-    later = runtime.app.sending.send(account[1], account[0], request, 100)
+    later = runtime.sandesh.sending.send(account[1], account[0], request, 100)
     soon = send(runtime, account, "not scheduled")
     wait_for(runtime, [soon.id], {"delivered"})
     time.sleep(1.5)  # the dispatcher looked at the schedule at least once meanwhile
-    assert runtime.app.history.message(later.id).status == "scheduled"
+    assert runtime.sandesh.history.message(later.id).status == "scheduled"
     assert not [m for m in emulator.received if m["text"] == "Happy Tihar"]
     sandesh("clock", "advance", "3601")
     wait_for(runtime, [later.id], {"delivered"})
@@ -332,9 +332,9 @@ def test_a_message_cannot_be_canceled_once_a_modem_has_it(runtime, emulator, acc
     message = send(runtime, account, "too late to take back")
     wait_for(runtime, [message.id], {"delivered"})
     with pytest.raises(NotCancelable) as refused:
-        runtime.app.sending.cancel_message(account[1], message.id)
+        runtime.sandesh.sending.cancel_message(account[1], message.id)
     assert refused.value.status == "delivered"
-    assert runtime.app.history.message(message.id).status == "delivered"
+    assert runtime.sandesh.history.message(message.id).status == "delivered"
 
 
 def test_a_message_with_no_report_within_its_validity_stays_sent_with_the_report_unknown(runtime, emulator, account,
@@ -347,7 +347,7 @@ def test_a_message_with_no_report_within_its_validity_stays_sent_with_the_report
         wait_for(runtime, [message.id], {"sent"})
         sandesh("clock", "advance", str(24 * 3600 + 1))
         assert dispatcher.give_up_on_reports() == 1, "this message alone went a day without its report"
-        found = runtime.app.history.message(message.id)
+        found = runtime.sandesh.history.message(message.id)
         assert found.status == "sent" and found.report_known is False
     finally:
         for modem in emulator.modems:
@@ -383,13 +383,13 @@ def test_200_mixed_messages_drain_through_4_sims_with_pacing_priority_and_lifecy
     try:
         for _ in range(6):  # each window lets 4 SIMs x 30 parts out
             deadline = time.monotonic() + 20
-            while any(runtime.app.history.message(m).status == "submitted" for m in ids) or (
+            while any(runtime.sandesh.history.message(m).status == "submitted" for m in ids) or (
                     time.monotonic() < deadline and _still_leaving(runtime, ids)):
                 time.sleep(0.2)
-            if all(runtime.app.history.message(m).status == "delivered" for m in ids):
+            if all(runtime.sandesh.history.message(m).status == "delivered" for m in ids):
                 break
             sandesh("clock", "advance", "1801")
-        statuses = {runtime.app.history.message(m).status for m in ids}
+        statuses = {runtime.sandesh.history.message(m).status for m in ids}
         assert statuses == {"delivered"}, statuses
     finally:
         running.close()
@@ -445,7 +445,7 @@ def _killed_during_at_cmgs(runtime, env, account, host_c, text, reports):
     finally:
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait()
-    assert runtime.app.history.message(message.id).status == "submitted"
+    assert runtime.sandesh.history.message(message.id).status == "submitted"
     return message
 
 
@@ -457,14 +457,14 @@ def test_a_dispatcher_killed_during_at_cmgs_never_resends_and_its_status_report_
     for it, matched on SIM and recipient, makes it delivered."""
     with Emulator(sims=1, report_delay=0.5, first=9) as host_c:
         [(name, device)] = host_c.devices()
-        sim = runtime.app.sims.add_sim(name, device, 115200, "host-c", "test").id
+        sim = runtime.sandesh.sims.add_sim(name, device, 115200, "host-c", "test").id
         message = _killed_during_at_cmgs(runtime, env, account, host_c, "exactly once, please", [None])
         with running_dispatcher(runtime, host="host-c"):
             deadline = time.monotonic() + 10
-            while runtime.app.history.message(message.id).unknown_since is None:
+            while runtime.sandesh.history.message(message.id).unknown_since is None:
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
-            assert runtime.app.history.message(message.id).status == "submitted", "not called failed while a report may come"
+            assert runtime.sandesh.history.message(message.id).status == "submitted", "not called failed while a report may come"
             with host_c.modems[0]._lock:
                 host_c.modems[0]._send_report(0, message.to, 0x00)  # the network's report, late
             wait_for(runtime, [message.id], {"delivered"})
@@ -475,18 +475,18 @@ def test_a_dispatcher_killed_during_at_cmgs_never_resends_and_its_status_report_
         silent = _killed_during_at_cmgs(runtime, env, account, host_c, "and nobody reports", [None])
         with running_dispatcher(runtime, host="host-c") as restarted:
             deadline = time.monotonic() + 10
-            while runtime.app.history.message(silent.id).unknown_since is None:
+            while runtime.sandesh.history.message(silent.id).unknown_since is None:
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
             with runtime.connection() as conn:
                 from sandesh.projections.db import advance_clock
                 advance_clock(conn, 24 * 3600 + 1)
             restarted.give_up_on_reports()
-        found = runtime.app.history.message(silent.id)
+        found = runtime.sandesh.history.message(silent.id)
         assert found.status == "failed" and "outcome unknown" in found.error and "not resent" in found.error
         assert _balance(runtime, account[0]) == before - 100, "not refunded: the network may have delivered it"
         assert [m["text"] for m in host_c.received].count("and nobody reports") == 1
-        runtime.app.sims.disable_sim(sim, "test")
+        runtime.sandesh.sims.disable_sim(sim, "test")
 
 
 def test_an_otp_behind_5000_queued_promotional_messages_is_submitted_within_a_second(runtime, emulator, account,
@@ -495,7 +495,7 @@ def test_an_otp_behind_5000_queued_promotional_messages_is_submitted_within_a_se
     sandesh("clock", "advance", "1801")
     request, _ = parse_send({"to": TO, "text": "Tihar sale: 20% off", "messageType": "promotional"})
     for _ in range(5000):
-        runtime.app.sending.send(account[1], account[0], request, 40)
+        runtime.sandesh.sending.send(account[1], account[0], request, 40)
     code = send(runtime, account, "246810 is your code", "otp")
     running = Dispatcher(runtime)
     running.start()

@@ -17,7 +17,7 @@ def test_a_status_report_read_while_its_sim_sends_the_next_part_is_recorded_when
     # The network takes a second to accept each part, and a report comes 0.05 s after the part's
     # +CMGS: the first message's report is read while the SIM's thread waits on the second's
     # +CMGS, and waits behind it in the SIM's queue.  The dispatcher is stopped then.
-    app = runtime.app
+    app = runtime.sandesh
     workspace = funded_workspace(app, "Stop", 10**6, "t")
     client = app.operators.create_client(workspace, "S", None, 1000, "t")[0].id
     with Emulator(sims=1, report_delay=0.05, cmgs_seconds=1.0) as emulator:

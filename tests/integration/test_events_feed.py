@@ -43,8 +43,8 @@ def webhooks(runtime, receiver) -> Iterator[WebhookSender]:
 
 def client(runtime, name: str, url: str | None = None) -> tuple[str, str]:
     """A new client's id and key."""
-    ws = funded_workspace(runtime.app, name, 100_000)
-    made, key, _ = runtime.app.operators.create_client(ws, name, url, 1000, "test")
+    ws = funded_workspace(runtime.sandesh, name, 100_000)
+    made, key, _ = runtime.sandesh.operators.create_client(ws, name, url, 1000, "test")
     return made.id, key
 
 

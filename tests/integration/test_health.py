@@ -43,11 +43,11 @@ def test_ready_is_503_with_the_reason_until_a_sim_is_a_route(server, runtime, sa
         assert answer.json()["checks"]["route"] is True and "retry-after" not in answer.headers
 
         # projections far behind the log (no worker follows it here): not ready, and by how much
-        workspace = funded_workspace(runtime.app, "Lagging", 10**9, "t")
-        client, _, _ = runtime.app.operators.create_client(workspace, "Lagging", None, 1000, "t")
+        workspace = funded_workspace(runtime.sandesh, "Lagging", 10**9, "t")
+        client, _, _ = runtime.sandesh.operators.create_client(workspace, "Lagging", None, 1000, "t")
         request, _ = parse_send({"to": "9779812345678", "text": "lag"})
         for start in range(0, MAX_LAG + 1, 1000):
-            runtime.app.log.append_events([event for _ in range(1000) for event in accept(
+            runtime.sandesh.log.append_events([event for _ in range(1000) for event in accept(
                 client_id=client.id, workspace_id=workspace, to=request.to, text=request.text,
                 message_type="transactional", segments=1, encoding=request.encoding, cost=1,
                 idempotency_key=None, request_hash=None, at=runtime.clock.now()).collect_events()])

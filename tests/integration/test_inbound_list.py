@@ -14,8 +14,8 @@ from tests.helpers import funded_workspace
 
 
 def client(runtime, name: str) -> str:
-    ws = funded_workspace(runtime.app, name, 100_000)
-    return runtime.app.operators.create_client(ws, name, None, 1000, "test")[1]
+    ws = funded_workspace(runtime.sandesh, name, 100_000)
+    return runtime.sandesh.operators.create_client(ws, name, None, 1000, "test")[1]
 
 
 def get(server, key: str, path: str, **query: Any) -> requests.Response:
@@ -31,7 +31,7 @@ def replied(server, runtime, phones: Emulator, key: str, number: str, text: str)
     wait_for_status(runtime, [message_id], {"delivered"})
     with runtime.connection() as conn:
         name = conn.execute("SELECT name FROM sims WHERE id = %s",
-                            (runtime.app.history.message(message_id).sim_id,)).fetchone()["name"]
+                            (runtime.sandesh.history.message(message_id).sim_id,)).fetchone()["name"]
     phones.modem(name).inject_inbound("+" + number, text)
     return message_id
 

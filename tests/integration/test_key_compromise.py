@@ -37,17 +37,17 @@ def both(env, tmp_path_factory) -> Sandesh:
 def test_what_the_leaked_key_sealed_is_due_until_each_is_replaced(runtime, sandesh, both, env):
     import requests
 
-    workspace = funded_workspace(runtime.app, "Leak", 10**6, "t")
-    client, _, _ = runtime.app.operators.create_client(workspace, "Leak", None, 100, "t")
-    sim = runtime.app.sims.add_sim("leak-1", "loop://", 115200, None, "t")
+    workspace = funded_workspace(runtime.sandesh, "Leak", 10**6, "t")
+    client, _, _ = runtime.sandesh.operators.create_client(workspace, "Leak", None, 100, "t")
+    sim = runtime.sandesh.sims.add_sim("leak-1", "loop://", 115200, None, "t")
     sandesh("sim", "update", "leak-1", "--pin", "2468")
-    person, token = runtime.app.people.add_person("owner@leak.example", "Owner", workspace, "owner", False, "t")
-    runtime.app.people.set_password(token, PASSWORD)
+    person, token = runtime.sandesh.people.add_person("owner@leak.example", "Owner", workspace, "owner", False, "t")
+    runtime.sandesh.people.set_password(token, PASSWORD)
     app_secret = totp.new_secret()
-    runtime.app.people.enroll_totp(person.id, app_secret, totp.hotp(app_secret, totp.step_of(runtime.clock.now())),
+    runtime.sandesh.people.enroll_totp(person.id, app_secret, totp.hotp(app_secret, totp.step_of(runtime.clock.now())),
                                    proof=PASSWORD)
     before, _ = parse_send({"to": "9779841000100", "text": "written before the leak"})
-    old_message = runtime.app.sending.send(client.id, workspace, before, 100)
+    old_message = runtime.sandesh.sending.send(client.id, workspace, before, 100)
     with runtime.connection() as conn:
         old_text_key = conn.execute("SELECT id FROM text_keys WHERE owner = %s", (workspace,)).fetchone()["id"]
     assert sandesh("key", "status")["dueForReplacement"] == {"webhookSecrets": [], "authenticatorApps": [],
@@ -92,7 +92,7 @@ def test_what_the_leaked_key_sealed_is_due_until_each_is_replaced(runtime, sande
     # Texts: the next one under a new key of the workspace; the old one still reads.
     after, _ = parse_send({"to": "9779841000101", "text": "written after the leak"})
     with _runtime({**env, "SANDESH_SECRET_KEY": NEW}) as new:
-        new.app.sending.send(client.id, workspace, after, 100)
+        new.sandesh.sending.send(client.id, workspace, after, 100)
         with new.connection() as conn:
             keys = conn.execute("SELECT id, replaced_at FROM text_keys WHERE owner = %s ORDER BY created_at",
                                 (workspace,)).fetchall()

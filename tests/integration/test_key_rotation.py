@@ -73,11 +73,11 @@ def test_a_key_rotated_under_traffic_is_retired_and_the_service_runs_on_the_new_
             command(old, "sim", "add", "--name", f"sim-{n}", "--port", device)
         command(old, "sim", "update", "sim-0", "--pin", "2468")
         with _runtime(old) as runtime:  # an owner with an authenticator app
-            person, token = runtime.app.people.add_person("owner@keys.example", "Owner", workspace, "owner", False,
+            person, token = runtime.sandesh.people.add_person("owner@keys.example", "Owner", workspace, "owner", False,
                                                           "operator")
-            runtime.app.people.set_password(token, "a long enough password")
+            runtime.sandesh.people.set_password(token, "a long enough password")
             app_secret = totp.new_secret()
-            runtime.app.people.enroll_totp(person.id, app_secret,
+            runtime.sandesh.people.enroll_totp(person.id, app_secret,
                                            totp.hotp(app_secret, totp.step_of(runtime.clock.now())),
                                            proof="a long enough password")
 
@@ -152,8 +152,8 @@ def test_a_key_rotated_under_traffic_is_retired_and_the_service_runs_on_the_new_
         with _runtime(new) as runtime:
             with runtime.connection() as conn:
                 pin_sealed = conn.execute("SELECT pin_sealed FROM sims WHERE name = 'sim-0'").fetchone()
-            assert runtime.app.sims.sim_pin(pin_sealed["pin_sealed"]) == "2468"
-            assert runtime.app.people.sealer.open(runtime.app.people.person(person.id).totp_sealed) == app_secret
+            assert runtime.sandesh.sims.sim_pin(pin_sealed["pin_sealed"]) == "2468"
+            assert runtime.sandesh.people.sealer.open(runtime.sandesh.people.person(person.id).totp_sealed) == app_secret
         command(new, "clock", "advance", "1801")  # the SIMs' pacing windows, full of the traffic's sends, open again
         wait_until(lambda: requests.get(f"{api}/v1/ready", timeout=5).status_code == 200,  # a heartbeat on the
                    "a SIM to be a route again", timeout=90)                                 # moved clock

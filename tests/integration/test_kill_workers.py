@@ -28,14 +28,14 @@ def _kill(process):
 
 def test_the_projections_worker_killed_three_times_under_load_counts_each_send_exactly_once(runtime, env,
                                                                                              database_url):
-    ws = funded_workspace(runtime.app, "Count", 10**8, "t")
-    client = runtime.app.operators.create_client(ws, "Count", None, 1000, "t")[0].id
+    ws = funded_workspace(runtime.sandesh, "Count", 10**8, "t")
+    client = runtime.sandesh.operators.create_client(ws, "Count", None, 1000, "t")[0].id
     request, _ = parse_send({"to": "9779841234567", "text": "count me once"})
     sent, stop = [], threading.Event()
 
     def sending():
         while not stop.is_set():
-            sent.append(runtime.app.sending.send(client, ws, request, 100).id)
+            sent.append(runtime.sandesh.sending.send(client, ws, request, 100).id)
 
     thread = threading.Thread(target=sending, daemon=True)
     worker = _worker(env, "projections")
@@ -73,13 +73,13 @@ def test_the_webhook_sender_killed_while_attempts_are_in_flight_loses_no_deliver
 
     receiver = Receiver(tmp_path)
     try:
-        ws = funded_workspace(runtime.app, "Hooks", 10**8, "t")
-        client = runtime.app.operators.create_client(ws, "Hooks", receiver.url("/slow"), 1000, "t")[0].id
+        ws = funded_workspace(runtime.sandesh, "Hooks", 10**8, "t")
+        client = runtime.sandesh.operators.create_client(ws, "Hooks", receiver.url("/slow"), 1000, "t")[0].id
         receiver.answer("/slow", ("hang", 1.0, 200))  # attempts are in flight when the kill comes
         messages = []
         for i in range(40):
             request, _ = parse_send({"to": f"97798410{i:05d}", "text": f"hook {i}"})
-            messages.append(runtime.app.sending.send(client, ws, request, 100))
+            messages.append(runtime.sandesh.sending.send(client, ws, request, 100))
             lifecycle(runtime, messages[-1], ("fail", "x"))
         worker_env = {**env, "REQUESTS_CA_BUNDLE": str(receiver.ca_file)}
         sender = _worker(worker_env, "webhooks")

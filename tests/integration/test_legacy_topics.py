@@ -17,7 +17,7 @@ def legacy(topic: str) -> str:
 
 
 def test_an_aggregate_stored_under_old_topics_loads_and_is_projected(runtime):
-    app = runtime.app
+    app = runtime.sandesh
     workspace = Workspace(name="Before the move", types=["otp"], rates=default_rates(), actor="t", at=app.clock.now())
     workspace.activate(actor="t", at=app.clock.now())
     created, activated = workspace.collect_events()

@@ -18,7 +18,7 @@ from tests.conftest import ROOT
 
 
 def test_the_webhook_worker_logs_json_lines_naming_the_client_and_nothing_secret(runtime, env, receiver, tmp_path):
-    app = runtime.app
+    app = runtime.sandesh
     workspace = funded_workspace(app, "Logs", 10**6, "t")
     client, key, secret = app.operators.create_client(workspace, "Logs", receiver.url("/logs"), 1000, "t")
     text = "Log-me-not order 7731"

@@ -20,9 +20,9 @@ def a_route(route):
 
 def client(runtime) -> dict[str, str]:
     """A client of a funded workspace whose promotions leave at any hour."""
-    ws = funded_workspace(runtime.app, "Lists", 100_000)
-    runtime.app.operators.set_promo_hours(ws, "off", "test")
-    return {"key": runtime.app.operators.create_client(ws, "Lists", None, 1000, "test")[1], "workspace": ws}
+    ws = funded_workspace(runtime.sandesh, "Lists", 100_000)
+    runtime.sandesh.operators.set_promo_hours(ws, "off", "test")
+    return {"key": runtime.sandesh.operators.create_client(ws, "Lists", None, 1000, "test")[1], "workspace": ws}
 
 
 def send(server, key: str, to: str = TO, message_type: str = "transactional") -> str:

@@ -271,7 +271,7 @@ def test_a_dispatch_worker_counts_each_sims_submits_and_cms_errors(server, env, 
 
 def test_webhook_attempts_are_counted_by_outcome_with_their_duration(server, env, runtime, receiver):
     """The receiver answers the first attempt 500 (a retry is then due: `waiting`), every other 200."""
-    app = runtime.app
+    app = runtime.sandesh
     workspace = funded_workspace(app, "Hooks", 10**6, "t")
     client, _, _ = app.operators.create_client(workspace, "Hooks", receiver.url("/metrics-hooks"), 1000, "t")
     receiver.answer("/metrics-hooks", 500, 200)
@@ -300,7 +300,7 @@ def test_no_label_value_is_a_message_id_a_number_or_a_path(server, runtime):
     """Labels are bounded: route templates, fixed types, outcomes and states, the operator's SIM ids."""
     with runtime.connection() as conn:
         ids = {r["id"] for r in conn.execute(
-            f'SELECT DISTINCT originator_id::text AS id FROM "{runtime.app.log.recorder.events_table_name}"')}
+            f'SELECT DISTINCT originator_id::text AS id FROM "{runtime.sandesh.log.recorder.events_table_name}"')}
         sims = {r["id"] for r in conn.execute("SELECT id FROM sims")}
         numbers = {r["to"] for r in conn.execute('SELECT DISTINCT "to" FROM messages')}
     assert any(i.startswith("msg_") for i in ids) and numbers  # there are some to find

@@ -51,11 +51,11 @@ class Account:
 
     def __init__(self, runtime, server, name, receiver=None):
         self.runtime, self.server = runtime, server
-        self.workspace = funded_workspace(runtime.app, name, 10**6, "t")
-        runtime.app.operators.set_promo_hours(self.workspace, "off", "t")  # promotions go at once, at any hour
+        self.workspace = funded_workspace(runtime.sandesh, name, 10**6, "t")
+        runtime.sandesh.operators.set_promo_hours(self.workspace, "off", "t")  # promotions go at once, at any hour
         self.path = f"/optout/{next(_paths)}"
         url = receiver.url(self.path) if receiver else None
-        client, self.key, _ = runtime.app.operators.create_client(self.workspace, name, url, 1000, "t")
+        client, self.key, _ = runtime.sandesh.operators.create_client(self.workspace, name, url, 1000, "t")
         self.client = client.id
 
     def send(self, to, message_type="transactional", text="Dashain offer: 20% off all sweets"):
@@ -84,7 +84,7 @@ def delivered_and_replied(runtime, phones, message_id, text):
     """Wait until the message is delivered, then type `text` on its recipient's phone, back to
     the SIM it came from (so the reply is attributed to it)."""
     wait_for_status(runtime, [message_id], {"delivered"})
-    message = runtime.app.history.message(message_id)
+    message = runtime.sandesh.history.message(message_id)
     with runtime.connection() as conn:
         name = conn.execute("SELECT name FROM sims WHERE id = %s", (message.sim_id,)).fetchone()["name"]
     phones.modem(name).inject_inbound("+" + message.to, text)
@@ -194,7 +194,7 @@ def test_operators_add_list_and_remove_opt_outs_each_audited_and_acting_at_once(
     (("optout", "list", "ws_nope"), "no workspace 'ws_nope'"),
 ])
 def test_a_bad_number_or_an_unknown_workspace_exits_2_and_records_nothing(runtime, sandesh, args, says):
-    ws = funded_workspace(runtime.app, "Typo", 0, "t")
+    ws = funded_workspace(runtime.sandesh, "Typo", 0, "t")
     done = sandesh.run(*[ws if a == "WS" else a for a in args])
     assert done.returncode == 2 and says in done.stderr and done.stdout == ""
     assert not [line for line in sandesh.run("audit", "--workspace", ws).stdout.splitlines() if '"optout.' in line]
@@ -212,7 +212,7 @@ def test_opting_out_is_idempotent_in_the_log(runtime):
     from sandesh.domain.optout import optout_id
     from sandesh.domain.sending import parse_send
 
-    app = runtime.app
+    app = runtime.sandesh
     ws = funded_workspace(app, "Twice", 10**4, "t")
     client = app.operators.create_client(ws, "Twice", None, 1000, "t")[0].id
     number = a_number()
@@ -233,7 +233,7 @@ def test_a_replay_rebuilds_the_opt_outs_from_the_log(runtime, server, phones, sa
     and from operators, are there as before, and sends are refused as before."""
     from sandesh.domain.sending import parse_send
 
-    app = runtime.app
+    app = runtime.sandesh
     account = Account(runtime, server, "Replayed")
     by_reply, by_operator, back_in = a_number(), a_number(), a_number()
     request, _ = parse_send({"to": by_reply, "text": "Offer", "messageType": "promotional"})

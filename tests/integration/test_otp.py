@@ -49,7 +49,7 @@ def send_code(server, runtime, key, to, purpose="login", **extra):
     """Send a code and read it back from the message's (decrypted) text, as the dispatcher will."""
     answer = post(server, key, "send", {"to": to, "purpose": purpose, **extra})
     assert answer.status_code == 202, answer.text
-    text = runtime.app.texts.open(runtime.app.history.message(answer.json()["messageId"]).text)
+    text = runtime.sandesh.texts.open(runtime.sandesh.history.message(answer.json()["messageId"]).text)
     return answer, re.match(r"(\d{6}) is your ", text).group(1)
 
 
@@ -68,9 +68,9 @@ def test_send_answers_202_with_message_and_expiry_and_charges_the_otp_rate(serve
     answer, code = send_code(server, runtime, client["key"], "+" + to)
     body = answer.json()
     assert set(body) == {"success", "messageId", "expiresAt"} and body["success"] is True
-    message = runtime.app.history.message(body["messageId"])
+    message = runtime.sandesh.history.message(body["messageId"])
     assert message.text.startswith("tk1:")  # sealed under the workspace's key in the log
-    assert runtime.app.texts.open(message.text) == f"{code} is your Himal Bank verification code. It expires in 5 minutes."
+    assert runtime.sandesh.texts.open(message.text) == f"{code} is your Himal Bank verification code. It expires in 5 minutes."
     assert (message.to, message.message_type, message.segments, message.cost) == (to, "otp", 1, 150)
     expires = time.mktime(time.strptime(body["expiresAt"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
     assert abs(expires - (runtime.clock.now() + 300)) < 5

@@ -31,7 +31,7 @@ TABLES = {"workspaces": "id", "clients": "id", "sims": "id", "sms_switch": "id",
 @pytest.fixture(scope="module")
 def clients(runtime):
     """Two workspaces, three clients, a few hundred mixed messages (some with keys)."""
-    app, made = runtime.app, []
+    app, made = runtime.sandesh, []
     for name in ("North", "South"):
         ws = funded_workspace(app, name, 1_000_000, "t", rates={"otp": 150})
         made += [(ws, app.operators.create_client(ws, f"{name}{i}", None, None, "t")[0].id) for i in range(1 + (name == "North"))]
@@ -103,7 +103,7 @@ def test_two_runners_at_once_still_apply_each_event_once(runtime, clients):
     ws, cl = clients[0]
     request, _ = parse_send({"to": "9779812345678", "text": "again"})
     for _ in range(200):
-        runtime.app.sending.send(cl, ws, request, 100)
+        runtime.sandesh.sending.send(cl, ws, request, 100)
     threads = [threading.Thread(target=follower.catch_up, args=(runtime,)) for _ in range(3)]
     for t in threads:
         t.start()
@@ -126,7 +126,7 @@ def test_replay_rebuilds_every_read_model_identical_row_for_row(runtime, clients
     assert set(projections) == {"registry", "messages", "counters", "otps", "audit", "campaigns"}
     assert projections["messages"]["events"] == 550 + 10
     # the log is read once: every event of it, each projection handling its own
-    assert summary["events"] == runtime.app.log.recorder.max_notification_id()
+    assert summary["events"] == runtime.sandesh.log.recorder.max_notification_id()
     assert all(0 < p["events"] <= summary["events"] for p in projections.values())
     assert projections["registry"]["events"] > projections["messages"]["events"]
     # the whole replay's time, measured inside the command: within the time the command took, and no
@@ -146,7 +146,7 @@ def test_replay_of_one_projection_while_sends_continue(runtime, clients, sandesh
     def keep_sending():
         while not stop.is_set():
             try:
-                sent.append(runtime.app.sending.send(cl, ws, request, 100))
+                sent.append(runtime.sandesh.sending.send(cl, ws, request, 100))
             except Exception as error:  # a send the swap made fail (a deadlock, a timeout)
                 errors.append(error)
 
@@ -206,7 +206,7 @@ def test_replay_check_while_sends_continue_finds_nothing(runtime, clients, sande
 
     def keep_sending():
         while not stop.is_set():
-            sent.append(runtime.app.sending.send(cl, ws, request, 100).id)
+            sent.append(runtime.sandesh.sending.send(cl, ws, request, 100).id)
 
     sender = threading.Thread(target=keep_sending)
     sender.start()
@@ -230,7 +230,7 @@ def test_worker_all_follows_the_log_and_stops_cleanly_on_sigterm(runtime, client
                               env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         request, _ = parse_send({"to": "9779812345678", "text": "followed"})
-        message = runtime.app.sending.send(cl, ws, request, 100)
+        message = runtime.sandesh.sending.send(cl, ws, request, 100)
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             with runtime.connection() as conn:
@@ -252,23 +252,23 @@ def test_a_charge_and_its_message_commit_together_or_not_at_all(runtime, clients
 
     ws, cl = clients[0]
     request, _ = parse_send({"to": "9779812345678", "text": "atomic"})
-    first = runtime.app.sending.send(cl, ws, request, 100)
+    first = runtime.sandesh.sending.send(cl, ws, request, 100)
     with runtime.connection() as conn:
         before = conn.execute("SELECT balance FROM workspaces WHERE id = %s", (ws,)).fetchone()["balance"]
     twin = Message._create(Message.Accepted, id=first.id, client_id=cl, workspace_id=ws, to=request.to, text="twin", message_type="otp",
                    segments=1, encoding="GSM-7", cost=999, idempotency_key=None, request_hash=None, at=0.0,
                    expires_at=None, send_at=None)
     with pytest.raises(IntegrityError):
-        runtime.app.log.save(twin)  # same id and version: the append fails after the inline debit ran
+        runtime.sandesh.log.save(twin)  # same id and version: the append fails after the inline debit ran
     with runtime.connection() as conn:
         assert conn.execute("SELECT balance FROM workspaces WHERE id = %s", (ws,)).fetchone()["balance"] == before
-    assert runtime.app.texts.open(runtime.app.history.message(first.id).text) == "atomic"
+    assert runtime.sandesh.texts.open(runtime.sandesh.history.message(first.id).text) == "atomic"
 
 
 def test_status_events_count_for_the_client_that_sent_the_message(runtime):
     """Status events do not name the client: the counters look it up (a read inside the
     follower's pipelined batch) and count delivered, undelivered and failed with refunds."""
-    app = runtime.app
+    app = runtime.sandesh
     ws = funded_workspace(app, "Statuses", 10_000, "t")
     cl, _, _ = app.operators.create_client(ws, "Statuses", None, 1000, "t")
     request, _ = parse_send({"to": "9779812345678", "text": "status"})
@@ -317,7 +317,7 @@ def test_replay_equals_live_after_a_mixed_workload(runtime, sandesh):
     from sandesh.domain.webhook import STATUS, new_delivery
     from tests.integration.test_webhooks import lifecycle
 
-    app = runtime.app
+    app = runtime.sandesh
     ws = funded_workspace(app, "Mixed", 10**7, "t", rates={"otp": 150})
     cl, _, _ = app.operators.create_client(ws, "Mixed", None, 1000, "t")
     caller = Caller(client_id=cl.id, workspace_id=ws, brand="Mixed", workspace_status="active",
@@ -382,7 +382,7 @@ def test_a_follower_moves_past_the_events_it_does_not_follow(runtime):
     """A step reads up to the newest committed event; once `SKIP_FROM` events of other topics
     lie past a follower's position, it moves past them, so that its next step does not read
     them again (docs/design.md, "Followers skip what they do not follow")."""
-    app, name, handled = runtime.app, "test-skipper", []
+    app, name, handled = runtime.sandesh, "test-skipper", []
     topics = topics_of([Message.Accepted])
 
     def step(limit=follower.BATCH):
@@ -427,7 +427,7 @@ def test_a_rebuild_from_a_checkpoint_equals_a_rebuild_from_zero(runtime, clients
     equals a fresh fold); `replay --from-checkpoint` folds only what follows and makes every read
     model equal to a replay from zero; `replay --check --since-checkpoint` finds a checkpoint
     that does not match the log."""
-    app = runtime.app
+    app = runtime.sandesh
     ws, cl = clients[0]
 
     def more(n: int, text: str) -> None:
@@ -472,7 +472,7 @@ def test_a_replay_within_a_small_memory_budget_lets_rows_go_and_takes_them_back_
     """Past its budget a replay holds no more rows of the tables that grow with the log, the queue
     included: the rest wait in the tables being built, and come back when a later event changes
     them; the queue's turns, computed while most of the queue is spilled, are the live ones."""
-    app = runtime.app
+    app = runtime.sandesh
     (ws, cl), (ws2, cl2) = clients[0], clients[1]
     accepted = []
     for i in range(1500):  # many rows, then a late change to the earliest of them

@@ -25,14 +25,14 @@ _first = iter(range(30, 1000, 4))  # each emulator's modems get indexes (so ICCI
 
 @pytest.fixture(scope="module")
 def account(runtime):
-    ws = funded_workspace(runtime.app, "Real modems", 10**8, "t")
-    return ws, runtime.app.operators.create_client(ws, "R", None, 1000, "t")[0].id
+    ws = funded_workspace(runtime.sandesh, "Real modems", 10**8, "t")
+    return ws, runtime.sandesh.operators.create_client(ws, "R", None, 1000, "t")[0].id
 
 
 def send(runtime, account, text="Your order has shipped", to=None):
     request, problems = parse_send({"to": to or f"97798{next(_numbers):08d}", "text": text})
     assert not problems
-    return runtime.app.sending.send(account[1], account[0], request, 100 * request.segments)
+    return runtime.sandesh.sending.send(account[1], account[0], request, 100 * request.segments)
 
 
 def sims(sandesh):
@@ -66,7 +66,7 @@ def test_a_device_of_each_family_sends_gets_its_report_and_a_reply(runtime, acco
         modem = emulator.modems[0]
         message = send(runtime, account, to=f"97798{next(_numbers):08d}")
         wait_for_status(runtime, [message.id], {"delivered"})
-        recipient = "+" + runtime.app.history.message(message.id).to
+        recipient = "+" + runtime.sandesh.history.message(message.id).to
         modem.inject_inbound(recipient, f"Thanks ({name})")
         reply = until(lambda: [r for r in sandesh("inbound", "list")["replies"] if r["text"] == f"Thanks ({name})"])
         assert reply[0]["inReplyTo"] == message.id
@@ -93,7 +93,7 @@ def test_a_device_that_announces_nothing_is_polled(runtime, account, sandesh):
             modem = emulator.modems[0]
             message = send(runtime, account)
             wait_for_status(runtime, [message.id], {"delivered"})  # a stored report, found by reading the store
-            modem.inject_inbound("+" + runtime.app.history.message(message.id).to, "polled reply")
+            modem.inject_inbound("+" + runtime.sandesh.history.message(message.id).to, "polled reply")
             until(lambda: [r for r in sandesh("inbound", "list")["replies"] if r["text"] == "polled reply"])
             listed = sims(sandesh)[modem.name]
             assert (listed["cnmi"], listed["reports"], listed["inbound"]) == ("0,0,0,2,0", "stored", "polled")
@@ -161,7 +161,7 @@ def test_a_monthly_cap_and_a_slower_pace(runtime, account, sandesh):
         assert listed[monthly.name]["state"] == "resting" and listed[monthly.name]["partsThisMonth"] == 1
         assert listed[monthly.name]["resumesAt"] == iso_of(next_month(runtime.clock.now()))
         assert listed[paced.name]["state"] == "active" and listed[paced.name]["partsPerWindow"] == 4
-        statuses = {runtime.app.history.message(m).status for m in ids}
+        statuses = {runtime.sandesh.history.message(m).status for m in ids}
         assert statuses <= {"queued", "sent", "delivered"} and "queued" in statuses
         sandesh("sim", "update", paced.name, "--pace", "off")
         until(lambda: len(paced.sent) == 5, timeout=15)  # read live: the waiting messages leave within seconds
@@ -170,7 +170,7 @@ def test_a_monthly_cap_and_a_slower_pace(runtime, account, sandesh):
 def test_every_sim_resting_is_503_unavailable_and_nothing_is_charged(runtime, account, sandesh, server):
     import requests
 
-    key = runtime.app.operators.create_client(account[0], "Rest", None, 1000, "t")[1]
+    key = runtime.sandesh.operators.create_client(account[0], "Rest", None, 1000, "t")[1]
     headers = {"x-api-key": key, "content-type": "application/json"}
     # An OTP: a pool of one SIM with one part left holds that part for OTP (docs/design.md, "Pacing").
     body = {"to": f"97798{next(_numbers):08d}", "text": "123456 is your code", "messageType": "otp"}
@@ -209,7 +209,7 @@ def test_low_credit_quarantines_a_sim_before_its_sends_fail_and_more_credit_rele
         assert listed["reason"] == (f"credit NPR {listed['credit'] / 100:.2f} is below the minimum NPR 10.00 "
                                     "(*400#)") and listed["credit"] < 1000
         assert modem.credit >= modem.part_price, "quarantined before the network refused a part"
-        assert {runtime.app.history.message(m).status for m in ids} <= {"queued", "sent", "delivered"}
+        assert {runtime.sandesh.history.message(m).status for m in ids} <= {"queued", "sent", "delivered"}
         metrics = requests.get(server.url + "/metrics", timeout=5).text
         assert f'sandesh_sim_credit_paisa{{sim="{listed["id"]}"}} {float(listed["credit"])}' in metrics
         modem.credit = 100.0  # topped up

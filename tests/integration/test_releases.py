@@ -140,12 +140,12 @@ def test_a_worker_that_meets_an_event_of_a_newer_release_stops_and_is_not_starte
                                                                                         database_url):
     """An event of a version above its class's (as a newer release would write it) is never
     misread or skipped: the worker stops, naming the release to run, with status 3."""
-    mapper = runtime.app.log.mapper
+    mapper = runtime.sandesh.log.mapper
     topic = "sandesh.domain.workspace:Workspace.Created"
     state = {"timestamp": "2026-11-26T10:00:00+00:00", "originator_topic": "sandesh.domain.workspace:Workspace",
              "name": "From the future", "class_version": 7}
     originator = f"ws_future_{command[0]}"
-    runtime.app.log.recorder.insert_events([StoredEvent(originator, 1, topic,
+    runtime.sandesh.log.recorder.insert_events([StoredEvent(originator, 1, topic,
                                                         mapper.cipher.encrypt(orjson.dumps(state)))])
     try:
         running = worker(env, *command)

@@ -107,7 +107,7 @@ def test_canceling_a_scheduled_message_refunds_it_in_full_and_tells_the_webhook(
     assert again.status_code == 409 and again.json()["code"] == "message_not_cancelable"
     assert "canceled" in again.json()["error"]
     assert balance(server, account["key"]) == 10000
-    assert runtime.app.webhooks.delivery(delivery_id(message_id, "canceled")).state == "delivered"
+    assert runtime.sandesh.webhooks.delivery(delivery_id(message_id, "canceled")).state == "delivered"
 
 
 def test_a_queued_message_no_modem_took_can_be_canceled(server, account, runtime):
@@ -123,11 +123,11 @@ def test_a_queued_message_no_modem_took_can_be_canceled(server, account, runtime
 
 def test_a_message_handed_to_a_modem_cannot_be_canceled(server, account, runtime):
     message_id = send(server, account["key"]).json()["messageId"]
-    lifecycle(runtime, runtime.app.history.message(message_id), ("submit",))
+    lifecycle(runtime, runtime.sandesh.history.message(message_id), ("submit",))
     answer = cancel(server, account["key"], message_id)
     assert answer.status_code == 409 and answer.json()["code"] == "message_not_cancelable"
     assert "submitted" in answer.json()["error"]
-    lifecycle(runtime, runtime.app.history.message(message_id), ("accept",), ("report", 0))
+    lifecycle(runtime, runtime.sandesh.history.message(message_id), ("accept",), ("report", 0))
     assert "delivered" in cancel(server, account["key"], message_id).json()["error"]
     assert balance(server, account["key"]) == 10000 - 100
 

@@ -55,7 +55,7 @@ def strings(value):
 def readable_texts(runtime):
     """What anyone holding the server key could read from the log: every event decrypted, and
     every sealed text in it opened where its key still exists."""
-    app, found = runtime.app, []
+    app, found = runtime.sandesh, []
     for notification in app.log.recorder.select_notifications(start=1, limit=10**6):
         for text in strings(vars(app.log.mapper.to_domain_event(notification))):
             found.append(text)
@@ -75,7 +75,7 @@ def dump(runtime):
 
 
 def test_shredding_erases_every_text_of_one_workspace_and_keeps_everything_else(runtime, receiver, sender, sandesh):
-    app = runtime.app
+    app = runtime.sandesh
     erased, kept = funded_workspace(app, "Erased", 10**6, "t"), funded_workspace(app, "Kept", 10**6, "t")
     client, _, _ = app.operators.create_client(erased, "Erased", receiver.url("/erase"), 1000, "t")
     other, _, _ = app.operators.create_client(kept, "Kept", None, 1000, "t")

@@ -15,10 +15,10 @@ _people = itertools.count()
 
 
 def a_person(runtime) -> str:
-    workspace = funded_workspace(runtime.app, "Throttle", 0, "t")
-    person, token = runtime.app.people.add_person(f"throttled{next(_people)}@example.com", "T", workspace, "owner",
+    workspace = funded_workspace(runtime.sandesh, "Throttle", 0, "t")
+    person, token = runtime.sandesh.people.add_person(f"throttled{next(_people)}@example.com", "T", workspace, "owner",
                                                   False, "t")
-    runtime.app.people.set_password(token, PASSWORD)
+    runtime.sandesh.people.set_password(token, PASSWORD)
     return person.email
 
 
@@ -26,7 +26,7 @@ def fifty_at_once(runtime, email: str, addresses: list[str]) -> list[int]:
     """The wait each of 50 concurrent wrong tries was answered with (0: its password was checked)."""
     def attempt(ip: str) -> int:
         try:
-            runtime.app.people.sign_in(email, "not the password", ip)
+            runtime.sandesh.people.sign_in(email, "not the password", ip)
         except SignInRefused as refused:
             return refused.wait
         raise AssertionError("a wrong password signed in")
@@ -40,7 +40,7 @@ def test_fifty_concurrent_wrong_tries_from_one_address_count_one_by_one(runtime)
     waits = fifty_at_once(runtime, email, ["198.51.100.7"] * 50)
     assert waits.count(0) == TRIES_PER_ACCOUNT_ADDRESS, "five passwords checked, as five tries in a row would"
     assert all(wait > 0 for wait in waits if wait), "the others were told to wait"
-    assert runtime.app.people.sign_in(email, PASSWORD, "198.51.100.8").email == email  # another address
+    assert runtime.sandesh.people.sign_in(email, PASSWORD, "198.51.100.8").email == email  # another address
 
 
 def test_fifty_concurrent_wrong_tries_from_fifty_addresses_are_paced(runtime):
@@ -77,9 +77,9 @@ def test_failures_and_paces_past_the_longest_window_are_purged_by_later_tries(ru
                                 f"SELECT count(*) AS n FROM {table} WHERE account LIKE 'account:sprayed%%'").fetchone()["n"]
 
     email = a_person(runtime)
-    runtime.app.people.sign_in(email, PASSWORD, "198.51.100.90")
+    runtime.sandesh.people.sign_in(email, PASSWORD, "198.51.100.90")
     assert old("sign_in_failures") == 100 and old("sign_in_pace") == 100, "one batch per try"
-    runtime.app.people.sign_in(email, PASSWORD, "198.51.100.90")
+    runtime.sandesh.people.sign_in(email, PASSWORD, "198.51.100.90")
     assert old("sign_in_failures") == 0 and old("sign_in_pace") == 0
     with runtime.connection() as conn:
         assert conn.execute("SELECT count(*) AS n FROM sign_in_failures WHERE key = 'account:recent@example.com'"

@@ -107,7 +107,7 @@ def test_apply_adds_new_sims_and_moves_one_found_on_another_port(runtime, sandes
     with modems(tmp_path, count=3) as emulator:
         moved, first, second = emulator.modems
         gone = sandesh("sim", "add", "--name", "moved-1", "--port", str(tmp_path / "was-here"))
-        runtime.app.sims.identify_sim(gone["id"], moved.iccid, moved.imsi)  # it answered there before
+        runtime.sandesh.sims.identify_sim(gone["id"], moved.iccid, moved.imsi)  # it answered there before
         sandesh("sim", "add", "--name", "pool-1", "--port", "loop://")
         found = by_port(discover(sandesh, tmp_path, "--apply", "--name-prefix", "pool-"), tmp_path)
         again = by_port(discover(sandesh, tmp_path), tmp_path)
@@ -151,7 +151,7 @@ def test_a_port_a_running_dispatcher_holds_is_refused_and_never_opened(runtime, 
         driven, other = emulator.modems
         register_emulated(runtime, [("driven-1", str(tmp_path / driven.name))], "test")
         sim_id = {s["name"]: s for s in sandesh("sim", "list")["sims"]}["driven-1"]["id"]
-        runtime.app.sims.update_sim(sim_id, None, "test", {"host": "rack-1"})
+        runtime.sandesh.sims.update_sim(sim_id, None, "test", {"host": "rack-1"})
         with dispatcher_process(env) as running:
             wait_for_heartbeat(sandesh, "driven-1")
             with serial.Serial(other.device, exclusive=True):  # another program holds this one

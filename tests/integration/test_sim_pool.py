@@ -27,8 +27,8 @@ def emulator(runtime):
 
 @pytest.fixture(scope="module")
 def account(runtime):
-    ws = funded_workspace(runtime.app, "Pool", 10**7, "t")
-    return ws, runtime.app.operators.create_client(ws, "P", None, 1000, "t")[0].id
+    ws = funded_workspace(runtime.sandesh, "Pool", 10**7, "t")
+    return ws, runtime.sandesh.operators.create_client(ws, "P", None, 1000, "t")[0].id
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ _numbers = iter(range(1_000_000, 9_999_999))
 def send(runtime, account, text, message_type="transactional", prefix=NTC_NUMBER):
     request, problems = parse_send({"to": f"{prefix}{next(_numbers):07d}", "text": text, "messageType": message_type})
     assert not problems
-    return runtime.app.sending.send(account[1], account[0], request, 100 * request.segments)
+    return runtime.sandesh.sending.send(account[1], account[0], request, 100 * request.segments)
 
 
 def wait_for(runtime, message_ids, statuses, timeout=15.0):
@@ -65,7 +65,7 @@ def wait_for_state(sandesh, name, state, timeout=5.0):
 
 
 def sent_by(runtime, message_ids):
-    return {runtime.app.history.message(m).sim_id for m in message_ids}
+    return {runtime.sandesh.history.message(m).sim_id for m in message_ids}
 
 
 def test_sim_list_shows_state_operator_and_parts_used(runtime, emulator, dispatcher, sandesh):
@@ -272,7 +272,7 @@ def test_the_lease_reads_the_head_of_an_index_and_never_sorts_or_scans_the_queue
 
     request, _ = parse_send({"to": "9779841000000", "text": "Tihar offer", "messageType": "promotional"})
     for _ in range(200):
-        runtime.app.log.append_events([e for _ in range(100) for e in _accepted(runtime, account, request)])
+        runtime.sandesh.log.append_events([e for _ in range(100) for e in _accepted(runtime, account, request)])
     with runtime.connection() as conn:
         conn.execute("ANALYZE dispatch_queue")
         waiting = conn.execute("SELECT count(*) AS n FROM dispatch_queue WHERE sim_id IS NULL").fetchone()["n"]

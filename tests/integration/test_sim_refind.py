@@ -27,14 +27,14 @@ def env(env, by_id):
 
 @pytest.fixture(scope="module")
 def account(runtime):
-    ws = funded_workspace(runtime.app, "Refind", 10**7, "t")
-    return ws, runtime.app.operators.create_client(ws, "R", None, 1000, "t")[0].id
+    ws = funded_workspace(runtime.sandesh, "Refind", 10**7, "t")
+    return ws, runtime.sandesh.operators.create_client(ws, "R", None, 1000, "t")[0].id
 
 
 def send(runtime, account, text, number):
     request, problems = parse_send({"to": f"97798412345{number:02d}", "text": text, "messageType": "transactional"})
     assert not problems
-    return runtime.app.sending.send(account[1], account[0], request, 100 * request.segments).id
+    return runtime.sandesh.sending.send(account[1], account[0], request, 100 * request.segments).id
 
 
 def sim_named(sandesh, name):
@@ -75,7 +75,7 @@ def test_a_sim_whose_port_is_gone_for_30_s_is_moved_to_the_free_port_that_answer
                     new.symlink_to(second_life.modems[0].device)
                     time.sleep(5.5)  # the thread tries its own port again at least once meanwhile
                     assert sim_named(sandesh, "usb-51")["port"] == str(old)  # gone for less than 30 s
-                    assert {runtime.app.history.message(m).status for m in waiting} == {"queued"}
+                    assert {runtime.sandesh.history.message(m).status for m in waiting} == {"queued"}
 
                     sandesh("clock", "advance", "31")
                     moved_at = time.monotonic()
@@ -85,7 +85,7 @@ def test_a_sim_whose_port_is_gone_for_30_s_is_moved_to_the_free_port_that_answer
 
                     assert sorted(m["text"] for m in second_life.modems[0].sent) == sorted(
                         f"waiting for usb-51 {i}" for i in range(3))
-                    assert {runtime.app.history.message(m).sim_id for m in waiting} == {sim_id}
+                    assert {runtime.sandesh.history.message(m).sim_id for m in waiting} == {sim_id}
                     assert sim_named(sandesh, "usb-51")["port"] == str(new)
                     assert dispatcher.sims[sim_id].sim["port"] == str(new)
                     moves = [line for line in (orjson.loads(x) for x in sandesh.run("audit").stdout.splitlines())

@@ -24,8 +24,8 @@ def emulator(runtime):
 
 @pytest.fixture(scope="module")
 def account(runtime):
-    ws = funded_workspace(runtime.app, "Validity", 100_000, "t")
-    client = runtime.app.operators.create_client(ws, "Valid", None, 1000, "t")[0]
+    ws = funded_workspace(runtime.sandesh, "Validity", 100_000, "t")
+    client = runtime.sandesh.operators.create_client(ws, "Valid", None, 1000, "t")[0]
     return ws, client.id
 
 
@@ -48,14 +48,14 @@ def send_otp(runtime, account, to):
                     rates={"transactional": 100, "otp": 100, "promotional": 100},
                     allowed_types=["transactional", "otp", "promotional"], sms_enabled=True, has_route=True,
                     promo_hours=None)
-    return runtime.app.otp.send_otp(caller, OtpSendRequest(to, "login", None), "198.51.100.1").message
+    return runtime.sandesh.otp.send_otp(caller, OtpSendRequest(to, "login", None), "198.51.100.1").message
 
 
 def send(runtime, account, to, text, valid_for=None):
     body = {"to": to, "text": text, **({"validFor": valid_for} if valid_for else {})}
     request, problems = parse_send(body)
     assert not problems
-    return runtime.app.sending.send(account[1], account[0], request, 100 * request.segments)
+    return runtime.sandesh.sending.send(account[1], account[0], request, 100 * request.segments)
 
 
 def test_an_otp_whose_code_expired_while_no_dispatcher_ran_is_never_sent_and_is_refunded(runtime, emulator, account,
@@ -66,7 +66,7 @@ def test_an_otp_whose_code_expired_while_no_dispatcher_ran_is_never_sent_and_is_
     sandesh("clock", "advance", "301")  # past the code's 5 minutes
     with running_dispatcher(runtime):
         wait_for(runtime, message.id, {"failed"})
-    found = runtime.app.history.message(message.id)
+    found = runtime.sandesh.history.message(message.id)
     assert found.error == "expired before it could be sent: its code expired"
     assert submits_to(emulator, "9779841000001") == [], "nothing reached the phone"
     assert balance(runtime, account[0]) == before, "refunded: nothing reached the network"
@@ -78,7 +78,7 @@ def test_a_message_whose_valid_for_ran_out_is_never_sent_and_is_refunded(runtime
     sandesh("clock", "advance", "61")
     with running_dispatcher(runtime):
         wait_for(runtime, message.id, {"failed"})
-    assert runtime.app.history.message(message.id).error == "expired before it could be sent: its validity period ended"
+    assert runtime.sandesh.history.message(message.id).error == "expired before it could be sent: its validity period ended"
     assert submits_to(emulator, "9779841000002") == []
     assert balance(runtime, account[0]) == before
 
@@ -120,5 +120,5 @@ def test_a_message_that_expires_while_leased_is_not_sent(runtime, emulator, acco
         sandesh("clock", "advance", "61")
         gate.set()
         wait_for(runtime, message.id, {"failed"})
-    assert runtime.app.history.message(message.id).error == "expired before it could be sent: its validity period ended"
+    assert runtime.sandesh.history.message(message.id).error == "expired before it could be sent: its validity period ended"
     assert submits_to(emulator, "9779841000006") == []

@@ -23,7 +23,7 @@ _numbers = itertools.count(30_000_000)
 
 @pytest.fixture(scope="module")
 def workspace(runtime):
-    return funded_workspace(runtime.app, "Deadlines", 10**7, "t")
+    return funded_workspace(runtime.sandesh, "Deadlines", 10**7, "t")
 
 
 @pytest.fixture
@@ -42,9 +42,9 @@ def test_an_attempt_ends_by_its_deadline_however_the_receiver_drips_or_streams(r
     attempt, and its thread, for as long as it liked (docs/design.md, "Webhook sender")."""
     dripping = Dripping(receiver.ca, mode)
     try:
-        client, _, _ = runtime.app.operators.create_client(workspace, "Dripping", dripping.url("/d"), 1000, "t")
+        client, _, _ = runtime.sandesh.operators.create_client(workspace, "Dripping", dripping.url("/d"), 1000, "t")
         request, _ = parse_send({"to": f"97798{next(_numbers):08d}", "text": "drip"})
-        message = runtime.app.sending.send(client.id, workspace, request, 100)
+        message = runtime.sandesh.sending.send(client.id, workspace, request, 100)
         lifecycle(runtime, message, ("fail", "x"))
         sender.follow()
         with runtime.connection() as conn:
@@ -119,10 +119,10 @@ def test_an_attempt_ends_by_its_deadline_however_long_resolving_and_connecting_t
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     try:
-        client, _, _ = runtime.app.operators.create_client(workspace, "Black hole",
+        client, _, _ = runtime.sandesh.operators.create_client(workspace, "Black hole",
                                                            f"https://black-hole.example:{silent.port}/d", 1000, "t")
         request, _ = parse_send({"to": f"97798{next(_numbers):08d}", "text": "nobody home"})
-        message = runtime.app.sending.send(client.id, workspace, request, 100)
+        message = runtime.sandesh.sending.send(client.id, workspace, request, 100)
         lifecycle(runtime, message, ("fail", "x"))
         sender.follow()
         with runtime.connection() as conn:

@@ -35,7 +35,7 @@ _numbers = itertools.count(40_000_000)
 
 def send(runtime, workspace: str, client_id: str) -> str:
     request, _ = parse_send({"to": f"97798{next(_numbers):08d}", "text": "isolated"})
-    message = runtime.app.sending.send(client_id, workspace, request, 100)
+    message = runtime.sandesh.sending.send(client_id, workspace, request, 100)
     lifecycle(runtime, message, ("fail", "x"))  # a `failed` webhook for each
     return message.id
 
@@ -61,11 +61,11 @@ def p99(values: list[float]) -> float:
 @pytest.mark.parametrize("mode", ["body", "endless"])
 def test_a_workspace_of_100_dripping_receivers_does_not_slow_anothers_webhooks(runtime, env, receiver, mode):
     dripping = Dripping(receiver.ca, mode, every=5.0)
-    a = funded_workspace(runtime.app, f"Tenant A {mode}", 10**8, "t")
-    b = funded_workspace(runtime.app, f"Tenant B {mode}", 10**8, "t")
-    b_alone, b_busy = (runtime.app.operators.create_client(b, "B", receiver.url(f"/{phase}-{mode}"), 1000, "t")[0].id
+    a = funded_workspace(runtime.sandesh, f"Tenant A {mode}", 10**8, "t")
+    b = funded_workspace(runtime.sandesh, f"Tenant B {mode}", 10**8, "t")
+    b_alone, b_busy = (runtime.sandesh.operators.create_client(b, "B", receiver.url(f"/{phase}-{mode}"), 1000, "t")[0].id
                        for phase in ("alone", "busy"))
-    a_clients = [runtime.app.operators.create_client(a, f"A{n}", dripping.url(f"/a/{n}"), 1000, "t")[0].id
+    a_clients = [runtime.sandesh.operators.create_client(a, f"A{n}", dripping.url(f"/a/{n}"), 1000, "t")[0].id
                  for n in range(CLIENTS)]
     worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "worker", "webhooks"], cwd=ROOT,
                               env={**env, "REQUESTS_CA_BUNDLE": str(receiver.ca_file), "PYTHONPATH": str(ROOT)},
@@ -82,7 +82,7 @@ def test_a_workspace_of_100_dripping_receivers_does_not_slow_anothers_webhooks(r
                 return
     threading.Thread(target=sample, daemon=True).start()
     try:
-        warm = runtime.app.operators.create_client(b, "Warm", receiver.url(f"/warm-{mode}"), 1000, "t")[0].id
+        warm = runtime.sandesh.operators.create_client(b, "Warm", receiver.url(f"/warm-{mode}"), 1000, "t")[0].id
         send(runtime, b, warm)
         receiver.wait(f"/warm-{mode}", 1, timeout=30)  # the sender runs: what follows measures it, not its start
         alone = latencies(runtime, b, b_alone, receiver, f"/alone-{mode}")

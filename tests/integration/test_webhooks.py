@@ -36,7 +36,7 @@ _numbers = itertools.count(10_000_000)
 
 @pytest.fixture(scope="module")
 def workspace(runtime):
-    return funded_workspace(runtime.app, "Hooks", 10**7, "t")
+    return funded_workspace(runtime.sandesh, "Hooks", 10**7, "t")
 
 
 class Hooked:
@@ -45,13 +45,13 @@ class Hooked:
     def __init__(self, runtime, workspace, receiver):
         self.runtime, self.workspace, self.receiver = runtime, workspace, receiver
         self.path = f"/hooks/{next(_paths)}"
-        client, _, self.secret = runtime.app.operators.create_client(workspace, "Hooked", receiver.url(self.path), 1000, "t")
+        client, _, self.secret = runtime.sandesh.operators.create_client(workspace, "Hooked", receiver.url(self.path), 1000, "t")
         self.id = client.id
 
     def send(self, text="Your order shipped", message_type="transactional"):
         request, problems = parse_send({"to": f"97798{next(_numbers):08d}", "text": text, "messageType": message_type})
         assert not problems
-        return self.runtime.app.sending.send(self.id, self.workspace, request, 100 * request.segments)
+        return self.runtime.sandesh.sending.send(self.id, self.workspace, request, 100 * request.segments)
 
     def received(self, count, timeout=20.0):
         return self.receiver.wait(self.path, count, timeout)
@@ -88,7 +88,7 @@ def deliver(sender, timeout=20.0):
 def lifecycle(runtime, message, *steps):
     """Move a message as the dispatcher does: ("submit",), ("accept",), ("report", TP-ST),
     ("requeue", reason), ("fail", error), ("reject", error)."""
-    app = runtime.app
+    app = runtime.sandesh
     m = app.history.message(message.id)
     for step, *arg in steps:
         now = runtime.clock.now()
@@ -179,7 +179,7 @@ def test_undelivered_failed_and_rejected_carry_their_error(runtime, hooked, send
 
 
 def test_an_attributed_reply_is_a_message_inbound_event(runtime, hooked, sender):
-    app = runtime.app
+    app = runtime.sandesh
     message = hooked.send()
     part = app.dispatch.store_reply_part(None, "sim_test", message.to[3:], 7, 2, 2, " thanks!")
     app.dispatch.store_reply_part(part.id, "sim_test", message.to[3:], 7, 2, 1, "Got it,")
@@ -202,7 +202,7 @@ def test_an_attributed_reply_is_a_message_inbound_event(runtime, hooked, sender)
 def test_webhooks_show_opens_a_reply_delivery_whose_body_is_sealed(runtime, hooked, sender, sandesh):
     """A message.inbound body holds the reply's text, so it is kept sealed under the workspace's
     key: `webhooks show` shows it opened, and without it once the texts are shredded."""
-    app = runtime.app
+    app = runtime.sandesh
     message = hooked.send()
     reply = app.dispatch.finish_reply(app.dispatch.store_reply_part(None, "sim_test", message.to[3:], None, 1, 1, "Show me").id,
                              app.history.message(message.id))
@@ -217,15 +217,15 @@ def test_webhooks_show_opens_a_reply_delivery_whose_body_is_sealed(runtime, hook
 
 
 def test_a_client_without_a_webhook_url_gets_no_deliveries(runtime, workspace, receiver, sender):
-    client, _, _ = runtime.app.operators.create_client(workspace, "Silent", None, 100, "t")
+    client, _, _ = runtime.sandesh.operators.create_client(workspace, "Silent", None, 100, "t")
     request, _ = parse_send({"to": "9779812000001", "text": "hi"})
-    message = runtime.app.sending.send(client.id, workspace, request, 100)
+    message = runtime.sandesh.sending.send(client.id, workspace, request, 100)
     lifecycle(runtime, message, ("fail", "x"))
     deliver(sender)
     with runtime.connection() as conn:
         assert conn.execute("SELECT count(*) AS n FROM webhook_deliveries WHERE client_id = %s",
                             (client.id,)).fetchone()["n"] == 0
-    assert runtime.app.history.message(message.id).status == "failed", "its events are still recorded"
+    assert runtime.sandesh.history.message(message.id).status == "failed", "its events are still recorded"
 
 
 def test_following_the_log_again_creates_no_second_delivery(runtime, hooked, sender):
@@ -281,7 +281,7 @@ def test_the_signature_verifies_with_ours_and_with_stripes_verifier(runtime, hoo
 
 def test_rotation_with_grace_signs_new_first_then_old_until_the_grace_ends(runtime, hooked, sender):
     old = hooked.secret
-    _, new = runtime.app.operators.rotate_secret(hooked.id, 1, "t")
+    _, new = runtime.sandesh.operators.rotate_secret(hooked.id, 1, "t")
     lifecycle(runtime, hooked.send(), ("fail", "x"))
     deliver(sender)
     [during] = hooked.received(1)
@@ -306,7 +306,7 @@ def test_rotation_with_grace_signs_new_first_then_old_until_the_grace_ends(runti
 
 
 def test_rotation_with_grace_0_stops_the_old_secret_at_once(runtime, hooked, sender):
-    _, new = runtime.app.operators.rotate_secret(hooked.id, 0, "t")
+    _, new = runtime.sandesh.operators.rotate_secret(hooked.id, 0, "t")
     lifecycle(runtime, hooked.send(), ("fail", "x"))
     deliver(sender)
     [request] = hooked.received(1)
@@ -324,14 +324,14 @@ def test_a_secret_rotated_or_a_url_changed_while_the_sender_runs_acts_on_the_nex
     lifecycle(runtime, hooked.send(), ("fail", "x"))
     deliver(sender)
     hooked.received(1)
-    _, new = runtime.app.operators.rotate_secret(hooked.id, 0, "t")
+    _, new = runtime.sandesh.operators.rotate_secret(hooked.id, 0, "t")
     lifecycle(runtime, hooked.send(), ("fail", "x"))
     deliver(sender)
     header = hooked.received(2)[-1].headers["x-service-signature"]
     assert header.count("v1=") == 1
     verify_signature(new, header, hooked.received(2)[-1].body, now=runtime.clock.now())
     moved = f"{hooked.path}/moved"
-    runtime.app.operators.update_client(hooked.id, None, receiver.url(moved), None, "t")
+    runtime.sandesh.operators.update_client(hooked.id, None, receiver.url(moved), None, "t")
     lifecycle(runtime, hooked.send(), ("fail", "x"))
     deliver(sender)
     assert len(receiver.wait(moved, 1, 20.0)) == 1
@@ -581,10 +581,10 @@ def test_the_deliveries_of_a_lease_are_read_in_one_go_as_they_are_now(runtime, h
         lifecycle(runtime, hooked.send(), ("fail", "x"))
     deliver(sender)
     first, second = sorted(rows_of(runtime, hooked), key=lambda row: row["created_at"])[-2:]
-    read = runtime.app.webhooks.deliveries([first["id"], second["id"], "whd_none"])
+    read = runtime.sandesh.webhooks.deliveries([first["id"], second["id"], "whd_none"])
     assert set(read) == {first["id"], second["id"]}
     for row in (first, second):
-        one = runtime.app.webhooks.delivery(row["id"])
+        one = runtime.sandesh.webhooks.delivery(row["id"])
         assert (read[row["id"]].version, read[row["id"]].state, read[row["id"]].attempts) == \
             (one.version, one.state, one.attempts) == (one.version, row["state"], row["attempts"])
 
@@ -598,7 +598,7 @@ def test_the_follower_reads_the_messages_of_a_batch_in_one_go(runtime, hooked, s
     for message in messages:
         lifecycle(runtime, message, ("fail", "x"))
     one_by_one = []
-    monkeypatch.setattr(runtime.app.log.repository, "get", lambda *a, **k: one_by_one.append(a) or pytest.fail("read alone"))
+    monkeypatch.setattr(runtime.sandesh.log.repository, "get", lambda *a, **k: one_by_one.append(a) or pytest.fail("read alone"))
     while sender.follow():
         pass
     made = {(row["subject"], row["status"]) for row in rows_of(runtime, hooked)}
@@ -611,16 +611,16 @@ def test_an_append_submitted_without_waiting_reports_its_outcome(runtime, worksp
     """The sender's threads go on while their attempts commit (GroupCommit.submit): each append
     reports once, after its commit, or with the error that refused it; a refused one does not
     hold back the others."""
-    commits = GroupCommit(runtime.app.log.append_events)
-    client, _, _ = runtime.app.operators.create_client(workspace, "No hook", None, 1000, "t")  # no deliveries left behind
+    commits = GroupCommit(runtime.sandesh.log.append_events)
+    client, _, _ = runtime.sandesh.operators.create_client(workspace, "No hook", None, 1000, "t")  # no deliveries left behind
     request, _ = parse_send({"to": f"97798{next(_numbers):08d}", "text": "Your order shipped"})
     try:
-        message = runtime.app.sending.send(client.id, workspace, request, 100)
-        first, rival = runtime.app.history.message(message.id), runtime.app.history.message(message.id)
+        message = runtime.sandesh.sending.send(client.id, workspace, request, 100)
+        first, rival = runtime.sandesh.history.message(message.id), runtime.sandesh.history.message(message.id)
         first.fail("first", at=runtime.clock.now())
         rival.fail("rival", at=runtime.clock.now())  # the same version again: refused
-        other = runtime.app.sending.send(client.id, workspace, request, 100)
-        later = runtime.app.history.message(other.id)
+        other = runtime.sandesh.sending.send(client.id, workspace, request, 100)
+        later = runtime.sandesh.history.message(other.id)
         later.fail("later", at=runtime.clock.now())
         outcomes = queue.Queue()
         for name, aggregate in (("first", first), ("rival", rival), ("later", later)):
@@ -628,7 +628,7 @@ def test_an_append_submitted_without_waiting_reports_its_outcome(runtime, worksp
         reported = dict(outcomes.get(timeout=5) for _ in range(3))
         assert reported["first"] is None and reported["later"] is None
         assert isinstance(reported["rival"], IntegrityError)
-        assert (runtime.app.history.message(message.id).error, runtime.app.history.message(other.id).error) == ("first", "later")
+        assert (runtime.sandesh.history.message(message.id).error, runtime.sandesh.history.message(other.id).error) == ("first", "later")
         assert outcomes.empty()
     finally:
         commits.close(wait=True)
@@ -641,8 +641,8 @@ def test_an_attempt_recorded_first_by_another_sender_is_logged_not_counted(runti
     while sender.follow():
         pass
     (row,) = [row for row in rows_of(runtime, hooked) if row["state"] == "attempting"]
-    stale = runtime.app.webhooks.delivery(row["id"])
-    runtime.app.webhooks.record_attempt(runtime.app.webhooks.delivery(row["id"]), 200, None, 0.01)  # the other sender
+    stale = runtime.sandesh.webhooks.delivery(row["id"])
+    runtime.sandesh.webhooks.record_attempt(runtime.sandesh.webhooks.delivery(row["id"]), 200, None, 0.01)  # the other sender
     sender.attempt(row["id"], stale, wait=False)
     hooked.received(1)
     deadline = time.monotonic() + 5
@@ -711,7 +711,7 @@ def test_list_show_redeliver_and_7_days_of_history(runtime, hooked, sender, sand
     assert sandesh("webhooks", "list", "--client", hooked.id)["deliveries"] == []
     gone = sandesh.run("webhooks", "show", dead["id"])
     assert gone.returncode == 2 and f"no webhook delivery {dead['id']!r} in the last 7 days" in gone.stderr
-    assert runtime.app.webhooks.delivery(dead["id"]).attempts == 3, "the log keeps the events"
+    assert runtime.sandesh.webhooks.delivery(dead["id"]).attempts == 3, "the log keeps the events"
 
 
 # The SSRF guard
@@ -755,10 +755,10 @@ def test_a_private_address_is_refused_again_at_delivery(runtime, hooked, receive
 def test_an_ipv6_address_carrying_a_private_one_is_refused_at_delivery(runtime, workspace, receiver, host):
     """Configured while private addresses were allowed, then delivered by a guarded sender: the
     connection is never made."""
-    client, _, _ = runtime.app.operators.create_client(workspace, "Inside", f"https://{host}:{receiver.port}/in",
+    client, _, _ = runtime.sandesh.operators.create_client(workspace, "Inside", f"https://{host}:{receiver.port}/in",
                                                        1000, "t")
     request, _ = parse_send({"to": f"97798{next(_numbers):08d}", "text": "inside"})
-    message = runtime.app.sending.send(client.id, workspace, request, 100)
+    message = runtime.sandesh.sending.send(client.id, workspace, request, 100)
     guarded = WebhookSender(runtime, http=webhook_guard.session(False, str(receiver.ca_file)))
     try:
         lifecycle(runtime, message, ("fail", "x"))
@@ -781,7 +781,7 @@ def test_sandesh_worker_webhooks_delivers_to_the_example_receiver(runtime, works
     from tests.conftest import free_port
 
     port = free_port()
-    client, _, secret = runtime.app.operators.create_client(workspace, "Example", f"https://localhost:{port}/webhooks", 10, "t")
+    client, _, secret = runtime.sandesh.operators.create_client(workspace, "Example", f"https://localhost:{port}/webhooks", 10, "t")
     example = subprocess.Popen(
         [sys.executable, "scripts/devtools/example_receiver.py", "--port", str(port), "--cert", str(tmp_path / "receiver.pem"),
          "--tolerance", "1000000000"],
@@ -791,7 +791,7 @@ def test_sandesh_worker_webhooks_delivers_to_the_example_receiver(runtime, works
                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         request, _ = parse_send({"to": "9779811111111", "text": "hello"})
-        message = runtime.app.sending.send(client.id, workspace, request, 100)
+        message = runtime.sandesh.sending.send(client.id, workspace, request, 100)
         lifecycle(runtime, message, ("fail", "no route"))
         ready, _, _ = select.select([example.stdout], [], [], 30)
         assert ready, "the example receiver printed nothing in 30 s"
@@ -823,7 +823,7 @@ def test_through_emulated_modems_a_send_ends_delivered_and_a_reply_arrives_as_me
             events = [body(r) for r in hooked.received(2)]
             assert sorted(e["status"] for e in events) == ["delivered", "sent"]
             assert all(e["segments"] == 2 and e["to"] == message.to and e["route"] == "device" for e in events)
-            sim = runtime.app.history.message(message.id).sim_id
+            sim = runtime.sandesh.history.message(message.id).sim_id
             with runtime.connection() as conn:
                 name = conn.execute("SELECT name FROM sims WHERE id = %s", (sim,)).fetchone()["name"]
             emulator.modem(name).inject_inbound("+" + message.to, "Thank you!")
@@ -840,7 +840,7 @@ def test_message_history_tells_the_whole_life_from_the_log(runtime, workspace, r
     """`sandesh message history`: acceptance with its key, submits, parts with their TP-MR, a
     requeue with its reason, status reports, the attributed reply, and every webhook attempt
     (host, HTTP status, delay), oldest first; no API key or webhook secret anywhere."""
-    app = runtime.app
+    app = runtime.sandesh
     path = f"/hooks/{next(_paths)}"
     client, key, secret = app.operators.create_client(workspace, "History", receiver.url(path), 1000, "t")
     receiver.answer(path, 503, 200)  # the first attempt fails, the retry is delivered
@@ -891,9 +891,9 @@ def test_message_history_tells_the_whole_life_from_the_log(runtime, workspace, r
 
 
 def test_message_history_never_shows_an_otp_code_and_refuses_an_unknown_id(runtime, workspace, sandesh):
-    client, _, _ = runtime.app.operators.create_client(workspace, "Codes", None, 1000, "t")
+    client, _, _ = runtime.sandesh.operators.create_client(workspace, "Codes", None, 1000, "t")
     request, _ = parse_send({"to": f"97798{next(_numbers):08d}", "text": "Your code is 913274", "messageType": "otp"})
-    message = runtime.app.sending.send(client.id, workspace, request, 100)
+    message = runtime.sandesh.sending.send(client.id, workspace, request, 100)
     done = sandesh.run("message", "history", message.id)
     assert done.returncode == 0, done.stderr
     assert "913274" not in done.stdout
@@ -906,12 +906,12 @@ def test_message_history_never_shows_an_otp_code_and_refuses_an_unknown_id(runti
 def test_message_history_of_a_refunded_message_shows_the_failure_and_the_refund(runtime, workspace, sandesh):
     """Refused by every SIM it tried: the requeues with their reasons, then the failure with
     the whole charge refunded; a message whose part the network accepted fails without one."""
-    client, _, _ = runtime.app.operators.create_client(workspace, "Refunds", None, 1000, "t")
+    client, _, _ = runtime.sandesh.operators.create_client(workspace, "Refunds", None, 1000, "t")
     request, _ = parse_send({"to": f"97798{next(_numbers):08d}", "text": "Refund me"})
-    refunded = runtime.app.sending.send(client.id, workspace, request, 100)
+    refunded = runtime.sandesh.sending.send(client.id, workspace, request, 100)
     lifecycle(runtime, refunded, ("submit",), ("requeue", "CMS 38: network out of order"), ("submit",),
               ("fail", "CMS 500: refused by every SIM"))
-    charged = runtime.app.sending.send(client.id, workspace, request, 100)
+    charged = runtime.sandesh.sending.send(client.id, workspace, request, 100)
     lifecycle(runtime, charged, ("submit",), ("accept",), ("fail", "no status report within validity"))
     events = sandesh("message", "history", refunded.id)["events"]
     assert [e["type"] for e in events] == ["accepted", "submitted", "requeued", "submitted", "failed"]

@@ -20,21 +20,21 @@ _numbers = itertools.count(9841000000)
 
 @dataclass
 class Store:
-    app: Sandesh
+    sandesh: Sandesh
     balance: Callable[[str], int]
 
     def workspace(self, amount: int = 10_000, types: list[str] | None = None) -> str:
         """An active workspace with `amount` paisa."""
-        workspace = self.app.operators.create_workspace("Pasal", types, {}, "tester")
-        self.app.operators.activate_workspace(workspace.id, "tester")
+        workspace = self.sandesh.operators.create_workspace("Pasal", types, {}, "tester")
+        self.sandesh.operators.activate_workspace(workspace.id, "tester")
         if amount:
-            self.app.operators.credit_workspace(workspace.id, amount, None, "tester")
+            self.sandesh.operators.credit_workspace(workspace.id, amount, None, "tester")
         return workspace.id
 
     def caller(self, workspace_id: str | None = None, **changes: Any) -> Caller:
         """A client of a (new) workspace, as authentication would describe it."""
         workspace_id = workspace_id or self.workspace()
-        client, _, _ = self.app.operators.create_client(workspace_id, "Pasal", None, None, "tester")
+        client, _, _ = self.sandesh.operators.create_client(workspace_id, "Pasal", None, None, "tester")
         fields: dict[str, Any] = dict(client_id=client.id, workspace_id=workspace_id, brand="Pasal",
                                       workspace_status="active", rates=default_rates(),
                                       allowed_types=list(MESSAGE_TYPES), sms_enabled=True, has_route=True,
@@ -57,4 +57,4 @@ def store(request: pytest.FixtureRequest) -> Store:
         with runtime.connection() as conn:
             return conn.execute("SELECT balance FROM workspaces WHERE id = %s", (workspace_id,)).fetchone()["balance"]
 
-    return Store(runtime.app, balance)
+    return Store(runtime.sandesh, balance)

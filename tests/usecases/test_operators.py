@@ -12,72 +12,72 @@ from .test_sending import request
 
 
 def test_a_workspace_is_created_pending_activated_credited_and_audited(store: Store):
-    workspace = store.app.operators.create_workspace("Kirana", None, {"otp": 150}, "ops@example")
+    workspace = store.sandesh.operators.create_workspace("Kirana", None, {"otp": 150}, "ops@example")
     assert workspace.status == "pending" and workspace.rates["otp"] == 150
-    store.app.operators.activate_workspace(workspace.id, "ops@example")
-    store.app.operators.credit_workspace(workspace.id, 5_000, "first payment", "ops@example")
+    store.sandesh.operators.activate_workspace(workspace.id, "ops@example")
+    store.sandesh.operators.credit_workspace(workspace.id, 5_000, "first payment", "ops@example")
     assert store.balance(workspace.id) == 5_000
-    actions = [line["action"] for line in store.app.history.audit(workspace_id=workspace.id)]
+    actions = [line["action"] for line in store.sandesh.history.audit(workspace_id=workspace.id)]
     assert actions == ["workspace.created", "workspace.activated", "workspace.credited"]
     with pytest.raises(InvalidInput):
-        store.app.operators.create_workspace("  ", None, {}, "ops@example")
+        store.sandesh.operators.create_workspace("  ", None, {}, "ops@example")
     with pytest.raises(NotFound):
-        store.app.operators.activate_workspace("ws_missing", "ops@example")
+        store.sandesh.operators.activate_workspace("ws_missing", "ops@example")
 
 
 def test_a_clients_key_and_secret_rotate_and_its_webhook_url_is_checked(store: Store):
     workspace = store.workspace()
-    client, key, secret = store.app.operators.create_client(workspace, "Kirana", "https://example.com/hook", None, "ops")
+    client, key, secret = store.sandesh.operators.create_client(workspace, "Kirana", "https://example.com/hook", None, "ops")
     assert client.key_prefix == key[:len(client.key_prefix)]
-    rotated, new_key = store.app.operators.rotate_key(client.id, "ops")
+    rotated, new_key = store.sandesh.operators.rotate_key(client.id, "ops")
     assert new_key != key and rotated.key_prefix == new_key[:len(rotated.key_prefix)]
-    _, new_secret = store.app.operators.rotate_secret(client.id, 1, "ops")
+    _, new_secret = store.sandesh.operators.rotate_secret(client.id, 1, "ops")
     assert new_secret != secret
-    assert store.app.operators.disable_client(client.id, "ops").enabled is False
+    assert store.sandesh.operators.disable_client(client.id, "ops").enabled is False
     with pytest.raises(InvalidInput):
-        store.app.operators.update_client(client.id, None, "ftp://example.com", None, "ops")
+        store.sandesh.operators.update_client(client.id, None, "ftp://example.com", None, "ops")
 
 
 def test_shredding_a_workspaces_texts_makes_its_messages_unreadable_and_fails_the_queued_ones(store: Store):
     workspace = store.workspace(1_000)
-    sent = store.app.sending.send_sms(store.caller(workspace), request(text="secret text"))
-    assert store.app.texts.open(store.app.history.message(sent.message.id).text) == "secret text"
-    assert store.app.operators.shred_texts(workspace, "ops") >= 1
-    assert store.app.texts.open(store.app.history.message(sent.message.id).text) is None
-    sim = store.app.sims.add_sim(f"sim-{a_number()}", "loop://", 115200, None, "ops")
-    assert store.app.dispatch.submit_message(sent.message.id, sim.id).action == "skip"
-    assert store.app.history.message(sent.message.id).status == "failed"
+    sent = store.sandesh.sending.send_sms(store.caller(workspace), request(text="secret text"))
+    assert store.sandesh.texts.open(store.sandesh.history.message(sent.message.id).text) == "secret text"
+    assert store.sandesh.operators.shred_texts(workspace, "ops") >= 1
+    assert store.sandesh.texts.open(store.sandesh.history.message(sent.message.id).text) is None
+    sim = store.sandesh.sims.add_sim(f"sim-{a_number()}", "loop://", 115200, None, "ops")
+    assert store.sandesh.dispatch.submit_message(sent.message.id, sim.id).action == "skip"
+    assert store.sandesh.history.message(sent.message.id).status == "failed"
     assert store.balance(workspace) == 1_000  # refunded
-    again = store.app.sending.send_sms(store.caller(workspace), request(text="new text"))
+    again = store.sandesh.sending.send_sms(store.caller(workspace), request(text="new text"))
     assert isinstance(again, Accepted)
-    assert store.app.texts.open(store.app.history.message(again.message.id).text) == "new text"
+    assert store.sandesh.texts.open(store.sandesh.history.message(again.message.id).text) == "new text"
 
 
 def test_a_sims_name_and_iccid_are_its_own_and_its_quarantine_is_decided_once(store: Store):
     name = f"sim-{a_number()}"
-    sim = store.app.sims.add_sim(name, "/dev/ttyUSB0", 115200, None, "ops")
+    sim = store.sandesh.sims.add_sim(name, "/dev/ttyUSB0", 115200, None, "ops")
     with pytest.raises(NameTaken):
-        store.app.sims.add_sim(name, "/dev/ttyUSB1", 115200, None, "ops")
+        store.sandesh.sims.add_sim(name, "/dev/ttyUSB1", 115200, None, "ops")
     iccid = "8997701" + a_number()[3:]
-    store.app.sims.identify_sim(sim.id, iccid, "429011234567890")
-    other = store.app.sims.add_sim(f"sim-{a_number()}", "/dev/ttyUSB2", 115200, None, "ops")
+    store.sandesh.sims.identify_sim(sim.id, iccid, "429011234567890")
+    other = store.sandesh.sims.add_sim(f"sim-{a_number()}", "/dev/ttyUSB2", 115200, None, "ops")
     with pytest.raises(NameTaken):
-        store.app.sims.identify_sim(other.id, iccid, None)
-    assert store.app.sims.quarantine_sim(sim.id, "network", "no signal", "dispatcher") is True
-    assert store.app.sims.quarantine_sim(sim.id, "network", "no signal", "dispatcher") is False
-    assert store.app.sims.recover_sim(sim.id, "network", "signal back", "dispatcher") is True
-    assert store.app.sims.disable_sim(sim.id, "ops").enabled is False
+        store.sandesh.sims.identify_sim(other.id, iccid, None)
+    assert store.sandesh.sims.quarantine_sim(sim.id, "network", "no signal", "dispatcher") is True
+    assert store.sandesh.sims.quarantine_sim(sim.id, "network", "no signal", "dispatcher") is False
+    assert store.sandesh.sims.recover_sim(sim.id, "network", "signal back", "dispatcher") is True
+    assert store.sandesh.sims.disable_sim(sim.id, "ops").enabled is False
 
 
 def test_a_sim_is_quarantined_for_the_pin_it_was_tried_with_never_for_one_set_since(store: Store):
-    sim = store.app.sims.add_sim(f"sim-{a_number()}", "/dev/ttyUSB0", 115200, None, "ops")
+    sim = store.sandesh.sims.add_sim(f"sim-{a_number()}", "/dev/ttyUSB0", 115200, None, "ops")
     read = sim_of(store, sim.id).pin_sealed  # the dispatcher reads no PIN and opens the port ...
-    store.app.sims.update_sim(sim.id, None, "ops", pin="1234")  # ... while an operator sets one
-    assert store.app.sims.quarantine_for_pin(sim.id, read, "the SIM asks for its PIN", "dispatcher") is False
+    store.sandesh.sims.update_sim(sim.id, None, "ops", pin="1234")  # ... while an operator sets one
+    assert store.sandesh.sims.quarantine_for_pin(sim.id, read, "the SIM asks for its PIN", "dispatcher") is False
     tried = sim_of(store, sim.id).pin_sealed
-    assert store.app.sims.quarantine_for_pin(sim.id, tried, "the SIM refused its PIN", "dispatcher") is True
+    assert store.sandesh.sims.quarantine_for_pin(sim.id, tried, "the SIM refused its PIN", "dispatcher") is True
     assert sim_of(store, sim.id).pin_refused is True
 
 
 def sim_of(store: Store, sim_id: str) -> Sim:
-    return store.app.log.get(sim_id, Sim, "SIM")
+    return store.sandesh.log.get(sim_id, Sim, "SIM")

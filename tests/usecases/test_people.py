@@ -23,65 +23,65 @@ def an_email() -> str:
 
 def test_a_person_sets_a_password_through_their_link_and_signs_in(store):
     workspace_id = store.workspace()
-    person, token = store.app.people.add_person(an_email().upper(), "Asha", workspace_id, "owner", False, "tester")
-    assert store.app.people.person_of_link(token).id == person.id
-    store.app.people.set_password(token, PASSWORD)
-    assert store.app.people.sign_in(person.email, PASSWORD, "192.0.2.1").id == person.id
-    assert store.app.people.person_of_link(token) is None  # spent
+    person, token = store.sandesh.people.add_person(an_email().upper(), "Asha", workspace_id, "owner", False, "tester")
+    assert store.sandesh.people.person_of_link(token).id == person.id
+    store.sandesh.people.set_password(token, PASSWORD)
+    assert store.sandesh.people.sign_in(person.email, PASSWORD, "192.0.2.1").id == person.id
+    assert store.sandesh.people.person_of_link(token) is None  # spent
 
 
 def test_a_short_password_is_refused_and_the_link_stays_valid(store):
-    person, token = store.app.people.add_person(an_email(), "Asha", store.workspace(), "viewer", False, "tester")
+    person, token = store.sandesh.people.add_person(an_email(), "Asha", store.workspace(), "viewer", False, "tester")
     with pytest.raises(InvalidInput, match="at least 12"):
-        store.app.people.set_password(token, "short")
-    assert store.app.people.person_of_link(token) is not None
+        store.sandesh.people.set_password(token, "short")
+    assert store.sandesh.people.person_of_link(token) is not None
 
 
 def test_a_wrong_password_is_refused_as_an_unknown_email_is(store):
-    person, token = store.app.people.add_person(an_email(), "Asha", store.workspace(), "developer", False, "tester")
-    store.app.people.set_password(token, PASSWORD)
+    person, token = store.sandesh.people.add_person(an_email(), "Asha", store.workspace(), "developer", False, "tester")
+    store.sandesh.people.set_password(token, PASSWORD)
     refusals = []
     for email, password in ((person.email, "wrong password!"), (an_email(), PASSWORD)):
         with pytest.raises(SignInRefused) as refused:
-            store.app.people.sign_in(email, password, "192.0.2.2")
+            store.sandesh.people.sign_in(email, password, "192.0.2.2")
         refusals.append((str(refused.value), refused.value.wait))
     assert refusals[0] == refusals[1] == ("refused", 0)
 
 
 def test_a_disabled_person_cannot_sign_in_until_enabled(store):
-    person, token = store.app.people.add_person(an_email(), "Asha", store.workspace(), "owner", False, "tester")
-    store.app.people.set_password(token, PASSWORD)
-    store.app.people.disable_person(person.email, "tester")
+    person, token = store.sandesh.people.add_person(an_email(), "Asha", store.workspace(), "owner", False, "tester")
+    store.sandesh.people.set_password(token, PASSWORD)
+    store.sandesh.people.disable_person(person.email, "tester")
     with pytest.raises(SignInRefused):
-        store.app.people.sign_in(person.email, PASSWORD, "192.0.2.3")
-    store.app.people.enable_person(person.email, "tester")
-    assert store.app.people.sign_in(person.email, PASSWORD, "192.0.2.3").id == person.id
+        store.sandesh.people.sign_in(person.email, PASSWORD, "192.0.2.3")
+    store.sandesh.people.enable_person(person.email, "tester")
+    assert store.sandesh.people.sign_in(person.email, PASSWORD, "192.0.2.3").id == person.id
 
 
 def test_an_email_is_one_person_and_a_workspace_must_exist(store):
     email = an_email()
-    store.app.people.add_person(email, "Asha", store.workspace(), "owner", False, "tester")
+    store.sandesh.people.add_person(email, "Asha", store.workspace(), "owner", False, "tester")
     with pytest.raises(NameTaken):
-        store.app.people.add_person(email, "Asha", store.workspace(), "owner", False, "tester")
+        store.sandesh.people.add_person(email, "Asha", store.workspace(), "owner", False, "tester")
     with pytest.raises(NotFound):
-        store.app.people.add_person(an_email(), "Asha", "ws_none", "owner", False, "tester")
+        store.sandesh.people.add_person(an_email(), "Asha", "ws_none", "owner", False, "tester")
     with pytest.raises(InvalidInput):
-        store.app.people.add_person(an_email(), "Asha", store.workspace(), "admin", False, "tester")
+        store.sandesh.people.add_person(an_email(), "Asha", store.workspace(), "admin", False, "tester")
 
 
 def test_a_reset_replaces_the_link(store):
-    person, token = store.app.people.add_person(an_email(), "Asha", store.workspace(), "owner", False, "tester")
-    _, newer = store.app.people.reset_password(person.email, "tester")
+    person, token = store.sandesh.people.add_person(an_email(), "Asha", store.workspace(), "owner", False, "tester")
+    _, newer = store.sandesh.people.reset_password(person.email, "tester")
     with pytest.raises(InvalidTransition):
-        store.app.people.set_password(token, PASSWORD)
-    store.app.people.set_password(newer, PASSWORD)
+        store.sandesh.people.set_password(token, PASSWORD)
+    store.sandesh.people.set_password(newer, PASSWORD)
 
 
 def test_the_changes_are_in_the_audit_trail_with_their_actors(store):
     workspace_id = store.workspace()
-    person, token = store.app.people.add_person(an_email(), "Asha", workspace_id, "owner", False, "tester")
-    store.app.people.set_password(token, PASSWORD)
-    lines = [(line["action"], line["actor"]) for line in store.app.history.audit(workspace_id)
+    person, token = store.sandesh.people.add_person(an_email(), "Asha", workspace_id, "owner", False, "tester")
+    store.sandesh.people.set_password(token, PASSWORD)
+    lines = [(line["action"], line["actor"]) for line in store.sandesh.history.audit(workspace_id)
              if line["action"].startswith("person.")]
     assert lines == [("person.added", "tester"), ("person.password_set", f"user:{person.email}")]
 
@@ -89,16 +89,16 @@ def test_the_changes_are_in_the_audit_trail_with_their_actors(store):
 def test_five_wrong_passwords_from_one_address_then_the_right_one_from_another_signs_in(store):
     """No one is locked out: the address that failed waits 15 minutes for that account (on the
     service clock), the right password from another address is not refused for it."""
-    person, token = store.app.people.add_person(an_email(), "Asha", store.workspace(), "owner", False, "tester")
-    store.app.people.set_password(token, PASSWORD)
+    person, token = store.sandesh.people.add_person(an_email(), "Asha", store.workspace(), "owner", False, "tester")
+    store.sandesh.people.set_password(token, PASSWORD)
     for _ in range(TRIES_PER_ACCOUNT_ADDRESS):
         with pytest.raises(SignInRefused) as refused:
-            store.app.people.sign_in(person.email, "wrong password!", "192.0.2.4")
+            store.sandesh.people.sign_in(person.email, "wrong password!", "192.0.2.4")
         assert refused.value.wait == 0
     with pytest.raises(SignInRefused) as refused:
-        store.app.people.sign_in(person.email, PASSWORD, "192.0.2.4")  # that address waits, right or not
+        store.sandesh.people.sign_in(person.email, PASSWORD, "192.0.2.4")  # that address waits, right or not
     assert 0 < refused.value.wait <= FAILURE_WINDOW
-    assert store.app.people.sign_in(person.email, PASSWORD, "192.0.2.5").id == person.id
+    assert store.sandesh.people.sign_in(person.email, PASSWORD, "192.0.2.5").id == person.id
 
 
 def test_the_addresses_of_one_ipv6_network_count_as_one():
@@ -121,20 +121,20 @@ def test_the_addresses_of_one_ipv6_network_count_as_one():
 
 def test_an_owner_changes_anothers_role_and_removes_them_but_not_themselves(store):
     workspace_id = store.workspace()
-    owner, _ = store.app.people.add_person(an_email(), "Owner", workspace_id, "owner", False, "tester")
-    member, token = store.app.people.add_person(an_email(), "Member", workspace_id, "developer", False, "tester")
-    store.app.people.set_password(token, PASSWORD)
-    assert store.app.people.change_role(member.id, workspace_id, "viewer", owner.email).role == "viewer"
+    owner, _ = store.sandesh.people.add_person(an_email(), "Owner", workspace_id, "owner", False, "tester")
+    member, token = store.sandesh.people.add_person(an_email(), "Member", workspace_id, "developer", False, "tester")
+    store.sandesh.people.set_password(token, PASSWORD)
+    assert store.sandesh.people.change_role(member.id, workspace_id, "viewer", owner.email).role == "viewer"
     with pytest.raises(InvalidTransition):
-        store.app.people.change_role(owner.id, workspace_id, "viewer", owner.email)
+        store.sandesh.people.change_role(owner.id, workspace_id, "viewer", owner.email)
     with pytest.raises(NotFound):
-        store.app.people.remove_person(member.id, store.workspace(), owner.email)  # not of that workspace
-    store.app.people.remove_person(member.id, workspace_id, owner.email)
+        store.sandesh.people.remove_person(member.id, store.workspace(), owner.email)  # not of that workspace
+    store.sandesh.people.remove_person(member.id, workspace_id, owner.email)
     with pytest.raises(SignInRefused):
-        store.app.people.sign_in(member.email, PASSWORD, "192.0.2.6")
-    again, newer = store.app.people.add_person(member.email, "Member", workspace_id, "viewer", False, owner.email)
-    assert again.id == member.id and store.app.people.person_of_link(newer) is not None
-    lines = [(line["action"], line["actor"]) for line in store.app.history.audit(workspace_id)]
+        store.sandesh.people.sign_in(member.email, PASSWORD, "192.0.2.6")
+    again, newer = store.sandesh.people.add_person(member.email, "Member", workspace_id, "viewer", False, owner.email)
+    assert again.id == member.id and store.sandesh.people.person_of_link(newer) is not None
+    lines = [(line["action"], line["actor"]) for line in store.sandesh.history.audit(workspace_id)]
     assert ("person.role_changed", f"user:{owner.email}") in lines and ("person.removed", f"user:{owner.email}") in lines
 
 
@@ -167,55 +167,55 @@ def test_an_authenticator_app_is_set_up_with_a_code_and_asked_for_at_every_sign_
 
 def test_the_operator_team_always_signs_in_with_a_second_factor(store):
     """An operator sets up an authenticator app right after their first password, then gives its code."""
-    person, token = store.app.people.add_person(an_email(), "Ops", None, None, True, "tester")
-    store.app.people.set_password(token, PASSWORD)
-    assert store.app.people.second_factor(store.app.people.sign_in(person.email, PASSWORD, "192.0.2.8")) == "enroll"
+    person, token = store.sandesh.people.add_person(an_email(), "Ops", None, None, True, "tester")
+    store.sandesh.people.set_password(token, PASSWORD)
+    assert store.sandesh.people.second_factor(store.sandesh.people.sign_in(person.email, PASSWORD, "192.0.2.8")) == "enroll"
     secret = totp.new_secret()
-    store.app.people.enroll_totp(person.id, secret, totp.hotp(secret, totp.step_of(store.app.clock.now())),
+    store.sandesh.people.enroll_totp(person.id, secret, totp.hotp(secret, totp.step_of(store.sandesh.clock.now())),
                                  after_password=True)
-    assert store.app.people.second_factor(store.app.people.person(person.id)) == "code"
+    assert store.sandesh.people.second_factor(store.sandesh.people.person(person.id)) == "code"
 
 
 def open_session(store, person_id: str) -> None:
     """A dashboard session of the person, as signing in begins one."""
-    sessions = store.app.people.sessions
+    sessions = store.sandesh.people.sessions
     if isinstance(sessions, memory.Sessions):
         sessions.of[person_id] = sessions.of.get(person_id, 0) + 1
     else:
         from sandesh.projections import sessions as table
 
         with sessions.connection() as conn:
-            table.begin(conn, person_id, store.app.clock.now())
+            table.begin(conn, person_id, store.sandesh.clock.now())
 
 
 def test_disabling_removing_or_adding_a_person_again_ends_their_sessions_at_once(store):
     """None of their sessions outlives the change: re-added, a person starts over through the
     new link, with no password and no authenticator app (docs/dashboard.md, "Sessions")."""
     workspace_id = store.workspace()
-    owner, _ = store.app.people.add_person(an_email(), "Owner", workspace_id, "owner", False, "tester")
-    person, token = store.app.people.add_person(an_email(), "Asha", workspace_id, "developer", False, "tester")
-    store.app.people.set_password(token, PASSWORD)
+    owner, _ = store.sandesh.people.add_person(an_email(), "Owner", workspace_id, "owner", False, "tester")
+    person, token = store.sandesh.people.add_person(an_email(), "Asha", workspace_id, "developer", False, "tester")
+    store.sandesh.people.set_password(token, PASSWORD)
     secret = totp.new_secret()
-    store.app.people.enroll_totp(person.id, secret, totp.hotp(secret, totp.step_of(store.app.clock.now())),
+    store.sandesh.people.enroll_totp(person.id, secret, totp.hotp(secret, totp.step_of(store.sandesh.clock.now())),
                                  proof=PASSWORD)
 
     open_session(store, person.id)
-    store.app.people.disable_person(person.email, "tester")
-    assert store.app.people.sessions.end_all(person.id) == 0, "disabling ended them"
-    store.app.people.enable_person(person.email, "tester")
+    store.sandesh.people.disable_person(person.email, "tester")
+    assert store.sandesh.people.sessions.end_all(person.id) == 0, "disabling ended them"
+    store.sandesh.people.enable_person(person.email, "tester")
 
     open_session(store, person.id)
-    store.app.people.remove_person(person.id, workspace_id, owner.email)
-    assert store.app.people.sessions.end_all(person.id) == 0, "removing ended them"
+    store.sandesh.people.remove_person(person.id, workspace_id, owner.email)
+    assert store.sandesh.people.sessions.end_all(person.id) == 0, "removing ended them"
 
     open_session(store, person.id)  # one begun just before (a race with the removal)
-    again, link = store.app.people.add_person(person.email, "Asha", workspace_id, "viewer", False, owner.email)
-    assert store.app.people.sessions.end_all(person.id) == 0, "adding again ended them"
+    again, link = store.sandesh.people.add_person(person.email, "Asha", workspace_id, "viewer", False, owner.email)
+    assert store.sandesh.people.sessions.end_all(person.id) == 0, "adding again ended them"
     assert (again.password_hash, again.totp_sealed) == (None, None), "a new start: no password, no app"
     with pytest.raises(SignInRefused):
-        store.app.people.sign_in(person.email, PASSWORD, "192.0.2.9")
-    store.app.people.set_password(link, PASSWORD)
-    assert store.app.people.second_factor(store.app.people.sign_in(person.email, PASSWORD, "192.0.2.9")) is None
+        store.sandesh.people.sign_in(person.email, PASSWORD, "192.0.2.9")
+    store.sandesh.people.set_password(link, PASSWORD)
+    assert store.sandesh.people.second_factor(store.sandesh.people.sign_in(person.email, PASSWORD, "192.0.2.9")) is None
 
 
 def test_replacing_an_authenticator_app_takes_a_code_of_the_current_one_or_the_password():

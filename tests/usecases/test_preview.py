@@ -26,13 +26,13 @@ def test_a_previews_segments_encoding_and_cost_are_what_a_send_is_charged(store:
     caller = store.caller(store.workspace(1_000_000))
     previewed, problems = parse_preview({"text": text, "messageType": message_type}, time.time())
     assert not problems
-    shown = store.app.sending.preview(caller, previewed)
+    shown = store.sandesh.sending.preview(caller, previewed)
     request, problems = parse_send({"to": a_number(), "text": text, "messageType": message_type}, time.time())
     assert shown.sendable == (request is not None)
     if request is None:
         assert shown.segmentation.segments > MAX_SEGMENTS and problems[0].code == "too_long"
         return
-    message = store.app.sending.send_sms(caller, request).message
+    message = store.sandesh.sending.send_sms(caller, request).message
     assert (shown.segmentation.segments, shown.segmentation.encoding, shown.cost) == (
         message.segments, message.encoding, message.cost)
 

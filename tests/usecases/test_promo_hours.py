@@ -31,48 +31,48 @@ def request(message_type: str = "promotional", **fields):
 
 
 def test_a_promotion_outside_the_hours_is_charged_at_once_and_scheduled_for_the_opening(store: Store):
-    hours, opening = closed_now(store.app.clock.now())
+    hours, opening = closed_now(store.sandesh.clock.now())
     caller = store.caller(store.workspace(1_000), promo_hours=hours)
-    message = store.app.sending.send_sms(caller, request()).message
+    message = store.sandesh.sending.send_sms(caller, request()).message
     assert (message.status, message.send_at) == (SCHEDULED, pytest.approx(opening, abs=1))
     assert store.balance(caller.workspace_id) == 900
-    assert store.app.sending.cancel_message(caller.client_id, message.id).status == "canceled"  # like any scheduled
+    assert store.sandesh.sending.cancel_message(caller.client_id, message.id).status == "canceled"  # like any scheduled
     assert store.balance(caller.workspace_id) == 1_000
 
 
 @pytest.mark.parametrize("message_type", ["transactional", "otp"])
 def test_otp_and_transactional_messages_never_wait(store: Store, message_type):
-    hours, _ = closed_now(store.app.clock.now())
+    hours, _ = closed_now(store.sandesh.clock.now())
     caller = store.caller(promo_hours=hours)
-    message = store.app.sending.send_sms(caller, request(message_type)).message
+    message = store.sandesh.sending.send_sms(caller, request(message_type)).message
     assert (message.status, message.send_at) == ("queued", None)
 
 
 def test_within_the_hours_or_with_them_off_a_promotion_is_queued_at_once(store: Store):
-    now = store.app.clock.now()
+    now = store.sandesh.clock.now()
     local = int((now + NEPAL_OFFSET) % DAY)
     open_now = PromoHours((local - 3600) % DAY, (local + 3600) % DAY)
     for hours in (open_now, None):
-        message = store.app.sending.send_sms(store.caller(promo_hours=hours), request()).message
+        message = store.sandesh.sending.send_sms(store.caller(promo_hours=hours), request()).message
         assert (message.status, message.send_at) == ("queued", None)
 
 
 def test_a_promotion_whose_valid_for_ends_before_the_opening_is_refused_and_not_charged(store: Store):
-    hours, opening = closed_now(store.app.clock.now())
+    hours, opening = closed_now(store.sandesh.clock.now())
     caller = store.caller(store.workspace(1_000), promo_hours=hours)
     with pytest.raises(InvalidRequest) as refused:
-        store.app.sending.send_sms(caller, request(validFor=3600))
+        store.sandesh.sending.send_sms(caller, request(validFor=3600))
     assert refused.value.path == ["validFor"]
     assert store.balance(caller.workspace_id) == 1_000
-    kept = store.app.sending.send_sms(caller, request(validFor=4 * 3600)).message
+    kept = store.sandesh.sending.send_sms(caller, request(validFor=4 * 3600)).message
     assert kept.send_at == pytest.approx(opening, abs=1)
     assert kept.expires_at == pytest.approx(kept.created_at + 4 * 3600, abs=1)  # its validity still ends then
 
 
 def test_a_batch_judges_each_item_alone(store: Store):
-    hours, opening = closed_now(store.app.clock.now())
+    hours, opening = closed_now(store.sandesh.clock.now())
     caller = store.caller(store.workspace(1_000), promo_hours=hours)
-    results = store.app.sending.send_batch(caller, [request(), request(validFor=60), request("transactional")]).results
+    results = store.sandesh.sending.send_batch(caller, [request(), request(validFor=60), request("transactional")]).results
     assert results[0].status == SCHEDULED and results[0].send_at == pytest.approx(opening, abs=1)
     assert isinstance(results[1], ItemRefused) and results[1].code == "invalid_request"
     assert results[1].problems[0].path == ["messages", 1, "validFor"]
