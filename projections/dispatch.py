@@ -88,8 +88,9 @@ CREATE INDEX IF NOT EXISTS scheduled_sends_due ON scheduled_sends (send_at);
 # Made once in the public schema (db.create_tables), not with each rebuild's tables: its queries
 # name `dispatch_queue` as the caller's search_path finds it.
 FUNCTIONS = """
--- A message's turn (`turn`).  A function, so that each server process plans its two probes
--- once: written inline, the parse and plan of each enqueue cost more than its insert
+-- The queue's turn rule, written here and nowhere else in SQL (`turn` below is its mirror in a
+-- replay's memory).  A function, so that each server process plans its two probes once:
+-- written inline, the parse and plan of each enqueue cost more than its insert
 -- (docs/performance.md, "The turn as a function").
 CREATE OR REPLACE FUNCTION public.sandesh_turn(p_client text, p_priority integer) RETURNS bigint
 LANGUAGE plpgsql STABLE AS $$
@@ -100,16 +101,30 @@ BEGIN
         (SELECT turn FROM dispatch_queue WHERE priority = p_priority AND sim_id IS NULL ORDER BY turn LIMIT 1),
         0);
 END $$;
+-- Many queue rows of one append, one after another, each taking its turn from `sandesh_turn`
+-- as a message queued alone does (each INSERT sees the ones before it).
+CREATE OR REPLACE FUNCTION public.sandesh_enqueue(
+    p_ids text[], p_clients text[], p_types text[], p_priorities integer[], p_tos text[], p_operators text[],
+    p_parts integer[], p_ats double precision[], p_expires double precision[]) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN 1 .. cardinality(p_ids) LOOP
+        INSERT INTO dispatch_queue (message_id, client_id, message_type, priority, "to", operator, parts,
+                                    enqueued_at, not_before, expires_at, turn)
+        VALUES (p_ids[i], p_clients[i], p_types[i], p_priorities[i], p_tos[i], p_operators[i], p_parts[i],
+                p_ats[i], p_ats[i], p_expires[i], public.sandesh_turn(p_clients[i], p_priorities[i]));
+    END LOOP;
+END $$;
 """
 
 @functools.lru_cache(maxsize=4096)  # a value of its arguments alone; a batch send asks for few of them
 def turn(client_id: str, priority: int) -> Computed:
     """One more than the client's last turn of this priority in the queue, and never below the
-    turn the queue is serving now (the lowest waiting one).  Written as ORDER BY ... LIMIT 1 so
-    that each reads one index entry even before the table has statistics (max() and min() were
-    planned as a scan of every row of the client while a new queue grew).  Live, the two probes
-    are the function `sandesh_turn` (DDL above); a replay computes the same from its memory; an
-    append of many, `enqueue_many` below."""
+    turn the queue is serving now (the lowest waiting one).  Live, the function `sandesh_turn`
+    (FUNCTIONS above) computes it; a replay computes the same from its memory, with the two
+    tallies of `MODEL` for the two probes (tests/integration/test_append_rows.py holds them
+    equal over random queues).  Written as ORDER BY ... LIMIT 1 so that each probe reads one
+    index entry even before the table has statistics."""
     def compute(memory: Any) -> int:
         last = memory.highest("dispatch_queue", "client_turns", (client_id, priority))
         serving = memory.lowest("dispatch_queue", "waiting_turns", (priority,))
@@ -117,51 +132,19 @@ def turn(client_id: str, priority: int) -> Computed:
     return Computed("public.sandesh_turn(%s, %s)", (client_id, priority), compute)
 
 
-# Many queue rows of one append (a batch send, a group commit) in one statement, with the turns
-# `turn` gives them one after another (and replay gives): per (client, priority), one more than
-# the client's last turn and never below the turn being served, which, when nothing of that
-# priority waits, is the turn of the append's first message of that priority.  Each probe of the
-# queue runs once per (client, priority) or per priority, never per message, and reads one index
-# entry (ORDER BY ... LIMIT 1), whatever the statistics say about the queue's size.
-_ENQUEUE_MANY = """
-WITH new AS MATERIALIZED (
-  SELECT * FROM unnest(%(ids)s::text[], %(clients)s::text[], %(types)s::text[], %(priorities)s::integer[],
-                       %(tos)s::text[], %(operators)s::text[], %(parts)s::integer[], %(ats)s::double precision[],
-                       %(expires)s::double precision[])
-    WITH ORDINALITY AS n(message_id, client_id, message_type, priority, "to", operator, parts, enqueued_at,
-                         expires_at, ord)),
-last AS MATERIALIZED (
-  SELECT g.client_id, g.priority, g.first_ord,
-         (SELECT q.turn + 1 FROM dispatch_queue q WHERE q.client_id = g.client_id AND q.priority = g.priority
-          ORDER BY q.turn DESC LIMIT 1) AS next
-  FROM (SELECT client_id, priority, min(ord) AS first_ord FROM new GROUP BY client_id, priority) g),
-serving AS MATERIALIZED (
-  SELECT f.priority,
-         coalesce((SELECT q.turn FROM dispatch_queue q WHERE q.priority = f.priority AND q.sim_id IS NULL
-                   ORDER BY q.turn LIMIT 1), greatest(f.next, 0)) AS turn
-  FROM (SELECT DISTINCT ON (priority) priority, next FROM last ORDER BY priority, first_ord) f),
-base AS MATERIALIZED (
-  SELECT l.client_id, l.priority, greatest(l.next, s.turn, 0) AS first FROM last l JOIN serving s USING (priority))
-INSERT INTO dispatch_queue (message_id, client_id, message_type, priority, "to", operator, parts, enqueued_at,
-                            not_before, expires_at, turn)
-SELECT n.message_id, n.client_id, n.message_type, n.priority, n."to", n.operator, n.parts, n.enqueued_at,
-       n.enqueued_at, n.expires_at,
-       b.first + row_number() OVER (PARTITION BY n.client_id, n.priority ORDER BY n.ord) - 1
-FROM new n JOIN base b USING (client_id, priority)
-"""
-ENQUEUE_MANY_FROM = 16  # below this, a statement per message is as quick
+# Below this, a statement per message costs the API less (docs/performance.md, "The group commit's append").
+ENQUEUE_MANY_FROM = 16
 
 
 def enqueue_many(cur: Any, rows: list[dict[str, Any]]) -> None:
-    """The queue rows of one append, in the order its events came, as one statement: their
-    `turn`, a `turn`, computed there, and their `not_before`, their `enqueued_at` (`_join_queue`)."""
+    """The queue rows of one append, in the order its events came, in one statement
+    (`sandesh_enqueue`): their `not_before` is their `enqueued_at` (`_join_queue`), their `turn`
+    is the function's."""
     assert all(r["not_before"] == r["enqueued_at"] for r in rows)
-    cur.execute(_ENQUEUE_MANY, {
-        "ids": [r["message_id"] for r in rows], "clients": [r["client_id"] for r in rows],
-        "types": [r["message_type"] for r in rows], "priorities": [r["priority"] for r in rows],
-        "tos": [r["to"] for r in rows], "operators": [r["operator"] for r in rows],
-        "parts": [r["parts"] for r in rows], "ats": [r["enqueued_at"] for r in rows],
-        "expires": [r["expires_at"] for r in rows]})
+    cur.execute("SELECT public.sandesh_enqueue(%s, %s, %s, %s, %s, %s, %s, %s, %s)", (
+        [r["message_id"] for r in rows], [r["client_id"] for r in rows], [r["message_type"] for r in rows],
+        [r["priority"] for r in rows], [r["to"] for r in rows], [r["operator"] for r in rows],
+        [r["parts"] for r in rows], [r["enqueued_at"] for r in rows], [r["expires_at"] for r in rows]))
 
 
 def schedule_many(cur: Any, rows: list[dict[str, Any]]) -> None:

@@ -1,17 +1,19 @@
 """One path per event (projections/contract.py): an append of many events, written by the inline
 projection's live executor (`AppendRows`: the queue in one statement, the balances summed, the
 turn lock first) makes the same rows as the same handlers run one event at a time on `SqlRows`,
-which is what a replay's catch-up does."""
+which is what a replay's catch-up does, and the same turns as a replay's memory computes."""
 from __future__ import annotations
 
 import psycopg
 import pytest
+import random
+
 from psycopg.rows import dict_row
 
 from sandesh.domain.message import accept
 from sandesh.domain.workspace import Workspace
 from sandesh.projections import dispatch, registry
-from sandesh.projections.rows import SqlRows
+from sandesh.projections.rows import MemoryRows, SqlRows
 from sandesh.projections.store import StatementBuffer
 
 PROJECTION = registry.PROJECTION
@@ -89,8 +91,83 @@ def test_an_append_of_many_events_makes_the_rows_one_event_at_a_time_makes(schem
     statements = _appended(schemas["appended"], append)
 
     assert statements[0] == dispatch.TURN_LOCK
-    assert sum("WITH new AS MATERIALIZED" in s for s in statements) == 1  # the queue rows in one statement
+    assert sum("sandesh_enqueue" in s for s in statements) == 1  # the queue rows in one statement
     assert sum(s.lstrip().startswith("WITH locked") for s in statements) == 1  # the balances in another
     one_by_one, appended = _tables(schemas["one_by_one"]), _tables(schemas["appended"])
     assert appended == one_by_one
     assert len(appended["dispatch_queue"]) > 40 and len({r["turn"] for r in appended["dispatch_queue"]}) > 1
+
+
+def _defaults(conn):
+    """Each column's default, as a replay gives its memory (projections/replay.py)."""
+    defaults = {}
+    for table in PROJECTION.tables:
+        columns = conn.execute("SELECT column_name, column_default FROM information_schema.columns"
+                               " WHERE table_schema = current_schema() AND table_name = %s", (table,)).fetchall()
+        given = [c for c in columns if c["column_default"]]
+        values = conn.execute("SELECT " + ", ".join(f'{c["column_default"]} AS "{c["column_name"]}"'
+                                                      for c in given)).fetchone() if given else {}
+        defaults[table] = {c["column_name"]: values.get(c["column_name"]) for c in columns}
+    return defaults
+
+
+def test_the_turns_sql_gives_live_are_the_turns_a_replays_memory_gives(schemas):
+    """The turn rule is SQL live (`sandesh_turn`, one row at a time or many in `sandesh_enqueue`)
+    and Python in a replay's memory (`dispatch.turn`): over random queues, appends of one to 40
+    messages among sends, requeues, releases and failures, both give every message the same turn."""
+    conn = schemas["appended"]
+    memory = MemoryRows(PROJECTION.tables, _defaults(conn))
+    chance = random.Random(54)
+    workspaces = [Workspace(name=f"W{i}", types=["transactional", "otp", "promotional"], rates={}, actor="t",
+                            at=1.0) for i in range(2)]
+    for workspace in workspaces:
+        workspace.credit(10**9, None, "t", 2.0)
+    waiting, submitted, scheduled, n = [], [], [], 0
+    for step in range(80):
+        at = 3000.0 + step
+        changed = []
+        for _ in range(chance.choice((0, 1, 4, 12, 30))):
+            if waiting and chance.random() < 0.6:  # the head of the queue goes, as the dispatcher takes it
+                order = [r["message_id"] for r in conn.execute(
+                    "SELECT message_id FROM dispatch_queue WHERE sim_id IS NULL ORDER BY priority, turn, enqueued_at")]
+                order += [m.id for m in changed]  # taken this step: not yet in the table
+                message = min(waiting, key=lambda m: order.index(m.id) if m.id in order else len(order))
+                waiting.remove(message)
+                message.submit(f"sim_{chance.randrange(3)}", at)
+                submitted.append(message)
+            elif submitted and chance.random() < 0.5:
+                message = submitted.pop(chance.randrange(len(submitted)))
+                if chance.random() < 0.5:
+                    message.requeue("CMS 38", not_before=at, at=at)
+                    waiting.append(message)
+                else:
+                    message.part_accepted(1, 7, at)
+            elif scheduled:
+                message = scheduled.pop(0)
+                message.release(at)
+                waiting.append(message)
+            elif waiting:
+                waiting.pop(chance.randrange(len(waiting))).fail("expired", at)
+                continue
+            else:
+                continue
+            changed.append(message)
+        new = []
+        for _ in range(chance.choice((0, 1, 3, 15, 16, 40))):
+            n += 1
+            message = accept(client_id=f"cl_{min(int(chance.expovariate(0.5)), 9)}", workspace_id=workspaces[n % 2].id,
+                             to=f"97798{n:08d}", text="t", message_type=chance.choice(("otp", "transactional", "promotional")),
+                             segments=1, encoding="GSM-7", cost=1, idempotency_key=None, request_hash=None, at=at,
+                             send_at=at + 5 if chance.random() < 0.1 else None)
+            (scheduled if message.send_at is not None else waiting).append(message)
+            new.append(message)
+        events = _events(*(workspaces if step == 0 else ()), *changed, *new)
+        if not events:
+            continue
+        _appended(conn, events)
+        for event in events:
+            PROJECTION.apply(memory, event)
+        live = {r["message_id"]: r["turn"] for r in conn.execute("SELECT message_id, turn FROM dispatch_queue")}
+        assert {key[0]: row["turn"] for key, row in memory.rows["dispatch_queue"].items()} == live, step
+    # what the queues were built to exercise, so executors that agree by doing nothing would not pass
+    assert n > 300 and len(set(live.values())) > 20 and any(m.sim_id for m in submitted)
