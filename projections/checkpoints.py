@@ -53,9 +53,14 @@ def load(conn: Any, name: str, view: Projection, memory: SpillingRows, into: str
                 columns = ", ".join(f'"{r["column_name"]}"' for r in cur.execute(
                     "SELECT column_name FROM information_schema.columns WHERE table_schema = %s AND table_name = %s"
                     " ORDER BY ordinal_position", (schema(name), table)).fetchall())
-                copied = cur.execute(f'INSERT INTO "{into}"."{table}" ({columns}) SELECT {columns} FROM {source}').rowcount
-                memory.spilled_elsewhere(table, copied)
-                total += copied
+                total += cur.execute(f'INSERT INTO "{into}"."{table}" ({columns}) SELECT {columns} FROM {source}').rowcount
+                key = ", ".join(f'"{column}"' for column in view.tables[table].key)
+                # Their keys, for memory to know which rows are in the spill: from a cursor on the
+                # server, 10,000 at a time, not all at once.
+                with conn.transaction(), conn.cursor(name="checkpoint_keys", row_factory=tuple_row) as keys:
+                    keys.execute(f"SELECT {key} FROM {source}")
+                    while batch := keys.fetchmany(10_000):
+                        memory.spilled_elsewhere(table, batch)
                 if any(isinstance(index, Tally) for index in view.tables[table].ordered):  # they count where they are
                     cur.execute(f"SELECT * FROM {source}")
                     while batch := cur.fetchmany(10_000):

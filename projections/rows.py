@@ -716,12 +716,11 @@ class _LetGo:
 
     FIRST = 1 << 16  # keys the first layer is made for
     BITS = 16  # bits a key
-    __slots__ = ("layers", "room", "unknown")
+    __slots__ = ("layers", "room")
 
     def __init__(self) -> None:
         self.layers: list[tuple[bytearray, int]] = []
         self.room = 0
-        self.unknown = False  # rows were put in the spill without their keys passing here: any may be
 
     def add(self, keys: list[Key]) -> None:
         if len(keys) > self.room:
@@ -737,8 +736,6 @@ class _LetGo:
             bits[j >> 3] |= 1 << (j & 7)
 
     def may_hold(self, key: Key) -> bool:
-        if self.unknown:
-            return True
         h = hash(key)
         for bits, m in self.layers:
             i, j = h % m, (h >> 32) % m
@@ -835,11 +832,11 @@ class SpillingRows(MemoryRows):
             self._here(table, key)
         return super().get(table, key, column)
 
-    def spilled_elsewhere(self, table: str, count: int) -> None:
-        """`count` rows of `table` were put in the spill directly (a checkpoint's: projections/
-        checkpoints.py): any key may be there now."""
-        self.spilled[table] += count
-        self._let_go_of[table].unknown = True
+    def spilled_elsewhere(self, table: str, keys: list[Key]) -> None:
+        """Rows of `table` were put in the spill directly, by the server (a checkpoint's:
+        projections/checkpoints.py): their keys, to look for there as for the rows let go."""
+        self.spilled[table] += len(keys)
+        self._let_go_of[table].add(keys)
 
     def take_back(self, ids: Iterable[Any]) -> None:
         """Take back, one statement a table, the spilled rows keyed by one of `ids` in the tables
