@@ -1,5 +1,8 @@
 """Batch sends as installed: messages accepted per second through POST /v1/sms/send/batch in
-batches of 1,000, against `sandesh serve` started with no flag (docs/performance.md, "Batch sends").
+batches of 1,000, against `sandesh serve` started with no flag, with the projections worker and
+the webhook sender following the log beside it (docs/performance.md, "Batch sends").  The
+dispatcher is not run: the route is a SIM reported healthy that nothing drives, so the queue
+only grows.
 
     .venv/bin/python -m scripts.bench.batch_bench [--seconds 20] [--concurrency 4] [--repeat 3]
 
@@ -24,6 +27,7 @@ from sandesh.domain.settings import Settings
 from sandesh.scripts.service.bootstrap import bootstrap
 
 from .common import ROOT, funded_workspace, percentile, reported_route, scratch_database
+from .send_bench import launched
 
 PREFIXES = ("98", "97", "96")
 
@@ -78,7 +82,10 @@ def main() -> None:
     args = parser.parse_args()
     with scratch_database() as env:
         runtime = bootstrap(Settings.from_env(env), pool_size=1)
-        with reported_route(runtime):
+        quiet = {**env, "SANDESH_LOG_LEVEL": "WARNING"}
+        with reported_route(runtime), \
+                launched(["sandesh.scripts.service.cli", "worker", "projections"], quiet), \
+                launched(["sandesh.scripts.service.cli", "worker", "webhooks"], quiet):
             workspace = funded_workspace(runtime.sandesh, "Batch bench", 10**13)
             runtime.sandesh.operators.set_promo_hours(workspace, "off", "bench")  # promotions queued at any hour
             keys = [runtime.sandesh.operators.create_client(workspace, f"B{c}", None, 10**6, "bench")[1] for c in range(4)]
