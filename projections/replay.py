@@ -213,8 +213,8 @@ def _columns(conn: Any, schema: str, table: str) -> list[dict[str, Any]]:
                         (schema, table)).fetchall()
 
 
-def _defaults(conn: Any, schema: str, view: Projection) -> dict[str, dict[str, Any]]:
-    """Each table's column DEFAULTs, evaluated by the server, as the rows in memory start."""
+def column_defaults(conn: Any, schema: str, view: Projection) -> dict[str, dict[str, Any]]:
+    """Each table's column DEFAULTs in `schema`, evaluated by the server, as the rows in memory start."""
     found = {}
     for table in view.tables:
         columns = _columns(conn, schema, table)
@@ -477,7 +477,7 @@ def _build(runtime: Runtime, conn: Any, prefix: str, names: list[str], *, kept: 
     indexes: dict[str, list[str]] = {}
     for name, view in views.items():
         indexes[name] = _create(conn, f"{prefix}{name}", view)
-        defaults.update(_defaults(conn, f"{prefix}{name}", view))
+        defaults.update(column_defaults(conn, f"{prefix}{name}", view))
     tables = {table: spec for view in views.values() for table, spec in view.tables.items()}
     schemas = {table: f"{prefix}{name}" for name, view in views.items() for table in view.tables}
     spill = _Spill(conn, schemas, tables, runtime.settings.database_url)

@@ -4,15 +4,15 @@ turn lock first) makes the same rows as the same handlers run one event at a tim
 which is what a replay's catch-up does, and the same turns as a replay's memory computes."""
 from __future__ import annotations
 
-import psycopg
-import pytest
 import random
 
+import psycopg
+import pytest
 from psycopg.rows import dict_row
 
 from sandesh.domain.message import accept
 from sandesh.domain.workspace import Workspace
-from sandesh.projections import dispatch, registry
+from sandesh.projections import dispatch, registry, replay
 from sandesh.projections.rows import MemoryRows, SqlRows
 from sandesh.projections.store import StatementBuffer
 
@@ -98,25 +98,12 @@ def test_an_append_of_many_events_makes_the_rows_one_event_at_a_time_makes(schem
     assert len(appended["dispatch_queue"]) > 40 and len({r["turn"] for r in appended["dispatch_queue"]}) > 1
 
 
-def _defaults(conn):
-    """Each column's default, as a replay gives its memory (projections/replay.py)."""
-    defaults = {}
-    for table in PROJECTION.tables:
-        columns = conn.execute("SELECT column_name, column_default FROM information_schema.columns"
-                               " WHERE table_schema = current_schema() AND table_name = %s", (table,)).fetchall()
-        given = [c for c in columns if c["column_default"]]
-        values = conn.execute("SELECT " + ", ".join(f'{c["column_default"]} AS "{c["column_name"]}"'
-                                                      for c in given)).fetchone() if given else {}
-        defaults[table] = {c["column_name"]: values.get(c["column_name"]) for c in columns}
-    return defaults
-
-
 def test_the_turns_sql_gives_live_are_the_turns_a_replays_memory_gives(schemas):
     """The turn rule is SQL live (`sandesh_turn`, one row at a time or many in `sandesh_enqueue`)
     and Python in a replay's memory (`dispatch.turn`): over random queues, appends of one to 40
     messages among sends, requeues, releases and failures, both give every message the same turn."""
     conn = schemas["appended"]
-    memory = MemoryRows(PROJECTION.tables, _defaults(conn))
+    memory = MemoryRows(PROJECTION.tables, replay.column_defaults(conn, "appended", PROJECTION))
     chance = random.Random(54)
     workspaces = [Workspace(name=f"W{i}", types=["transactional", "otp", "promotional"], rates={}, actor="t",
                             at=1.0) for i in range(2)]
