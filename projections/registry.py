@@ -391,6 +391,11 @@ def find_sim(conn: Any, key: str, value: str) -> dict[str, Any] | None:
     return conn.execute(f"SELECT * FROM sims WHERE {key} = %s", (value,)).fetchone()
 
 
+def sims(conn: Any) -> list[dict[str, Any]]:
+    """Every registered SIM, by name."""
+    return conn.execute("SELECT * FROM sims ORDER BY name").fetchall()
+
+
 def sending_state(conn: Any, workspace_id: str, route_window: float) -> dict[str, Any] | None:
     """What a send from the dashboard is decided on: the workspace's status, balance, rates, types
     and promotional hours, the SMS switch, and until when a SIM is a route."""

@@ -78,10 +78,12 @@ def _apply(tables: Tables, e: Any) -> None:
         if e.name in tables.sim_names:
             raise NameTaken("a SIM with this name exists already")
         tables.sim_names[e.name] = e.originator_id
-    elif isinstance(e, Sim.Identified) and e.iccid is not None:
-        if tables.iccids.get(e.iccid, e.originator_id) != e.originator_id:
+    elif isinstance(e, Sim.Identified):
+        if e.iccid is not None and tables.iccids.get(e.iccid, e.originator_id) != e.originator_id:
             raise NameTaken("another SIM is registered with this ICCID")
-        tables.iccids[e.iccid] = e.originator_id
+        tables.iccids = {iccid: sim for iccid, sim in tables.iccids.items() if sim != e.originator_id}
+        if e.iccid is not None:
+            tables.iccids[e.iccid] = e.originator_id
     elif isinstance(e, Otp.Issued):
         recent = [i for i in tables.otp_issues if i[3] > e.at - max(NUMBER_WINDOW, END_USER_IP_WINDOW)]
         if sum(1 for number, _, _, at in recent if number == e.to and at > e.at - NUMBER_WINDOW) >= NUMBER_LIMIT:

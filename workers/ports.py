@@ -43,6 +43,19 @@ def iccid_on(port: str, baud: int) -> str | None:
         modem.close()
 
 
+def same_device(port: str, sims: Iterable[dict]) -> dict | None:
+    """The first of `sims` whose port leads to the device `port` leads to (symlinks resolved,
+    as /dev/serial/by-id names are), with that device as `device`; None when none does or
+    `port` is no path here (a pyserial URL, a device not plugged in)."""
+    if not os.path.exists(port):
+        return None
+    device = os.path.realpath(port)
+    for sim in sims:
+        if os.path.exists(sim["port"]) and os.path.realpath(sim["port"]) == device:
+            return {**sim, "device": device}
+    return None
+
+
 class PortSearch:
     """The ports of one glob and what each answered: one per dispatcher, shared by its SIM threads.
 

@@ -22,6 +22,7 @@ from sandesh.domain import log_context
 from sandesh.domain.application import Sandesh
 from sandesh.domain.usecases.dispatch import RELEASE, SEND, Submission
 from sandesh.domain.cms import REPEATS_BEFORE_QUARANTINE, Action, classify
+from sandesh.domain.errors import NameTaken
 from sandesh.domain.operators import of_imsi
 from sandesh.domain.pdu import encode_submit
 from sandesh.domain.routing import FAIL, REJECT, RETRY_DELAY, after_refusal
@@ -215,6 +216,14 @@ class SimWorker:
             self.modem.close()
             self._port_seen(gone=isinstance(error, PortGone))
             return False
+        except NameTaken as error:  # its card is another enabled SIM's: an operator disables one
+            self._trouble(str(error))
+            self.modem.close()
+            self._port_seen(gone=False)
+            return False
+        except BaseException:  # an outage, say: the port is let go before the thread waits and tries again
+            self.modem.close()
+            raise
         self._port_seen(gone=False)
         self.device = device
         self.sim.identified(device.iccid, device.imsi, of_imsi(device.imsi))

@@ -16,9 +16,15 @@ from .modem import CommandTimeout, Exchange, Modem, ModemError, PortGone, Timeou
 
 
 def attach(runtime: Runtime, sim: dict[str, Any], modem: Modem) -> Device:
-    """Initialise the modem (its PIN entered if the SIM asks) and record what it is."""
+    """Initialise the modem (its PIN entered if the SIM asks) and record what it is.  Raises
+    NameTaken when its ICCID is another enabled SIM's (Sims.identify_sim)."""
     device = negotiate(modem, runtime.sandesh.sims.sim_pin(sim.get("pin_sealed")), pin_refused=bool(sim.get("pin_refused")))
-    runtime.sandesh.sims.identify_sim(sim["id"], device.iccid, device.imsi, device.learned())
+    holder = None
+    if device.iccid:
+        with runtime.connection() as conn:
+            holder = registry.find_sim(conn, "iccid", device.iccid)
+    runtime.sandesh.sims.identify_sim(sim["id"], device.iccid, device.imsi, device.learned(),
+                                      holder["id"] if holder else None)
     return device
 
 

@@ -41,14 +41,27 @@ class Sims:
         return self._saved(sim)
 
     def identify_sim(self, sim_id: str, iccid: str | None, imsi: str | None,
-                     device: dict[str, str | None] | None = None) -> Sim:
-        """What the modem says the SIM is, and what the device is with the modes chosen for it."""
+                     device: dict[str, str | None] | None = None, holder_id: str | None = None) -> Sim:
+        """What the modem says the SIM is, and what the device is with the modes chosen for it.
+
+        `holder_id` is the SIM registered with this ICCID now, if another one is.  A disabled
+        holder is an old registration of the same card (re-registered under another name or
+        port): it gives the ICCID up, in the same append.  An enabled one is refused with
+        NameTaken naming it: two enabled registrations of one card, an operator disables one."""
         sim = self._sim(sim_id)
         sim.identify(iccid, imsi, at=self.clock.now())
         if device is not None:
             sim.learn(device, at=self.clock.now())
+        before: list[Sim] = []
+        if holder_id is not None and holder_id != sim_id:
+            holder = self._sim(holder_id)
+            if holder.enabled:
+                raise NameTaken(f"ICCID {iccid} is registered as SIM {holder.name!r}, which is enabled: "
+                                f"disable one of the two (`sandesh sim disable`)")
+            holder.identify(None, None, at=self.clock.now())
+            before.append(holder)  # its ICCID is given up before this SIM's is recorded
         try:
-            self.log.save(sim)
+            self.log.save(*before, sim)
         except NameTaken as taken:
             raise NameTaken(f"another SIM is registered with ICCID {iccid}") from taken
         return sim

@@ -313,7 +313,14 @@ def _pin(text: str | None) -> str | None:
 
 
 def sim_add(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from sandesh.workers.ports import same_device
+
     with opened(settings) as runtime:
+        with runtime.connection() as conn:
+            taken = same_device(args.port, [r for r in registry.sims(conn) if r["enabled"] and r["host"] == args.host])
+        if taken is not None:  # its thread would wait on the other's lock for ever
+            return fail(f"--port {args.port} leads to {taken['device']}, the port of SIM {taken['name']!r}: "
+                        "one modem is one SIM (`sandesh sim list`)")
         sim = runtime.sandesh.sims.add_sim(args.name, args.port, args.baud, args.host, actor,
                                   {k: v for k, v in _sim_settings(args).items() if k not in ("baud", "host")})
         emit(registry.sim_view(_row(runtime, "sims", sim.id, "SIM")))

@@ -69,6 +69,23 @@ def test_a_sims_name_and_iccid_are_its_own_and_its_quarantine_is_decided_once(st
     assert store.sandesh.sims.disable_sim(sim.id, "ops").enabled is False
 
 
+def test_a_disabled_sim_gives_its_iccid_up_to_the_enabled_sim_whose_modem_holds_the_card(store: Store):
+    """One card registered twice: an enabled holder keeps its ICCID and the other is refused, naming
+    it; once the holder is disabled, the card is the new registration's, in one append."""
+    iccid = "8997701" + a_number()[3:]
+    old = store.sandesh.sims.add_sim(f"sim-{a_number()}", "/dev/pts/0", 115200, None, "ops")
+    store.sandesh.sims.identify_sim(old.id, iccid, "429011234567890")
+    new = store.sandesh.sims.add_sim(f"sim-{a_number()}", "/dev/serial/by-id/usb-a", 115200, None, "ops")
+    with pytest.raises(NameTaken, match=f"registered as SIM {old.name!r}, which is enabled"):
+        store.sandesh.sims.identify_sim(new.id, iccid, "429011234567890", None, old.id)
+    store.sandesh.sims.disable_sim(old.id, "ops")
+    store.sandesh.sims.identify_sim(new.id, iccid, "429011234567890", None, old.id)
+    assert (sim_of(store, new.id).iccid, sim_of(store, old.id).iccid) == (iccid, None)
+    again = store.sandesh.sims.add_sim(f"sim-{a_number()}", "/dev/ttyUSB3", 115200, None, "ops")
+    with pytest.raises(NameTaken):  # the guard holds the card for the new registration now
+        store.sandesh.sims.identify_sim(again.id, iccid, None)
+
+
 def test_a_sim_is_quarantined_for_the_pin_it_was_tried_with_never_for_one_set_since(store: Store):
     sim = store.sandesh.sims.add_sim(f"sim-{a_number()}", "/dev/ttyUSB0", 115200, None, "ops")
     read = sim_of(store, sim.id).pin_sealed  # the dispatcher reads no PIN and opens the port ...
