@@ -28,7 +28,7 @@ from .auth import Authentication
 from .dashboard import add_dashboard
 from .dashboard.web import error_page, is_dashboard
 from .errors import ApiError, from_domain
-from .events import Arrivals, EventFeed
+from .events import FEED_POLLS_PER_CLIENT, FEED_POLLS_PER_PROCESS, Arrivals, EventFeed, PollBudget
 from .health import Health, Ready
 from .inbound import Reply, ReplyList
 from .messages import CancelMessage, MessageList, MessageStatus
@@ -167,7 +167,8 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
                health: DatabaseHealth, commits: GroupCommit, blocking_threads: int = 4, rate_limit: bool = True,
                trusted_proxies: tuple[str, ...] = (), callers: Callers | None = None,
                dashboard_keys: Callable[[], tuple[bytes, ...]] | None = None, metrics_token: str | None = None,
-               public_url: str = DEFAULT_PUBLIC_URL, arrivals: Arrivals | None = None) -> falcon.asgi.App:
+               public_url: str = DEFAULT_PUBLIC_URL, arrivals: Arrivals | None = None,
+               polls: PollBudget | None = None) -> falcon.asgi.App:
     """`route_window`: Settings.route_window, how recent a SIM's healthy heartbeat must be for it to be a route;
     `health`: this process's view of the database (an outage is a 503, never a 500 or a hang);
     `commits`: the process's group commit, which the requests' appends await;
@@ -178,7 +179,8 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     `metrics_token`: SANDESH_METRICS_TOKEN, the bearer token of GET /metrics (without it, loopback callers only);
     `public_url`: SANDESH_PUBLIC_URL, where the links the dashboard hands out point;
     `arrivals`: what wakes this process's long polls of GET /v1/events (without it, they read
-    again every second)."""
+    again every second);
+    `polls`: how many of those may wait in this process (without it, PollBudget's defaults)."""
     callers = callers or Callers(connection, route_window)
     blocking, commit = Blocking(blocking_threads), Commit(commits)
     authentication = Authentication(connection, sandesh.clock, callers, blocking, rate_limit=rate_limit)
@@ -194,7 +196,8 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     app.add_route("/v1/sms/messages", MessageList(connection, blocking))
     app.add_route("/v1/sms/inbound", ReplyList(sandesh, connection, blocking))
     app.add_route("/v1/sms/inbound/{reply_id}", Reply(sandesh, connection, blocking))
-    app.add_route("/v1/events", EventFeed(sandesh, connection, blocking, arrivals or Arrivals(None)))
+    app.add_route("/v1/events", EventFeed(sandesh, connection, blocking, arrivals or Arrivals(None),
+                                          polls or PollBudget(FEED_POLLS_PER_CLIENT, FEED_POLLS_PER_PROCESS)))
     app.add_route("/v1/sms/messages/{message_id}", MessageStatus(sandesh, connection, blocking))
     app.add_route("/v1/sms/messages/{message_id}/cancel", CancelMessage(sandesh, blocking, commit))
     app.add_route("/v1/sms/otp/send", OtpSend(sandesh, blocking, commit, trusted_proxies))

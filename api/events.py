@@ -23,10 +23,13 @@ from sandesh.domain.webhook import FEED_HISTORY, INBOUND
 from sandesh.projections import channels, feed
 
 from .body import parsed
-from .errors import invalid
+from .errors import ApiError, invalid
 from .waiting import Blocking
 
 UNHEARD_POLL = 1.0  # seconds between reads of a waiting request while the channel is down
+FEED_POLLS_PER_CLIENT = 10  # SANDESH_FEED_POLLS: a client's waiting polls, shared out among the API's processes
+FEED_POLLS_PER_PROCESS = 500  # half of a process's worker_connections: the rest serve every other request
+BUDGET_RETRY_AFTER = 1  # seconds: a poll past the budget comes back once one of the waiting ones answered
 
 
 class Arrivals:
@@ -83,31 +86,69 @@ class Arrivals:
                     future.set_result(None)
 
 
+class PollBudget:
+    """How many long polls may wait in this process (docs/api.md, "GET /v1/events"): `per_client`
+    of one client, `total` of all, so that one client, or one tenant's many, cannot take the
+    connections every other client needs.  On the event loop only."""
+
+    def __init__(self, per_client: int, total: int):
+        self.per_client, self.total = per_client, total
+        self._held: dict[str, int] = {}
+        self._count = 0
+
+    def take(self, client_id: str) -> None:
+        """One more waiting poll of the client; 429 rate_limited when past either bound."""
+        if self._count >= self.total or self._held.get(client_id, 0) >= self.per_client:
+            whose = "this client's" if self._count < self.total else "every client's"
+            raise ApiError("rate_limited", f"Too many of {whose} long polls wait already; retry in "
+                                           f"{BUDGET_RETRY_AFTER} s, with fewer polls at once.",
+                           headers={"Retry-After": str(BUDGET_RETRY_AFTER)})
+        self._held[client_id] = self._held.get(client_id, 0) + 1
+        self._count += 1
+
+    def give(self, client_id: str) -> None:
+        self._count -= 1
+        left = self._held[client_id] - 1
+        if left:
+            self._held[client_id] = left
+        else:
+            del self._held[client_id]
+
+
 class EventFeed:
     """GET /v1/events: `limit` of the client's events after `after`, waiting up to `wait` seconds
-    for the first when there is none yet."""
+    for the first when there is none yet, within the process's PollBudget."""
 
-    def __init__(self, sandesh: Sandesh, connection: Any, blocking: Blocking, arrivals: Arrivals):
+    def __init__(self, sandesh: Sandesh, connection: Any, blocking: Blocking, arrivals: Arrivals, budget: PollBudget):
         self.sandesh = sandesh
         self.connection = connection
         self.blocking = blocking
         self.arrivals = arrivals
+        self.budget = budget
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         query = parsed(parse_event_query, req.params)
         client_id = req.context.caller.client_id
         deadline = time.monotonic() + query.wait
-        while True:
-            arrival = self.arrivals.expect(client_id)
-            try:
-                page = await self.blocking(self._read, query, client_id)
-                left = deadline - time.monotonic()
-                if page["data"] or left <= 0:
-                    resp.media = page
-                    return
-                await asyncio.wait({arrival}, timeout=left if self.arrivals.live else min(left, UNHEARD_POLL))
-            finally:
-                self.arrivals.forget(client_id, arrival)
+        waiting = False  # holds a place of the budget: from its first wait until it answers
+        try:
+            while True:
+                arrival = self.arrivals.expect(client_id)
+                try:
+                    page = await self.blocking(self._read, query, client_id)
+                    left = deadline - time.monotonic()
+                    if page["data"] or left <= 0:
+                        resp.media = page
+                        return
+                    if not waiting:
+                        self.budget.take(client_id)
+                        waiting = True
+                    await asyncio.wait({arrival}, timeout=left if self.arrivals.live else min(left, UNHEARD_POLL))
+                finally:
+                    self.arrivals.forget(client_id, arrival)
+        finally:
+            if waiting:
+                self.budget.give(client_id)
 
     def _read(self, query: EventQuery, client_id: str) -> dict[str, Any]:
         now = self.sandesh.clock.now()

@@ -63,8 +63,8 @@ class Hashing:
     one of `threads` threads, at most one start every `spacing` seconds after a burst of `burst`
     (GCRA, as the request rate: docs/design.md), or Busy at once when
     `threads` run and `queue` more wait already.  A try from a trusted device (a browser that
-    signed in to the account before: docs/dashboard.md, "Signing in") is never refused here and
-    goes before the others."""
+    signed in to the account before: docs/dashboard.md, "Signing in") goes before the others,
+    and is refused only when `queue` trusted tries wait already."""
 
     def __init__(self, threads: int = 1, queue: int = 8, spacing: float = 1.0, burst: int = 3):
         self.threads, self.queue, self.spacing, self.burst = threads, queue, spacing, burst
@@ -79,7 +79,8 @@ class Hashing:
         """Busy now, when a call would be: asked before a try is recorded, so a try that is
         told to come back counts as no failure."""
         taken = self._running + len(self._trusted) + len(self._others)
-        if not trusted and taken >= self.threads + self.queue:
+        ahead = len(self._trusted) if trusted else taken - self.threads  # who would wait before it
+        if ahead >= self.queue:
             raise Busy(retry_after=max(1, math.ceil((taken + 1 - self.threads) * self.spacing / self.threads)))
 
     async def __call__(self, fn: Callable[..., T], *args: Any, trusted: bool = False) -> T:

@@ -29,6 +29,15 @@ def _megabytes(env: Mapping[str, str], name: str, default: int) -> int:
     return int(text)
 
 
+def _positive(env: Mapping[str, str], name: str, default: int) -> int:
+    text = (env.get(name) or "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < 1:
+        raise ConfigurationError(f"{name} must be a whole number, at least 1, not {text!r}")
+    return int(text)
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
@@ -47,6 +56,8 @@ class Settings:
     metrics_token: str | None = None  # GET /metrics answers whoever sends it as a bearer token; else loopback only
     replay_memory_mb: int = 1024  # what `sandesh replay`, `replay --check` and `checkpoint` may hold
     modem_ports: str | None = None  # a glob of this host's modem ports: where a SIM whose port is gone is looked for
+    feed_polls: int = 10  # long polls of GET /v1/events one client may hold waiting, over every API process
+    runtime_dir: str = "var"  # what the processes of one machine share while they run: systemd's RuntimeDirectory
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -75,6 +86,8 @@ class Settings:
             metrics_token=env.get("SANDESH_METRICS_TOKEN") or None,
             replay_memory_mb=_megabytes(env, "SANDESH_REPLAY_MEMORY_MB", 1024),
             modem_ports=(env.get("SANDESH_MODEM_PORTS") or "").strip() or None,
+            feed_polls=_positive(env, "SANDESH_FEED_POLLS", 10),
+            runtime_dir=(env.get("RUNTIME_DIRECTORY") or "var").split(":")[0],
         )
 
     def require_secret_key(self) -> str:

@@ -36,6 +36,7 @@ what the others cannot read.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import logging
@@ -45,7 +46,9 @@ from ssl import RAND_bytes
 from typing import Any, Callable, Iterable, Sequence
 
 from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from psycopg.rows import dict_row, tuple_row
 
 from sandesh.domain.release import older
@@ -81,6 +84,14 @@ NOT_READ = "the database's keys were not read yet (is the database away?)"
 def derive_key(secret_key: str, purpose: str) -> bytes:
     """A 32-byte key for one use, derived from a root key: the wrapping key, and the formats of 0.3.0 and earlier."""
     return hmac.new(secret_key.encode(), f"sandesh/{purpose}".encode(), hashlib.sha256).digest()
+
+
+@functools.lru_cache(maxsize=256)
+def labelled(material: bytes, label: str) -> bytes:
+    """A key of one use drawn from a data key (HKDF-SHA256, RFC 5869, `label` as its info): the
+    dashboard's CSRF tokens, device cookies and authenticator setups each MAC with their own, so
+    that a value made for one never checks as another."""
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=f"sandesh/{label}".encode()).derive(material)
 
 
 def key_id(secret_key: str) -> str:
@@ -177,7 +188,9 @@ class KeyRing:
                 current = row["id"]
             elif row["state"] == "retired":
                 retired.add(row["id"])
-        data, writers, unopened = self._derived(), {}, []
+        # Once the database holds data keys, they are all there are: a root key's derived keys
+        # count only as recorded (and marked) there, never from the root keys this process holds.
+        data, writers, unopened = ({} if data_keys else self._derived()), {}, []
         for row in data_keys:
             material = self._unwrap(row)
             if material is None:
@@ -397,6 +410,8 @@ class RingHashes:
 
     def __call__(self) -> tuple[bytes, ...]:
         ring = self.ring
+        if ring.refusal == NOT_READ:  # nothing checks before the database said which keys hold
+            return ()
         first = () if ring.refusal is not None else (self.current(),)
         return (*first, *(k.material for k in ring.data.values()
                           if k.purpose == self.purpose and not k.compromised and k.material not in first))

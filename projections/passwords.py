@@ -10,7 +10,8 @@ and how often it runs is chosen for them (docs/performance.md, "Sign-ins beside 
 - in a child process of its own, not a thread of the API's process: a thread at a low priority
   that holds the GIL between two C calls would hold up the event loop beside it;
 - at Linux's SCHED_IDLE priority: any other process that wants a core takes it at once;
-- one check at a time on the machine (an flock), whatever the number of API processes.
+- one check at a time on the machine (an flock on a file of the service's runtime directory,
+  Settings.runtime_dir, which no other user may hold), whatever the number of API processes.
 
 Hashes made with other costs (0.3.0 and earlier: 64 MiB, three passes, four lanes) verify as
 they are, with their own costs.
@@ -20,7 +21,6 @@ from __future__ import annotations
 import fcntl
 import multiprocessing
 import os
-import tempfile
 import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -30,20 +30,21 @@ from argon2 import PasswordHasher as Argon2
 from argon2.exceptions import InvalidHashError, VerificationError
 
 TIME_COST, MEMORY_KIB, LANES = 1, 46 * 1024, 1
-ONE_AT_A_TIME = os.path.join(tempfile.gettempdir(), "sandesh-passwords.lock")
+LOCK_FILE = "passwords.lock"  # in the runtime directory
 
 _argon2 = Argon2(time_cost=TIME_COST, memory_cost=MEMORY_KIB, parallelism=LANES)  # argon2id
 _lock: IO[str] | None = None
 
 
-def _start() -> None:
-    """In the child: the lowest priority, and the machine's lock file."""
+def _start(lock_path: str) -> None:
+    """In the child: the lowest priority, and the machine's lock file (its owner's alone)."""
     global _lock
     try:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     except (OSError, AttributeError):
         os.nice(19)
-    _lock = open(ONE_AT_A_TIME, "a")
+    os.makedirs(os.path.dirname(lock_path) or ".", mode=0o700, exist_ok=True)
+    _lock = os.fdopen(os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600), "a")
 
 
 def _hash(password: str) -> str:
@@ -70,7 +71,8 @@ class Argon2Hasher:
     """Hashes and checks on a child process, started at the first use (spawned: a fork of a
     process with threads may copy a lock held by one of them)."""
 
-    def __init__(self) -> None:
+    def __init__(self, runtime_dir: str) -> None:
+        self.lock_path = os.path.join(os.path.abspath(runtime_dir), LOCK_FILE)
         self._child: ProcessPoolExecutor | None = None
         self._starting = threading.Lock()
 
@@ -80,7 +82,7 @@ class Argon2Hasher:
             with self._starting:
                 if self._child is None:
                     self._child = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                                      initializer=_start)
+                                                      initializer=_start, initargs=(self.lock_path,))
                 child = self._child
             try:
                 return child.submit(fn, *args).result()

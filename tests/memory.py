@@ -6,6 +6,7 @@ Idempotency-Key, a SIM's name or ICCID, or overfill an OTP window is refused who
 from __future__ import annotations
 
 import copy
+import hashlib
 import secrets
 import threading
 from contextlib import contextmanager
@@ -33,7 +34,6 @@ from sandesh.domain.workspace import Workspace
 from sandesh.projections.idempotency import IDEMPOTENCY_RETENTION
 from sandesh.projections.otp_limits import (CALLER_IP_LIMIT, CALLER_IP_WINDOW, END_USER_IP_LIMIT, END_USER_IP_WINDOW,
                                             NUMBER_LIMIT, NUMBER_WINDOW, wait_seconds)
-from sandesh.projections.passwords import Argon2Hasher
 
 
 @dataclass
@@ -290,6 +290,20 @@ class Sessions:
         return self.of.pop(person_id, 0)
 
 
+class Hasher:
+    """The PasswordHasher port in microseconds: a salted SHA-256, for the fast tests alone (argon2id
+    and its child process are the PostgreSQL half's: projections/passwords.py)."""
+
+    def hash(self, password: str) -> str:
+        salt = secrets.token_hex(8)
+        return f"test-sha256${salt}${hashlib.sha256((salt + password).encode()).hexdigest()}"
+
+    def verify(self, password_hash: str, password: str) -> bool:
+        kind, salt, digest = (password_hash.split("$") + ["", ""])[:3]
+        return kind == "test-sha256" and secrets.compare_digest(
+            digest, hashlib.sha256((salt + password).encode()).hexdigest())
+
+
 def in_memory(clock: Clock, webhook_guard: Callable[[str], None] = lambda url: None) -> Sandesh:
     """Every use case over in-memory adapters: no database, no network."""
     log = Log({"PERSISTENCE_MODULE": "tests.memory:MemoryFactory",
@@ -298,7 +312,7 @@ def in_memory(clock: Clock, webhook_guard: Callable[[str], None] = lambda url: N
     return Sandesh.build(log, clock=clock, sealer=Sealer(), texts=Texts(), idempotency=Keys(recorder),
                          otp_windows=Windows(recorder), opt_outs=OptOuts(recorder), otp_keys=lambda: (b"k" * 32,),
                          append=log.save, batch_answer=batch_answer, webhook_guard=webhook_guard,
-                         hasher=Argon2Hasher(), sign_in_tries=SignInTries(), sessions=Sessions(),
+                         hasher=Hasher(), sign_in_tries=SignInTries(), sessions=Sessions(),
                          webhook_history=WebhookHistory(recorder))
 
 

@@ -30,7 +30,7 @@ from .web import Web
 def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[], ContextManager[Any]],
                   blocking: Blocking, *, csrf_keys: Callable[[], tuple[bytes, ...]], trusted_proxies: tuple[str, ...], ready: Ready,
                   public_url: str, hashing: Hashing | None = None) -> None:
-    web = Web(csrf_keys, trusted_proxies, public_url)
+    web = Web(csrf_keys, trusted_proxies, public_url, sandesh.clock)
     parts = (sandesh, connection, blocking, web, hashing or Hashing())
     app.add_route("/dashboard", Home(*parts))
     app.add_route("/dashboard/sign-in", SignIn(*parts))

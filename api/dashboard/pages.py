@@ -65,11 +65,14 @@ class Page:
         person = await self.blocking(self._touch, session_id) if session_id else None
         return person if person is not None and person["stage"] == stage else None
 
-    async def begin(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person_id: str,
+    async def begin(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person_id: str, email: str,
                     stage: str = sessions.SIGNED_IN) -> None:
-        """A new session (a new id at every step of signing in), its cookie, and where it goes next."""
+        """A new session (a new id at every step of signing in), its cookie, and where it goes next;
+        once signed in, second factor included, the browser's device cookie for the account."""
         session_id = await self.blocking(self._begin, person_id, self.web.session_id(req), stage)
         self.web.set_cookie(req, resp, SESSION, session_id)
+        if stage == sessions.SIGNED_IN:
+            self.web.give_device(req, resp, email)
         self.web.redirect(resp, "/dashboard" if stage == sessions.SIGNED_IN else f"{SIGN_IN}/{stage}")
 
     def _begin(self, person_id: str, old: str | None, stage: str) -> str:
@@ -172,11 +175,12 @@ class SignIn(Page):
         except SignInRefused as refused:
             error = (f"Too many failed sign-ins. Wait {waiting_time(refused.wait)} and try again." if refused.wait
                      else WRONG)
+            if refused.wait:
+                resp.set_header("Retry-After", str(refused.wait))
             return self.web.page(req, resp, "sign_in.html", status=429 if refused.wait else 200, title="Sign in",
                                  email=email, error=error, notice=None)
         owed = await self.blocking(self.sandesh.people.second_factor, person)
-        self.web.give_device(req, resp, person.email)
-        await self.begin(req, resp, person.id, owed or sessions.SIGNED_IN)
+        await self.begin(req, resp, person.id, person.email, owed or sessions.SIGNED_IN)
 
 
 class SignOut(Page):

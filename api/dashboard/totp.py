@@ -4,8 +4,6 @@ and an owner's switch that makes the workspace's owners use one."""
 from __future__ import annotations
 
 import functools
-import hashlib
-import hmac
 from typing import Any
 
 import falcon.asgi
@@ -20,6 +18,7 @@ from sandesh.projections import sessions
 
 from ..waiting import Busy
 from .pages import BUSY, SIGN_IN, Page, waiting_time
+from .web import TOTP_USE
 
 WRONG_CODE = "That code is not right: type the 6 digits the app shows now."
 
@@ -49,11 +48,13 @@ class Code(Page):
         except SignInRefused as refused:
             error = (f"Too many failed sign-ins. Wait {waiting_time(refused.wait)} and try again." if refused.wait
                      else WRONG_CODE)
+            if refused.wait:
+                resp.set_header("Retry-After", str(refused.wait))
             return self.web.page(req, resp, "code.html", status=429 if refused.wait else 200,
                                  title="Authentication code", error=error)
         # An app set up before a rotation for a leaked key is set up again before the session begins.
         due = await self.blocking(self.sandesh.secrets.app_due, signed)
-        await self.begin(req, resp, person["id"], SECOND_FACTOR_ENROLL if due else sessions.SIGNED_IN)
+        await self.begin(req, resp, person["id"], person["email"], SECOND_FACTOR_ENROLL if due else sessions.SIGNED_IN)
 
 
 class Enroll(Page):
@@ -88,12 +89,13 @@ class Enroll(Page):
             resp.set_header("Retry-After", str(busy.retry_after))
             return await self._show(req, resp, person, status=503, error=BUSY.format(busy.retry_after))
         except SignInRefused as refused:
+            resp.set_header("Retry-After", str(max(1, refused.wait)))
             return await self._show(req, resp, person, status=429,
                                     error=f"Too many failed tries. Wait {waiting_time(refused.wait)} and try again.")
         except (InvalidInput, InvalidTransition) as problem:
             return await self._show(req, resp, person, status=400, error=str(problem))
         if self.signing_in:
-            return await self.begin(req, resp, person["id"])
+            return await self.begin(req, resp, person["id"], person["email"])
         self.web.redirect(resp, "/dashboard")
 
     async def _person(self, req: falcon.asgi.Request) -> dict[str, Any] | None:
@@ -116,7 +118,7 @@ class Enroll(Page):
 
     def _secret(self, req: falcon.asgi.Request) -> str:
         session_id = self.web.session_id(req) or ""
-        return new_secret(hmac.new(self.web.csrf_key, f"totp|{session_id}".encode(), hashlib.sha256).digest()[:20])
+        return new_secret(bytes.fromhex(self.web.mac(self.web.keys(TOTP_USE)[0], session_id))[:20])
 
 
 class Requirement(Page):

@@ -12,9 +12,12 @@ from urllib.parse import parse_qs
 
 import falcon
 import falcon.asgi
+import orjson
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from sandesh.domain.clock import Clock
 from sandesh.domain.credentials import same_secret
+from sandesh.projections.keys import labelled
 
 from ..peers import calling_ip, over_tls
 from .shown import long_id, nepal, npr
@@ -28,6 +31,7 @@ POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'sel
           "frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
 SESSION, NONCE, DEVICE = "sandesh_session", "sandesh_csrf", "sandesh_device"
 DEVICE_DAYS = 180
+CSRF_USE, DEVICE_USE, TOTP_USE = "dashboard/csrf", "dashboard/device", "dashboard/totp-setup"  # labelled keys
 MAX_FORM = 16 * 1024  # bytes
 
 
@@ -52,17 +56,16 @@ def error_page(resp: falcon.Response, status: int, text: str, headers: dict[str,
 
 
 class Web:
-    """Given at construction: the key CSRF tokens are made with, and the proxies whose
-    X-Forwarded-For and X-Forwarded-Proto are believed (behind the TLS proxy)."""
+    """Given at construction: the keys the dashboard's MACs are made with, the proxies whose
+    X-Forwarded-For and X-Forwarded-Proto are believed (behind the TLS proxy), and the clock."""
 
-    def __init__(self, csrf_keys: Callable[[], tuple[bytes, ...]], trusted_proxies: tuple[str, ...], public_url: str):
-        # The key that makes CSRF tokens first; the others (a key rotation's older ones) still check
-        # them until they are retired (docs/operations.md, "Rotating the key").
+    def __init__(self, csrf_keys: Callable[[], tuple[bytes, ...]], trusted_proxies: tuple[str, ...], public_url: str,
+                 clock: Clock):
+        # The dashboard's data keys, the one that makes values first; the others (a key rotation's
+        # older ones) still check them, unless the rotation was for a leaked key (docs/operations.md,
+        # "Rotating the key").
         self.csrf_keys, self.trusted_proxies, self.public_url = csrf_keys, trusted_proxies, public_url
-
-    @property
-    def csrf_key(self) -> bytes:
-        return self.csrf_keys()[0]
+        self.clock = clock
 
     # Pages
     def page(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, template: str, *,
@@ -120,36 +123,48 @@ class Web:
     def session_id(self, req: falcon.asgi.Request) -> str | None:
         return req.cookies.get(self.cookie(req, SESSION)) or None
 
+    # Each use MACs with its own key (projections/keys.py, `labelled`) over a JSON array, so that
+    # no value made for one use, nor from other fields, checks as another.
+    def keys(self, use: str) -> tuple[bytes, ...]:
+        """The keys of one use (CSRF, DEVICE_USE, TOTP_USE): the one that makes values first."""
+        return tuple(labelled(material, use) for material in self.csrf_keys())
+
+    @staticmethod
+    def mac(key: bytes, *fields: str | int) -> str:
+        return hmac.new(key, orjson.dumps(fields), hashlib.sha256).hexdigest()
+
     # CSRF: a token bound to the browser's nonce cookie and its session
     def csrf_token(self, nonce: str, req: falcon.asgi.Request, key: bytes | None = None) -> str:
-        bound = f"{nonce}|{self.session_id(req) or ''}"
-        return hmac.new(key or self.csrf_key, bound.encode(), hashlib.sha256).hexdigest()
+        return self.mac(key or self.keys(CSRF_USE)[0], nonce, self.session_id(req) or "")
 
     def csrf_ok(self, req: falcon.asgi.Request, form: dict[str, str]) -> bool:
         nonce = req.cookies.get(self.cookie(req, NONCE))
         given = form.get("csrf", "")
         return bool(nonce) and any(same_secret(given, self.csrf_token(nonce, req, key))
-                                   for key in self.csrf_keys())
+                                   for key in self.keys(CSRF_USE))
 
-    # Device cookies (OWASP's authentication cheat sheet): a browser that signed in to an account
-    # is given one, bound to the email by an HMAC; with it, its tries of that account are counted
-    # apart from everyone else's (domain/signin.py, TryKeys) and go first to be checked.
-    def _device_mac(self, email: str, device: str, key: bytes) -> str:
-        return hmac.new(key, f"device|{email.strip().lower()}|{device}".encode(), hashlib.sha256).hexdigest()
-
+    # Device cookies (OWASP's authentication cheat sheet): a browser that signed in to an account,
+    # its second factor included, is given one: `<device>.<issued>.<MAC of email, device, issued>`.
+    # With it, its tries of that account are counted apart from everyone else's (domain/signin.py,
+    # TryKeys) and go first to be checked, for DEVICE_DAYS after it was issued.
     def give_device(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, email: str) -> None:
-        """Keeps the browser's device id for this account, or gives it one."""
+        """Keeps the browser's device id for this account, or gives it one; issued now."""
         device = self.device_of(req, email) or secrets.token_urlsafe(16)
-        self.set_cookie(req, resp, DEVICE, f"{device}.{self._device_mac(email, device, self.csrf_key)}",
-                        max_age=DEVICE_DAYS * 86400)
+        issued = int(self.clock.now())
+        mac = self.mac(self.keys(DEVICE_USE)[0], email.strip().lower(), device, issued)
+        self.set_cookie(req, resp, DEVICE, f"{device}.{issued}.{mac}", max_age=DEVICE_DAYS * 86400)
 
     def device_of(self, req: falcon.asgi.Request, email: str) -> str | None:
-        """The browser's device id when its cookie was given for this account, else None."""
-        device, _, mac = (req.cookies.get(self.cookie(req, DEVICE)) or "").partition(".")
-        if not (device and mac):
+        """The browser's device id when its cookie was given for this account and has not
+        expired, else None."""
+        device, issued, mac = ((req.cookies.get(self.cookie(req, DEVICE)) or "").split(".") + ["", ""])[:3]
+        if not (device and issued.isdigit() and mac):
             return None
-        return device if any(same_secret(mac, self._device_mac(email, device, key)) for key in self.csrf_keys()) \
-            else None
+        age = self.clock.now() - int(issued)
+        if not -60 <= age < DEVICE_DAYS * 86400:
+            return None
+        return device if any(same_secret(mac, self.mac(key, email.strip().lower(), device, int(issued)))
+                             for key in self.keys(DEVICE_USE)) else None
 
     def _new_nonce(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> str:
         nonce = secrets.token_urlsafe(24)

@@ -67,7 +67,7 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
         opt_outs=optouts.OptOuts(connection), otp_keys=RingHashes(ring, "otp-codes"),
         append=commits.save if commits is not None else log.save, batch_answer=batch_answer,
         webhook_guard=lambda url: check_url(url, settings.webhook_allow_private),
-        hasher=Argon2Hasher(), sign_in_tries=sessions.SignInTries(connection),
+        hasher=Argon2Hasher(settings.runtime_dir), sign_in_tries=sessions.SignInTries(connection),
         sessions=sessions.Sessions(connection),
         webhook_history=webhooks.History(connection))
     return Runtime(settings=settings, sandesh=sandesh, clock=clock, connection=connection, health=health,

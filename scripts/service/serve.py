@@ -100,9 +100,11 @@ def serve(settings: Settings, bind: str, workers: int | None = None, connections
     settings.require_secret_key()
     check_release(settings)  # before any worker forks: an older release refuses to start
 
+    chosen = options(bind, workers, connections)
+
     def load() -> Any:
         from sandesh.api.app import create_app
-        from sandesh.api.events import Arrivals
+        from sandesh.api.events import Arrivals, PollBudget
         from sandesh.projections.callers import Callers
         from sandesh.projections.keys import RingHashes
         from sandesh.scripts.service.bootstrap import bootstrap
@@ -117,7 +119,10 @@ def serve(settings: Settings, bind: str, workers: int | None = None, connections
                           trusted_proxies=settings.trusted_proxies, callers=callers,
                           dashboard_keys=RingHashes(runtime.keys, "dashboard-csrf"),
                           metrics_token=settings.metrics_token, public_url=settings.public_url,
-                          arrivals=Arrivals(settings.database_url))
+                          arrivals=Arrivals(settings.database_url),
+                          # a client's waiting polls shared out among the processes; half a process's connections in all
+                          polls=PollBudget(max(1, settings.feed_polls // chosen["workers"]),
+                                           chosen["worker_connections"] // 2))
 
     logging.captureWarnings(True)  # a warning is a log line too, in the log's format
     Gunicorn(options(bind, workers, connections, settings.log_level, settings.log_format), load).run()

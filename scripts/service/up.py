@@ -43,11 +43,18 @@ def embedded_database(pgdata: Path, dbname: str = "sandesh") -> str:
 _SERVERS: list[object] = []
 
 
+def write_secret(path: Path, text: str) -> None:
+    """`text` in a file that only its owner ever reads: created with mode 0600, never chmod-ed after."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # a file there already keeps its mode through O_CREAT
+    with os.fdopen(fd, "w") as file:
+        file.write(text)
+
+
 def _secret_key() -> str:
     path = VAR / "secret_key"
     if not path.exists():
-        path.write_text(secrets.token_hex(32) + "\n")
-        path.chmod(0o600)
+        write_secret(path, secrets.token_hex(32) + "\n")
     return path.read_text().strip()
 
 
@@ -64,10 +71,8 @@ def local_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def _write_local_env(values: dict[str, str]) -> None:
-    path = VAR / "sandesh.env"
-    path.write_text("# written by `sandesh up`; read by sandesh commands run in this folder\n"
-                    + "".join(f"{k}={v}\n" for k, v in values.items()))
-    path.chmod(0o600)
+    write_secret(VAR / "sandesh.env", "# written by `sandesh up`; read by sandesh commands run in this folder\n"
+                 + "".join(f"{k}={v}\n" for k, v in values.items()))
 
 
 DEMO_OWNER = "owner@demo.example"

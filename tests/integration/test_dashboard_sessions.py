@@ -205,3 +205,39 @@ def test_a_browser_that_signed_in_before_keeps_its_allowance_while_the_account_i
     assert stranger.status_code == 429 and "Too many failed sign-ins" in stranger.text
     own.sign_in(added["email"], PASSWORD)
     assert signed_in(own)
+
+
+def test_a_pages_csrf_token_made_with_chosen_cookies_is_no_device_cookie(sandesh, server, runtime):
+    """One key per purpose (docs/dashboard.md, "Security"): a stranger who sends the sign-in page
+    `sandesh_csrf=device` and `sandesh_session=<victim>|D` gets a CSRF token over the same words a
+    device cookie's MAC covers; presented as the victim's device cookie, it lifts no wait."""
+    from sandesh.domain.signin import SignInRefused
+
+    workspace = sandesh("workspace", "create", "--name", "Forged")["id"]
+    added = sandesh("user", "add", "--email", "victim@sessions.example", "--name", "Victim", "--workspace", workspace,
+                    "--role", "developer")
+    for n in range(60):  # guesses from 60 addresses pace the account: strangers wait
+        try:
+            runtime.sandesh.people.try_sign_in(added["email"], f"198.51.100.{n}")
+        except SignInRefused:
+            pass
+    stranger = a_browser(server, sandesh)
+    stranger.http.cookies.set("sandesh_csrf", "device")
+    stranger.http.cookies.set("sandesh_session", f"{added['email']}|D")
+    forged = CSRF.search(stranger.http.get(stranger.base + "/dashboard/sign-in", timeout=30).text).group(1)
+    stranger.http.cookies.clear()
+    stranger.http.cookies.set("sandesh_device", f"D.{forged}")
+    answer = post(stranger, "/dashboard/sign-in", "/dashboard/sign-in", email=added["email"], password="a guess")
+    assert answer.status_code == 429 and "Too many failed sign-ins" in answer.text
+    assert int(answer.headers["Retry-After"]) >= 1
+
+
+def test_a_device_cookie_is_given_after_the_code_not_after_the_password_alone(owner, sandesh, server):
+    """The password alone is half a sign-in: its browser is trusted only once the code is right too."""
+    browser = a_browser(server, sandesh)
+    landed = post(browser, "/dashboard/sign-in", "/dashboard/sign-in", email=owner["email"], password=PASSWORD)
+    assert landed.url.endswith("/dashboard/sign-in/code")
+    assert not any(c.name == "sandesh_device" for c in browser.http.cookies)
+    post(browser, "/dashboard/sign-in/code", "/dashboard/sign-in/code", code=browser.code(owner["secret"]))
+    assert signed_in(browser)
+    assert any(c.name == "sandesh_device" for c in browser.http.cookies)

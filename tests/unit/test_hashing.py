@@ -36,7 +36,7 @@ def test_past_the_queue_a_try_is_busy_with_a_retry_after():
     assert len(refused) == 3 and all(wait >= 1 for wait in refused)
 
 
-def test_a_trusted_devices_try_is_never_refused_and_goes_before_the_others():
+def test_a_trusted_devices_try_goes_before_the_others_and_its_own_line_is_bounded_too():
     async def run() -> list[str]:
         hashing, done = Hashing(threads=1, queue=1, spacing=0.0), []
         first = asyncio.ensure_future(hashing(slow, 0.2, done, "running"))
@@ -46,6 +46,9 @@ def test_a_trusted_devices_try_is_never_refused_and_goes_before_the_others():
         with pytest.raises(Busy):
             hashing.check()
         trusted = asyncio.ensure_future(hashing(slow, 0.0, done, "trusted", trusted=True))
+        await asyncio.sleep(0.01)
+        with pytest.raises(Busy):  # `queue` trusted tries wait already: the next is told to come back
+            hashing.check(trusted=True)
         await asyncio.gather(first, waiting, trusted)
         return done
 
@@ -86,3 +89,34 @@ def test_a_burst_of_a_few_starts_at_once_and_the_next_ones_are_spaced():
     starts = asyncio.run(run())
     assert starts[2] < 0.1, "three at once"
     assert starts[3] >= 0.25 and starts[4] >= 0.55, starts
+
+
+def test_the_machines_password_lock_is_a_file_of_the_runtime_directory_only_its_owner_opens(tmp_path):
+    """Not /tmp, where any local user could hold the lock and stop every sign-in."""
+    from sandesh.projections.passwords import Argon2Hasher
+
+    hasher = Argon2Hasher(str(tmp_path / "run"))
+    try:
+        assert hasher.verify(hasher.hash("correct horse"), "correct horse")
+    finally:
+        hasher.close()
+    lock = tmp_path / "run" / "passwords.lock"
+    assert lock.exists() and lock.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_secret_file_is_never_readable_by_others_not_even_for_a_moment(tmp_path):
+    """`sandesh up`'s server key and env file are made with mode 0600 (os.open), not chmod-ed after."""
+    import os
+
+    from sandesh.scripts.service.up import write_secret
+
+    old = os.umask(0)
+    try:
+        write_secret(tmp_path / "secret_key", "k" * 64)
+        (tmp_path / "sandesh.env").write_text("old")
+        write_secret(tmp_path / "sandesh.env", "DATABASE_URL=x\n")
+    finally:
+        os.umask(old)
+    for name in ("secret_key", "sandesh.env"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "sandesh.env").read_text() == "DATABASE_URL=x\n"

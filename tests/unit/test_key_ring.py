@@ -135,6 +135,23 @@ def test_a_rotation_for_a_leaked_key_makes_what_was_sealed_before_due_and_stops_
     assert not RingSealer(db.ring(NEW)).compromised(sealed)
 
 
+def test_a_root_keys_derived_keys_check_only_as_the_database_records_them():
+    """A rotation for a leaked key stops the old root key's derived keys as well as its data keys;
+    a derived key the database holds no row for (a log with no legacy formats) checks nothing, even
+    when the process still holds the root key; before the keys are read, nothing checks."""
+    legacy = Database()
+    derived = derive_key(OLD, "dashboard-csrf")
+    assert derived in RingHashes(legacy.ring(OLD), "dashboard-csrf")(), "recorded at migrate: it checks"
+    legacy.rotate(NEW, compromised=True)
+    assert derived not in RingHashes(legacy.ring(NEW, OLD), "dashboard-csrf")()
+    fresh = Database(legacy=False)
+    assert derived not in RingHashes(fresh.ring(OLD), "dashboard-csrf")()
+    fresh.rotate(NEW)
+    fresh.retire(OLD)
+    assert derived not in RingHashes(fresh.ring(NEW, OLD), "dashboard-csrf")()
+    assert RingHashes(KeyRing([OLD]), "dashboard-csrf")() == ()
+
+
 def test_a_process_writes_nothing_until_it_read_the_keys_nor_with_a_root_key_not_current_or_retired():
     unread = KeyRing([OLD])
     for write in (lambda r: RingCipher(r).encrypt(STATE), lambda r: RingSealer(r).seal("x"),
