@@ -48,6 +48,34 @@ def address_group(ip: str) -> str:
     return str(address)
 
 
+def address_network(ip: str) -> str:
+    """The network an address is counted with before any try is recorded: an IPv4 address by its
+    /24, an IPv6 one by its /48 (a site's allocation)."""
+    group = address_group(ip)
+    try:
+        network = ipaddress.ip_network(group, strict=False)
+    except ValueError:
+        return group
+    return str(network.supernet(new_prefix=24 if network.version == 4 else 48))
+
+
+# What a process lets an address, and its network, post to the sign-in forms before anything of
+# the try is read or recorded (api/dashboard/gate.py): posts, right or wrong, so three times what
+# an address may fail, for an office behind one address; a flood is refused from memory.
+ADDRESS_POSTS, ADDRESS_WINDOW = 3 * TRIES_PER_ADDRESS, FAILURE_WINDOW
+NETWORK_POSTS, NETWORK_WINDOW = 15 * TRIES_PER_ADDRESS, FAILURE_WINDOW
+
+
+def gcra(theoretical: float | None, now: float, allowed: int, window: float) -> tuple[float, float]:
+    """The generic cell rate algorithm: `allowed` posts in any `window`, a burst of as many.
+    Given the key's theoretical arrival time (None: never seen), the one after this post and
+    the seconds to wait first (0: the post is let through, and counted)."""
+    interval = window / allowed
+    tat = max(theoretical or now, now)
+    wait = tat - (allowed - 1) * interval - now
+    return (tat, wait) if wait > 0 else (tat + interval, 0.0)
+
+
 @dataclass(frozen=True)
 class TryKeys:
     """What one try is counted under.  A try from a trusted device (a browser holding the device

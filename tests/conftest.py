@@ -168,9 +168,9 @@ class Server:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                requests.get(self.url + "/v1/sms/balance", timeout=1)
+                requests.get(self.url + "/v1/sms/balance", timeout=5)
                 return
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # not listening yet, or still starting
                 assert self.process.poll() is None, self.output()
                 time.sleep(0.1)
         raise AssertionError("sandesh serve did not start: " + self.output())

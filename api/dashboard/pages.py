@@ -111,6 +111,15 @@ class Page:
             return form, None
         return form, person
 
+    def past_allowance(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> bool:
+        """A sign-in form's post from an address or network past its allowance is answered here,
+        before its body is read (api/dashboard/gate.py)."""
+        wait = self.web.gate.wait(self.web.calling_ip(req))
+        if wait:
+            self.web.gate.refuse(resp, wait)
+            self.web.secure_headers(resp)
+        return bool(wait)
+
     def busy(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, busy: Busy, template: str,
              **fields: Any) -> None:
         """The form again, 503 with Retry-After: every thread that checks passwords is busy and
@@ -156,6 +165,8 @@ class SignIn(Page):
         self.web.page(req, resp, "sign_in.html", title="Sign in", email="", error=None, notice=notice)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        if self.past_allowance(req, resp):
+            return
         form = await self.web.form(req)
         if not self.web.csrf_ok(req, form):
             return self.web.forbidden(req, resp)
@@ -222,6 +233,8 @@ class SetPassword(Page):
         self.web.page(req, resp, "set_password.html", title="Set your password", email=person.email, error=None)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, token: str) -> None:
+        if self.past_allowance(req, resp):
+            return
         form = await self.web.form(req)
         if not self.web.csrf_ok(req, form):
             return self.web.forbidden(req, resp)

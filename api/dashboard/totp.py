@@ -32,6 +32,8 @@ class Code(Page):
         self.web.page(req, resp, "code.html", title="Authentication code", error=None)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        if self.past_allowance(req, resp):
+            return
         form = await self.web.form(req)
         if not self.web.csrf_ok(req, form):
             return self.web.forbidden(req, resp)
@@ -75,6 +77,8 @@ class Enroll(Page):
         await self._show(req, resp, person)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        if self.past_allowance(req, resp):
+            return
         form = await self.web.form(req)
         if not self.web.csrf_ok(req, form):
             return self.web.forbidden(req, resp)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import time
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qs
@@ -20,6 +21,7 @@ from sandesh.domain.credentials import same_secret
 from sandesh.projections.keys import labelled
 
 from ..peers import calling_ip, over_tls
+from .gate import Gate
 from .shown import long_id, nepal, npr
 
 HERE = Path(__file__).resolve().parent
@@ -66,6 +68,7 @@ class Web:
         # "Rotating the key").
         self.csrf_keys, self.trusted_proxies, self.public_url = csrf_keys, trusted_proxies, public_url
         self.clock = clock
+        self.gate = Gate(time.monotonic)  # the sign-in forms' allowance per address and network
 
     # Pages
     def page(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, template: str, *,

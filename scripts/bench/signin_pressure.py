@@ -1,15 +1,17 @@
-"""Sign-ins beside the API: the p50 and p99 of POST /v1/sms/otp/send alone, then while 50
-concurrent sign-ins from distinct addresses try wrong passwords (each one an argon2id check: an
-unknown email is checked against a decoy hash), against the product as a user runs it
-(`sandesh serve` and `sandesh worker all`, no flag; two emulated modems).  docs/performance.md,
-"Sign-ins beside the API".
+"""Sign-ins beside the API: the p50 and p99 of POST /v1/sms/otp/send (or, `--measure balance`,
+of GET /v1/sms/balance read as fast as 4 clients can) alone, then while 50 concurrent sign-ins
+try wrong passwords, against the product as a user runs it (`sandesh serve` and `sandesh worker
+all`, no flag; two emulated modems).  docs/performance.md, "Sign-ins beside the API".
 
-Usage: .venv/bin/python -m scripts.bench.signin_pressure [--seconds 20] [--signins 50] [--otp-rate 100] [--flood]
+Usage: .venv/bin/python -m scripts.bench.signin_pressure [--seconds 20] [--signins 50] [--otp-rate 100]
+       [--flood] [--measure otp|balance] [--strangers each|one]
 
-The OTP sends and the sign-ins come from two processes of their own, so that neither's client
-work slows the other's measure.  Each OTP send goes to a new number from a new calling address
-(X-Forwarded-For through a trusted proxy), so no OTP limit answers it; each sign-in try comes
-from a new address with a new email, so the throttle never answers before the hash is checked.
+The measured requests and the sign-ins come from two processes of their own, so that neither's
+client work slows the other's measure.  Each OTP send goes to a new number from a new calling
+address (X-Forwarded-For through a trusted proxy), so no OTP limit answers it.  Each sign-in
+try comes with a new email, from a new /64 of one /48 (`--strangers each`, the default) or all
+from one address (`--strangers one`, as strangers on one machine behind the proxy look); a try
+told to come back waits its Retry-After, unless `--flood`: then it tries again at once.
 """
 from __future__ import annotations
 
@@ -72,10 +74,35 @@ def otp_load(key: str, seconds: float, rate: float, first: int) -> dict:
     return {"latencies": latencies, "statuses": dict(statuses)}
 
 
-def signin_load(seconds: float, signins: int, flood: bool) -> dict:
-    """`signins` threads each trying a wrong password, again and again, from a new address and
-    with a new email each time; the statuses they got.  A try told to come back (503) waits its
-    Retry-After first, as the page asks, unless `flood`."""
+def balance_load(key: str, seconds: float) -> dict:
+    """GET /v1/sms/balance by 4 clients, each as soon as its last answered, for `seconds`; their latencies."""
+    latencies: list[float] = []
+    statuses: Counter[int] = Counter()
+    lock = threading.Lock()
+    stop = time.monotonic() + seconds
+
+    def run() -> None:
+        http = requests.Session()
+        while time.monotonic() < stop:
+            started = time.perf_counter()
+            answer = http.get(f"{URL}/v1/sms/balance", headers={"x-api-key": key}, timeout=30)
+            took = time.perf_counter() - started
+            with lock:
+                statuses[answer.status_code] += 1
+                latencies.append(took)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {"latencies": latencies, "statuses": dict(statuses)}
+
+
+def signin_load(seconds: float, signins: int, flood: bool, strangers: str = "each") -> dict:
+    """`signins` threads each trying a wrong password, again and again, with a new email each
+    time, from a new /64 or (`strangers` "one") one address; the statuses they got.  A try told
+    to come back (429, 503) waits its Retry-After first, as the page asks, unless `flood`."""
     tries = itertools.count(1)
     statuses: Counter[int] = Counter()
     lock = threading.Lock()
@@ -85,7 +112,7 @@ def signin_load(seconds: float, signins: int, flood: bool) -> dict:
         http = requests.Session()
         while time.monotonic() < stop:
             n = next(tries)
-            address = f"2001:db8:{n >> 16 & 0xffff:x}:{n & 0xffff:x}::1"  # a /64 of its own
+            address = f"2001:db8:{n >> 16 & 0xffff:x}:{n & 0xffff:x}::1" if strangers == "each" else "2001:db8::7"
             page = http.get(f"{URL}/dashboard/sign-in", timeout=60, headers={"X-Forwarded-For": address})
             token = CSRF.search(page.text)
             if token is None:
@@ -97,7 +124,7 @@ def signin_load(seconds: float, signins: int, flood: bool) -> dict:
                                data={"csrf": token.group(1), "email": f"nobody{n}@example.com", "password": "guess"})
             with lock:
                 statuses[answer.status_code] += 1
-            if answer.status_code == 503 and not flood:
+            if answer.status_code in (429, 503) and not flood:
                 time.sleep(float(answer.headers.get("Retry-After", 1)))
 
     threads = [threading.Thread(target=run) for _ in range(signins)]
@@ -126,15 +153,22 @@ def main() -> None:
     parser.add_argument("--otp-rate", type=float, default=100, help="OTP sends a second (default 100)")
     parser.add_argument("--flood", action="store_true",
                         help="sign-ins told to come back (503) try again at once, not after their Retry-After")
-    parser.add_argument("--role", choices=["otp", "signins"], help=argparse.SUPPRESS)
+    parser.add_argument("--measure", choices=["otp", "balance"], default="otp",
+                        help="what is timed: OTP sends at --otp-rate (default), or balance reads as fast as they go")
+    parser.add_argument("--strangers", choices=["each", "one"], default="each",
+                        help="each sign-in from a new /64 of one /48 (default), or all from one address")
+    parser.add_argument("--role", choices=["otp", "balance", "signins"], help=argparse.SUPPRESS)
     parser.add_argument("--key", help=argparse.SUPPRESS)
     parser.add_argument("--first", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role == "otp":
         print(json.dumps(otp_load(args.key, args.seconds, args.otp_rate, args.first)))
         return
+    if args.role == "balance":
+        print(json.dumps(balance_load(args.key, args.seconds)))
+        return
     if args.role == "signins":
-        print(json.dumps(signin_load(args.seconds, args.signins, args.flood)))
+        print(json.dumps(signin_load(args.seconds, args.signins, args.flood, args.strangers)))
         return
     with scratch_database() as env, ExitStack() as running:
         env["SANDESH_TRUSTED_PROXIES"] = "127.0.0.1"  # the calling address is X-Forwarded-For's, as behind a proxy
@@ -148,18 +182,22 @@ def main() -> None:
                             json={"to": "9779899999999", "purpose": "warm"}, timeout=10).status_code != 202:
             assert time.monotonic() < deadline, "no route"
             time.sleep(1)
-        print(f"POST /v1/sms/otp/send at {args.otp_rate:.0f}/s, {args.seconds:.0f} s a phase; sandesh serve "
-              f"and sandesh worker all as installed (no flag)")
-        print(f"{'phase':<34} {'sends':>7} {'p50 ms':>8} {'p99 ms':>8}")
-        alone = child("otp", "--key", key, "--seconds", str(args.seconds), "--otp-rate", str(args.otp_rate))
+        measured = ["--key", key, "--seconds", str(args.seconds), "--otp-rate", str(args.otp_rate)]
+        if args.measure == "otp":
+            print(f"POST /v1/sms/otp/send at {args.otp_rate:.0f}/s, {args.seconds:.0f} s a phase; sandesh serve "
+                  f"and sandesh worker all as installed (no flag)")
+        else:
+            print(f"GET /v1/sms/balance by 4 clients as fast as they go, {args.seconds:.0f} s a phase; sandesh "
+                  f"serve and sandesh worker all as installed (no flag)")
+        print(f"{'phase':<34} {'answers':>7} {'p50 ms':>8} {'p99 ms':>8}")
+        alone = child(args.measure, *measured)
         first = json.loads(alone.communicate()[0])
         print(summary("alone", first), flush=True)
         time.sleep(2)
         signins = child("signins", "--seconds", str(args.seconds + 4), "--signins", str(args.signins),
-                        *(["--flood"] if args.flood else []))
+                        "--strangers", args.strangers, *(["--flood"] if args.flood else []))
         time.sleep(2)  # the sign-ins under way
-        beside = child("otp", "--key", key, "--seconds", str(args.seconds), "--otp-rate", str(args.otp_rate),
-                       "--first", str(10**7))
+        beside = child(args.measure, *measured, "--first", str(10**7))
         second = json.loads(beside.communicate()[0])
         tried = json.loads(signins.communicate()[0])
         print(summary(f"beside {args.signins} sign-ins{' (flood)' if args.flood else ''}", second), flush=True)

@@ -120,3 +120,4 @@ def test_a_secret_file_is_never_readable_by_others_not_even_for_a_moment(tmp_pat
     for name in ("secret_key", "sandesh.env"):
         assert (tmp_path / name).stat().st_mode & 0o777 == 0o600
     assert (tmp_path / "sandesh.env").read_text() == "DATABASE_URL=x\n"
+
