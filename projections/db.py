@@ -94,11 +94,6 @@ def events_by_topic(conn: Any) -> dict[str, int]:
     return {topic: count for topic, count in rows}
 
 
-def has_table(conn: Any, name: str) -> bool:
-    """Whether the database has this table (in the search path) already."""
-    return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()[0]
-
-
 def read_clock_offset(conn: Any) -> float:
     row = conn.execute("SELECT offset_seconds FROM clock_offset").fetchone()
     if row is None:

@@ -509,8 +509,7 @@ def _memory(memory: SpillingRows) -> dict[str, Any]:
     return {"peakMB": round(_peak() / 1024),
             "budgetMB": memory.budget >> 20, "rowsSpilled": sum(memory.spilled.values()),
             "rowsTakenBack": memory.taken_back,
-            "spilledByTable": {table: count for table, count in sorted(memory.spilled.items()) if count},
-            "processes": 1}
+            "spilledByTable": {table: count for table, count in sorted(memory.spilled.items()) if count}}
 
 
 class NoCheckpoint(Exception):

@@ -53,13 +53,6 @@ RETURNING granted
 """
 
 
-def caller_by_client(conn: Any, client_id: str, route_window: float) -> dict[str, Any] | None:
-    """A client with its workspace's state and `route_until`, as `caller` (the dashboard's sends,
-    through the workspace's Dashboard client)."""
-    return conn.execute(CALLER.replace("c.key_hash = %(key_hash)s", "c.id = %(client_id)s"),
-                        {"client_id": client_id, "route_window": route_window}).fetchone()
-
-
 def caller(conn: Any, key_hash: str, route_window: float) -> dict[str, Any] | None:
     """The key's client with its workspace's state and `route_until`, or None for an unknown key."""
     return conn.execute(CALLER, {"key_hash": key_hash, "route_window": route_window}, prepare=True).fetchone()

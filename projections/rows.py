@@ -390,14 +390,6 @@ class _Index:
         else:
             self.drop(key)
 
-    def lowest(self, group: Key) -> Any:
-        members = self.groups.get(group)
-        return members[0][0] if members else None
-
-    def highest(self, group: Key) -> Any:
-        members = self.groups.get(group)
-        return members[-1][0] if members else None
-
     def drop(self, key: Key) -> None:
         entry = self.entries.pop(key, None)
         if entry is not None:
@@ -623,11 +615,16 @@ class MemoryRows:
         assert isinstance(found, _Index), f"{table}.{name} is a tally: it keeps no keys"
         return found
 
+    def tally(self, table: str, name: str) -> _Tally:
+        found = self._by_name[(table, name)]
+        assert isinstance(found, _Tally), f"{table}.{name} is an index: ask a tally for its lowest and highest"
+        return found
+
     def lowest(self, table: str, index: str, group: Key) -> Any:
-        return self._by_name[(table, index)].lowest(tuple(group))
+        return self.tally(table, index).lowest(tuple(group))
 
     def highest(self, table: str, index: str, group: Key) -> Any:
-        return self._by_name[(table, index)].highest(tuple(group))
+        return self.tally(table, index).highest(tuple(group))
 
     def count(self, table: str, row: dict[str, Any]) -> None:
         """Count in the table's tallies a row that is kept elsewhere (a checkpoint's rows copied

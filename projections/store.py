@@ -1,9 +1,9 @@
 """How the event log is stored: orjson states, AES-GCM encryption, inline read models.
 
-Every event state is encrypted with a key derived from the server's key ring before it reaches
-PostgreSQL (docs/design.md, "Decisions: event store and security"), in eventsourcing's AESCipher
-format (`Cipher`; keys.RingCipher, which the wiring gives the mapper, names the key once it
-was rotated).  Inline read models (the
+Every event state is encrypted under a data key of the server's key ring before it reaches
+PostgreSQL (docs/design.md, "Decisions: event store and security"): keys.RingCipher, which the
+wiring gives the mapper, in eventsourcing's AESCipher format with the data key's id before it.
+Inline read models (the
 registry of workspaces, clients and SIMs, the balance ledger, idempotency keys) are written by
 the same transaction that appends their events: the recorder runs them before it takes the
 events table lock, so a failed guard (e.g. a balance that would go below zero) aborts the append
@@ -11,17 +11,12 @@ and the lock is always the last one a writer takes.
 """
 from __future__ import annotations
 
-import base64
 import functools
 import os
 from datetime import datetime
-from ssl import RAND_bytes
 from typing import Any, Callable, Sequence
 
 import orjson
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from eventsourcing.cryptography import AESCipher
 from eventsourcing.persistence import InterfaceError, OperationalError, StoredEvent, Transcoder
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresFactory
 import psycopg
@@ -34,7 +29,6 @@ from psycopg.types.json import set_json_dumps, set_json_loads
 from sandesh.domain.errors import GuardRefused, IdempotencyKeyTaken, InsufficientBalance, NameTaken, OtpLimited
 from sandesh.domain.settings import Settings
 
-from .keys import derive_key
 
 # What each guard of an append means, by the name PostgreSQL reports in the error's
 # constraint field (the CHECKs and unique keys of the inline read models, and the
@@ -73,29 +67,6 @@ class OrjsonTranscoder(Transcoder):
         if isinstance(stamp, str):
             state["timestamp"] = datetime.fromisoformat(stamp)
         return state
-
-
-class Cipher(AESCipher):
-    """eventsourcing's AESCipher, same format (nonce, tag, ciphertext), with one AESGCM object
-    kept instead of one made per event, which a replay of millions of events feels
-    (docs/performance.md, "Replay")."""
-
-    def __init__(self, environment: Any):
-        super().__init__(environment)
-        self._aead = AESGCM(self.key)
-
-    def encrypt(self, plaintext: bytes) -> bytes:
-        nonce = RAND_bytes(12)  # not os.urandom: docs/performance.md, "Random bytes without a thread switch"
-        sealed = self._aead.encrypt(nonce, plaintext, None)
-        return nonce + sealed[-16:] + sealed[:-16]
-
-    def decrypt(self, ciphertext: bytes) -> bytes:
-        if len(ciphertext) < 28:
-            raise ValueError("Damaged cipher text: too short")
-        try:
-            return self._aead.decrypt(ciphertext[:12], ciphertext[28:] + ciphertext[12:28], None)
-        except InvalidTag as error:
-            raise ValueError("Invalid cipher tag") from error
 
 
 class StatementBuffer:
@@ -235,7 +206,6 @@ def eventsourcing_env(settings: Settings, *, create_table: bool = False, pool_si
     """The eventsourcing library's configuration, built from our settings (never from os.environ)."""
     params = conninfo_to_dict(settings.database_url)
     rest = {name: value for name, value in params.items() if name not in NAMED}
-    cipher_key = base64.b64encode(derive_key(settings.require_secret_key(), "event-store")).decode()
     return {
         "PERSISTENCE_MODULE": "sandesh.projections.store:SandeshFactory",
         "POSTGRES_DBNAME": str(params.get("dbname") or "sandesh"),
@@ -252,7 +222,5 @@ def eventsourcing_env(settings: Settings, *, create_table: bool = False, pool_si
         "ORIGINATOR_ID_TYPE": "text",
         "TRANSCODER_TOPIC": "sandesh.projections.store:OrjsonTranscoder",
         "APPLICATION_RECORDER_TOPIC": "sandesh.projections.store:SandeshRecorder",
-        "CIPHER_TOPIC": "sandesh.projections.store:Cipher",
-        "CIPHER_KEY": cipher_key,
         CONNINFO_REST: orjson.dumps(rest).decode(),
     }

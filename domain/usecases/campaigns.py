@@ -61,10 +61,6 @@ class Plan:
     def total(self) -> int:
         return sum(m.cost for m in self.messages)
 
-    @property
-    def shortfall(self) -> int:
-        return max(0, self.total - self.balance)
-
 
 class Campaigns:
     def __init__(self, log: Log, clock: Clock, texts: Texts, opt_outs: OptOuts, sending: Sending, sealer: Sealer):

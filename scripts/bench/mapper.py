@@ -18,7 +18,9 @@ from eventsourcing.persistence import Mapper
 
 from sandesh.domain.events import VersionedMapper
 from sandesh.domain.webhook import new_delivery
-from sandesh.projections.store import Cipher, OrjsonTranscoder
+from eventsourcing.cryptography import AESCipher
+
+from sandesh.projections.store import OrjsonTranscoder
 
 ROUNDS = 7
 
@@ -33,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
                                 description="Write and read events with the library's mapper and ours.")
     p.add_argument("deliveries", type=int, nargs="?", default=20_000, help="webhook deliveries (two events each)")
     args = p.parse_args(argv)
-    cipher = Cipher(_Env({"CIPHER_KEY": base64.b64encode(b"k" * 32).decode()}))
+    cipher = AESCipher(_Env({"CIPHER_KEY": base64.b64encode(b"k" * 32).decode()}))
     events = []
     for n in range(args.deliveries):
         delivery = new_delivery("cl_1", "message.status", f"msg_{n}", "sent", {"id": n}, at=5.0)

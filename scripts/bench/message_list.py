@@ -25,7 +25,6 @@ import re
 import statistics
 import time
 from contextlib import ExitStack
-from typing import Any
 
 import psycopg
 import requests

@@ -73,6 +73,19 @@ def test_before_the_log_is_finalized_events_are_in_the_library_format_that_0_3_0
     assert ours.decrypt(library.encrypt(STATE)) == STATE
 
 
+def test_a_damaged_or_foreign_event_is_refused():
+    ours = RingCipher(Database().ring(OLD))
+    sealed = bytearray(ours.encrypt(STATE))
+    assert ours.encrypt(STATE) != bytes(sealed), "a fresh nonce each time"
+    sealed[-1] ^= 1
+    with pytest.raises(ValueError, match="Invalid cipher tag"):
+        ours.decrypt(bytes(sealed))
+    with pytest.raises(ValueError):
+        ours.decrypt(b"short")
+    with pytest.raises(ValueError, match="Invalid cipher tag"):
+        RingCipher(Database(NEW, legacy=False).ring(NEW)).decrypt(ours.encrypt(STATE))
+
+
 def test_once_finalized_events_name_their_data_key_and_one_rotation_later_the_new_root_key_alone_reads_all():
     db = Database()
     legacy = AESCipher(Environment(env={"CIPHER_KEY": base64.b64encode(derive_key(OLD, "event-store")).decode()}))
