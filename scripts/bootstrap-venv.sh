@@ -26,7 +26,11 @@ if [ ! -f "$stamp" ]; then
 fi
 
 # The package itself: a wheel built from what the checkout holds now (pyproject.toml says which
-# folders ship), installed over the last one whenever a file of those folders changed.
+# folders ship), installed over the last one whenever a file of those folders changed, or over
+# a developer's editable install (README, "Developers").
+if grep -qs '"editable": *true' .venv/lib/python3*/site-packages/sandesh-*.dist-info/direct_url.json; then
+  rm -f .venv/.package-*
+fi
 package=.venv/.package-$(find pyproject.toml domain projections api workers scripts/__init__.py scripts/service -type f \
   ! -path '*/__pycache__/*' ! -name '*.pyc' | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done | digest)
 if [ ! -f "$package" ]; then
