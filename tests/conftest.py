@@ -74,17 +74,39 @@ def _admin() -> psycopg.Connection:
             f"server's URL, whose user may create databases): {error}", pytrace=False)
 
 
+_template: list[str] = []  # the migrated database of this test process, once made
+
+
+def migrated_template() -> str:
+    """A database migrated once per test process by `sandesh db migrate`, as the docs run it;
+    each module's database is a copy of it (CREATE DATABASE … TEMPLATE), which costs a file copy
+    instead of a migration.  Dropped when the session ends (pytest_sessionfinish)."""
+    if not _template:
+        name = f"sandesh_template_{uuid.uuid4().hex[:12]}"
+        with _admin() as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        env = {**os.environ, "DATABASE_URL": psycopg.conninfo.make_conninfo(SERVER_URL, dbname=name),
+               "SANDESH_SECRET_KEY": SECRET_KEY}
+        subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", "db", "migrate"], env=env, cwd=ROOT,
+                       check=True, capture_output=True)
+        _template.append(name)
+    return _template[0]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _template:
+        with _admin() as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{_template.pop()}" WITH (FORCE)')
+
+
 @pytest.fixture(scope="module")
 def database_url() -> Iterator[str]:
-    """A fresh, migrated database for one test module, dropped afterwards."""
+    """A fresh, migrated database for one test module (a copy of `migrated_template`), dropped afterwards."""
     name = f"sandesh_test_{uuid.uuid4().hex[:12]}"
+    template = migrated_template()
     with _admin() as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    url = psycopg.conninfo.make_conninfo(SERVER_URL, dbname=name)
-    env = {**os.environ, "DATABASE_URL": url, "SANDESH_SECRET_KEY": SECRET_KEY}
-    subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", "db", "migrate"], env=env, cwd=ROOT,
-                   check=True, capture_output=True)
-    yield url
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    yield psycopg.conninfo.make_conninfo(SERVER_URL, dbname=name)
     with _admin() as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
