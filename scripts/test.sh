@@ -43,4 +43,6 @@ PY
 then
   exit 1
 fi
-exec .venv/bin/python -m pytest "$@"
+# A module to a worker, a worker per core (pytest-xdist): most of a module's time is spent waiting
+# on its processes, modems and browser. `scripts/test.sh -n 0 …` runs in one process.
+exec .venv/bin/python -m pytest -n "${SANDESH_TEST_WORKERS:-$(nproc)}" --dist loadfile "$@"
