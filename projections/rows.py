@@ -58,7 +58,8 @@ class Computed(NamedTuple):
 @dataclass(frozen=True)
 class Ordered:
     """A memory index: for each value of the `group` columns, the rows' keys sorted by
-    `order` (only rows for which `where` holds).  Serves `delete_upto` and `Computed` values."""
+    `order` (only rows for which `where` holds).  Serves `delete_upto`; a `Computed` value asks
+    a `Tally` for the lowest and highest."""
     name: str
     group: tuple[str, ...]
     order: str

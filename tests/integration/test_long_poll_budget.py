@@ -15,6 +15,8 @@ import requests
 from tests.conftest import Server
 from tests.helpers import funded_workspace
 
+pytestmark = pytest.mark.alone  # it times what it measures (tests/conftest.py, share_of_the_machine)
+
 
 @pytest.fixture(scope="module")
 def server(env):

@@ -14,11 +14,14 @@ import uuid
 
 import orjson
 import psycopg
+import pytest
 import requests
 
 from sandesh.domain.release import VERSION
 from scripts.devtools.corpus_release import pg_tool
 from tests.conftest import ROOT, SERVER_URL, Server
+
+pytestmark = pytest.mark.alone  # it times what it measures (tests/conftest.py, share_of_the_machine)
 
 SENDS_PER_SECOND = 20
 

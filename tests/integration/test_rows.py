@@ -10,7 +10,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from sandesh.projections.rows import (Add, AppendNew, BatchedSqlRows, Computed, JsonAppend, MemoryRows, Old, Ordered,
-                                      SqlRows, Table)
+                                      SqlRows, Table, Tally)
 
 DDL = """
 CREATE TABLE things (
@@ -21,8 +21,8 @@ CREATE TABLE hits (who text NOT NULL, at double precision NOT NULL);
 CREATE TABLE tallies (k text PRIMARY KEY, n bigint NOT NULL DEFAULT 0);
 """
 TABLES = {
-    "things": Table("things", ("id",), (Ordered("turns", ("grp",), "turn"),
-                                        Ordered("waiting", ("grp",), "turn", where=lambda r: r["waiting"]))),
+    "things": Table("things", ("id",), (Tally("turns", ("grp",), "turn"),
+                                        Tally("waiting", ("grp",), "turn", where=lambda r: r["waiting"]))),
     "hits": Table("hits", (), (Ordered("by_who", ("who",), "at"),)),
     "tallies": Table("tallies", ("k",)),
 }

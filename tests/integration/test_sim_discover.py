@@ -18,6 +18,8 @@ from sandesh.scripts.service.emulator import Emulator
 from sandesh.scripts.service.commands import register_emulated
 from tests.conftest import ROOT, running_dispatcher
 
+pytestmark = pytest.mark.alone  # it times what it measures (tests/conftest.py, share_of_the_machine)
+
 _first = iter(range(10, 1000, 10))  # each test's modems have ICCIDs of their own in the module's database
 
 

@@ -10,6 +10,8 @@ import requests
 
 from tests.conftest import Server
 
+pytestmark = pytest.mark.alone  # it times what it measures (tests/conftest.py, share_of_the_machine)
+
 SLOW = 100  # a quarter each: head stopped, head trickling, body stopped, body trickling
 
 
