@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from eventsourcing.domain import event
 
+from . import phishing
 from .aggregate import Aggregate
 
 from .credentials import new_id
@@ -17,6 +18,7 @@ from .errors import InvalidInput, InvalidTransition
 DEFAULT_RATE_LIMIT = 20
 MAX_GRACE_HOURS = 168
 DEFAULT_GRACE_HOURS = 24
+BRAND_MAX = 64
 
 
 def check_webhook_url(url: str | None) -> str | None:
@@ -34,10 +36,18 @@ def check_rate_limit(rate: int) -> int:
     return rate
 
 
+def brand_problem(brand: str) -> str | None:
+    """Why a brand may not go out in a code's message (domain/phishing.py), or None."""
+    if not 1 <= len(brand) <= BRAND_MAX:
+        return f"brand name must be 1 to {BRAND_MAX} characters"
+    return phishing.problem(brand, "the brand")
+
+
 def check_brand(brand: str) -> str:
     brand = brand.strip()
-    if not 1 <= len(brand) <= 64:
-        raise InvalidInput("brand name must be 1 to 64 characters")
+    problem = brand_problem(brand)
+    if problem:
+        raise InvalidInput(problem)
     return brand
 
 

@@ -10,9 +10,9 @@ from typing import Any
 import falcon
 import falcon.asgi
 
-from sandesh.domain.client import DEFAULT_GRACE_HOURS, MAX_GRACE_HOURS, check_brand
+from sandesh.domain.client import DEFAULT_GRACE_HOURS, MAX_GRACE_HOURS, brand_problem, check_brand
 from sandesh.domain.errors import DomainError, InvalidInput
-from sandesh.domain.otp import DEFAULT_TEMPLATE, code_text
+from sandesh.domain.otp import DEFAULT_TEMPLATE, TEMPLATE_MAX, code_text, template_problem
 from sandesh.domain.segments import segment
 from sandesh.domain.person import actor_of, may_manage_clients
 from sandesh.projections import registry
@@ -31,7 +31,8 @@ class ClientsPage(Page):
         self.web.page(req, resp, "clients.html", status=status, title="API clients", person=person,
                       workspace_id=workspace_id, clients=clients, errors=errors or {}, typed=typed or {},
                       shown=shown, manages=may_manage_clients(person["role"]), max_grace=MAX_GRACE_HOURS,
-                      default_grace=DEFAULT_GRACE_HOURS, default_template=DEFAULT_TEMPLATE)
+                      default_grace=DEFAULT_GRACE_HOURS, default_template=DEFAULT_TEMPLATE,
+                      template_max=TEMPLATE_MAX)
 
     def _clients(self, workspace_id: str) -> list[dict[str, Any]]:
         with self.connection() as conn:
@@ -122,10 +123,12 @@ ACTIONS = ("rotate-key", "rotate-secret", "disable", "enable", "update", "otp")
 
 def otp_example(brand: str, template: str | None, web_domain: str | None, rate: int) -> dict[str, Any]:
     """A client's OTP message as a phone gets it (with the code 123456 and no app hash), its
-    segments, encoding and cost at the workspace's `otp` rate."""
+    segments, encoding and cost at the workspace's `otp` rate; and why its template or brand is
+    not sent, when today's rules refuse one kept from before them (domain/otp.py, `code_text`)."""
     text = code_text("123456", brand, template, web_domain)
     parts = segment(text)
-    return {"text": text, "segments": parts.segments, "encoding": parts.encoding, "cost": rate * parts.segments}
+    return {"text": text, "segments": parts.segments, "encoding": parts.encoding, "cost": rate * parts.segments,
+            "notSent": brand_problem(brand) or (template and template_problem(template)) or None}
 
 
 def grace_hours(text: str) -> float:
