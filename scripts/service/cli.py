@@ -27,7 +27,8 @@ def load_local_env(environ: dict[str, str]) -> dict[str, str]:
 
 
 CREDENTIAL = "secret_key"  # the name the units' LoadCredential= gives the key
-BRAND_HELP = "the name codes go out under: 1 to 64 characters, no web address, domain name, control or direction character"
+BRAND_HELP = ("the name codes go out under, the operator team's alone: 1 to 64 characters, no web address, domain "
+              "name, control or direction character")
 
 
 def key_from_file(environ: dict[str, str]) -> dict[str, str]:
@@ -214,7 +215,7 @@ def parser() -> argparse.ArgumentParser:
     cl.add_parser("list", help="list clients").add_argument("--workspace", metavar="WS")
     c = cl.add_parser("update", help="change brand, webhook URL, request rate or the OTP message")
     c.add_argument("client", metavar="CL")
-    c.add_argument("--brand", help=BRAND_HELP)
+    c.add_argument("--brand", help=BRAND_HELP + "; settles a brand the workspace asked for (brandRequested)")
     c.add_argument("--webhook-url", help="https:// URL, or '' to remove it")
     c.add_argument("--rate-limit", type=positive_int, metavar="N")
     c.add_argument("--otp-template", metavar="TEXT",

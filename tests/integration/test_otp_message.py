@@ -156,6 +156,15 @@ def test_the_owner_sets_the_otp_message_on_the_api_clients_page_and_sees_it_as_a
     expect(page.locator("section.otp p.error")).to_have_text(
         "the OTP template holds a web address or domain name ('sasto.example/login'): links are how phishing works")
 
+    # the brand is asked of the operator team, never set here
+    row = page.get_by_role("row", name=re.compile("Sasto"))
+    expect(row.get_by_label("Edit brand")).to_have_count(0)
+    row.get_by_text("Ask for a brand", exact=True).click()
+    row.get_by_label("Brand to ask for").fill("sasto.example")
+    row.get_by_role("button", name="Ask the operator team").click()
+    expect(page.get_by_role("row", name=re.compile("Sasto"))).to_contain_text(
+        "the brand holds a web address or domain name ('sasto.example')")
+
     otp_section = page.locator("section.otp", has=page.get_by_role("heading", name="Sasto"))
     otp_section.get_by_label("OTP template").fill(TEMPLATE)
     otp_section.get_by_label("Web domain for WebOTP").fill("shop.example.com")
