@@ -30,6 +30,8 @@ ACTIONS: dict[type, str] = {
     Client.Disabled: "client.disabled",
     Client.Enabled: "client.enabled",
     Client.Updated: "client.updated",
+    Client.BrandRequested: "client.brand_requested",
+    Client.BrandRequestDismissed: "client.brand_request_dismissed",
     Sim.Added: "sim.added",
     Sim.Disabled: "sim.disabled",
     Sim.Enabled: "sim.enabled",

@@ -1,5 +1,9 @@
 """API client: key, brand, webhook URL and secret, request rate, enabled (docs/api.md, "Workspaces and API clients").
 
+Its brand is the operator team's to set, like a registered sender ID: a workspace asks for one
+(BrandRequested), and the team sets it (Updated, which settles the request) or dismisses the
+request (docs/dashboard.md, "API clients").
+
 Only the key's SHA-256 and short prefix are kept. The webhook secret is kept sealed
 (encrypted with the server key) because it must sign, plus its SHA-256 (docs/design.md, "Decisions: webhooks").
 """
@@ -9,6 +13,7 @@ from urllib.parse import urlsplit
 
 from eventsourcing.domain import event
 
+from . import phishing
 from .aggregate import Aggregate
 
 from .credentials import new_id
@@ -17,6 +22,9 @@ from .errors import InvalidInput, InvalidTransition
 DEFAULT_RATE_LIMIT = 20
 MAX_GRACE_HOURS = 168
 DEFAULT_GRACE_HOURS = 24
+BRAND_MAX = 64
+# The release whose finalized log every process reads a brand request in (domain/events.py).
+BRAND_REQUESTS_FROM = "0.4.0"
 
 
 def check_webhook_url(url: str | None) -> str | None:
@@ -34,10 +42,18 @@ def check_rate_limit(rate: int) -> int:
     return rate
 
 
+def brand_problem(brand: str) -> str | None:
+    """Why a brand may not go out in a code's message (domain/phishing.py), or None."""
+    if not 1 <= len(brand) <= BRAND_MAX:
+        return f"brand name must be 1 to {BRAND_MAX} characters"
+    return phishing.problem(brand, "the brand")
+
+
 def check_brand(brand: str) -> str:
     brand = brand.strip()
-    if not 1 <= len(brand) <= 64:
-        raise InvalidInput("brand name must be 1 to 64 characters")
+    problem = brand_problem(brand)
+    if problem:
+        raise InvalidInput(problem)
     return brand
 
 
@@ -45,6 +61,7 @@ class Client(Aggregate):
     # The OTP message's settings (domain/otp.py), set by Updated; None: the default.
     otp_template: str | None = None
     otp_web_domain: str | None = None
+    brand_requested: str | None = None  # the brand the workspace asked for, until the team decides
 
     @staticmethod
     def create_id(**_: object) -> str:
@@ -91,6 +108,52 @@ class Client(Aggregate):
                                "--otp-web-domain")
         self._updated(changes=changes, actor=actor, at=at)
 
+    class BrandRequested(Aggregate.Event):
+        """A person of the workspace asks the operator team for this brand."""
+        written_from = BRAND_REQUESTS_FROM
+
+        brand: str
+        actor: str
+        at: float
+
+    def request_brand(self, brand: str, actor: str, at: float) -> None:
+        """Ask for `brand` (a request asked before is replaced)."""
+        if brand == self.brand:
+            raise InvalidInput(f"{brand!r} is the client's brand already")
+        self._brand_requested(brand=brand, actor=actor, at=at)
+
+    @event(BrandRequested)
+    def _brand_requested(self, brand: str, actor: str, at: float) -> None:
+        self.brand_requested = brand
+
+    class BrandRequestDismissed(Aggregate.Event):
+        """The operator team turns the request down; the brand stays as it is."""
+        written_from = BRAND_REQUESTS_FROM
+
+        brand: str
+        actor: str
+        at: float
+
+    def dismiss_brand_request(self, brand: str, actor: str, at: float) -> None:
+        """Dismiss the request for `brand`, the one the operator saw."""
+        self._check_requested(brand)
+        self._brand_request_dismissed(brand=brand, actor=actor, at=at)
+
+    @event(BrandRequestDismissed)
+    def _brand_request_dismissed(self, brand: str, actor: str, at: float) -> None:
+        self.brand_requested = None
+
+    def grant_brand(self, brand: str, actor: str, at: float) -> None:
+        """Set the brand asked for, `brand`, the one the operator saw."""
+        self._check_requested(brand)
+        self._updated(changes={"brand": brand}, actor=actor, at=at)
+
+    def _check_requested(self, brand: str) -> None:
+        if self.brand_requested is None:
+            raise InvalidTransition("no brand is asked for this client")
+        if brand != self.brand_requested:
+            raise InvalidTransition(f"the brand asked for is now {self.brand_requested!r}, not {brand!r}")
+
     @event("KeyRotated")
     def rotate_key(self, key_hash: str, key_prefix: str, actor: str, at: float) -> None:
         self.key_hash = key_hash
@@ -131,3 +194,5 @@ class Client(Aggregate):
     def _updated(self, changes: dict[str, object], actor: str, at: float) -> None:
         for name, value in changes.items():
             setattr(self, name, value)
+        if "brand" in changes:  # the operator team set it: a request waiting is settled
+            self.brand_requested = None

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 from eventsourcing.domain import event
 
+from . import phishing
 from .aggregate import Aggregate
+from .client import brand_problem
 from .credentials import same_secret
 from .errors import InvalidInput
 from .segments import MAX_SEGMENTS, segment
@@ -40,20 +42,32 @@ def new_code() -> str:
 # The OTP message (docs/api.md, "OTP messages that apps fill in"): a client's template, or this
 # one; then the app hash on a line of its own (Android's SMS Retriever); then the WebOTP line.
 DEFAULT_TEMPLATE = "{code} is your {brand} verification code. It expires in {minutes} minutes."
+# What goes out for a client whose brand today's rules refuse (one kept from before them).
+NO_BRAND_TEMPLATE = "{code} is your verification code. It expires in {minutes} minutes."
 OTP_MESSAGE_FROM = "0.4.0"  # the release whose finalized log carries a client's OTP settings in Client.Updated
 PLACEHOLDERS = ("code", "brand", "minutes")
-TEMPLATE_MAX = 1000
+TEMPLATE_MAX = 160
 APP_HASH = re.compile(r"[A-Za-z0-9+/]{11}")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 # A host name as WebOTP's origin bound line names it: labels of letters, digits and hyphens.
 _HOST = re.compile(r"(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*")
+# The origin bound line of WebOTP, `@shop.example.com #123456`: Sandesh writes it, from the web domain.
+_WEBOTP_LINE = re.compile(r"@[^#]*#")
+# Seven digits or more, with spaces, hyphens, dots, slashes or brackets between them: a phone number
+# (9779812345678, 01-4412345), in any script's digits.
+_PHONE = re.compile(r"\+?\d(?:[ ./()-]*\d){6,}")
 
 
 def code_text(code: str, brand: str, template: str | None = None, web_domain: str | None = None,
               app_hash: str | None = None) -> str:
     """The text of a code's message: the client's template (or DEFAULT_TEMPLATE) filled in,
     the app hash on its own line when given, and `@<domain> #<code>` last when the client has
-    a web domain."""
+    a web domain.  A template or brand kept from before today's rules that they refuse is not
+    sent: DEFAULT_TEMPLATE stands in for such a template, NO_BRAND_TEMPLATE for such a brand."""
+    if template and template_problem(template):
+        template = None
+    if brand_problem(brand):
+        template = NO_BRAND_TEMPLATE
     values = {"code": code, "brand": brand, "minutes": str(LIFETIME // 60)}
     text = _PLACEHOLDER.sub(lambda m: values[m.group(1)], template or DEFAULT_TEMPLATE)
     if app_hash:
@@ -63,23 +77,43 @@ def code_text(code: str, brand: str, template: str | None = None, web_domain: st
     return text
 
 
-def check_template(template: str, brand: str, web_domain: str | None) -> str:
-    """A client's OTP template: `{code}` exactly once, only PLACEHOLDERS, no other brace, and
-    with the client's brand, its web domain's line and an app hash, at most MAX_SEGMENTS."""
+def template_problem(template: str) -> str | None:
+    """Why a client's OTP template may not go out, or None: it is one line of at most
+    TEMPLATE_MAX characters, holds `{code}` exactly once and only PLACEHOLDERS, and nothing a
+    phishing message is made of (domain/phishing.py): no link, no WebOTP line of its own (a
+    browser would hand the code to the site it names), no phone number to call."""
     if not template.strip():
-        raise InvalidInput("the OTP template is empty: give an empty value to use the default")
+        return "the OTP template is empty: give an empty value to use the default"
     if len(template) > TEMPLATE_MAX:
-        raise InvalidInput(f"the OTP template must be at most {TEMPLATE_MAX} characters")
+        return f"the OTP template must be at most {TEMPLATE_MAX} characters (it has {len(template)})"
     names = _PLACEHOLDER.findall(template)
     unknown = sorted({n for n in names if n not in PLACEHOLDERS})
     if unknown:
-        raise InvalidInput(f"unknown placeholder {{{unknown[0]}}} in the OTP template: it may hold "
-                           + ", ".join(f"{{{n}}}" for n in PLACEHOLDERS))
+        return (f"unknown placeholder {{{unknown[0]}}} in the OTP template: it may hold "
+                + ", ".join(f"{{{n}}}" for n in PLACEHOLDERS))
     if "{" in _PLACEHOLDER.sub("", template) or "}" in _PLACEHOLDER.sub("", template):
-        raise InvalidInput("a brace in the OTP template that is not a placeholder: it may hold "
-                           + ", ".join(f"{{{n}}}" for n in PLACEHOLDERS))
+        return "a brace in the OTP template that is not a placeholder: it may hold " + ", ".join(
+            f"{{{n}}}" for n in PLACEHOLDERS)
     if names.count("code") != 1:
-        raise InvalidInput(f"the OTP template must hold {{code}} exactly once (it holds it {names.count('code')} times)")
+        return f"the OTP template must hold {{code}} exactly once (it holds it {names.count('code')} times)"
+    lured = phishing.problem(template, "the OTP template", _PLACEHOLDER.sub(lambda m: "a" * len(m.group(0)), template))
+    if lured:
+        return lured
+    if _WEBOTP_LINE.search(template):
+        return ("the OTP template holds '@' followed by '#', the line that tells a browser which site may read "
+                "the code (WebOTP): Sandesh adds it from the client's web domain")
+    phone = _PHONE.search(_PLACEHOLDER.sub(lambda m: " " * len(m.group(0)), template))
+    if phone:
+        return f"the OTP template holds a phone number ({phone.group(0)!r}): a code's message asks no one to call"
+    return None
+
+
+def check_template(template: str, brand: str, web_domain: str | None) -> str:
+    """A client's OTP template as `template_problem` allows it, whose longest message with the
+    client's brand, its web domain's line and an app hash is at most MAX_SEGMENTS."""
+    problem = template_problem(template)
+    if problem:
+        raise InvalidInput(problem)
     check_fits(template, brand, web_domain)
     return template
 

@@ -53,6 +53,8 @@ CREATE TABLE IF NOT EXISTS clients (
     enabled boolean NOT NULL, created_at double precision NOT NULL, updated_at double precision NOT NULL);
 CREATE INDEX IF NOT EXISTS clients_workspace ON clients (workspace_id);
 ALTER TABLE clients ADD COLUMN IF NOT EXISTS otp_template text, ADD COLUMN IF NOT EXISTS otp_web_domain text;
+ALTER TABLE clients ADD COLUMN IF NOT EXISTS brand_requested text;
+CREATE INDEX IF NOT EXISTS clients_brand_requested ON clients (workspace_id) WHERE brand_requested IS NOT NULL;
 CREATE TABLE IF NOT EXISTS sims (
     id text PRIMARY KEY, name text NOT NULL UNIQUE, port text NOT NULL, baud integer NOT NULL,
     host text, enabled boolean NOT NULL, iccid text UNIQUE, imsi text,
@@ -175,6 +177,14 @@ _CLIENT_COLUMNS = {"brand": "brand", "webhook_url": "webhook_url", "rate_limit":
 def _client_updated(rows: Rows, e: Client.Updated) -> None:
     for field, value in e.changes.items():
         rows.update("clients", (e.originator_id,), {_CLIENT_COLUMNS[field]: value, "updated_at": e.at})
+    if "brand" in e.changes:  # the operator team set it: a request waiting is settled
+        rows.update("clients", (e.originator_id,), {"brand_requested": None})
+
+
+@OWN.on(Client.BrandRequested, Client.BrandRequestDismissed)
+def _client_brand_requested(rows: Rows, e: Client.BrandRequested | Client.BrandRequestDismissed) -> None:
+    rows.update("clients", (e.originator_id,),
+                {"brand_requested": e.brand if isinstance(e, Client.BrandRequested) else None})
 
 
 @OWN.on(Sim.Added)
@@ -354,6 +364,7 @@ def client_view(row: dict[str, Any]) -> dict[str, Any]:
         "webhookUrl": row["webhook_url"], "rateLimit": row["rate_limit"], "keyPrefix": row["key_prefix"],
         "enabled": row["enabled"], "createdAt": iso(row["created_at"]), "updatedAt": iso(row["updated_at"]),
         "otpTemplate": row["otp_template"], "otpWebDomain": row["otp_web_domain"],
+        "brandRequested": row["brand_requested"],
     }
 
 
@@ -420,6 +431,12 @@ def clients(conn: Any, workspace_id: str | None) -> list[dict[str, Any]]:
     """Every client, or a workspace's, oldest first."""
     return conn.execute("SELECT * FROM clients WHERE %(ws)s::text IS NULL OR workspace_id = %(ws)s ORDER BY created_at",
                         {"ws": workspace_id}).fetchall()
+
+
+def brand_requests(conn: Any) -> list[dict[str, Any]]:
+    """The clients whose workspace asked for a brand, with the workspace's name, by workspace."""
+    return conn.execute("SELECT c.*, w.name AS workspace_name FROM clients c JOIN workspaces w ON w.id = c.workspace_id "
+                        "WHERE c.brand_requested IS NOT NULL ORDER BY w.name, c.created_at").fetchall()
 
 
 def any_client(conn: Any) -> bool:

@@ -8,8 +8,8 @@ from typing import Callable, TypeVar
 from eventsourcing.application import AggregateNotFoundError
 
 from .. import phone
-from ..client import (DEFAULT_GRACE_HOURS, DEFAULT_RATE_LIMIT, Client, check_brand, check_rate_limit,
-                      check_webhook_url)
+from ..client import (BRAND_REQUESTS_FROM, DEFAULT_GRACE_HOURS, DEFAULT_RATE_LIMIT, Client, brand_problem,
+                      check_brand, check_rate_limit, check_webhook_url)
 from ..clock import Clock
 from ..credentials import new_api_key, new_webhook_secret, sha256_hex, shown_prefix
 from ..errors import InvalidInput, InvalidTransition
@@ -92,10 +92,16 @@ class Operators:
         return keys
 
     # API clients
-    def create_client(self, workspace_id: str, brand: str, webhook_url: str | None, rate_limit: int | None,
+    def create_client(self, workspace_id: str, brand: str | None, webhook_url: str | None, rate_limit: int | None,
                       actor: str) -> tuple[Client, str, str]:
-        """A new client of the workspace; returns it with its API key and webhook secret, shown once."""
-        self._workspace(workspace_id)
+        """A new client of the workspace; returns it with its API key and webhook secret, shown once.
+        Without a brand (the dashboard's, where the brand is asked for) it has the workspace's name."""
+        workspace = self._workspace(workspace_id)
+        if brand is None:
+            brand = workspace.name
+            if problem := brand_problem(brand.strip()):
+                raise InvalidTransition(f"the workspace's name cannot be a brand ({problem}): the operator team "
+                                        "creates this workspace's clients")
         key, secret = new_api_key(), new_webhook_secret()
         client = Client(
             workspace_id=workspace_id, brand=check_brand(brand), webhook_url=self._webhook_url(webhook_url),
@@ -159,6 +165,28 @@ class Operators:
         if {"brand", "otp_web_domain"} & changes.keys():
             check_fits(template_then, brand_then, domain_then)
         client.update(changes=changes, actor=actor, at=self.clock.now())
+        return self._saved(client)
+
+    # A client's brand is the operator team's (domain/client.py): the workspace asks for one
+    def request_brand(self, client_id: str, brand: str, actor: str) -> Client:
+        """The workspace asks the operator team for a brand (docs/dashboard.md, "API clients")."""
+        if not self.log.writes(Client.BrandRequested):
+            raise InvalidTransition(f"Asking for a brand starts once the upgrade to {BRAND_REQUESTS_FROM} is "
+                                    "finalized (`sandesh upgrade finalize`).")
+        client = self._client(client_id)
+        client.request_brand(check_brand(brand), actor=actor, at=self.clock.now())
+        return self._saved(client)
+
+    def grant_brand(self, client_id: str, brand: str, actor: str) -> Client:
+        """The operator team sets the brand asked for (`brand`: the one the operator saw)."""
+        client = self._client(client_id)
+        check_fits(client.otp_template, check_brand(brand), client.otp_web_domain)
+        client.grant_brand(brand, actor=actor, at=self.clock.now())
+        return self._saved(client)
+
+    def dismiss_brand_request(self, client_id: str, brand: str, actor: str) -> Client:
+        client = self._client(client_id)
+        client.dismiss_brand_request(brand, actor=actor, at=self.clock.now())
         return self._saved(client)
 
     def _webhook_url(self, url: str | None) -> str | None:

@@ -27,6 +27,8 @@ def load_local_env(environ: dict[str, str]) -> dict[str, str]:
 
 
 CREDENTIAL = "secret_key"  # the name the units' LoadCredential= gives the key
+BRAND_HELP = ("the name codes go out under, the operator team's alone: 1 to 64 characters, no web address, domain "
+              "name, control or direction character")
 
 
 def key_from_file(environ: dict[str, str]) -> dict[str, str]:
@@ -201,7 +203,7 @@ def parser() -> argparse.ArgumentParser:
     cl = sub.add_parser("client", help="manage API clients").add_subparsers(dest="command", required=True)
     c = cl.add_parser("create", help="create an API client; prints its key and webhook secret once")
     c.add_argument("--workspace", required=True, metavar="WS")
-    c.add_argument("--brand", required=True)
+    c.add_argument("--brand", required=True, help=BRAND_HELP)
     c.add_argument("--webhook-url")
     c.add_argument("--rate-limit", type=positive_int, metavar="N", help="requests per second (default 20)")
     cl.add_parser("rotate-key", help="new key now; the old one stops at once").add_argument("client", metavar="CL")
@@ -213,12 +215,13 @@ def parser() -> argparse.ArgumentParser:
     cl.add_parser("list", help="list clients").add_argument("--workspace", metavar="WS")
     c = cl.add_parser("update", help="change brand, webhook URL, request rate or the OTP message")
     c.add_argument("client", metavar="CL")
-    c.add_argument("--brand")
+    c.add_argument("--brand", help=BRAND_HELP + "; settles a brand the workspace asked for (brandRequested)")
     c.add_argument("--webhook-url", help="https:// URL, or '' to remove it")
     c.add_argument("--rate-limit", type=positive_int, metavar="N")
     c.add_argument("--otp-template", metavar="TEXT",
-                   help="the OTP message: {code} once, {brand} and {minutes} if you like, in any language; "
-                        "'' restores the default")
+                   help="the OTP message, one line of at most 160 characters in any language: {code} once, "
+                        "{brand} and {minutes} if you like; no link, domain name, phone number, '@… #…' line, "
+                        "control or direction character; '' restores the default")
     c.add_argument("--otp-web-domain", metavar="HOST",
                    help="end the OTP message with '@HOST #code', for WebOTP on that site; '' removes it")
 

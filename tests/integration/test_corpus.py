@@ -54,6 +54,7 @@ ADDED_IN: dict[str, dict[str, str]] = {
     "0.4.0": {
         "clients.clients[].otpTemplate": "a client's OTP template (null: the default text)",
         "clients.clients[].otpWebDomain": "a client's web domain for the WebOTP line (null: none)",
+        "clients.clients[].brandRequested": "a brand the workspace asked the operator team for (null: none)",
     },
 }
 

@@ -289,10 +289,6 @@ def test_a_developer_creates_a_client_and_sees_its_key_once(page, server, sandes
     sign_in(page, server, developer)
     page.get_by_role("link", name="API clients").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("API clients")
-    page.get_by_label("Brand").fill("   ")
-    page.get_by_role("button", name="Create client").click()
-    expect(page.locator("#brand-error")).to_have_text("brand name must be 1 to 64 characters")
-    page.get_by_label("Brand").fill("Dev Shop")
     page.get_by_label("Webhook URL").fill("http://example.com/hook")
     page.get_by_role("button", name="Create client").click()
     expect(page.locator("#webhook-error")).to_have_text("webhook URL must begin with https:// and name a host")
@@ -309,7 +305,16 @@ def test_a_developer_creates_a_client_and_sees_its_key_once(page, server, sandes
     page.get_by_role("link", name="API clients").click()
     assert key not in page.content()  # shown once
 
+    # its brand is the workspace's name until the operator team grants the one asked for
+    row = page.get_by_role("row", name=re.compile(re.escape(key[:12])))
+    expect(row.get_by_role("rowheader")).to_contain_text("Acme Pasal")
+    row.get_by_text("Ask for a brand", exact=True).click()
+    row.get_by_label("Brand to ask for").fill("Dev Shop")
+    row.get_by_role("button", name="Ask the operator team").click()
     row = page.get_by_role("row", name=re.compile("Dev Shop"))
+    expect(row.get_by_role("rowheader")).to_contain_text("Acme Pasal")
+    expect(row).to_contain_text("Asked for: Dev Shop (the operator team decides)")
+
     row.get_by_role("button", name="Rotate key").click()
     newer = page.get_by_role("status").locator("code").first.inner_text()
     assert newer != key
@@ -326,10 +331,10 @@ def test_a_developer_creates_a_client_and_sees_its_key_once(page, server, sandes
     row.get_by_role("button", name="Save").click()
     row = page.get_by_role("row", name=re.compile("Dev Shop"))
     expect(row).to_contain_text("webhook URL must begin with https:// and name a host")
-    row.get_by_label("Edit brand").fill("Dev Shop Nepal")
+    expect(row.get_by_label("Edit brand")).to_have_count(0)
     row.get_by_label("Edit webhook URL").fill("https://localhost:9443/hooks")  # private: allowed in the tests
     row.get_by_role("button", name="Save").click()
-    expect(page.get_by_role("row", name=re.compile("Dev Shop Nepal"))).to_contain_text("https://localhost:9443/hooks")
+    expect(page.get_by_role("row", name=re.compile("Dev Shop"))).to_contain_text("https://localhost:9443/hooks")
 
     page.get_by_role("row", name=re.compile("Dev Shop")).get_by_role("button", name="Disable").click()
     row = page.get_by_role("row", name=re.compile("Dev Shop"))
@@ -339,8 +344,8 @@ def test_a_developer_creates_a_client_and_sees_its_key_once(page, server, sandes
 
     done = sandesh.run("audit", "--workspace", workspaces["acme"])
     actions = [(line["action"], line["actor"]) for line in map(orjson.loads, done.stdout.splitlines())]
-    for action in ("client.created", "client.key_rotated", "client.secret_rotated", "client.updated",
-                   "client.disabled", "client.enabled"):
+    for action in ("client.created", "client.brand_requested", "client.key_rotated", "client.secret_rotated",
+                   "client.updated", "client.disabled", "client.enabled"):
         assert (action, "user:dev@example.com") in actions
 
 
@@ -361,7 +366,6 @@ def test_without_javascript_a_new_key_is_shown_to_select_and_no_button_is(browse
     try:
         sign_in(page, server, developer)
         page.get_by_role("link", name="API clients").click()
-        page.get_by_label("Brand", exact=True).fill("No Script Shop")
         page.get_by_role("button", name="Create client").click()
         key = page.get_by_role("status").locator("code").first
         expect(key).to_have_text(re.compile(r"sk_live_[0-9a-f]{48}"))
@@ -383,6 +387,24 @@ def test_a_viewer_reads_the_clients_and_changes_nothing(page, server, sandesh, w
     answer = page.request.post(f"{server.url}/dashboard/w/{workspaces['acme']}/clients",
                                form={"csrf": token, "brand": "Sneaky"})
     assert answer.status == 403
+
+
+def test_a_brand_posted_by_a_workspace_sets_no_brand(page, server, sandesh, owner, workspaces):
+    """A client's brand is the operator team's to set: a brand posted to Create client or to a
+    client's Edit, as an older page posted it, is not taken; the client has the workspace's name."""
+    made = sandesh("client", "create", "--workspace", workspaces["acme"], "--brand", "Posted")
+    sign_in(page, server, "owner@example.com")
+    page.goto(f"{server.url}/dashboard/w/{workspaces['acme']}/clients")
+    token = page.locator("input[name=csrf]").first.input_value()
+    base = f"{server.url}/dashboard/w/{workspaces['acme']}/clients"
+    edited = page.request.post(f"{base}/{made['id']}/update", form={"csrf": token, "brand": "PayPal",
+                                                                     "webhook_url": ""}, max_redirects=0)
+    assert edited.status == 303
+    assert sandesh("client", "show", made["id"])["brand"] == "Posted"
+    before = {c["id"] for c in sandesh("client", "list", "--workspace", workspaces["acme"])["clients"]}
+    assert page.request.post(base, form={"csrf": token, "brand": "PayPal"}).status == 200
+    [new] = [c for c in sandesh("client", "list", "--workspace", workspaces["acme"])["clients"] if c["id"] not in before]
+    assert new["brand"] == "Acme Pasal"
 
 
 def test_another_workspaces_client_is_not_found(page, server, sandesh, owner, workspaces):

@@ -142,8 +142,7 @@ def test_an_operator_creates_credits_and_activates_a_workspace_and_its_owner_sen
     set_password(owner, server, {"setPasswordLink": link})
     sign_in(owner, server, "tea-owner@example.com")
     owner.get_by_role("link", name="API clients").click()
-    owner.get_by_label("Brand").fill("Himal Tea")
-    owner.get_by_role("button", name="Create client").click()
+    owner.get_by_role("button", name="Create client").click()  # its brand: the workspace's name
     key = owner.get_by_role("status").locator("code").first.inner_text()
     owner.context.close()
     answer = send(server, key)
@@ -198,6 +197,34 @@ def test_an_operator_suspends_reinstates_and_sets_rates_types_and_a_clients_rate
     assert sandesh("client", "show", client)["rateLimit"] == 200
     actions = [(line["action"], line["actor"]) for line in audit(sandesh, "--workspace", workspace)]
     assert ("client.updated", f"user:{OPERATOR}") in actions and ("workspace.types_set", f"user:{OPERATOR}") in actions
+
+
+def test_the_operator_team_grants_or_dismisses_the_brand_a_workspace_asks_for(ops, server, sandesh, runtime):
+    """A client's brand is set by the operator team alone, like a registered sender ID: what a
+    workspace asks for waits in the console's Brand requests until it is granted or dismissed."""
+    workspace = sandesh("workspace", "create", "--name", "Chiya Pasal")["id"]
+    chiya = sandesh("client", "create", "--workspace", workspace, "--brand", "Chiya")["id"]
+    ghar = sandesh("client", "create", "--workspace", workspace, "--brand", "Ghar")["id"]
+    asks = runtime.sandesh.operators.request_brand  # what an owner's Ask for a brand calls
+    asks(chiya, "Chiya Ghar", "user:owner@chiya.example")
+    asks(ghar, "Ghar Pasal", "user:owner@chiya.example")
+    ops.goto(server.url + "/dashboard/ops/workspaces")
+    requests_table = ops.locator("table.brand-requests")
+    expect(requests_table.get_by_role("row", name=re.compile("Chiya Ghar"))).to_contain_text("Chiya Pasal")
+    asks(chiya, "Chiya House", "user:owner@chiya.example")  # asked again after the operator looked
+    requests_table.get_by_role("row", name=re.compile("Chiya Ghar")).get_by_role("button", name="Grant").click()
+    expect(ops.locator(f"#brand-{chiya}-error")).to_have_text(
+        "the brand asked for is now 'Chiya House', not 'Chiya Ghar'")
+    assert sandesh("client", "show", chiya)["brand"] == "Chiya"
+
+    requests_table.get_by_role("row", name=re.compile("Chiya House")).get_by_role("button", name="Grant").click()
+    requests_table.get_by_role("row", name=re.compile("Ghar Pasal")).get_by_role("button", name="Dismiss").click()
+    expect(ops.locator("table.brand-requests")).to_have_count(0)  # nothing waits
+    shown = {c["id"]: (c["brand"], c["brandRequested"]) for c in sandesh("client", "list", "--workspace", workspace)["clients"]}
+    assert shown == {chiya: ("Chiya House", None), ghar: ("Ghar", None)}
+    trail = [(line["action"], line["actor"], line["details"]) for line in audit(sandesh, "--workspace", workspace)]
+    assert ("client.updated", f"user:{OPERATOR}", {"changes": {"brand": "Chiya House"}}) in trail
+    assert ("client.brand_request_dismissed", f"user:{OPERATOR}", {"brand": "Ghar Pasal"}) in trail
 
 
 def test_the_service_audit_log_shows_the_changes_of_sims_and_the_switch(ops, server, sandesh, route, runtime):

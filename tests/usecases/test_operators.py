@@ -3,9 +3,13 @@ from __future__ import annotations
 
 import pytest
 
-from sandesh.domain.errors import InvalidInput, NameTaken, NotFound
+from sandesh.domain.clock import SystemClock
+from sandesh.domain.errors import InvalidInput, InvalidTransition, NameTaken, NotFound
+from sandesh.domain.release import OLDEST_PEER, VERSION
 from sandesh.domain.sim import Sim
 from sandesh.domain.usecases.sending import Accepted
+
+from tests import memory
 
 from .conftest import Store, a_number
 from .test_sending import request
@@ -36,6 +40,59 @@ def test_a_clients_key_and_secret_rotate_and_its_webhook_url_is_checked(store: S
     assert store.sandesh.operators.disable_client(client.id, "ops").enabled is False
     with pytest.raises(InvalidInput):
         store.sandesh.operators.update_client(client.id, None, "ftp://example.com", None, "ops")
+
+
+def test_a_brand_is_the_operator_teams_to_set_and_the_workspace_asks_for_one(store: Store):
+    """A client's brand goes out in every code it sends, so the operator team sets it, like a
+    registered sender ID: a client made without one has the workspace's name; the workspace asks
+    for another, which the team grants or dismisses, each in the audit."""
+    operators, workspace = store.sandesh.operators, store.workspace()
+    client, _, _ = operators.create_client(workspace, None, None, None, "user:owner@pasal.example")
+    assert client.brand == "Pasal"
+    with pytest.raises(InvalidInput, match="web address or domain name"):
+        operators.request_brand(client.id, "pasal.example", "user:owner@pasal.example")
+    with pytest.raises(InvalidInput, match="already"):
+        operators.request_brand(client.id, "Pasal", "user:owner@pasal.example")
+    asked = operators.request_brand(client.id, "Pasal Nepal", "user:owner@pasal.example")
+    assert (asked.brand, asked.brand_requested) == ("Pasal", "Pasal Nepal")
+    with pytest.raises(InvalidTransition, match="now 'Pasal Nepal'"):  # asked again since the operator looked
+        operators.grant_brand(client.id, "Pasal Traders", "ops")
+    granted = operators.grant_brand(client.id, "Pasal Nepal", "ops")
+    assert (granted.brand, granted.brand_requested) == ("Pasal Nepal", None)
+    operators.request_brand(client.id, "PayPal", "user:owner@pasal.example")
+    dismissed = operators.dismiss_brand_request(client.id, "PayPal", "ops")
+    assert (dismissed.brand, dismissed.brand_requested) == ("Pasal Nepal", None)
+    with pytest.raises(InvalidTransition, match="no brand is asked"):
+        operators.dismiss_brand_request(client.id, "PayPal", "ops")
+    lines = [(line["action"], line["actor"], line["details"]) for line in store.sandesh.history.audit(client_id=client.id)]
+    assert lines[1:] == [
+        ("client.brand_requested", "user:owner@pasal.example", {"brand": "Pasal Nepal"}),
+        ("client.updated", "ops", {"changes": {"brand": "Pasal Nepal"}}),
+        ("client.brand_requested", "user:owner@pasal.example", {"brand": "PayPal"}),
+        ("client.brand_request_dismissed", "ops", {"brand": "PayPal"})]
+
+
+def test_asking_for_a_brand_waits_for_the_upgrade_to_be_finalized():
+    """A 0.3.0 process would not know Client.BrandRequested: no one asks until the upgrade is
+    finalized (over memory alone: a PostgreSQL process reads the gate from its database)."""
+    app = memory.in_memory(SystemClock())
+    workspace = app.operators.create_workspace("Pasal", None, {}, "ops")
+    client, _, _ = app.operators.create_client(workspace.id, None, None, None, "ops")
+    app.log.mapper.finalized = OLDEST_PEER
+    with pytest.raises(InvalidTransition, match="once the upgrade to 0.4.0 is finalized"):
+        app.operators.request_brand(client.id, "Pasal Nepal", "user:owner@pasal.example")
+    app.log.mapper.finalized = VERSION
+    assert app.operators.request_brand(client.id, "Pasal Nepal", "ops").brand_requested == "Pasal Nepal"
+
+
+def test_an_operator_sets_no_brand_that_could_phish(store: Store):
+    workspace = store.workspace()
+    for brand in ("paypal.com", "Pay\u202ePal", "Nabil\nBank"):
+        with pytest.raises(InvalidInput):
+            store.sandesh.operators.create_client(workspace, brand, None, None, "ops")
+    client, _, _ = store.sandesh.operators.create_client(workspace, "Pasal", None, None, "ops")
+    with pytest.raises(InvalidInput, match="web address"):
+        store.sandesh.operators.update_client(client.id, "www.pasal", None, None, "ops")
 
 
 def test_shredding_a_workspaces_texts_makes_its_messages_unreadable_and_fails_the_queued_ones(store: Store):

@@ -55,3 +55,16 @@ def test_a_code_the_workspace_cannot_pay_or_may_not_send_is_refused(store: Store
         store.sandesh.otp.send_otp(store.caller(store.workspace(1_000), allowed_types=["transactional"]),
                                OtpSendRequest(a_number(), "login", None), "10.0.0.1")
     assert refused.value.code == "forbidden"
+
+
+@pytest.mark.parametrize("kept, sent", [
+    ({"otp_template": "{code}: log in at pasal.example"}, r"[0-9]{6} is your Pasal verification code\. It expires in 5 minutes\."),
+    ({"brand": "paypal.com"}, r"[0-9]{6} is your verification code\. It expires in 5 minutes\."),
+    ({"brand": "paypal.com", "otp_template": "{brand}: {code}"}, r"[0-9]{6} is your verification code\. It expires in 5 minutes\."),
+])
+def test_a_template_or_brand_kept_from_before_the_rules_that_they_refuse_is_not_sent(store: Store, kept, sent):
+    """A log may hold a template or a brand set before today's rules: it replays as it was, and a
+    code's message goes out without it (docs/api.md, "OTP messages that apps fill in")."""
+    caller, number = store.caller(store.workspace(1_000), **kept), a_number()
+    message = store.sandesh.otp.send_otp(caller, OtpSendRequest(number, "login", None), "10.0.0.1").message
+    assert re.fullmatch(sent, store.sandesh.texts.open(store.sandesh.history.message(message.id).text))

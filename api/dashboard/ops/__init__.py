@@ -16,7 +16,7 @@ from .replies import Replies
 from .sim import AddSim, SimPage, SimPin, SimSettings
 from .sims import SimAction, SimRows
 from .traffic import SmsSwitch, Traffic
-from .workspaces import ClientRateLimit, WorkspaceAction, WorkspaceDetail, Workspaces
+from .workspaces import BrandRequest, ClientRateLimit, WorkspaceAction, WorkspaceDetail, Workspaces
 
 
 def add_ops(app: falcon.asgi.App, parts: tuple[Any, ...], ready: Ready) -> None:
@@ -25,6 +25,7 @@ def add_ops(app: falcon.asgi.App, parts: tuple[Any, ...], ready: Ready) -> None:
     app.add_route("/dashboard/ops/workspaces/{workspace_id}", WorkspaceDetail(*parts))
     app.add_route("/dashboard/ops/workspaces/{workspace_id}/{action}", WorkspaceAction(*parts))
     app.add_route("/dashboard/ops/workspaces/{workspace_id}/clients/{client_id}/rate-limit", ClientRateLimit(*parts))
+    app.add_route("/dashboard/ops/workspaces/{workspace_id}/clients/{client_id}/brand", BrandRequest(*parts))
     app.add_route("/dashboard/ops/sims", AddSim(*parts, route_window=ready.route_window))
     app.add_route("/dashboard/ops/sims/rows", SimRows(*parts, route_window=ready.route_window))
     app.add_route("/dashboard/ops/sims/{sim_id}", SimPage(*parts))

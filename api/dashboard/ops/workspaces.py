@@ -1,7 +1,8 @@
 """The operators' Workspaces pages (docs/dashboard.md, "Workspaces"): the list with status,
-balance and last activity, Create workspace, and one workspace's Activate, Suspend,
-Reinstate, Credit, rates, allowed types, promotional hours, Erase texts and its clients' rate
-limits, through the use cases of `sandesh workspace` and `sandesh client update --rate-limit`."""
+balance and last activity, the brands workspaces ask for (Grant, Dismiss), Create workspace,
+and one workspace's Activate, Suspend, Reinstate, Credit, rates, allowed types, promotional
+hours, Erase texts and its clients' rate limits, through the use cases of `sandesh workspace`
+and `sandesh client update`."""
 from __future__ import annotations
 
 from typing import Any
@@ -73,15 +74,43 @@ class Workspaces(OpsPage):
     async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any], *,
                    status: int = 200, errors: dict[str, str] | None = None,
                    typed: dict[str, str] | None = None) -> None:
-        workspaces = await self.blocking(self._workspaces)
+        workspaces, asked = await self.blocking(self._workspaces)
         self.web.page(req, resp, "ops/workspaces.html", status=status, title="Workspaces", person=person,
-                        workspaces=workspaces, types=MESSAGE_TYPES, errors=errors or {},
+                        workspaces=workspaces, brand_requests=asked, types=MESSAGE_TYPES, errors=errors or {},
                         typed=typed or {})
 
-    def _workspaces(self) -> list[dict[str, Any]]:
+    def _workspaces(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         with self.connection() as conn:
-            rows, last = registry.workspaces(conn), console.last_activity(conn)
-        return [{**registry.workspace_view(r), "lastActivity": last.get(r["id"])} for r in rows]
+            rows, last, asked = registry.workspaces(conn), console.last_activity(conn), registry.brand_requests(conn)
+        return ([{**registry.workspace_view(r), "lastActivity": last.get(r["id"])} for r in rows],
+                [{**registry.client_view(c), "workspaceName": c["workspace_name"]} for c in asked])
+
+
+class BrandRequest(Workspaces):
+    """POST /dashboard/ops/workspaces/{workspace_id}/clients/{client_id}/brand: `decision` grant
+    (the client's brand becomes the one asked for, as `sandesh client update --brand` sets it)
+    or dismiss; `brand` is the one the operator saw, so a request asked again since is not decided
+    unseen."""
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
+                      client_id: str) -> None:
+        form, person = await self.operator_change(req, resp)
+        if person is None:
+            return
+        decide = {"grant": self.sandesh.operators.grant_brand,
+                  "dismiss": self.sandesh.operators.dismiss_brand_request}.get(form.get("decision", ""))
+        client = await self.blocking(self._client, client_id)
+        if decide is None or client is None or client["workspace_id"] != workspace_id:
+            return self.web.not_found(req, resp, person)
+        try:
+            await self.blocking(decide, client_id, form.get("brand", ""), self.actor(person))
+        except DomainError as problem:
+            return await self.show(req, resp, person, status=400, errors={f"brand-{client_id}": str(problem)})
+        self.web.redirect(resp, ROOT)
+
+    def _client(self, client_id: str) -> dict[str, Any] | None:
+        with self.connection() as conn:
+            return registry.fetch_one(conn, "clients", "id", client_id)
 
 
 class WorkspaceDetail(OpsPage):
