@@ -14,8 +14,9 @@ from sandesh.domain.person import actor_of, may_send
 from sandesh.domain.recipients import MAX_ROWS
 from sandesh.projections import contacts
 
+from ..uploads.files import read_recipients
+from ..uploads.limits import MAX_COLUMNS, MAX_UPLOAD
 from .pages import Page
-from .uploads import MAX_UPLOAD, read_recipients
 
 SENDERS_CHANGE = "Owners, developers and senders change contact lists and templates; viewers read only."
 SHOWN_CONTACTS = 500
@@ -78,7 +79,7 @@ class Contacts(ContactsPage):
         self.web.page(req, resp, "contacts.html", status=status, title="Contacts", person=person,
                       workspace_id=workspace_id, lists=lists, errors=errors or {}, typed=typed or {},
                       columns=columns or [], changes=may_send(person["role"]), max_rows=MAX_ROWS,
-                      max_mb=MAX_UPLOAD // 2**20)
+                      max_mb=MAX_UPLOAD // 2**20, max_columns=MAX_COLUMNS)
 
     def _lists(self, workspace_id: str) -> list[dict[str, Any]]:
         with self.connection() as conn:

@@ -26,9 +26,10 @@ from sandesh.domain.sending import SCHEDULE_AHEAD_MAX
 from sandesh.domain.usecases.campaigns import SHOWN, Plan, dashboard_client_id
 from sandesh.projections import contacts, drafts, registry
 
+from ..uploads.files import Read, read_recipients
+from ..uploads.limits import MAX_COLUMNS, MAX_UPLOAD
 from .pages import Page
 from .shown import npr
-from .uploads import MAX_UPLOAD, Read, read_recipients
 
 TYPES = ("transactional", "promotional")
 MAX_PASTED = 1 << 20  # bytes of the Recipients field
@@ -85,7 +86,8 @@ class SendingPage(Page):
                       typed=typed or {"type": "transactional"}, errors=errors or {}, types=TYPES, plan=plan,
                       shown=plan.messages[:SHOWN] if plan else (), refused=plan.refused[:200] if plan else (),
                       token=token, columns=columns or [], source=source, npr=npr, nepal_input=nepal_input,
-                      max_rows=MAX_ROWS, max_mb=MAX_UPLOAD // 2**20, lists=lists, templates=templates)
+                      max_rows=MAX_ROWS, max_mb=MAX_UPLOAD // 2**20, max_columns=MAX_COLUMNS, lists=lists,
+                      templates=templates)
 
     def _choices(self, workspace_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The workspace's contact lists, and its templates with their texts (erased ones left out)."""
