@@ -14,7 +14,8 @@ from sandesh.domain.person import actor_of, may_send
 from sandesh.domain.recipients import MAX_ROWS
 from sandesh.projections import contacts
 
-from ..uploads.files import read_recipients
+from ..uploads.children import Readers
+from ..uploads.files import Read, read_typed
 from ..uploads.limits import MAX_COLUMNS, MAX_UPLOAD
 from .pages import Page
 
@@ -24,11 +25,17 @@ MAX_PASTED = 1 << 20  # bytes of the Numbers field
 
 
 class ContactsPage(Page):
+    """`readers` read an uploaded list (api/uploads/children.py)."""
     section = "contacts"
+
+    def __init__(self, *parts: Any, readers: Readers):
+        super().__init__(*parts)
+        self.readers = readers
 
     async def upload(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
                      workspace_id: str) -> tuple[dict[str, str], Any, dict[str, Any] | None]:
-        """The posted form, its recipients (read_recipients), and the person who may change lists."""
+        """The posted form, its recipients (the numbers typed or the file's), and the person who
+        may change lists."""
         fields, files, fault = await self.web.multipart(req, MAX_UPLOAD, MAX_PASTED)
         if not self.web.csrf_ok(req, fields):
             self.web.forbidden(req, resp)
@@ -37,7 +44,13 @@ class ContactsPage(Page):
         if person is not None and not may_send(person["role"]):
             self.web.page(req, resp, "message.html", status=403, title="Forbidden", person=person, text=SENDERS_CHANGE)
             return fields, None, None
-        read = read_recipients(fields.get("recipients", ""), files.get("file"), fields.get("number_column", ""))
+        upload = files.get("file")
+        if upload is not None and upload[1]:
+            read = await self.readers.read(upload[0], upload[1], fields.get("number_column", ""))
+        elif fields.get("recipients", "").strip():
+            read = await self.blocking(read_typed, fields["recipients"])
+        else:
+            read = Read()
         if fault:
             read.errors["file"] = fault
         return fields, read, person

@@ -26,7 +26,8 @@ from sandesh.domain.sending import SCHEDULE_AHEAD_MAX
 from sandesh.domain.usecases.campaigns import SHOWN, Plan, dashboard_client_id
 from sandesh.projections import contacts, drafts, registry
 
-from ..uploads.files import Read, read_recipients
+from ..uploads.children import Readers
+from ..uploads.files import Read, read_typed
 from ..uploads.limits import MAX_COLUMNS, MAX_UPLOAD
 from .pages import Page
 from .shown import npr
@@ -99,7 +100,12 @@ class SendingPage(Page):
 
 
 class Send(SendingPage):
-    """GET /dashboard/w/{workspace_id}/send: the form; POST: its preview."""
+    """GET /dashboard/w/{workspace_id}/send: the form; POST: its preview (an uploaded list read
+    by `readers`)."""
+
+    def __init__(self, *parts: Any, route_window: float, readers: Readers):
+        super().__init__(*parts, route_window=route_window)
+        self.readers = readers
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
         person = await self.sender(req, resp, workspace_id)
@@ -117,16 +123,21 @@ class Send(SendingPage):
                                                          "list", "template")}
         if fault:
             return await self.show(req, resp, person, workspace_id, status=400, typed=typed, errors={"file": fault})
-        found = await self.blocking(self._preview, workspace_id, person, typed, files.get("file"))
+        upload = files.get("file")
+        chosen = [name for name, given in (("the numbers typed", typed["recipients"].strip()),
+                                           ("a file", upload is not None and upload[1]),
+                                           ("a contact list", typed["list"])) if given]
+        uploaded = None
+        if chosen == ["a file"] and upload is not None:
+            uploaded = await self.readers.read(upload[0], upload[1], typed["number_column"])
+        found = await self.blocking(self._preview, workspace_id, person, typed, chosen, uploaded)
         errors, plan, token, columns, source = found
         await self.show(req, resp, person, workspace_id, status=400 if errors else 200, typed=typed, errors=errors,
                         plan=plan, token=token, columns=columns, source=source)
 
-    def _preview(self, workspace_id: str, person: dict[str, Any], typed: dict[str, str],
-                 upload: tuple[str, bytes] | None) -> tuple[dict[str, str], Plan | None, str | None, list[str], str]:
-        chosen = [name for name, given in (("the numbers typed", typed["recipients"].strip()),
-                                           ("a file", upload is not None and upload[1]),
-                                           ("a contact list", typed["list"])) if given]
+    def _preview(self, workspace_id: str, person: dict[str, Any], typed: dict[str, str], chosen: list[str],
+                 uploaded: Read | None) -> tuple[dict[str, str], Plan | None, str | None, list[str], str]:
+        """`chosen`: where the recipients come from; `uploaded`: the file's, read on a child."""
         if len(chosen) > 1:
             return {"recipients": f"Send to one of {', '.join(chosen)}, not to {len(chosen)} at once."}, None, None, \
                 [], ""
@@ -139,8 +150,10 @@ class Send(SendingPage):
                 typed["text"] = template["text"]
         if typed["list"]:
             read = self._contacts(workspace_id, typed["list"])
+        elif uploaded is not None:
+            read = uploaded
         else:
-            read = read_recipients(typed["recipients"], upload, typed["number_column"])
+            read = read_typed(typed["recipients"]) if typed["recipients"].strip() else Read()
         errors, recipients, refused, columns, source = read.errors, read.recipients, read.refused, read.columns, \
             read.source
         if not chosen:

@@ -4,7 +4,8 @@ sheet: workbook.py), read into rows of text within the limits of a list (limits.
 recipients of a form, typed or uploaded.
 
 Every limit is checked as the file is read, before the rows it would build: a file past one is
-refused with a sentence that names it, and so is a file that is neither, never a 500."""
+refused with a sentence that names it, and so is a file that is neither, never a 500.  Files are
+read on a child process of their own (children.py), never on the API's."""
 from __future__ import annotations
 
 import csv
@@ -95,10 +96,3 @@ def read_typed(typed: str) -> Read:
     except ValueError as problem:
         found.errors["recipients"] = str(problem)
     return found
-
-
-def read_recipients(typed: str, upload: tuple[str, bytes] | None, number_column: str) -> Read:
-    """The numbers of a form: those of an uploaded file, else those typed."""
-    if upload is not None and upload[1]:
-        return read_file(upload[0], upload[1], number_column)
-    return read_typed(typed) if typed.strip() else Read()
