@@ -18,6 +18,7 @@ from ..uploads.children import Readers
 from ..uploads.files import Read, read_typed
 from ..uploads.limits import MAX_COLUMNS, MAX_UPLOAD
 from .pages import Page
+from .web import TooLarge
 
 SENDERS_CHANGE = "Owners, developers and senders change contact lists and templates; viewers read only."
 SHOWN_CONTACTS = 500
@@ -32,18 +33,15 @@ class ContactsPage(Page):
         super().__init__(*parts)
         self.readers = readers
 
-    async def upload(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
-                     workspace_id: str) -> tuple[dict[str, str], Any, dict[str, Any] | None]:
-        """The posted form, its recipients (the numbers typed or the file's), and the person who
-        may change lists."""
+    async def upload(self, req: falcon.asgi.Request,
+                     resp: falcon.asgi.Response) -> tuple[dict[str, str], Read | None]:
+        """The posted form and its recipients, the numbers typed or the file's; None when the
+        answer is given already (a form without its CSRF token).  TooLarge: a body past its
+        cap, unread."""
         fields, files, fault = await self.web.multipart(req, MAX_UPLOAD, MAX_PASTED)
         if not self.web.csrf_ok(req, fields):
             self.web.forbidden(req, resp)
-            return fields, None, None
-        person = await self.member(req, resp, workspace_id)
-        if person is not None and not may_send(person["role"]):
-            self.web.page(req, resp, "message.html", status=403, title="Forbidden", person=person, text=SENDERS_CHANGE)
-            return fields, None, None
+            return fields, None
         upload = files.get("file")
         if upload is not None and upload[1]:
             read = await self.readers.read(upload[0], upload[1], fields.get("number_column", ""))
@@ -53,7 +51,7 @@ class ContactsPage(Page):
             read = Read()
         if fault:
             read.errors["file"] = fault
-        return fields, read, person
+        return fields, read
 
 
 class Contacts(ContactsPage):
@@ -65,8 +63,14 @@ class Contacts(ContactsPage):
             await self.show(req, resp, person, workspace_id)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
-        form, read, person = await self.upload(req, resp, workspace_id)
+        person = await self.permitted(req, resp, workspace_id, may_send, SENDERS_CHANGE)  # before the body
         if person is None:
+            return
+        try:
+            form, read = await self.upload(req, resp)
+        except TooLarge as too_large:
+            return await self.show(req, resp, person, workspace_id, status=413, errors={"file": str(too_large)})
+        if read is None:
             return
         errors = dict(read.errors)
         if not read.recipients and not errors:
@@ -135,8 +139,15 @@ class ContactListPage(ContactsPage):
 
     async def _add(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                    list_id: str) -> None:
-        form, read, person = await self.upload(req, resp, workspace_id)
+        person = await self.permitted(req, resp, workspace_id, may_send, SENDERS_CHANGE)  # before the body
         if person is None:
+            return
+        try:
+            form, read = await self.upload(req, resp)
+        except TooLarge as too_large:
+            return await self.show(req, resp, person, workspace_id, list_id, status=413,
+                                   errors={"file": str(too_large)})
+        if read is None:
             return
         errors = dict(read.errors)
         if not read.recipients and not errors:

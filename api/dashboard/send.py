@@ -31,6 +31,7 @@ from ..uploads.files import Read, read_typed
 from ..uploads.limits import MAX_COLUMNS, MAX_UPLOAD
 from .pages import Page
 from .shown import npr
+from .web import TooLarge
 
 TYPES = ("transactional", "promotional")
 MAX_PASTED = 1 << 20  # bytes of the Recipients field
@@ -49,21 +50,13 @@ class SendingPage(Page):
 
     async def sender(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
                      workspace_id: str) -> dict[str, Any] | None:
-        person = await self.member(req, resp, workspace_id)
-        if person is not None and not may_send(person["role"]):
-            self.web.page(req, resp, "message.html", status=403, title="Forbidden", person=person, text=SENDERS_ONLY)
-            return None
-        return person
+        return await self.permitted(req, resp, workspace_id, may_send, SENDERS_ONLY)
 
     async def posted(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
                      workspace_id: str) -> tuple[dict[str, str], dict[str, Any] | None]:
         """A posted form and the sender who posted it; None when the answer is given already
-        (a form without its CSRF token, or a person who may not send)."""
-        form = await self.web.form(req)
-        if not self.web.csrf_ok(req, form):
-            self.web.forbidden(req, resp)
-            return form, None
-        return form, await self.sender(req, resp, workspace_id)
+        (a person who may not send, or a form without its CSRF token)."""
+        return await self.change(req, resp, workspace_id, may_send, SENDERS_ONLY)
 
     def state(self, workspace_id: str) -> tuple[Caller, int]:
         """The workspace as a send of its Dashboard client is decided on, and its balance."""
@@ -113,12 +106,15 @@ class Send(SendingPage):
             await self.show(req, resp, person, workspace_id)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
-        fields, files, fault = await self.web.multipart(req, MAX_UPLOAD, MAX_PASTED)
-        if not self.web.csrf_ok(req, fields):
-            return self.web.forbidden(req, resp)
-        person = await self.sender(req, resp, workspace_id)
+        person = await self.sender(req, resp, workspace_id)  # before a byte of the body is read
         if person is None:
             return
+        try:
+            fields, files, fault = await self.web.multipart(req, MAX_UPLOAD, MAX_PASTED)
+        except TooLarge as too_large:
+            return await self.show(req, resp, person, workspace_id, status=413, errors={"file": str(too_large)})
+        if not self.web.csrf_ok(req, fields):
+            return self.web.forbidden(req, resp)
         typed = {name: fields.get(name, "") for name in ("recipients", "text", "type", "send_at", "number_column",
                                                          "list", "template")}
         if fault:

@@ -1,10 +1,12 @@
 """Uploads on the Send and Contacts pages against a real `sandesh serve` of one worker process
-(docs/dashboard.md, "Limits of a list"): lists made to exhaust a reader are refused with the
-sentence of the limit they pass while the API answers as before, and a malformed list is a
-sentence, never a 500."""
+(docs/dashboard.md, "Limits of a list" and "Security"): lists made to exhaust a reader are
+refused with the sentence of the limit they pass while the API answers as before, a malformed
+list is a sentence and never a 500, and a form is bounded before it is read: its session and
+its person's role first, then a body of at most 6 MB, then its CSRF token."""
 from __future__ import annotations
 
 import re
+import socket
 import threading
 import time
 from typing import Any, Iterator
@@ -22,6 +24,7 @@ from tests.integration.test_dashboard import PASSWORD, add_person, browser, link
 
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 SENTENCE = re.compile(r'id="(?:file|recipients)-error" role="alert">([^<]*)<')
+MB = 2**20
 
 
 @pytest.fixture(scope="module")
@@ -154,6 +157,82 @@ def test_more_than_10000_numbers_typed_are_refused(server, shop, page):
     assert (answer.status_code, sentence(answer)) == (400, "More than 10,000 numbers: at most 10,000 are sent at once.")
 
 
+# The body of a form, bounded before it is read
+
+def raw_post(server: Server, path: str, headers: dict[str, str], body: Iterator[bytes]) -> tuple[str, float]:
+    """The status line a POST of this head is answered, and how long it took; the body's chunks
+    are sent beside, for as long as the server takes them."""
+    connection = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    started = time.monotonic()
+    connection.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}\r\n".encode())
+
+    def send() -> None:
+        try:
+            for chunk in body:
+                connection.sendall(chunk)
+        except OSError:  # the server answered and closed: it takes no more
+            pass
+
+    sending = threading.Thread(target=send, daemon=True)
+    sending.start()
+    try:
+        answer = connection.recv(200).decode("latin-1")
+    finally:
+        took = time.monotonic() - started
+        connection.close()
+    return answer.split("\r\n")[0], took
+
+
+def first_bytes_only() -> Iterator[bytes]:
+    """The body's first bytes, and nothing after: Falcon takes a request's first chunk (ASGI's
+    first `http.request` event) before any page runs; a page must answer without the rest."""
+    yield b'--xyz\r\nContent-Disposition: form-data; name="csrf"\r\n\r\n'
+
+
+def cookies(http: requests.Session) -> str:
+    return "; ".join(f"{name}={value}" for name, value in http.cookies.items())
+
+
+MULTIPART = {"Content-Type": "multipart/form-data; boundary=xyz"}
+
+
+@pytest.mark.parametrize("form", ["send", "contacts", "contacts/{list}/add"])
+def test_a_form_whose_length_passes_6_mb_is_413_before_a_byte_of_it_is_read(server, shop, form):
+    path = f"/dashboard/w/{shop['id']}/{form.format(list=shop['list'])}"
+    status, took = raw_post(server, path, {**MULTIPART, "Content-Length": str(6 * MB + 1),
+                                           "Cookie": cookies(shop["owner"])}, first_bytes_only())
+    assert status == "HTTP/1.1 413 Payload Too Large" and took < 5
+
+
+def chunked(parts: int, size: int) -> Iterator[bytes]:
+    for n in range(parts):
+        part = (f"--xyz\r\nContent-Disposition: form-data; name=\"f{n}\"; filename=\"f{n}.csv\"\r\n\r\n".encode()
+                + b"x" * size + b"\r\n")
+        yield f"{len(part):x}\r\n".encode() + part + b"\r\n"
+    yield b"0\r\n\r\n"
+
+
+def test_a_chunked_form_is_413_once_its_bytes_pass_6_mb(server, shop):
+    """Without a length, the bytes are counted as they come: 20 parts of 5 MiB were held."""
+    status, _ = raw_post(server, f"/dashboard/w/{shop['id']}/send",
+                         {**MULTIPART, "Transfer-Encoding": "chunked", "Cookie": cookies(shop["owner"])},
+                         chunked(20, 5 * MB))
+    assert status == "HTTP/1.1 413 Payload Too Large"
+
+
+@pytest.mark.parametrize("who, answered", [(None, "HTTP/1.1 303 See Other"), ("viewer", "HTTP/1.1 403 Forbidden")])
+@pytest.mark.parametrize("form", ["send", "contacts", "contacts/{list}/add"])
+def test_a_form_without_a_session_or_of_a_role_that_may_not_is_answered_before_its_body(server, shop, who,
+                                                                                        answered, form):
+    path = f"/dashboard/w/{shop['id']}/{form.format(list=shop['list'])}"
+    headers = {**MULTIPART, "Content-Length": str(MB)}
+    if who is not None:
+        headers["Cookie"] = cookies(shop[who])
+    status, took = raw_post(server, path, headers, first_bytes_only())
+    assert status == answered and took < 5
+
+
 def test_a_person_reads_why_their_list_is_refused(browser, server, shop, tmp_path):
     context = browser.new_context()
     page = context.new_page()
@@ -165,4 +244,9 @@ def test_a_person_reads_why_their_list_is_refused(browser, server, shop, tmp_pat
     page.get_by_label("Message").fill("Hello")
     page.get_by_role("button", name="Preview").click()
     expect(page.locator("#file-error")).to_have_text(CELLS)
+    big = tmp_path / "big.csv"
+    big.write_bytes(b"phone\n" + b"9812345678\n" * (7 * MB // 11))
+    page.get_by_label("Upload a list").set_input_files(str(big))
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator("#file-error")).to_have_text("The form is larger than 6 MB: upload a smaller file.")
     context.close()
