@@ -52,11 +52,14 @@ class Refusal:
 
 
 def pasted(text: str) -> tuple[list[Recipient], list[Refusal]]:
-    """Numbers one per line, or separated by commas, semicolons or spaces."""
+    """Numbers one per line, or separated by commas, semicolons or spaces; at most MAX_ROWS of
+    them, read or refused (ValueError past it), as of a list."""
     found: list[Recipient] = []
     refused: list[Refusal] = []
     for n, line in enumerate(text.splitlines(), start=1):
         for part in _parts(line):
+            if len(found) + len(refused) == MAX_ROWS:
+                raise ValueError(f"More than {MAX_ROWS:,} numbers: at most {MAX_ROWS:,} are sent at once.")
             number = local_number(part)
             if number is None:
                 refused.append(Refusal(n, part, BAD_NUMBER))

@@ -10,6 +10,7 @@ import falcon.asgi
 from sandesh.domain.application import Sandesh
 
 from ..health import Ready
+from ..uploads.children import Readers
 from ..waiting import Blocking, Hashing
 from .audit import AuditLog
 from .campaigns import CampaignAction, CampaignPage, Campaigns
@@ -32,6 +33,7 @@ def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[
                   public_url: str, hashing: Hashing | None = None) -> None:
     web = Web(csrf_keys, trusted_proxies, public_url, sandesh.clock)
     parts = (sandesh, connection, blocking, web, hashing or Hashing())
+    readers = Readers()  # uploaded lists, read on a child process of this one
     app.add_route("/dashboard", Home(*parts))
     app.add_route("/dashboard/sign-in", SignIn(*parts))
     app.add_route("/dashboard/sign-in/code", Code(*parts))
@@ -56,14 +58,14 @@ def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[
     app.add_route("/dashboard/w/{workspace_id}/webhooks/{delivery_id}/redeliver", Redeliver(*parts))
     app.add_route("/dashboard/w/{workspace_id}/opt-outs", OptOuts(*parts))
     app.add_route("/dashboard/w/{workspace_id}/audit", AuditLog(*parts))
-    app.add_route("/dashboard/w/{workspace_id}/send", Send(*parts, route_window=ready.route_window))
+    app.add_route("/dashboard/w/{workspace_id}/send", Send(*parts, route_window=ready.route_window, readers=readers))
     app.add_route("/dashboard/w/{workspace_id}/send/confirm", SendConfirm(*parts, route_window=ready.route_window))
     app.add_route("/dashboard/w/{workspace_id}/send/hints", Hints(*parts, route_window=ready.route_window))
     app.add_route("/dashboard/w/{workspace_id}/campaigns", Campaigns(*parts))
     app.add_route("/dashboard/w/{workspace_id}/campaigns/{campaign_id}", CampaignPage(*parts))
     app.add_route("/dashboard/w/{workspace_id}/campaigns/{campaign_id}/{action}", CampaignAction(*parts))
-    app.add_route("/dashboard/w/{workspace_id}/contacts", Contacts(*parts))
-    contact_list = ContactListPage(*parts)
+    app.add_route("/dashboard/w/{workspace_id}/contacts", Contacts(*parts, readers=readers))
+    contact_list = ContactListPage(*parts, readers=readers)
     app.add_route("/dashboard/w/{workspace_id}/contacts/{list_id}", contact_list)
     app.add_route("/dashboard/w/{workspace_id}/contacts/{list_id}/{action}", contact_list)
     templates = Templates(*parts)

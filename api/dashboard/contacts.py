@@ -14,8 +14,11 @@ from sandesh.domain.person import actor_of, may_send
 from sandesh.domain.recipients import MAX_ROWS
 from sandesh.projections import contacts
 
+from ..uploads.children import Readers
+from ..uploads.files import Read, read_typed
+from ..uploads.limits import MAX_COLUMNS, MAX_UPLOAD
 from .pages import Page
-from .uploads import MAX_UPLOAD, read_recipients
+from .web import TooLarge
 
 SENDERS_CHANGE = "Owners, developers and senders change contact lists and templates; viewers read only."
 SHOWN_CONTACTS = 500
@@ -23,23 +26,32 @@ MAX_PASTED = 1 << 20  # bytes of the Numbers field
 
 
 class ContactsPage(Page):
+    """`readers` read an uploaded list (api/uploads/children.py)."""
     section = "contacts"
 
-    async def upload(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
-                     workspace_id: str) -> tuple[dict[str, str], Any, dict[str, Any] | None]:
-        """The posted form, its recipients (read_recipients), and the person who may change lists."""
+    def __init__(self, *parts: Any, readers: Readers):
+        super().__init__(*parts)
+        self.readers = readers
+
+    async def upload(self, req: falcon.asgi.Request,
+                     resp: falcon.asgi.Response) -> tuple[dict[str, str], Read | None]:
+        """The posted form and its recipients, the numbers typed or the file's; None when the
+        answer is given already (a form without its CSRF token).  TooLarge: a body past its
+        cap, unread."""
         fields, files, fault = await self.web.multipart(req, MAX_UPLOAD, MAX_PASTED)
         if not self.web.csrf_ok(req, fields):
             self.web.forbidden(req, resp)
-            return fields, None, None
-        person = await self.member(req, resp, workspace_id)
-        if person is not None and not may_send(person["role"]):
-            self.web.page(req, resp, "message.html", status=403, title="Forbidden", person=person, text=SENDERS_CHANGE)
-            return fields, None, None
-        read = read_recipients(fields.get("recipients", ""), files.get("file"), fields.get("number_column", ""))
+            return fields, None
+        upload = files.get("file")
+        if upload is not None and upload[1]:
+            read = await self.readers.read(upload[0], upload[1], fields.get("number_column", ""))
+        elif fields.get("recipients", "").strip():
+            read = await self.blocking(read_typed, fields["recipients"])
+        else:
+            read = Read()
         if fault:
             read.errors["file"] = fault
-        return fields, read, person
+        return fields, read
 
 
 class Contacts(ContactsPage):
@@ -51,8 +63,14 @@ class Contacts(ContactsPage):
             await self.show(req, resp, person, workspace_id)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
-        form, read, person = await self.upload(req, resp, workspace_id)
+        person = await self.permitted(req, resp, workspace_id, may_send, SENDERS_CHANGE)  # before the body
         if person is None:
+            return
+        try:
+            form, read = await self.upload(req, resp)
+        except TooLarge as too_large:
+            return await self.show(req, resp, person, workspace_id, status=413, errors={"file": str(too_large)})
+        if read is None:
             return
         errors = dict(read.errors)
         if not read.recipients and not errors:
@@ -78,7 +96,7 @@ class Contacts(ContactsPage):
         self.web.page(req, resp, "contacts.html", status=status, title="Contacts", person=person,
                       workspace_id=workspace_id, lists=lists, errors=errors or {}, typed=typed or {},
                       columns=columns or [], changes=may_send(person["role"]), max_rows=MAX_ROWS,
-                      max_mb=MAX_UPLOAD // 2**20)
+                      max_mb=MAX_UPLOAD // 2**20, max_columns=MAX_COLUMNS)
 
     def _lists(self, workspace_id: str) -> list[dict[str, Any]]:
         with self.connection() as conn:
@@ -121,8 +139,15 @@ class ContactListPage(ContactsPage):
 
     async def _add(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                    list_id: str) -> None:
-        form, read, person = await self.upload(req, resp, workspace_id)
+        person = await self.permitted(req, resp, workspace_id, may_send, SENDERS_CHANGE)  # before the body
         if person is None:
+            return
+        try:
+            form, read = await self.upload(req, resp)
+        except TooLarge as too_large:
+            return await self.show(req, resp, person, workspace_id, list_id, status=413,
+                                   errors={"file": str(too_large)})
+        if read is None:
             return
         errors = dict(read.errors)
         if not read.recipients and not errors:

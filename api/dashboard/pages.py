@@ -99,17 +99,27 @@ class Page:
 
     async def change(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                      allowed: Callable[[str], bool], refusal: str) -> tuple[dict[str, str], dict[str, Any] | None]:
-        """The posted form and the person who may make the change (`allowed(role)`); else the
-        page answered is 403 (no CSRF token, or a role that may not: `refusal` says why) or 404."""
+        """The posted form and the person who may make the change (`allowed(role)`: `permitted`,
+        before the body is read); else the page answered, 403 for a form without its CSRF token."""
+        person = await self.permitted(req, resp, workspace_id, allowed, refusal)
+        if person is None:
+            return {}, None
         form = await self.web.form(req)
         if not self.web.csrf_ok(req, form):
             self.web.forbidden(req, resp)
             return form, None
+        return form, person
+
+    async def permitted(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
+                        allowed: Callable[[str], bool], refusal: str) -> dict[str, Any] | None:
+        """The member whose role may use a form (`allowed(role)`), asked of the session before
+        the body is read (docs/dashboard.md, "Security"); else the page answered is sign-in, 404,
+        or 403 (`refusal` says why)."""
         person = await self.member(req, resp, workspace_id)
         if person is not None and not allowed(person["role"]):
             self.web.page(req, resp, "message.html", status=403, title="Forbidden", person=person, text=refusal)
-            return form, None
-        return form, person
+            return None
+        return person
 
     def past_allowance(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> bool:
         """A sign-in form's post from an address or network past its allowance is answered here,

@@ -26,9 +26,12 @@ from sandesh.domain.sending import SCHEDULE_AHEAD_MAX
 from sandesh.domain.usecases.campaigns import SHOWN, Plan, dashboard_client_id
 from sandesh.projections import contacts, drafts, registry
 
+from ..uploads.children import Readers
+from ..uploads.files import Read, read_typed
+from ..uploads.limits import MAX_COLUMNS, MAX_UPLOAD
 from .pages import Page
 from .shown import npr
-from .uploads import MAX_UPLOAD, Read, read_recipients
+from .web import TooLarge
 
 TYPES = ("transactional", "promotional")
 MAX_PASTED = 1 << 20  # bytes of the Recipients field
@@ -47,21 +50,13 @@ class SendingPage(Page):
 
     async def sender(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
                      workspace_id: str) -> dict[str, Any] | None:
-        person = await self.member(req, resp, workspace_id)
-        if person is not None and not may_send(person["role"]):
-            self.web.page(req, resp, "message.html", status=403, title="Forbidden", person=person, text=SENDERS_ONLY)
-            return None
-        return person
+        return await self.permitted(req, resp, workspace_id, may_send, SENDERS_ONLY)
 
     async def posted(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
                      workspace_id: str) -> tuple[dict[str, str], dict[str, Any] | None]:
         """A posted form and the sender who posted it; None when the answer is given already
-        (a form without its CSRF token, or a person who may not send)."""
-        form = await self.web.form(req)
-        if not self.web.csrf_ok(req, form):
-            self.web.forbidden(req, resp)
-            return form, None
-        return form, await self.sender(req, resp, workspace_id)
+        (a person who may not send, or a form without its CSRF token)."""
+        return await self.change(req, resp, workspace_id, may_send, SENDERS_ONLY)
 
     def state(self, workspace_id: str) -> tuple[Caller, int]:
         """The workspace as a send of its Dashboard client is decided on, and its balance."""
@@ -85,7 +80,8 @@ class SendingPage(Page):
                       typed=typed or {"type": "transactional"}, errors=errors or {}, types=TYPES, plan=plan,
                       shown=plan.messages[:SHOWN] if plan else (), refused=plan.refused[:200] if plan else (),
                       token=token, columns=columns or [], source=source, npr=npr, nepal_input=nepal_input,
-                      max_rows=MAX_ROWS, max_mb=MAX_UPLOAD // 2**20, lists=lists, templates=templates)
+                      max_rows=MAX_ROWS, max_mb=MAX_UPLOAD // 2**20, max_columns=MAX_COLUMNS, lists=lists,
+                      templates=templates)
 
     def _choices(self, workspace_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The workspace's contact lists, and its templates with their texts (erased ones left out)."""
@@ -97,7 +93,12 @@ class SendingPage(Page):
 
 
 class Send(SendingPage):
-    """GET /dashboard/w/{workspace_id}/send: the form; POST: its preview."""
+    """GET /dashboard/w/{workspace_id}/send: the form; POST: its preview (an uploaded list read
+    by `readers`)."""
+
+    def __init__(self, *parts: Any, route_window: float, readers: Readers):
+        super().__init__(*parts, route_window=route_window)
+        self.readers = readers
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
         person = await self.sender(req, resp, workspace_id)
@@ -105,26 +106,34 @@ class Send(SendingPage):
             await self.show(req, resp, person, workspace_id)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
-        fields, files, fault = await self.web.multipart(req, MAX_UPLOAD, MAX_PASTED)
-        if not self.web.csrf_ok(req, fields):
-            return self.web.forbidden(req, resp)
-        person = await self.sender(req, resp, workspace_id)
+        person = await self.sender(req, resp, workspace_id)  # before a byte of the body is read
         if person is None:
             return
+        try:
+            fields, files, fault = await self.web.multipart(req, MAX_UPLOAD, MAX_PASTED)
+        except TooLarge as too_large:
+            return await self.show(req, resp, person, workspace_id, status=413, errors={"file": str(too_large)})
+        if not self.web.csrf_ok(req, fields):
+            return self.web.forbidden(req, resp)
         typed = {name: fields.get(name, "") for name in ("recipients", "text", "type", "send_at", "number_column",
                                                          "list", "template")}
         if fault:
             return await self.show(req, resp, person, workspace_id, status=400, typed=typed, errors={"file": fault})
-        found = await self.blocking(self._preview, workspace_id, person, typed, files.get("file"))
+        upload = files.get("file")
+        chosen = [name for name, given in (("the numbers typed", typed["recipients"].strip()),
+                                           ("a file", upload is not None and upload[1]),
+                                           ("a contact list", typed["list"])) if given]
+        uploaded = None
+        if chosen == ["a file"] and upload is not None:
+            uploaded = await self.readers.read(upload[0], upload[1], typed["number_column"])
+        found = await self.blocking(self._preview, workspace_id, person, typed, chosen, uploaded)
         errors, plan, token, columns, source = found
         await self.show(req, resp, person, workspace_id, status=400 if errors else 200, typed=typed, errors=errors,
                         plan=plan, token=token, columns=columns, source=source)
 
-    def _preview(self, workspace_id: str, person: dict[str, Any], typed: dict[str, str],
-                 upload: tuple[str, bytes] | None) -> tuple[dict[str, str], Plan | None, str | None, list[str], str]:
-        chosen = [name for name, given in (("the numbers typed", typed["recipients"].strip()),
-                                           ("a file", upload is not None and upload[1]),
-                                           ("a contact list", typed["list"])) if given]
+    def _preview(self, workspace_id: str, person: dict[str, Any], typed: dict[str, str], chosen: list[str],
+                 uploaded: Read | None) -> tuple[dict[str, str], Plan | None, str | None, list[str], str]:
+        """`chosen`: where the recipients come from; `uploaded`: the file's, read on a child."""
         if len(chosen) > 1:
             return {"recipients": f"Send to one of {', '.join(chosen)}, not to {len(chosen)} at once."}, None, None, \
                 [], ""
@@ -137,8 +146,10 @@ class Send(SendingPage):
                 typed["text"] = template["text"]
         if typed["list"]:
             read = self._contacts(workspace_id, typed["list"])
+        elif uploaded is not None:
+            read = uploaded
         else:
-            read = read_recipients(typed["recipients"], upload, typed["number_column"])
+            read = read_typed(typed["recipients"]) if typed["recipients"].strip() else Read()
         errors, recipients, refused, columns, source = read.errors, read.recipients, read.refused, read.columns, \
             read.source
         if not chosen:

@@ -8,7 +8,7 @@ import hmac
 import secrets
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, AsyncIterator, Callable
 from urllib.parse import parse_qs
 
 import falcon
@@ -35,10 +35,31 @@ SESSION, NONCE, DEVICE = "sandesh_session", "sandesh_csrf", "sandesh_device"
 DEVICE_DAYS = 180
 CSRF_USE, DEVICE_USE, TOTP_USE = "dashboard/csrf", "dashboard/device", "dashboard/totp-setup"  # labelled keys
 MAX_FORM = 16 * 1024  # bytes
+MAX_MULTIPART = 6 * 2**20  # bytes of a form with a file: a file of 5 MB, and the fields beside it
+MULTIPART = falcon.media.MultipartFormHandler()
+MULTIPART.parse_options.max_body_part_count = 16  # our largest form has 9 fields
 
 
 TITLES = {404: "Not found", 405: "Not allowed", 500: "Something went wrong", 503: "Unavailable"}
 NOT_FOUND = "There is no such page, or it is not yours to see."
+
+
+class TooLarge(Exception):
+    """A form's body is larger than its cap (`most` bytes): it is answered 413, unread."""
+
+    def __init__(self, most: int):
+        super().__init__(f"The form is larger than {most // 2**20} MB: upload a smaller file.")
+        self.most = most
+
+
+async def _at_most(stream: AsyncIterator[bytes], most: int) -> AsyncIterator[bytes]:
+    """A body's chunks as they come, TooLarge once they pass `most` bytes."""
+    seen = 0
+    async for chunk in stream:
+        seen += len(chunk)
+        if seen > most:
+            raise TooLarge(most)
+        yield chunk
 
 
 def is_dashboard(path: str) -> bool:
@@ -187,17 +208,23 @@ class Web:
         return {name: values[0] for name, values in fields.items()}
 
     @staticmethod
-    async def multipart(req: falcon.asgi.Request, max_file: int, max_field: int = MAX_FORM
+    async def multipart(req: falcon.asgi.Request, max_file: int, max_field: int = MAX_FORM,
+                        max_body: int = MAX_MULTIPART
                         ) -> tuple[dict[str, str], dict[str, tuple[str, bytes]], str | None]:
         """A multipart form's fields and files (name -> (filename, bytes)), and what is wrong with
         it (a file over `max_file` bytes, a field over `max_field`, a form that is not one): then
-        the parts before the fault only (the CSRF token comes first in every form of ours)."""
+        the parts before the fault only (the CSRF token comes first in every form of ours).
+        TooLarge, unread, when Content-Length says more than `max_body`; as soon as the bytes
+        read pass it, when the body gives no length."""
         if (req.content_type or "").split(";")[0].strip() != falcon.MEDIA_MULTIPART:
             return await Web.form(req), {}, None
+        if (req.content_length or 0) > max_body:
+            raise TooLarge(max_body)
         fields: dict[str, str] = {}
         files: dict[str, tuple[str, bytes]] = {}
         try:
-            form = await req.get_media()
+            form = await MULTIPART.deserialize_async(_at_most(req.stream, max_body), req.content_type,
+                                                     req.content_length)
             async for part in form:
                 if part.filename:
                     data = await part.stream.read(max_file + 1)

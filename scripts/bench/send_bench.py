@@ -46,7 +46,7 @@ def _wait(url: str, process: subprocess.Popen) -> None:
         try:
             requests.get(url, timeout=1)
             return
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # listening, but no worker took it yet
             if process.poll() is not None:
                 raise SystemExit(f"server exited: {process.args}")
             time.sleep(0.1)

@@ -1,11 +1,12 @@
 """Recipients as people type them and as spreadsheets list them (domain/recipients.py), and the
-files the Send page reads them from (api/dashboard/uploads.py)."""
+files the Send page reads them from (api/uploads/files.py; their limits: test_uploads.py)."""
 import io
 
 import openpyxl
 import pytest
 
-from sandesh.api.dashboard.uploads import MAX_UPLOAD, rows_of
+from sandesh.api.uploads.files import rows_of
+from sandesh.api.uploads.limits import MAX_UPLOAD
 from sandesh.domain.recipients import (BAD_NUMBER, MAX_ROWS, Recipient, local_number, pasted, placeholders, render,
                                        table, without_duplicates)
 

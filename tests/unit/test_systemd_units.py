@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sandesh.api.uploads.children import MEMORY
 from sandesh.scripts.service.serve import options
 from sandesh.workers.supervisor import WORKERS
 
@@ -19,6 +20,7 @@ SERVE, WORKER, TARGET = "sandesh-serve.service", "sandesh-worker.service", "sand
 SERVICES = (SERVE, WORKER)
 INSTALLED = "/opt/sandesh/.venv/bin/sandesh"
 CHECKOUT = Path(sys.executable).parent / "sandesh"  # this checkout's own `sandesh`
+API_PROCESS = 128 * 2**20  # twice what one API process takes (docs/operations.md, "Production")
 
 HARDENING = {
     "NoNewPrivileges": "yes", "CapabilityBoundingSet": "", "ProtectSystem": "strict", "ProtectHome": "yes",
@@ -136,6 +138,17 @@ def test_the_workers_are_stopped_by_sigterm_after_the_supervisor_waited_for_each
     assert (one(WORKER, "KillSignal"), one(WORKER, "KillMode")) == ("SIGTERM", "mixed")
     assert seconds(one(WORKER, "TimeoutStopSec")) > 20 * len(WORKERS)
     assert {"3", "4"} <= set(one(WORKER, "RestartPreventExitStatus").split())
+
+
+def test_the_api_keeps_within_its_memory_and_goes_on_when_one_process_is_ended():
+    """MemoryMax= holds the API's processes and their children that read uploads (each within
+    MEMORY of address space: api/uploads/children.py), those of two cores at least
+    (docs/operations.md, "Production"); the kernel ends one process past it, which is replaced
+    (OOMPolicy=continue), rather than the service."""
+    most = one(SERVE, "MemoryMax")
+    assert re.fullmatch(r"\d+G", most), f"a size in GiB: {most!r}"
+    assert int(most[:-1]) * 2**30 >= 2 * (API_PROCESS + MEMORY)
+    assert one(SERVE, "OOMPolicy") == "continue"
 
 
 @pytest.mark.parametrize("name", SERVICES)
