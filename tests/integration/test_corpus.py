@@ -72,6 +72,8 @@ VOLATILE: dict[str, str] = {
     "sims.sims[].state": "active while the last heartbeat is within the route window (60 s) of the clock; "
                          "the earlier release was asked while its dispatcher's last heartbeat was fresh",
     "sims.sims[].partsUsed": "parts in the rolling 30 minutes before the clock's now",
+    "sims.sims[].reason": "why the state is what it is: a heartbeat outside the route window, on a busy machine",
+    "sims.sims[].since": "when the state began, which moves with it",
 }
 
 
