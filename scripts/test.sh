@@ -44,5 +44,14 @@ then
   exit 1
 fi
 # A module to a worker, a worker per core (pytest-xdist): most of a module's time is spent waiting
-# on its processes, modems and browser. `scripts/test.sh -n 0 …` runs in one process.
-exec .venv/bin/python -m pytest -n "${SANDESH_TEST_WORKERS:-$(nproc)}" --dist loadfile "$@"
+# on its processes, modems and browser.  Then, with nothing beside them, the modules marked
+# `alone`, which compare latencies or throughput.  `scripts/test.sh -n 0 …` runs the first part in
+# one process.  Exit status 5 is "no test selected" (arguments that name none of one part).
+status=0
+.venv/bin/python -m pytest -n "${SANDESH_TEST_WORKERS:-$(nproc)}" --dist loadfile -m "not alone" "$@" || status=$?
+[ "$status" = 5 ] && status=0
+alone=0
+.venv/bin/python -m pytest -n 0 -m alone "$@" || alone=$?
+[ "$alone" = 5 ] && alone=0
+[ "$status" != 0 ] && exit "$status"
+exit "$alone"

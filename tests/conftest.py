@@ -2,12 +2,10 @@
 running `sandesh serve` under gunicorn, a SIM reported healthy the way a dispatcher does."""
 from __future__ import annotations
 
-import fcntl
 import os
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -27,22 +25,6 @@ DEFAULT_SERVER = "postgresql://root@127.0.0.1:5432/postgres"
 
 
 contract.install()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def share_of_the_machine(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Under pytest-xdist (scripts/test.sh), modules run on every core at once, except a module
-    marked `alone` (one that compares latencies or times a deadline): it waits until no other
-    module runs, and none starts until it ends.  A lock file of the run, shared by the modules
-    and taken whole by an `alone` one."""
-    run = getattr(request.config, "workerinput", {}).get("testrunuid")
-    if run is None:  # one process runs everything
-        yield
-        return
-    alone = request.node.get_closest_marker("alone") is not None
-    with open(Path(tempfile.gettempdir()) / f"sandesh-tests-{run}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-        yield
 
 
 @pytest.fixture(autouse=True)

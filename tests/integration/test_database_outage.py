@@ -19,8 +19,6 @@ import requests
 from sandesh.domain.release import VERSION
 from tests.conftest import ROOT, SECRET_KEY, Sandesh, Server
 
-pytestmark = pytest.mark.alone  # it times what it measures (tests/conftest.py, share_of_the_machine)
-
 RATE = 100  # paisa per segment
 
 

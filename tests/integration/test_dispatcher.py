@@ -14,8 +14,6 @@ from sandesh.scripts.service.emulator import Emulator
 from tests.conftest import running_dispatcher, wait_for_status
 from sandesh.workers.dispatcher import Dispatcher
 
-pytestmark = pytest.mark.alone  # it times what it measures (tests/conftest.py, share_of_the_machine)
-
 TO = "9779812345678"
 
 

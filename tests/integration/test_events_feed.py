@@ -27,8 +27,6 @@ from tests.conftest import ROOT, wait_for_status
 from tests.helpers import funded_workspace
 from tests.integration.test_inbound_list import replied
 
-pytestmark = pytest.mark.alone  # it times what it measures (tests/conftest.py, share_of_the_machine)
-
 
 @pytest.fixture(scope="module")
 def webhooks(runtime, receiver) -> Iterator[WebhookSender]:

@@ -5,7 +5,6 @@ Past either bound a poll answers at once: 429 rate_limited with Retry-After.  A 
 `sandesh serve` with one worker of 40 connections."""
 from __future__ import annotations
 
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -14,8 +13,6 @@ import requests
 
 from tests.conftest import Server
 from tests.helpers import funded_workspace
-
-pytestmark = pytest.mark.alone  # it times what it measures (tests/conftest.py, share_of_the_machine)
 
 
 @pytest.fixture(scope="module")

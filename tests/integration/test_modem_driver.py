@@ -12,8 +12,6 @@ from sandesh.workers.device import SimNotReady, negotiate
 from sandesh.workers.modem import (CmsError, CommandTimeout, Modem, ModemError, PortGone, PromptTimeout, Refused,
                                    Timeouts, Unsolicited)
 
-pytestmark = pytest.mark.alone  # it times what it measures (tests/conftest.py, share_of_the_machine)
-
 TO = "9779812345678"
 QUICK = Timeouts(command=1.0, prompt=1.0, submit=1.5)
 

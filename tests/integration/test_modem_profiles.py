@@ -14,8 +14,6 @@ from sandesh.scripts.service.emulator_profiles import PROFILES
 from sandesh.workers.device import DIRECT, INDICATED, NONE, POLLED, STORED, SimNotReady, StepFailed, negotiate
 from sandesh.workers.modem import Modem, Refused, Timeouts
 
-pytestmark = pytest.mark.alone  # it times what it measures (tests/conftest.py, share_of_the_machine)
-
 TO = "9779812345678"
 QUICK = Timeouts(command=2.0, prompt=2.0, submit=5.0, ussd=3.0)
 

@@ -21,7 +21,7 @@ from sandesh.domain.release import VERSION
 from scripts.devtools.corpus_release import pg_tool
 from tests.conftest import ROOT, SERVER_URL, Server
 
-pytestmark = pytest.mark.alone  # it times what it measures (tests/conftest.py, share_of_the_machine)
+pytestmark = pytest.mark.alone  # it measures latency or throughput: run with nothing beside it (scripts/test.sh)
 
 SENDS_PER_SECOND = 20
 

@@ -10,15 +10,12 @@ import time
 from contextlib import contextmanager
 
 import orjson
-import pytest
 import serial
 
 from sandesh.domain.operators import of_imsi
 from sandesh.scripts.service.emulator import Emulator
 from sandesh.scripts.service.commands import register_emulated
 from tests.conftest import ROOT, running_dispatcher
-
-pytestmark = pytest.mark.alone  # it times what it measures (tests/conftest.py, share_of_the_machine)
 
 _first = iter(range(10, 1000, 10))  # each test's modems have ICCIDs of their own in the module's database
 

@@ -14,8 +14,6 @@ from sandesh.scripts.service.emulator import Emulator
 from sandesh.workers.sim_load import Stop
 from tests.conftest import running_dispatcher, wait_for_status
 
-pytestmark = pytest.mark.alone  # it times what it measures (tests/conftest.py, share_of_the_machine)
-
 NTC_NUMBER, NCELL_NUMBER = "977984", "977980"  # prefixes (domain/operators.py)
 
 

@@ -10,7 +10,7 @@ import requests
 
 from tests.conftest import Server
 
-pytestmark = pytest.mark.alone  # it times what it measures (tests/conftest.py, share_of_the_machine)
+pytestmark = pytest.mark.alone  # it measures latency or throughput: run with nothing beside it (scripts/test.sh)
 
 SLOW = 100  # a quarter each: head stopped, head trickling, body stopped, body trickling
 

@@ -18,8 +18,6 @@ from tests.helpers import funded_workspace
 from tests.integration.test_webhooks import lifecycle
 from tests.receiver import Dripping
 
-pytestmark = pytest.mark.alone  # it times what it measures (tests/conftest.py, share_of_the_machine)
-
 _numbers = itertools.count(30_000_000)
 
 
