@@ -41,6 +41,15 @@ class Gate:
         self._keep(self._addresses, address, address_tat, now)
         return 0
 
+    def waiting(self, ip: str) -> int:
+        """Whole seconds before `ip` may post again, counting nothing: a sign-in page asked for
+        by an address past its allowance is answered as its post would be, unrendered."""
+        now = self.clock()
+        waits = [gcra(table.get(key), now, allowed, window)[1] for table, key, allowed, window in (
+            (self._networks, address_network(ip), NETWORK_POSTS, NETWORK_WINDOW),
+            (self._addresses, address_group(ip), ADDRESS_POSTS, ADDRESS_WINDOW))]
+        return max(1, math.ceil(max(waits))) if max(waits) > 0 else 0
+
     @staticmethod
     def _keep(table: dict[str, float], key: str, tat: float, now: float) -> None:
         table[key] = tat

@@ -122,9 +122,11 @@ class Page:
         return person
 
     def past_allowance(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> bool:
-        """A sign-in form's post from an address or network past its allowance is answered here,
-        before its body is read (api/dashboard/gate.py)."""
-        wait = self.web.gate.wait(self.web.calling_ip(req))
+        """A sign-in form's post (counted), or its page (not counted), from an address or network
+        past its allowance is answered here, before its body is read or a page rendered
+        (api/dashboard/gate.py)."""
+        ip = self.web.calling_ip(req)
+        wait = self.web.gate.wait(ip) if req.method == "POST" else self.web.gate.waiting(ip)
         if wait:
             self.web.gate.refuse(resp, wait)
             self.web.secure_headers(resp)
@@ -169,6 +171,8 @@ class SignIn(Page):
     """GET and POST /dashboard/sign-in (docs/dashboard.md, "Signing in")."""
 
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        if self.past_allowance(req, resp):
+            return
         if await self.signed_in(req) is not None:
             return self.web.redirect(resp, "/dashboard")
         notice = "Your password is set. Sign in with it." if req.get_param("password") == "set" else None
