@@ -20,7 +20,7 @@ if ! command -v node >/dev/null || ! command -v php >/dev/null; then
   { "${as_root[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq \
       --no-install-recommends nodejs php-cli; } >&2 || echo "could not install nodejs and php-cli: their tests will fail" >&2
 fi
-# The systemd units are checked by systemd-analyze (tests/unit/test_systemd_units.py).
+# The systemd units are checked by systemd-analyze (tests/integration/test_systemd_units.py).
 if ! command -v systemd-analyze >/dev/null; then
   echo "installing systemd for the units' tests" >&2
   if [ "$(id -u)" = 0 ]; then as_root=(); else as_root=(sudo -n); fi

@@ -1,6 +1,7 @@
 """The dashboard's password work waits on its own bounded executor (api/waiting.py, `Hashing`):
 never on the threads the API's requests need; past its queue a try is told to come back; a
-trusted device's try is never refused and goes first; starts are spaced."""
+trusted device's try goes first, in a line of its own as bounded; starts are spaced.  And the
+secret files `sandesh up` writes."""
 from __future__ import annotations
 
 import asyncio
@@ -91,17 +92,6 @@ def test_a_burst_of_a_few_starts_at_once_and_the_next_ones_are_spaced():
     assert starts[3] >= 0.25 and starts[4] >= 0.55, starts
 
 
-def test_the_machines_password_lock_is_a_file_of_the_runtime_directory_only_its_owner_opens(tmp_path):
-    """Not /tmp, where any local user could hold the lock and stop every sign-in."""
-    from sandesh.projections.passwords import Argon2Hasher
-
-    hasher = Argon2Hasher(str(tmp_path / "run"))
-    try:
-        assert hasher.verify(hasher.hash("correct horse"), "correct horse")
-    finally:
-        hasher.close()
-    lock = tmp_path / "run" / "passwords.lock"
-    assert lock.exists() and lock.stat().st_mode & 0o777 == 0o600
 
 
 def test_a_secret_file_is_never_readable_by_others_not_even_for_a_moment(tmp_path):
@@ -120,4 +110,3 @@ def test_a_secret_file_is_never_readable_by_others_not_even_for_a_moment(tmp_pat
     for name in ("secret_key", "sandesh.env"):
         assert (tmp_path / name).stat().st_mode & 0o777 == 0o600
     assert (tmp_path / "sandesh.env").read_text() == "DATABASE_URL=x\n"
-

@@ -2,9 +2,6 @@
 `secret_key` in systemd's $CREDENTIALS_DIRECTORY, read by each process for itself."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -28,11 +25,3 @@ def test_a_missing_file_or_two_keys_that_differ_are_a_configuration_error(tmp_pa
     (tmp_path / "secret_key").write_text(KEY)
     with pytest.raises(ConfigurationError, match="differ"):
         key_from_file({"SANDESH_SECRET_KEY": "x" * 40, "SANDESH_SECRET_KEY_FILE": str(tmp_path / "secret_key")})
-
-
-def test_the_command_says_so_and_exits_2(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SANDESH_")}
-    done = subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", "clock", "show"], cwd=tmp_path,
-                          env={**env, "SANDESH_SECRET_KEY_FILE": str(tmp_path / "missing")},
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "SANDESH_SECRET_KEY_FILE: cannot read" in done.stderr

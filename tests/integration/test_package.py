@@ -91,3 +91,12 @@ def test_the_suite_runs_the_installed_package_not_the_checkout():
     installed = Path(sandesh.domain.__file__).resolve()
     assert installed != ROOT / "domain" / "__init__.py"
     assert installed.parts[-4:] == ("site-packages", "sandesh", "domain", "__init__.py"), installed
+
+
+def test_the_command_and_python_m_run_outside_the_checkout(tmp_path):
+    """From another folder (the checkout not on sys.path) both entry points find the package."""
+    command = Path(sys.executable).parent / "sandesh"
+    for argv in ([str(command), "--help"], [sys.executable, "-m", "sandesh.scripts.service.cli", "--help"]):
+        done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert "Sandesh: SMS and OTP gateway for Nepal" in done.stdout
