@@ -6,6 +6,8 @@ from datetime import datetime
 
 from eventsourcing.domain import BaseAggregate, CanInitAggregate, CanMutateAggregate, MetaDomainEvent
 
+from .errors import InvalidTransition
+
 
 class Event(CanMutateAggregate[str], metaclass=MetaDomainEvent):
     """Every event class has a version (docs/design.md, "Event versions"): 1 until its fields
@@ -24,3 +26,20 @@ class Created(Event, CanInitAggregate[str]):
 class Aggregate(BaseAggregate[str]):
     Event = Event
     Created = Created
+
+
+class Switched:
+    """What an operator turns off and on (a client, a SIM): `enabled`, and the aggregate's own
+    `_disabled` and `_enabled` events, neither recorded when it would change nothing."""
+    noun = "it"
+    enabled: bool
+
+    def disable(self, actor: str, at: float) -> None:
+        if not self.enabled:
+            raise InvalidTransition(f"{self.noun} is already disabled")
+        self._disabled(actor=actor, at=at)  # type: ignore[attr-defined]
+
+    def enable(self, actor: str, at: float) -> None:
+        if self.enabled:
+            raise InvalidTransition(f"{self.noun} is already enabled")
+        self._enabled(actor=actor, at=at)  # type: ignore[attr-defined]

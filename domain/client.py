@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from eventsourcing.domain import event
 
 from . import phishing
-from .aggregate import Aggregate
+from .aggregate import Aggregate, Switched
 
 from .credentials import new_id
 from .errors import InvalidInput, InvalidTransition
@@ -57,7 +57,8 @@ def check_brand(brand: str) -> str:
     return brand
 
 
-class Client(Aggregate):
+class Client(Switched, Aggregate):
+    noun = "client"
     # The OTP message's settings (domain/otp.py), set by Updated; None: the default.
     otp_template: str | None = None
     otp_web_domain: str | None = None
@@ -83,16 +84,6 @@ class Client(Aggregate):
         self.previous_secret_sealed: str | None = None
         self.previous_secret_until: float | None = None
         self.enabled = True
-
-    def disable(self, actor: str, at: float) -> None:
-        if not self.enabled:
-            raise InvalidTransition("client is already disabled")
-        self._disabled(actor=actor, at=at)
-
-    def enable(self, actor: str, at: float) -> None:
-        if self.enabled:
-            raise InvalidTransition("client is already enabled")
-        self._enabled(actor=actor, at=at)
 
     def rotate_secret(self, sealed: str, secret_hash: str, grace_hours: float, actor: str, at: float) -> None:
         if not 0 <= grace_hours <= MAX_GRACE_HOURS:

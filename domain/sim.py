@@ -11,7 +11,7 @@ import re
 
 from eventsourcing.domain import event
 
-from .aggregate import Aggregate
+from .aggregate import Aggregate, Switched
 
 from .credentials import new_id
 from .errors import InvalidInput, InvalidTransition
@@ -88,7 +88,8 @@ DEFAULT_MIN_CREDIT = 1000  # paisa: NPR 10, a few SMS of credit
 USSD = re.compile(r"^[*#][0-9*#]{1,30}#$")
 
 
-class Sim(Aggregate):
+class Sim(Switched, Aggregate):
+    noun = "SIM"
     @staticmethod
     def create_id(**_: object) -> str:
         return new_id("sim")
@@ -182,16 +183,6 @@ class Sim(Aggregate):
     @event("CreditChecked")
     def _credit_checked(self, amount: int | None, reply: str, at: float) -> None:
         pass
-
-    def disable(self, actor: str, at: float) -> None:
-        if not self.enabled:
-            raise InvalidTransition("SIM is already disabled")
-        self._disabled(actor=actor, at=at)
-
-    def enable(self, actor: str, at: float) -> None:
-        if self.enabled:
-            raise InvalidTransition("SIM is already enabled")
-        self._enabled(actor=actor, at=at)
 
     def move(self, port: str, actor: str, at: float) -> None:
         """The same SIM on another port (USB re-enumeration, a restarted emulator)."""
