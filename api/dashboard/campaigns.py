@@ -115,10 +115,11 @@ class CampaignAction(CampaignsPage):
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                       campaign_id: str, action: str) -> None:
-        form, person = await self.change(req, resp, workspace_id, may_send,
-                                         "Owners, developers and senders cancel; viewers read only.")
-        if person is None:
+        posted = await self.change(req, resp, workspace_id, may_send,
+                                   "Owners, developers and senders cancel; viewers read only.")
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         if action != "cancel":
             return self.web.not_found(req, resp, person)
         try:

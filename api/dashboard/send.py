@@ -29,12 +29,11 @@ from sandesh.projections import contacts, drafts, registry
 from ..uploads.children import Readers
 from ..uploads.files import Read, read_typed
 from ..uploads.limits import MAX_COLUMNS, MAX_UPLOAD
-from .pages import Page
+from .pages import Page, Posted
 from .shown import npr
-from .web import TooLarge
+from .web import LIST_FORM, Upload
 
 TYPES = ("transactional", "promotional")
-MAX_PASTED = 1 << 20  # bytes of the Recipients field
 SENDERS_ONLY = "Owners, developers and senders send from the dashboard; viewers read only."
 REFUSED = {"forbidden": "This workspace may not send {type} messages: ask the operators.",
            "sms_disabled": "Sending is switched off for now by the operators. Try again later.",
@@ -52,11 +51,11 @@ class SendingPage(Page):
                      workspace_id: str) -> dict[str, Any] | None:
         return await self.permitted(req, resp, workspace_id, may_send, SENDERS_ONLY)
 
-    async def posted(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
-                     workspace_id: str) -> tuple[dict[str, str], dict[str, Any] | None]:
+    async def sent_form(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
+                        upload: Upload | None = None) -> Posted | None:
         """A posted form and the sender who posted it; None when the answer is given already
         (a person who may not send, or a form without its CSRF token)."""
-        return await self.change(req, resp, workspace_id, may_send, SENDERS_ONLY)
+        return await self.change(req, resp, workspace_id, may_send, SENDERS_ONLY, upload)
 
     def state(self, workspace_id: str) -> tuple[Caller, int]:
         """The workspace as a send of its Dashboard client is decided on, and its balance."""
@@ -106,15 +105,12 @@ class Send(SendingPage):
             await self.show(req, resp, person, workspace_id)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
-        person = await self.sender(req, resp, workspace_id)  # before a byte of the body is read
-        if person is None:
+        posted = await self.sent_form(req, resp, workspace_id, LIST_FORM)
+        if posted is None:
             return
-        try:
-            fields, files, fault = await self.web.multipart(req, MAX_UPLOAD, MAX_PASTED)
-        except TooLarge as too_large:
-            return await self.show(req, resp, person, workspace_id, status=413, errors={"file": str(too_large)})
-        if not self.web.csrf_ok(req, fields):
-            return self.web.forbidden(req, resp)
+        person, fields, files, fault = posted.person, posted.fields, posted.files, posted.fault
+        if posted.too_large is not None:
+            return await self.show(req, resp, person, workspace_id, status=413, errors={"file": str(posted.too_large)})
         typed = {name: fields.get(name, "") for name in ("recipients", "text", "type", "send_at", "number_column",
                                                          "list", "template")}
         if fault:
@@ -220,9 +216,10 @@ class SendConfirm(SendingPage):
     """POST /dashboard/w/{workspace_id}/send/confirm: the previewed campaign sent, once."""
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
-        form, person = await self.posted(req, resp, workspace_id)
-        if person is None:
+        posted = await self.sent_form(req, resp, workspace_id)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         token = form.get("token", "")
         try:
             found = await self.blocking(self._send, workspace_id, person, token)
@@ -276,9 +273,10 @@ class Hints(SendingPage):
     few characters that make it UCS-2, as POST /v1/sms/preview answers them."""
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
-        form, person = await self.posted(req, resp, workspace_id)
-        if person is None:
+        posted = await self.sent_form(req, resp, workspace_id)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         with_rates = await self.blocking(self._rates, workspace_id)
         message_type = form.get("type") if form.get("type") in TYPES else "transactional"
         found = preview(form.get("text", ""), with_rates, message_type)
