@@ -11,11 +11,11 @@ import falcon.asgi
 
 from sandesh.domain.errors import InvalidInput, InvalidTransition, NotFound
 from sandesh.domain.person import actor_of, may_send
-from sandesh.domain.recipients import MAX_ROWS
+from sandesh.domain.recipients import MAX_ROWS, Listed, read_typed
+from sandesh.domain.usecases.contacts import open_fields
 from sandesh.projections import contacts
 
 from ..uploads.children import Readers
-from ..uploads.files import Read, read_typed
 from ..uploads.limits import MAX_COLUMNS, MAX_UPLOAD
 from .pages import Page, Posted
 from .web import LIST_FORM
@@ -32,7 +32,7 @@ class ContactsPage(Page):
         super().__init__(*parts)
         self.readers = readers
 
-    async def listed(self, posted: Posted) -> Read:
+    async def listed(self, posted: Posted) -> Listed:
         """The posted form's recipients: the file's, read on a child process, or the numbers typed."""
         upload = posted.files.get("file")
         if upload is not None and upload[1]:
@@ -40,7 +40,7 @@ class ContactsPage(Page):
         elif posted.fields.get("recipients", "").strip():
             read = await self.blocking(read_typed, posted.fields["recipients"])
         else:
-            read = Read()
+            read = Listed()
         if posted.fault:
             read.errors["file"] = posted.fault
         return read
@@ -177,7 +177,7 @@ class ContactListPage(ContactsPage):
             opted_out = contacts.opted_out_count(conn, list_id)
         people, columns = [], {}
         for row in rows:
-            fields = self.sandesh.contacts.fields(row["fields"])
+            fields = open_fields(self.sandesh.texts, row["fields"])
             columns.update(dict.fromkeys(fields))
             people.append({"number": row["number"], "fields": fields, "opted_out": row["opted_out"]})
         return listed, people, list(columns), opted_out
