@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .clock import Clock
-from .ports import (IdempotencyKeys, OptOuts, OtpWindows, PasswordHasher, Sealer, Sessions, SignInTries, Texts,
-                    WebhookHistory)
+from .ports import (CampaignProgress, ContactBook, Drafts, IdempotencyKeys, OptOuts, OtpWindows, PasswordHasher, Sealer,
+                    SendingStates, Sessions, SignInTries, Texts, WebhookHistory)
 from .usecases.campaigns import Campaigns
 from .usecases.contacts import Contacts
 from .usecases.dispatch import Dispatch
@@ -44,13 +44,17 @@ class Sandesh:
     def build(cls, log: Log, *, clock: Clock, sealer: Sealer, texts: Texts, idempotency: IdempotencyKeys,
               otp_windows: OtpWindows, opt_outs: OptOuts, otp_keys: Callable[[], tuple[bytes, ...]], append: Callable[..., None],
               batch_answer: BatchAnswer, webhook_guard: Callable[[str], None], hasher: PasswordHasher,
-              sign_in_tries: SignInTries, sessions: Sessions, webhook_history: WebhookHistory) -> Sandesh:
+              sign_in_tries: SignInTries, sessions: Sessions, webhook_history: WebhookHistory,
+              sending_states: SendingStates, drafts: Drafts, contact_book: ContactBook,
+              campaign_progress: CampaignProgress) -> Sandesh:
         """`append` appends sends (the API's group commit, or the log's `save`); `batch_answer`
         renders a batch's 202 body, kept for its Idempotency-Key; `webhook_guard` refuses a
         webhook URL inside the network; `hasher` hashes dashboard passwords, `sign_in_tries`
         keeps the tries to sign in for their throttle, `sessions` ends a person's dashboard sessions;
         `webhook_history` finds the deliveries an operator redelivers; `otp_keys` gives the keys of OTP
-        code hashes, the one that makes them first (projections/keys.py, RingHashes)."""
+        code hashes, the one that makes them first (projections/keys.py, RingHashes); the Send
+        page's use cases read the workspace's `sending_states`, keep previews in `drafts`, read
+        contact lists and templates from `contact_book`, and a campaign's `campaign_progress`."""
         sending = Sending(log, clock, texts, idempotency, opt_outs, append, batch_answer)
         return cls(
             log=log, clock=clock, texts=texts,
@@ -63,7 +67,8 @@ class Sandesh:
             history=History(log, texts),
             people=People(log, clock, hasher, sign_in_tries, sealer, sessions),
             secrets=Secrets(log, sealer),
-            campaigns=Campaigns(log, clock, texts, opt_outs, sending, sealer),
+            campaigns=Campaigns(log, clock, texts, opt_outs, sending, sealer, sending_states, drafts, contact_book,
+                                campaign_progress),
             contacts=Contacts(log, clock, texts),
         )
 

@@ -58,3 +58,11 @@ def parse_iso(text: str) -> float:
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
     return value.timestamp()
+
+
+def nepal_moment(text: str) -> float | None:
+    """`2026-12-01T09:30` (a datetime-local field) in Nepal time, as epoch seconds; None if it is not one."""
+    try:
+        return datetime.fromisoformat(text.strip()).replace(tzinfo=NEPAL).timestamp()
+    except ValueError:
+        return None

@@ -1,6 +1,7 @@
 """What the use cases (domain/usecases/) need from storage besides the log, as
 protocols; their PostgreSQL side lives in projections/ (idempotency.Keys, otp_limits.Windows,
-optouts.OptOuts) and is plugged in by the wiring (scripts/service/bootstrap.py)."""
+optouts.OptOuts, ...) and is plugged in by the wiring (scripts/service/bootstrap.py), their
+in-memory side in tests/memory.py."""
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
@@ -147,3 +148,63 @@ class SignInTries(Protocol):
 
     def succeeded(self, try_id: str) -> None:
         """The try was right: it is no failure."""
+
+@dataclass(frozen=True)
+class SendingState:
+    """A workspace as a send from the dashboard is decided on (projections/registry.py, `SendingStates`)."""
+    workspace_id: str
+    status: str
+    balance: int
+    rates: dict[str, int]
+    allowed_types: list[str]
+    promo_hours: PromoHours | None
+    sms_enabled: bool
+    route_until: float | None  # a SIM is a route until then (its last healthy heartbeat and the route window)
+
+
+class SendingStates(Protocol):
+    def of(self, workspace_id: str) -> SendingState | None:
+        """None: no such workspace."""
+
+
+class Drafts(Protocol):
+    """What a person previewed on the Send page, sealed, kept for an hour under the token of the
+    form that sends it (projections/drafts.py)."""
+
+    def keep(self, token: str, workspace_id: str, person_id: str, sealed: str, now: float) -> None: ...
+
+    def find(self, token: str, workspace_id: str, person_id: str, now: float) -> str | None:
+        """The sealed draft of this person in this workspace, while it is kept."""
+
+
+@dataclass(frozen=True)
+class Contact:
+    number: str
+    fields: str  # its columns as JSON, sealed under the workspace's key of texts; "" for none
+
+
+@dataclass(frozen=True)
+class KeptList:
+    name: str
+    contacts: list[Contact]  # in the order they came
+
+
+@dataclass(frozen=True)
+class KeptTemplate:
+    name: str
+    text: str  # sealed under the workspace's key of texts
+
+
+class ContactBook(Protocol):
+    """A workspace's contact lists and templates as their read model keeps them (projections/contacts.py)."""
+
+    def contact_list(self, workspace_id: str, list_id: str) -> KeptList | None: ...
+
+    def template(self, workspace_id: str, template_id: str) -> KeptTemplate | None: ...
+
+
+class CampaignProgress(Protocol):
+    """How far a campaign's messages went, as the followed read model has seen (projections/campaigns.py)."""
+
+    def gone(self, campaign_id: str) -> set[str]:
+        """Its messages past scheduled and queued: a modem had them, or they ended."""

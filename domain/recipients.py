@@ -51,6 +51,17 @@ class Refusal:
     reason: str
 
 
+@dataclass
+class Listed:
+    """Recipients as a form gave them (the numbers typed, a file, a contact list), or why they
+    could not be read: `errors` by the form's field (`recipients`, `file`, `list`)."""
+    recipients: list[Recipient] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)
+    source: str = ""  # said beside the count of recipients: "the numbers typed", the file and its column, the list
+    errors: dict[str, str] = field(default_factory=dict)
+
+
 def pasted(text: str) -> tuple[list[Recipient], list[Refusal]]:
     """Numbers one per line, or separated by commas, semicolons or spaces; at most MAX_ROWS of
     them, read or refused (ValueError past it), as of a list."""
@@ -66,6 +77,16 @@ def pasted(text: str) -> tuple[list[Recipient], list[Refusal]]:
             else:
                 found.append(Recipient(n, number))
     return found, refused
+
+
+def read_typed(typed: str) -> Listed:
+    """The numbers typed in a form, or why not, under "recipients"."""
+    found = Listed(source="the numbers typed")
+    try:
+        found.recipients, found.refused = pasted(typed)
+    except ValueError as problem:
+        found.errors["recipients"] = str(problem)
+    return found
 
 
 def _parts(line: str) -> list[str]:

@@ -2,10 +2,11 @@
 the messages are its, and what was refunded of them.  Their statuses are the `messages` read
 model's (messages.py), counted at the question.
 
-Owns `campaigns` and `campaign_messages`, a followed projection (`PROJECTION`, follower.py)."""
+Owns `campaigns` and `campaign_messages`, a followed projection (`PROJECTION`, follower.py);
+`Progress` is the application's CampaignProgress port (domain/ports.py) on them."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, ContextManager
 
 from sandesh.domain.campaign import Campaign
 from sandesh.domain.message import Message
@@ -92,3 +93,14 @@ def gone(conn: Any, campaign_id: str) -> set[str]:
     return {r["id"] for r in conn.execute(
         "SELECT m.id FROM campaign_messages c JOIN messages m ON m.id = c.message_id"
         " WHERE c.campaign_id = %s AND m.status NOT IN ('scheduled', 'queued')", (campaign_id,)).fetchall()}
+
+
+class Progress:
+    """The application's CampaignProgress port (domain/ports.py) on pooled connections."""
+
+    def __init__(self, connection: Callable[[], ContextManager[Any]]):
+        self.connection = connection
+
+    def gone(self, campaign_id: str) -> set[str]:
+        with self.connection() as conn:
+            return gone(conn, campaign_id)

@@ -4,12 +4,14 @@ template's text stay sealed here as in the log: the pages open them.
 
 Owns `contact_lists`, `contacts` and `message_templates` (`MODEL`): an inline read model, written
 in the transaction that appends their events (part of registry.py's projection, rebuilt by
-`sandesh replay registry`), so the page a change leads to shows it."""
+`sandesh replay registry`), so the page a change leads to shows it.  `ContactBook` is the
+application's port (domain/ports.py) on them."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, ContextManager
 
 from sandesh.domain.contacts import ContactList, Template
+from sandesh.domain.ports import Contact, KeptList, KeptTemplate
 
 from .contract import ReadModel
 from .rows import Rows, Table
@@ -112,3 +114,23 @@ def templates_of(conn: Any, workspace_id: str) -> list[dict[str, Any]]:
 def one_template(conn: Any, workspace_id: str, template_id: str) -> dict[str, Any] | None:
     return conn.execute("SELECT * FROM message_templates WHERE id = %s AND workspace_id = %s",
                         (template_id, workspace_id)).fetchone()
+
+
+class ContactBook:
+    """The application's ContactBook port (domain/ports.py) on pooled connections."""
+
+    def __init__(self, connection: Callable[[], ContextManager[Any]]):
+        self.connection = connection
+
+    def contact_list(self, workspace_id: str, list_id: str) -> KeptList | None:
+        with self.connection() as conn:
+            found = one_list(conn, workspace_id, list_id)
+            rows = contacts_of(conn, list_id) if found else []
+        if found is None:
+            return None
+        return KeptList(found["name"], [Contact(row["number"], row["fields"]) for row in rows])
+
+    def template(self, workspace_id: str, template_id: str) -> KeptTemplate | None:
+        with self.connection() as conn:
+            found = one_template(conn, workspace_id, template_id)
+        return KeptTemplate(found["name"], found["text"]) if found else None

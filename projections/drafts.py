@@ -3,10 +3,10 @@
 the workspace's texts erases them), for an hour at most.  Not a read model: nothing in the log
 makes it, and a replay never touches it.
 
-Owns `send_drafts`."""
+Owns `send_drafts`; `Drafts` is the application's port (domain/ports.py) on it."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, ContextManager
 
 DDL = """
 CREATE TABLE IF NOT EXISTS send_drafts (
@@ -30,3 +30,17 @@ def find(conn: Any, token: str, workspace_id: str, person_id: str, now: float) -
                        " AND created_at >= %s", (token, workspace_id, person_id, now - KEPT_SECONDS)).fetchone()
     return row["sealed"] if row else None
 
+
+class Drafts:
+    """The application's Drafts port (domain/ports.py) on pooled connections."""
+
+    def __init__(self, connection: Callable[[], ContextManager[Any]]):
+        self.connection = connection
+
+    def keep(self, token: str, workspace_id: str, person_id: str, sealed: str, now: float) -> None:
+        with self.connection() as conn:
+            keep(conn, token, workspace_id, person_id, sealed, now)
+
+    def find(self, token: str, workspace_id: str, person_id: str, now: float) -> str | None:
+        with self.connection() as conn:
+            return find(conn, token, workspace_id, person_id, now)

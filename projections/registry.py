@@ -18,7 +18,7 @@ queues; a failure leaves the queue, then refunds.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ContextManager, Sequence
 
 from psycopg.types.json import Jsonb
 
@@ -34,6 +34,7 @@ from sandesh.domain.otp import Otp
 from sandesh.domain.operators import of_imsi
 from sandesh.domain.clock import iso
 from sandesh.domain.pacing import PARTS_PER_WINDOW
+from sandesh.domain.ports import SendingState
 from sandesh.domain.promo_hours import DEFAULT as DEFAULT_PROMO_HOURS, parse as parse_promo_hours, shown
 from sandesh.domain.sim import DEFAULT_MIN_CREDIT, PIN, SETTINGS as SIM_SETTINGS, Sim, SmsSwitch
 from sandesh.domain.workspace import Workspace
@@ -415,6 +416,22 @@ def sending_state(conn: Any, workspace_id: str, route_window: float) -> dict[str
         " COALESCE((SELECT enabled FROM sms_switch LIMIT 1), true) AS sms_enabled,"
         f" {ROUTE_UNTIL} AS route_until FROM workspaces w WHERE w.id = %(workspace)s",
         {"workspace": workspace_id, "route_window": route_window}).fetchone()
+
+
+class SendingStates:
+    """The application's SendingStates port (domain/ports.py) on pooled connections; a SIM is a
+    route for `route_window` seconds after its last healthy heartbeat."""
+
+    def __init__(self, connection: Callable[[], ContextManager[Any]], route_window: float):
+        self.connection, self.route_window = connection, route_window
+
+    def of(self, workspace_id: str) -> SendingState | None:
+        with self.connection() as conn:
+            row = sending_state(conn, workspace_id, self.route_window)
+        if row is None:
+            return None
+        return SendingState(workspace_id, row["status"], row["balance"], row["rates"], row["types"],
+                            parse_promo_hours(row["promo_hours"]), row["sms_enabled"], row["route_until"])
 
 
 def workspace_balance(conn: Any, workspace_id: str) -> dict[str, Any] | None:

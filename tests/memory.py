@@ -1,7 +1,8 @@
 """The use cases over in-memory adapters: the same Sandesh that `bootstrap()` builds over
 PostgreSQL, with eventsourcing's in-memory store for the log and plain dicts for the read models
-the use cases ask.  The store's guards (docs/design.md, "Decisions: event store and security")
-are kept here as they are in PostgreSQL: an append that would take a balance below zero, reuse an
+the use cases ask (or the log's aggregates, where a read model holds no more than their state).
+The store's guards (docs/design.md, "Decisions: event store and security") are kept here as they
+are in PostgreSQL: an append that would take a balance below zero, reuse an
 Idempotency-Key, a SIM's name or ICCID, or overfill an OTP window is refused whole."""
 from __future__ import annotations
 
@@ -20,20 +21,27 @@ from eventsourcing.popo import POPOApplicationRecorder, POPOFactory
 from sandesh.api.answers import batch_answer
 from sandesh.domain.application import Sandesh
 from sandesh.domain.batch import Batch
+from sandesh.domain.campaign import Campaign
 from sandesh.domain.clock import Clock
+from sandesh.domain.contacts import ContactList, Template
 from sandesh.domain.errors import IdempotencyKeyTaken, InsufficientBalance, NameTaken, OtpLimited
-from sandesh.domain.message import Message, accepted_reply
+from sandesh.domain.message import QUEUED, SCHEDULED, Message, accepted_reply
 from sandesh.domain.optout import OptOut
 from sandesh.domain.otp import Otp
-from sandesh.domain.ports import Claim, Prior
+from sandesh.domain.ports import Claim, Contact, KeptList, KeptTemplate, Prior, SendingState
+from sandesh.domain.promo_hours import parse as parse_promo_hours
+from sandesh.domain.settings import Settings
 from sandesh.domain.signin import PACE, Turn, TryKeys
-from sandesh.domain.sim import Sim
+from sandesh.domain.sim import SMS_SWITCH_ID, Sim, SmsSwitch
 from sandesh.domain.usecases.log import Log
 from sandesh.domain.webhook import HISTORY, WebhookDelivery
 from sandesh.domain.workspace import Workspace
+from sandesh.projections.drafts import KEPT_SECONDS
 from sandesh.projections.idempotency import IDEMPOTENCY_RETENTION
 from sandesh.projections.otp_limits import (CALLER_IP_LIMIT, CALLER_IP_WINDOW, END_USER_IP_LIMIT, END_USER_IP_WINDOW,
                                             NUMBER_LIMIT, NUMBER_WINDOW, wait_seconds)
+
+ROUTE_WINDOW = Settings.route_window  # a SIM is a route this long after its last healthy heartbeat
 
 
 @dataclass
@@ -46,6 +54,9 @@ class Tables:
     otp_issues: list[tuple[str, str, str | None, float]] = field(default_factory=list)  # number, client, ip, at
     opted_out: set[tuple[str, str]] = field(default_factory=set)
     deliveries: dict[str, tuple[str, float]] = field(default_factory=dict)  # webhook delivery -> client, created at
+    contact_lists: dict[str, tuple[str, str]] = field(default_factory=dict)  # list -> workspace, name
+    contacts: dict[str, dict[str, tuple[str, float]]] = field(default_factory=dict)  # list -> number -> fields, added at
+    templates: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # template -> workspace, name, text
 
 
 def inline_writer(events: list[Any]) -> Callable[[Tables], None]:
@@ -98,6 +109,19 @@ def _apply(tables: Tables, e: Any) -> None:
         tables.opted_out.discard((e.workspace_id, e.number))
     elif isinstance(e, WebhookDelivery.Created):
         tables.deliveries.setdefault(e.originator_id, (e.client_id, e.at))
+    elif isinstance(e, ContactList.Created):
+        tables.contact_lists[e.originator_id] = (e.workspace_id, e.name)
+        tables.contacts[e.originator_id] = {}
+    elif isinstance(e, ContactList.Added):
+        tables.contacts[e.originator_id].update({number: (fields, e.at) for number, fields in e.contacts})
+    elif isinstance(e, ContactList.Removed):
+        tables.contacts[e.originator_id].pop(e.number, None)
+    elif isinstance(e, ContactList.Deleted):
+        del tables.contact_lists[e.originator_id], tables.contacts[e.originator_id]
+    elif isinstance(e, (Template.Saved, Template.Changed)):
+        tables.templates[e.originator_id] = (e.workspace_id, e.name, e.text)
+    elif isinstance(e, Template.Deleted):
+        tables.templates.pop(e.originator_id, None)
 
 
 def _remember(tables: Tables, client_id: str, key: str, prior: Prior, at: float) -> None:
@@ -201,6 +225,72 @@ class WebhookHistory:
         found = [(at, delivery_id) for delivery_id, (client, at) in self.recorder.tables.deliveries.items()
                  if client == client_id and max(since, now - HISTORY) <= at <= until]
         return [delivery_id for _, delivery_id in sorted(found)]
+
+
+class SendingStates:
+    """A workspace as the Send page decides on it, from the log's aggregates and the balances the
+    appends kept; the SIMs' heartbeats, which the dispatcher records outside the log, are given
+    by `heartbeat`."""
+
+    def __init__(self, log: Log, recorder: MemoryRecorder, clock: Clock, route_window: float = ROUTE_WINDOW):
+        self.log, self.recorder, self.clock, self.route_window = log, recorder, clock, route_window
+        self.heartbeats: dict[str, float] = {}  # SIM -> its last healthy heartbeat
+
+    def heartbeat(self, sim_id: str) -> None:
+        self.heartbeats[sim_id] = self.clock.now()
+
+    def of(self, workspace_id: str) -> SendingState | None:
+        workspace = self.log.find(workspace_id, Workspace)
+        if workspace is None:
+            return None
+        switch = self.log.find(SMS_SWITCH_ID, SmsSwitch)
+        usable = [at for sim_id, at in self.heartbeats.items()
+                  if (sim := self.log.find(sim_id, Sim)) is not None and sim.enabled and sim.quarantine is None]
+        return SendingState(workspace_id, workspace.status, self.recorder.tables.balances[workspace_id],
+                            workspace.rates, workspace.types, parse_promo_hours(workspace.promo_hours),
+                            switch is None or switch.enabled, max(usable) + self.route_window if usable else None)
+
+
+class Drafts:
+    def __init__(self) -> None:
+        self.kept: dict[str, tuple[str, str, str, float]] = {}  # token -> workspace, person, sealed, kept at
+
+    def keep(self, token: str, workspace_id: str, person_id: str, sealed: str, now: float) -> None:
+        self.kept = {t: d for t, d in self.kept.items() if d[3] >= now - KEPT_SECONDS}
+        self.kept.setdefault(token, (workspace_id, person_id, sealed, now))
+
+    def find(self, token: str, workspace_id: str, person_id: str, now: float) -> str | None:
+        workspace, person, sealed, at = self.kept.get(token, ("", "", "", 0.0))
+        return sealed if (workspace, person) == (workspace_id, person_id) and at >= now - KEPT_SECONDS else None
+
+
+class ContactBook:
+    def __init__(self, recorder: MemoryRecorder):
+        self.recorder = recorder
+
+    def contact_list(self, workspace_id: str, list_id: str) -> KeptList | None:
+        workspace, name = self.recorder.tables.contact_lists.get(list_id, ("", ""))
+        if workspace != workspace_id:
+            return None
+        kept = sorted(self.recorder.tables.contacts[list_id].items(), key=lambda c: (c[1][1], c[0]))
+        return KeptList(name, [Contact(number, fields) for number, (fields, _) in kept])
+
+    def template(self, workspace_id: str, template_id: str) -> KeptTemplate | None:
+        workspace, name, text = self.recorder.tables.templates.get(template_id, ("", "", ""))
+        return KeptTemplate(name, text) if workspace == workspace_id else None
+
+
+class CampaignProgress:
+    """The campaign's messages past scheduled and queued, read from the log (the followed read
+    model, caught up)."""
+
+    def __init__(self, log: Log):
+        self.log = log
+
+    def gone(self, campaign_id: str) -> set[str]:
+        campaign = self.log.find(campaign_id, Campaign)
+        messages = self.log.aggregates_of(campaign.message_ids if campaign else [], Message)
+        return {m.id for m in messages.values() if m.status not in (SCHEDULED, QUEUED)}
 
 
 class Texts:
@@ -313,8 +403,15 @@ def in_memory(clock: Clock, webhook_guard: Callable[[str], None] = lambda url: N
                          otp_windows=Windows(recorder), opt_outs=OptOuts(recorder), otp_keys=lambda: (b"k" * 32,),
                          append=log.save, batch_answer=batch_answer, webhook_guard=webhook_guard,
                          hasher=Hasher(), sign_in_tries=SignInTries(), sessions=Sessions(),
-                         webhook_history=WebhookHistory(recorder))
+                         webhook_history=WebhookHistory(recorder),
+                         sending_states=SendingStates(log, recorder, clock), drafts=Drafts(),
+                         contact_book=ContactBook(recorder), campaign_progress=CampaignProgress(log))
 
 
 def balance(app: Sandesh, workspace_id: str) -> int:
     return app.log.recorder.tables.balances[workspace_id]  # type: ignore[attr-defined]
+
+
+def heartbeat(app: Sandesh, sim_id: str) -> None:
+    """A SIM's healthy heartbeat, now, as its dispatcher records it."""
+    app.campaigns.states.heartbeat(sim_id)  # type: ignore[attr-defined]

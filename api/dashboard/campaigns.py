@@ -115,22 +115,18 @@ class CampaignAction(CampaignsPage):
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                       campaign_id: str, action: str) -> None:
-        form, person = await self.change(req, resp, workspace_id, may_send,
-                                         "Owners, developers and senders cancel; viewers read only.")
-        if person is None:
+        posted = await self.change(req, resp, workspace_id, may_send,
+                                   "Owners, developers and senders cancel; viewers read only.")
+        if posted is None:
             return
         if action != "cancel":
-            return self.web.not_found(req, resp, person)
+            return self.web.not_found(req, resp, posted.person)
         try:
-            canceled, _ = await self.blocking(self._cancel, workspace_id, campaign_id, person)
+            canceled = await self.blocking(self.sandesh.campaigns.cancel, workspace_id, campaign_id,
+                                           actor_of(posted.person["email"]))
         except (NotFound, InvalidTransition):
-            return self.web.not_found(req, resp, person)
-        self.web.redirect(resp, f"/dashboard/w/{workspace_id}/campaigns/{campaign_id}?canceled={canceled}")
-
-    def _cancel(self, workspace_id: str, campaign_id: str, person: dict[str, Any]) -> tuple[int, int]:
-        with self.connection() as conn:
-            gone = campaigns.gone(conn, campaign_id)
-        return self.sandesh.campaigns.cancel(workspace_id, campaign_id, gone, actor_of(person["email"]))
+            return self.web.not_found(req, resp, posted.person)
+        self.web.redirect(resp, f"/dashboard/w/{workspace_id}/campaigns/{campaign_id}?canceled={canceled.count}")
 
     def _csv(self, workspace_id: str, campaign_id: str) -> bytes | None:
         if self._campaign(workspace_id, campaign_id) is None:

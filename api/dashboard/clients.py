@@ -54,9 +54,10 @@ class Clients(ClientsPage):
             await self.show(req, resp, person, workspace_id)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
-        form, person = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
-        if person is None:
+        posted = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         webhook_url = form.get("webhook_url", "").strip() or None
         try:  # its brand: the workspace's name, until the operator team grants the one asked for
             client, key, secret = await self.blocking(self.sandesh.operators.create_client, workspace_id, None,
@@ -77,9 +78,10 @@ class ClientAction(ClientsPage):
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                       client_id: str, action: str) -> None:
-        form, person = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
-        if person is None:
+        posted = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         client = await self.blocking(self._client, client_id)
         if client is None or client["workspace_id"] != workspace_id or action not in ACTIONS:
             return self.web.not_found(req, resp, person)

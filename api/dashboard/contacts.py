@@ -11,18 +11,17 @@ import falcon.asgi
 
 from sandesh.domain.errors import InvalidInput, InvalidTransition, NotFound
 from sandesh.domain.person import actor_of, may_send
-from sandesh.domain.recipients import MAX_ROWS
+from sandesh.domain.recipients import MAX_ROWS, Listed, read_typed
+from sandesh.domain.usecases.contacts import open_fields
 from sandesh.projections import contacts
 
 from ..uploads.children import Readers
-from ..uploads.files import Read, read_typed
 from ..uploads.limits import MAX_COLUMNS, MAX_UPLOAD
-from .pages import Page
-from .web import TooLarge
+from .pages import Page, Posted
+from .web import LIST_FORM
 
 SENDERS_CHANGE = "Owners, developers and senders change contact lists and templates; viewers read only."
 SHOWN_CONTACTS = 500
-MAX_PASTED = 1 << 20  # bytes of the Numbers field
 
 
 class ContactsPage(Page):
@@ -33,25 +32,18 @@ class ContactsPage(Page):
         super().__init__(*parts)
         self.readers = readers
 
-    async def upload(self, req: falcon.asgi.Request,
-                     resp: falcon.asgi.Response) -> tuple[dict[str, str], Read | None]:
-        """The posted form and its recipients, the numbers typed or the file's; None when the
-        answer is given already (a form without its CSRF token).  TooLarge: a body past its
-        cap, unread."""
-        fields, files, fault = await self.web.multipart(req, MAX_UPLOAD, MAX_PASTED)
-        if not self.web.csrf_ok(req, fields):
-            self.web.forbidden(req, resp)
-            return fields, None
-        upload = files.get("file")
+    async def listed(self, posted: Posted) -> Listed:
+        """The posted form's recipients: the file's, read on a child process, or the numbers typed."""
+        upload = posted.files.get("file")
         if upload is not None and upload[1]:
-            read = await self.readers.read(upload[0], upload[1], fields.get("number_column", ""))
-        elif fields.get("recipients", "").strip():
-            read = await self.blocking(read_typed, fields["recipients"])
+            read = await self.readers.read(upload[0], upload[1], posted.fields.get("number_column", ""))
+        elif posted.fields.get("recipients", "").strip():
+            read = await self.blocking(read_typed, posted.fields["recipients"])
         else:
-            read = Read()
-        if fault:
-            read.errors["file"] = fault
-        return fields, read
+            read = Listed()
+        if posted.fault:
+            read.errors["file"] = posted.fault
+        return read
 
 
 class Contacts(ContactsPage):
@@ -63,15 +55,13 @@ class Contacts(ContactsPage):
             await self.show(req, resp, person, workspace_id)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
-        person = await self.permitted(req, resp, workspace_id, may_send, SENDERS_CHANGE)  # before the body
-        if person is None:
+        posted = await self.change(req, resp, workspace_id, may_send, SENDERS_CHANGE, LIST_FORM)
+        if posted is None:
             return
-        try:
-            form, read = await self.upload(req, resp)
-        except TooLarge as too_large:
-            return await self.show(req, resp, person, workspace_id, status=413, errors={"file": str(too_large)})
-        if read is None:
-            return
+        form, person = posted.fields, posted.person
+        if posted.too_large is not None:
+            return await self.show(req, resp, person, workspace_id, status=413, errors={"file": str(posted.too_large)})
+        read = await self.listed(posted)
         errors = dict(read.errors)
         if not read.recipients and not errors:
             errors["recipients"] = "Type the numbers, or upload a list." if not read.refused else \
@@ -122,9 +112,10 @@ class ContactListPage(ContactsPage):
             return self.web.not_found(req, resp, person) if person is not None else None
         if action == "add":
             return await self._add(req, resp, workspace_id, list_id)
-        form, person = await self.change(req, resp, workspace_id, may_send, SENDERS_CHANGE)
-        if person is None:
+        posted = await self.change(req, resp, workspace_id, may_send, SENDERS_CHANGE)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         actor = actor_of(person["email"])
         try:
             if action == "remove":
@@ -139,16 +130,14 @@ class ContactListPage(ContactsPage):
 
     async def _add(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                    list_id: str) -> None:
-        person = await self.permitted(req, resp, workspace_id, may_send, SENDERS_CHANGE)  # before the body
-        if person is None:
+        posted = await self.change(req, resp, workspace_id, may_send, SENDERS_CHANGE, LIST_FORM)
+        if posted is None:
             return
-        try:
-            form, read = await self.upload(req, resp)
-        except TooLarge as too_large:
+        form, person = posted.fields, posted.person
+        if posted.too_large is not None:
             return await self.show(req, resp, person, workspace_id, list_id, status=413,
-                                   errors={"file": str(too_large)})
-        if read is None:
-            return
+                                   errors={"file": str(posted.too_large)})
+        read = await self.listed(posted)
         errors = dict(read.errors)
         if not read.recipients and not errors:
             errors["recipients"] = "Type the numbers, or upload a list."
@@ -188,7 +177,7 @@ class ContactListPage(ContactsPage):
             opted_out = contacts.opted_out_count(conn, list_id)
         people, columns = [], {}
         for row in rows:
-            fields = self.sandesh.contacts.fields(row["fields"])
+            fields = open_fields(self.sandesh.texts, row["fields"])
             columns.update(dict.fromkeys(fields))
             people.append({"number": row["number"], "fields": fields, "opted_out": row["opted_out"]})
         return listed, people, list(columns), opted_out
@@ -206,9 +195,10 @@ class Templates(Page):
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                       template_id: str = "") -> None:
-        form, person = await self.change(req, resp, workspace_id, may_send, SENDERS_CHANGE)
-        if person is None:
+        posted = await self.change(req, resp, workspace_id, may_send, SENDERS_CHANGE)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         actor = actor_of(person["email"])
         try:
             if template_id:

@@ -26,9 +26,10 @@ class OptOuts(Page):
             await self.show(req, resp, person, workspace_id)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
-        form, person = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
-        if person is None:
+        posted = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         use_case = self.sandesh.operators.opt_in if form.get("change") == "in" else self.sandesh.operators.opt_out
         try:
             await self.blocking(use_case, workspace_id, form.get("number", ""), OPERATOR, actor_of(person["email"]))

@@ -6,7 +6,8 @@ sign in here instead, and an API key never opens a page."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, ContextManager
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, ContextManager
 
 import falcon
 import falcon.asgi
@@ -19,7 +20,7 @@ from sandesh.domain.usecases.people import SignInTry
 from sandesh.projections import sessions
 
 from ..waiting import Blocking, Busy, Hashing
-from .web import HERE, SESSION, Web
+from .web import HERE, SESSION, TooLarge, Upload, Web
 
 SIGN_IN = "/dashboard/sign-in"
 WRONG = "Email or password is wrong."
@@ -39,6 +40,17 @@ def waiting_time(seconds: int) -> str:
 SENDERS_SEE = "Senders see the Send, Campaigns, Contacts, Templates and Messages pages of their workspace."
 # What a viewer is told when a form changes what only owners and developers may.
 VIEWERS_READ = "Viewers read only: ask an owner or a developer of the workspace."
+
+
+@dataclass(frozen=True)
+class Posted:
+    """A posted form (`Page.posted`): who posted it, its fields and files, and what is wrong
+    with a form with a file (then the parts before the fault only)."""
+    person: dict[str, Any]  # {} for the forms of signing in and out
+    fields: dict[str, str]
+    files: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # name -> (filename, bytes)
+    fault: str | None = None
+    too_large: TooLarge | None = None  # the body passed its cap: answer 413; it was not read, nor its token
 
 
 class Page:
@@ -97,18 +109,36 @@ class Page:
             return None
         return person
 
-    async def change(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
-                     allowed: Callable[[str], bool], refusal: str) -> tuple[dict[str, str], dict[str, Any] | None]:
-        """The posted form and the person who may make the change (`allowed(role)`: `permitted`,
-        before the body is read); else the page answered, 403 for a form without its CSRF token."""
-        person = await self.permitted(req, resp, workspace_id, allowed, refusal)
-        if person is None:
-            return {}, None
-        form = await self.web.form(req)
-        if not self.web.csrf_ok(req, form):
+    async def posted(self, req: falcon.asgi.Request, resp: falcon.asgi.Response,
+                     who: Awaitable[dict[str, Any] | None] | None, upload: Upload | None = None) -> Posted | None:
+        """A posted form, read in the order of docs/dashboard.md, "Security": who posts it, asked of
+        the session before the body is read (`who`, which answers the page itself when it gives
+        None; None for the forms of signing in and out, whose pages ask in their own ways); then
+        the body, at most 16 KB, or a form with a file within `upload`'s caps (past them:
+        `too_large`, unread); then its CSRF token (403).  None when the page is answered already."""
+        person: dict[str, Any] = {}
+        if who is not None:
+            found = await who
+            if found is None:
+                return None
+            person = found
+        try:
+            if upload is None:
+                fields, files, fault = await self.web.form(req), {}, None
+            else:
+                fields, files, fault = await self.web.multipart(req, upload.max_file, upload.max_field)
+        except TooLarge as too_large:
+            return Posted(person, {}, too_large=too_large)
+        if not self.web.csrf_ok(req, fields):
             self.web.forbidden(req, resp)
-            return form, None
-        return form, person
+            return None
+        return Posted(person, fields, files, fault)
+
+    async def change(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
+                     allowed: Callable[[str], bool], refusal: str, upload: Upload | None = None) -> Posted | None:
+        """A form of a workspace's page, posted by a member whose role may make the change
+        (`allowed(role)`: `permitted`); else None, the page answered."""
+        return await self.posted(req, resp, self.permitted(req, resp, workspace_id, allowed, refusal), upload)
 
     async def permitted(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                         allowed: Callable[[str], bool], refusal: str) -> dict[str, Any] | None:
@@ -181,9 +211,10 @@ class SignIn(Page):
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         if self.past_allowance(req, resp):
             return
-        form = await self.web.form(req)
-        if not self.web.csrf_ok(req, form):
-            return self.web.forbidden(req, resp)
+        posted = await self.posted(req, resp, None)
+        if posted is None:
+            return
+        form = posted.fields
         email, ip = form.get("email", ""), self.web.calling_ip(req)
         device = self.web.device_of(req, email)
         attempt = None
@@ -217,9 +248,8 @@ class SignOut(Page):
         self.everywhere = everywhere
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
-        form = await self.web.form(req)
-        if not self.web.csrf_ok(req, form):
-            return self.web.forbidden(req, resp)
+        if await self.posted(req, resp, None) is None:
+            return
         session_id = self.web.session_id(req)
         if session_id:
             await self.blocking(self._end, session_id)
@@ -249,9 +279,10 @@ class SetPassword(Page):
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, token: str) -> None:
         if self.past_allowance(req, resp):
             return
-        form = await self.web.form(req)
-        if not self.web.csrf_ok(req, form):
-            return self.web.forbidden(req, resp)
+        posted = await self.posted(req, resp, None)
+        if posted is None:
+            return
+        form = posted.fields
         try:
             person = await self.hashing(self.sandesh.people.set_password, token, form.get("password", ""))
         except Busy as busy:

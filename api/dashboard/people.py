@@ -45,9 +45,10 @@ class People(PeoplePage):
             await self.show(req, resp, person, workspace_id)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
-        form, person = await self.change(req, resp, workspace_id, may_manage_people, OWNERS_ONLY)
-        if person is None:
+        posted = await self.change(req, resp, workspace_id, may_manage_people, OWNERS_ONLY)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         errors = problems(form)
         if errors:
             return await self.show(req, resp, person, workspace_id, status=400, errors=errors, typed=form)
@@ -70,9 +71,10 @@ class PersonAction(PeoplePage):
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                       person_id: str, action: str) -> None:
-        form, person = await self.change(req, resp, workspace_id, may_manage_people, OWNERS_ONLY)
-        if person is None:
+        posted = await self.change(req, resp, workspace_id, may_manage_people, OWNERS_ONLY)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         use_cases = self.sandesh.people
         try:
             if action == "role":

@@ -34,9 +34,10 @@ class Code(Page):
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         if self.past_allowance(req, resp):
             return
-        form = await self.web.form(req)
-        if not self.web.csrf_ok(req, form):
-            return self.web.forbidden(req, resp)
+        posted = await self.posted(req, resp, None)
+        if posted is None:
+            return
+        form = posted.fields
         person = await self.waiting(req, SECOND_FACTOR_CODE)
         if person is None:
             return self.web.redirect(resp, SIGN_IN)
@@ -79,9 +80,10 @@ class Enroll(Page):
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         if self.past_allowance(req, resp):
             return
-        form = await self.web.form(req)
-        if not self.web.csrf_ok(req, form):
-            return self.web.forbidden(req, resp)
+        posted = await self.posted(req, resp, None)
+        if posted is None:
+            return
+        form = posted.fields
         person = await self._person(req)
         if person is None:
             return self.web.redirect(resp, SIGN_IN)
@@ -131,10 +133,11 @@ class Requirement(Page):
     section = "overview"
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
-        form, person = await self.change(req, resp, workspace_id, may_manage_people,
-                                         "Only an owner of the workspace decides this.")
-        if person is None:
+        posted = await self.change(req, resp, workspace_id, may_manage_people,
+                                   "Only an owner of the workspace decides this.")
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         try:
             await self.blocking(self.sandesh.operators.require_totp, workspace_id, form.get("required") == "on",
                                 actor_of(person["email"]))

@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import secrets
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 from urllib.parse import parse_qs
@@ -21,6 +22,7 @@ from sandesh.domain.credentials import same_secret
 from sandesh.projections.keys import labelled
 
 from ..peers import calling_ip, over_tls
+from ..uploads.limits import MAX_UPLOAD
 from .gate import Gate
 from .shown import long_id, nepal, npr
 
@@ -42,6 +44,17 @@ MULTIPART.parse_options.max_body_part_count = 16  # our largest form has 9 field
 
 TITLES = {404: "Not found", 405: "Not allowed", 500: "Something went wrong", 503: "Unavailable"}
 NOT_FOUND = "There is no such page, or it is not yours to see."
+
+
+@dataclass(frozen=True)
+class Upload:
+    """The caps of a form with a file, besides its body's (MAX_MULTIPART): the file's and each field's."""
+    max_file: int
+    max_field: int = MAX_FORM
+
+
+# A list of recipients (Send, Contacts): a file, or numbers typed in a field of at most 1 MiB.
+LIST_FORM = Upload(MAX_UPLOAD, 1 << 20)
 
 
 class TooLarge(Exception):

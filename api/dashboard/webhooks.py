@@ -85,9 +85,10 @@ class Redeliver(Page):
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                       delivery_id: str) -> None:
-        form, person = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
-        if person is None:
+        posted = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         if await self.blocking(self._workspace_of, delivery_id) != workspace_id:
             return self.web.not_found(req, resp, person)
         await self.blocking(self.sandesh.webhooks.redeliver, delivery_id, actor_of(person["email"]))
@@ -104,9 +105,10 @@ class Outage(Webhooks):
     again (Webhooks.redeliver_outage), audited once as the person; the page then says how many."""
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
-        form, person = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
-        if person is None:
+        posted = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         typed = {name: form.get(name, "").strip() for name in OUTAGE_FIELDS}
         errors = {} if typed["outage_client"] else {"outage_client": "choose the client whose receiver was down"}
         since, until = (_moment(typed, name, errors) for name in ("since", "until"))

@@ -30,9 +30,9 @@ from typing import Any
 
 import orjson
 
-from sandesh.domain.recipients import Recipient, Refusal
+from sandesh.domain.recipients import Listed, Recipient, Refusal
 
-from .files import Read, read_file
+from .files import read_file
 
 MEMORY = 256 * 2**20  # bytes of address space of a child
 CPU_SECONDS = 10  # of CPU for one file
@@ -65,9 +65,9 @@ class Readers:
         self._turn = asyncio.Lock()
         self._waiting = 0  # on the event loop only: the files read or waiting
 
-    async def read(self, filename: str, data: bytes, number_column: str) -> Read:
+    async def read(self, filename: str, data: bytes, number_column: str) -> Listed:
         if self._waiting > self.queue:
-            return Read(errors={"file": BUSY})
+            return Listed(errors={"file": BUSY})
         meta = orjson.dumps({"filename": filename, "numberColumn": number_column})
         self._waiting += 1
         try:
@@ -75,16 +75,16 @@ class Readers:
                 answer = await self._ask(struct.pack(">II", len(meta), len(data)) + meta + data)
         finally:
             self._waiting -= 1
-        return answer if isinstance(answer, Read) else _read_of(answer)
+        return answer if isinstance(answer, Listed) else _read_of(answer)
 
     async def _ask(self, request: bytes) -> Any:
-        """The child's answer to one file, or a Read with the sentence of its failure.  A child
+        """The child's answer to one file, or a Listed with the sentence of its failure.  A child
         found dead before it took the whole file (killed while it waited) is replaced once."""
         for last in (False, True):
             try:
                 child = await self._started()
             except OSError:  # no process could start now (the service's limit of tasks, say)
-                return Read(errors={"file": LATE})
+                return Listed(errors={"file": LATE})
             assert child.stdin is not None and child.stdout is not None
             taken = False
             try:
@@ -98,11 +98,11 @@ class Readers:
                 self._end(child)
                 status = await child.wait()
                 if taken or last:
-                    return Read(errors={"file": too_slow(self.cpu_seconds) if status == OUT_OF_TIME
+                    return Listed(errors={"file": too_slow(self.cpu_seconds) if status == OUT_OF_TIME
                                         else too_big(self.memory)})
             except TimeoutError:
                 self._end(child)
-                return Read(errors={"file": LATE})
+                return Listed(errors={"file": LATE})
             except BaseException:  # the request was cancelled: what the child holds is no one's
                 self._end(child)
                 raise
@@ -128,8 +128,8 @@ class Readers:
             await child.wait()
 
 
-def _read_of(answer: dict[str, Any]) -> Read:
-    return Read(recipients=[Recipient(line, number, fields) for line, number, fields in answer["recipients"]],
+def _read_of(answer: dict[str, Any]) -> Listed:
+    return Listed(recipients=[Recipient(line, number, fields) for line, number, fields in answer["recipients"]],
                 refused=[Refusal(line, given, reason) for line, given, reason in answer["refused"]],
                 columns=answer["columns"], source=answer["source"], errors=answer["errors"])
 
@@ -154,10 +154,10 @@ def main(memory: int, cpu_seconds: int) -> None:
         try:
             read = read_file(meta["filename"], data, meta["numberColumn"])
         except MemoryError:
-            read = Read(errors={"file": too_big(memory)})
+            read = Listed(errors={"file": too_big(memory)})
         except Exception:  # a file no rule foresaw: a sentence for the person, its traceback for the log
             traceback.print_exc()
-            read = Read(errors={"file": UNREADABLE})
+            read = Listed(errors={"file": UNREADABLE})
         del data
         answer = orjson.dumps({"recipients": [[r.line, r.number, r.fields] for r in read.recipients],
                                "refused": [[r.line, r.given, r.reason] for r in read.refused],

@@ -1,7 +1,7 @@
 """Lists uploaded on the Send and Contacts pages (docs/dashboard.md, "Sending"): a CSV file
 (UTF-8, with or without Excel's BOM; commas, semicolons or tabs) or an XLSX workbook (its first
-sheet: workbook.py), read into rows of text within the limits of a list (limits.py); and the
-recipients of a form, typed or uploaded.
+sheet: workbook.py), read into rows of text within the limits of a list (limits.py), and into
+the recipients of the form (domain/recipients.py, `Listed`).
 
 Every limit is checked as the file is read, before the rows it would build: a file past one is
 refused with a sentence that names it, and so is a file that is neither, never a 500.  Files are
@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass, field
-
-from sandesh.domain.recipients import MAX_FIELD, Recipient, Refusal, pasted, table
+from sandesh.domain.recipients import MAX_FIELD, Listed, table
 
 from .limits import MAX_UPLOAD, TOO_LARGE, Table, Unread, too_long
 
@@ -60,20 +58,10 @@ def _csv(data: bytes, found: Table) -> list[list[str]]:
     return found.rows
 
 
-@dataclass
-class Read:
-    """Recipients as a form gave them (the numbers typed, or a file), or why they could not be."""
-    recipients: list[Recipient] = field(default_factory=list)
-    refused: list[Refusal] = field(default_factory=list)
-    columns: list[str] = field(default_factory=list)
-    source: str = ""
-    errors: dict[str, str] = field(default_factory=dict)
-
-
-def read_file(filename: str, data: bytes, number_column: str) -> Read:
+def read_file(filename: str, data: bytes, number_column: str) -> Listed:
     """The numbers of an uploaded file (the number column chosen, or found by its name), or
     why not, under "file"."""
-    found = Read()
+    found = Listed()
     try:
         rows = rows_of(filename, data)
     except ValueError as problem:
@@ -87,12 +75,3 @@ def read_file(filename: str, data: bytes, number_column: str) -> Read:
         found.columns = [c.strip() for c in rows[0]] if rows else []
     return found
 
-
-def read_typed(typed: str) -> Read:
-    """The numbers typed, or why not, under "recipients"."""
-    found = Read(source="the numbers typed")
-    try:
-        found.recipients, found.refused = pasted(typed)
-    except ValueError as problem:
-        found.errors["recipients"] = str(problem)
-    return found

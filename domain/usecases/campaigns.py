@@ -1,37 +1,42 @@
-"""Sending from the dashboard (docs/dashboard.md, "Sending"): a plan of what a list of recipients
-and a text would send and cost, then one campaign of it, accepted whole or not at all.
+"""Sending from the dashboard (docs/dashboard.md, "Sending"), one method for each request of its
+pages: the hints as one types, Preview (what the form would send, domain/campaign_plan.py, kept
+as a draft under the token of the form that confirms it), "Send N messages" (that draft sent as
+one campaign, accepted whole or not at all) and "Cancel what has not left".
 
-The rules are a send's (domain/sending.py): the workspace's types, the SMS switch, a route,
-opt-outs for promotional messages, promotional hours, at most 6 segments, the rates.  Sends go
-through the workspace's Dashboard client, made at its first campaign: messages belong to a
-client, and an API key never sees a message it did not send."""
+Sends go through the workspace's Dashboard client, made in its first campaign's append: messages
+belong to a client, and an API key never sees a message it did not send."""
 from __future__ import annotations
 
+import secrets
 import uuid
-from dataclasses import dataclass
-from typing import AbstractSet as Set, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from eventsourcing.persistence import IntegrityError
 
 from ..campaign import Campaign, campaign_id, create as create_campaign
+from ..campaign_plan import TYPES, Draft, Plan, SendForm, plan, problems
 from ..client import Client
 from ..clock import Clock
 from ..credentials import new_webhook_secret, sha256_hex
 from ..errors import InsufficientBalance, InvalidRequest, InvalidTransition, NotCancelable, NotFound, Refused
 from ..message import Message
 from ..optout import held_back
-from ..ports import Caller, OptOuts, Sealer, Texts
-from ..promo_hours import scheduled
-from ..recipients import OPTED_OUT, Recipient, Refusal, render, without_duplicates
-from ..segments import MAX_SEGMENTS, segment
-from ..sending import SendRequest, cost as send_cost, refusal as send_refusal
-from ..steps import run
+from ..ports import (CampaignProgress, ContactBook, Drafts, KeptTemplate, OptOuts, Sealer, SendingState, SendingStates,
+                     Texts)
+from ..preview import Preview as TextPreview, preview as text_preview
+from ..recipients import Listed, Recipient, read_typed
+from ..sending import SendRequest
+from ..steps import Read, Steps, retried, run
+from .contacts import open_fields
 from .log import Log
 from .sending import Sending, text_key
 
-SHOWN = 10  # messages shown in a preview, exactly as they will be sent
 CANCEL_BATCH = 500  # messages canceled in one append
 DASHBOARD_BRAND = "Dashboard"
+REFUSED = {"forbidden": "This workspace may not send {type} messages: ask the operators.",
+           "sms_disabled": "Sending is switched off for now by the operators. Try again later.",
+           "unavailable": "No SIM can send right now. Try again in a few minutes."}
 
 
 def dashboard_client_id(workspace_id: str) -> str:
@@ -39,139 +44,210 @@ def dashboard_client_id(workspace_id: str) -> str:
 
 
 @dataclass(frozen=True)
-class Planned:
-    line: int
-    to: str
+class Preview:
+    """What Preview shows: the plan and the token of the form that sends it, or the form's
+    problems by field.  `text` is the message previewed: a template's, when the field was left
+    empty."""
     text: str
-    segments: int
-    encoding: str
-    cost: int
+    errors: dict[str, str] = field(default_factory=dict)
+    plan: Plan | None = None
+    token: str | None = None
+    columns: list[str] = field(default_factory=list)  # of the list the recipients came from
+    source: str = ""
 
 
 @dataclass(frozen=True)
-class Plan:
-    message_type: str
-    text: str                     # as typed, placeholders and all
-    send_at: float | None         # when the messages leave, when later than now (asked, or promotional hours)
-    messages: tuple[Planned, ...]
-    refused: tuple[Refusal, ...]  # by line
-    balance: int
+class Sent:
+    campaign_id: str
 
-    @property
-    def total(self) -> int:
-        return sum(m.cost for m in self.messages)
+
+@dataclass(frozen=True)
+class NotSent:
+    reason: str
+    plan: Plan | None = None  # the balance was short: the plan it cannot pay, shown again
+
+
+@dataclass(frozen=True)
+class CanceledMessages:
+    count: int
+    refunded: int  # paisa
 
 
 class Campaigns:
-    def __init__(self, log: Log, clock: Clock, texts: Texts, opt_outs: OptOuts, sending: Sending, sealer: Sealer):
+    def __init__(self, log: Log, clock: Clock, texts: Texts, opt_outs: OptOuts, sending: Sending, sealer: Sealer,
+                 states: SendingStates, drafts: Drafts, book: ContactBook, progress: CampaignProgress):
         self.log, self.clock, self.texts, self.opt_outs = log, clock, texts, opt_outs
-        self.sending, self.sealer = sending, sealer
+        self.sending, self.sealer, self.states = sending, sealer, states
+        self.drafts, self.book, self.progress = drafts, book, progress
 
-    def ready(self) -> None:
-        """InvalidTransition until every running process reads a campaign (the upgrade gate)."""
-        if not self.log.writes(Campaign.Created):
-            raise InvalidTransition("Sending from the dashboard starts once the upgrade to this release is "
-                                    "finalized (`sandesh upgrade finalize`).")
+    def hints(self, workspace_id: str, text: str, message_type: str) -> TextPreview:
+        """As one types on the Send page: the segments, encoding and cost of the text for one
+        recipient, at the workspace's rates, as POST /v1/sms/preview answers them."""
+        state = self.states.of(workspace_id)
+        if state is None:
+            raise NotFound(f"no workspace {workspace_id!r}")
+        return text_preview(text, state.rates, message_type if message_type in TYPES else TYPES[0])
 
-    def plan(self, sender: Caller, balance: int, recipients: Sequence[Recipient], refused: Sequence[Refusal],
-             text: str, message_type: str, send_at: float | None) -> Plan:
-        """What sending `text` to `recipients` would send, to whom and at what cost, and which
-        lines are refused and why; nothing is charged or stored.  Refused (a send's code) when
-        no message of the type could be sent at all."""
-        code = send_refusal(message_type, sender.allowed_types, sender.sms_enabled, sender.has_route)
-        if code:
-            raise Refused(code)
-        if not text.strip():
-            raise InvalidRequest(["text"], "Type the message.", "empty")
-        now = self.clock.now()
-        first = scheduled(SendRequest("", text, message_type, 1, "GSM-7", send_at=send_at), sender.promo_hours, now)
-        kept, duplicates = without_duplicates(list(recipients))
-        opted_out = (self.opt_outs.opted_out(sender.workspace_id, [r.number for r in kept])
-                     if held_back(message_type) else set())
-        planned: list[Planned] = []
-        declined = list(refused) + duplicates
-        for recipient in kept:
-            if recipient.number in opted_out:
-                declined.append(Refusal(recipient.line, recipient.number, OPTED_OUT))
-                continue
-            body, empty = render(text, recipient.fields)
-            if empty:
-                declined.append(Refusal(recipient.line, recipient.number,
-                                        "empty placeholder " + ", ".join("{" + name + "}" for name in empty)))
-                continue
-            parts = segment(body)
-            if parts.segments > MAX_SEGMENTS:
-                declined.append(Refusal(recipient.line, recipient.number,
-                                        f"over {MAX_SEGMENTS} segments ({parts.segments})"))
-                continue
-            planned.append(Planned(recipient.line, recipient.number, body, parts.segments, parts.encoding,
-                                   send_cost(sender.rates, message_type, parts.segments)))
-        return Plan(message_type, text, first.send_at, tuple(planned), tuple(sorted(declined, key=lambda r: r.line)),
-                    balance)
-
-    def sent(self, workspace_id: str, token: str) -> str | None:
-        """The campaign a Send form's token made, if it made one."""
-        found = self.log.find(campaign_id(workspace_id, token), Campaign)
-        return found.id if found is not None else None
-
-    def send(self, sender: Caller, by: str, plan: Plan, token: str,
-             template: str | None = None) -> tuple[Campaign, bool]:
-        """The plan's messages and their campaign in one append: all accepted and charged, or
-        InsufficientBalance and nothing.  The same token again (a form posted twice) answers the
-        campaign it made, with False.  `template`: the name of the template the text is."""
-        self.ready()
-        wanted = campaign_id(sender.workspace_id, token)
-        found = self.log.find(wanted, Campaign)
-        if found is not None:
-            return found, False
-        if not plan.messages:
-            raise InvalidRequest(["recipients"], "No recipient is left to send to.", "empty")
-        now = self.clock.now()
-        key_of_texts = run(text_key(self.texts, sender.workspace_id), self.log.save)
-        messages = [self.sending.message(sender.client_id, sender.workspace_id,
-                                         SendRequest(m.to, m.text, plan.message_type, m.segments, m.encoding,
-                                                     send_at=plan.send_at), m.cost, now, key_of_texts)
-                    for m in plan.messages]
-        campaign = create_campaign(id=wanted, workspace_id=sender.workspace_id, client_id=sender.client_id, actor=by,
-                                   message_type=plan.message_type, text=self.texts.seal_with(key_of_texts, plan.text),
-                                   template=template,
-                                   send_at=plan.send_at, message_ids=[m.id for m in messages],
-                                   refused=len(plan.refused), cost=plan.total, at=now)
+    def preview(self, workspace_id: str, person_id: str, form: SendForm) -> Preview:
+        """Preview: what the form would send, to whom, at what cost, and which lines are refused
+        and why, kept sealed as a draft for an hour under the token its confirming form carries;
+        else the form's problems.  Nothing is charged."""
+        sources = form.sources
+        if len(sources) > 1:
+            return Preview(form.text, {"recipients": f"Send to one of {', '.join(sources)}, not to {len(sources)} at once."})
+        text, template = form.text, None
+        if form.template_id:
+            template = self._template(workspace_id, form.template_id)
+            if template is None:
+                return Preview(text, {"template": "That template is gone: choose another."})
+            text = text if text.strip() else template.text
+        listed = self._listed(workspace_id, form)
+        errors = problems(form, text, listed, self.clock.now())
+        if errors:
+            return Preview(text, errors, columns=listed.columns, source=listed.source)
+        draft = Draft(listed.recipients, listed.refused, text, form.message_type, form.moment, listed.source,
+                      template.name if template is not None and template.text == text else None)
         try:
-            self.log.save(*messages, campaign)
-        except IntegrityError:  # the same form, appended a moment before by another request
-            found = self.log.find(wanted, Campaign)
-            if found is None:
-                raise
-            return found, False
-        except InsufficientBalance as short:
-            raise InsufficientBalance(f"The balance is short of the campaign's cost by NPR "
-                                      f"{(plan.total - plan.balance) / 100:,.2f}; nothing was sent.",
-                                      cost=plan.total) from short
-        return campaign, True
+            planned = self._plan(workspace_id, draft)
+        except (InvalidTransition, InvalidRequest, Refused) as problem:
+            return Preview(text, {"recipients": said(problem, form.message_type)}, columns=listed.columns,
+                           source=listed.source)
+        token = secrets.token_urlsafe(18)
+        self.drafts.keep(token, workspace_id, person_id, self.texts.seal(workspace_id, draft.dumps()), self.clock.now())
+        return Preview(text, plan=planned, token=token, columns=listed.columns, source=listed.source)
+
+    def send(self, workspace_id: str, person_id: str, token: str, actor: str) -> Sent | NotSent:
+        """"Send N messages": the person's draft kept under `token`, planned again on the
+        workspace as it is now, sent as one campaign: its messages, its record and their charge in
+        one append (with the workspace's Dashboard client at its first campaign), all accepted or
+        none.  The same token again (a form posted twice) answers the campaign it made."""
+        wanted = campaign_id(workspace_id, token)
+        draft = self._draft(workspace_id, person_id, token)
+        try:
+            if draft is None:
+                raise InvalidTransition("This preview is older than an hour: preview again.")
+            self._ready()
+            planned = self._plan(workspace_id, draft)
+            if not planned.messages:
+                raise InvalidRequest(["recipients"], "No recipient is left to send to.", "empty")
+        except (InvalidTransition, InvalidRequest, Refused) as problem:
+            made = self.log.find(wanted, Campaign)  # sent by the same form before (its draft may be gone since)
+            return Sent(made.id) if made is not None else NotSent(said(problem, draft.message_type if draft else ""))
+        template = draft.template
+        try:
+            return run(retried(lambda: self._campaign(workspace_id, wanted, actor, planned, template),
+                               f"the campaign {wanted}"), self.log.save)
+        except InsufficientBalance:
+            short = (planned.total - planned.balance) / 100
+            return NotSent(f"The balance is short of the campaign's cost by NPR {short:,.2f}; nothing was sent.", planned)
 
     def find(self, workspace_id: str, campaign_id_: str) -> Campaign | None:
         found = self.log.find(campaign_id_, Campaign)
         return found if found is not None and found.workspace_id == workspace_id else None
 
-    def cancel(self, workspace_id: str, campaign_id_: str, gone: Set[str], by: str) -> tuple[int, int]:
-        """Cancel the campaign's messages that have not left, each refunded in full.  `gone` are
-        those the messages read model has seen leave or end, skipped without a look; of the
-        others, what a SIM took meanwhile is left alone.  Returns how many were canceled and
-        the paisa refunded."""
-        self.ready()
+    def cancel(self, workspace_id: str, campaign_id_: str, actor: str) -> CanceledMessages:
+        """Cancel the campaign's messages that have not left, each refunded in full.  Those the
+        messages read model has seen leave or end are skipped without a look; of the others,
+        what a SIM took meanwhile is left alone."""
+        self._ready()
         campaign = self.find(workspace_id, campaign_id_)
         if campaign is None:
             raise NotFound(f"no campaign {campaign_id_!r}")
+        gone = self.progress.gone(campaign.id)
         wanted = [m for m in campaign.message_ids if m not in gone]
         done: list[Message] = []
         for start in range(0, len(wanted), CANCEL_BATCH):
             done += self._cancel_some(wanted[start:start + CANCEL_BATCH])
         refunded = sum(m.cost for m in done)
         if done:
-            campaign.cancel(len(done), refunded, by, self.clock.now())
+            campaign.cancel(len(done), refunded, actor, self.clock.now())
             self.log.save(campaign)
-        return len(done), refunded
+        return CanceledMessages(len(done), refunded)
+
+    def _ready(self) -> None:
+        """InvalidTransition until every running process reads a campaign (the upgrade gate)."""
+        if not self.log.writes(Campaign.Created):
+            raise InvalidTransition("Sending from the dashboard starts once the upgrade to this release is "
+                                    "finalized (`sandesh upgrade finalize`).")
+
+    def _state(self, workspace_id: str) -> SendingState:
+        state = self.states.of(workspace_id)
+        if state is None:
+            raise InvalidTransition("no such workspace")
+        if state.status != "active":
+            raise InvalidTransition(f"The workspace is {state.status}: it sends once the operators activate it.")
+        return state
+
+    def _template(self, workspace_id: str, template_id: str) -> KeptTemplate | None:
+        """The template with its text opened; None when it is gone or erased."""
+        found = self.book.template(workspace_id, template_id)
+        text = self.texts.open(found.text) if found is not None else None
+        return KeptTemplate(found.name, text) if found is not None and text is not None else None
+
+    def _listed(self, workspace_id: str, form: SendForm) -> Listed:
+        if form.list_id:
+            return self._contact_list(workspace_id, form.list_id)
+        if form.file is not None:
+            return form.file
+        return read_typed(form.recipients) if form.recipients.strip() else Listed()
+
+    def _contact_list(self, workspace_id: str, list_id: str) -> Listed:
+        """The recipients of a contact list, numbered as the list shows them, with their columns."""
+        found = self.book.contact_list(workspace_id, list_id)
+        if found is None:
+            return Listed(errors={"list": "That contact list is gone: choose another."})
+        listed = Listed(source=f"the contact list {found.name!r}")
+        columns: dict[str, None] = {}
+        for n, contact in enumerate(found.contacts, start=1):
+            fields = open_fields(self.texts, contact.fields)
+            columns.update(dict.fromkeys(fields))
+            listed.recipients.append(Recipient(n, contact.number, fields))
+        listed.columns = list(columns)
+        return listed
+
+    def _plan(self, workspace_id: str, draft: Draft) -> Plan:
+        """The draft's plan on the workspace as it is now."""
+        state = self._state(workspace_id)
+        numbers = sorted({r.number for r in draft.recipients})
+        opted_out = self.opt_outs.opted_out(workspace_id, numbers) if held_back(draft.message_type) else set()
+        return plan(state, draft.recipients, draft.refused, draft.text, draft.message_type, draft.send_at, opted_out,
+                    self.clock.now())
+
+    def _draft(self, workspace_id: str, person_id: str, token: str) -> Draft | None:
+        sealed = self.drafts.find(token, workspace_id, person_id, self.clock.now())
+        opened = self.texts.open(sealed) if sealed else None
+        return Draft.loads(opened) if opened else None
+
+    def _campaign(self, workspace_id: str, wanted: str, actor: str, planned: Plan,
+                  template: str | None) -> Steps[tuple[tuple[Any, ...], Sent]]:
+        """The planned messages and their campaign, to be appended together; none when the same
+        form's campaign was appended a moment before by another request."""
+        made = yield Read(self.log.find, (wanted, Campaign))
+        if made is not None:
+            return (), Sent(made.id)
+        client_id = dashboard_client_id(workspace_id)
+        client = yield Read(self.log.find, (client_id, Client))
+        first = () if client is not None else (self._dashboard_client(client_id, workspace_id, actor),)
+        key_of_texts = yield from text_key(self.texts, workspace_id)
+        now = self.clock.now()
+        messages = [self.sending.message(client_id, workspace_id,
+                                         SendRequest(m.to, m.text, planned.message_type, m.segments, m.encoding,
+                                                     send_at=planned.send_at), m.cost, now, key_of_texts)
+                    for m in planned.messages]
+        campaign = create_campaign(id=wanted, workspace_id=workspace_id, client_id=client_id, actor=actor,
+                                   message_type=planned.message_type, text=self.texts.seal_with(key_of_texts, planned.text),
+                                   template=template, send_at=planned.send_at, message_ids=[m.id for m in messages],
+                                   refused=len(planned.refused), cost=planned.total, at=now)
+        return (*first, *messages, campaign), Sent(campaign.id)
+
+    def _dashboard_client(self, client_id: str, workspace_id: str, actor: str) -> Client:
+        """The workspace's Dashboard client: no one holds its key (only its hash is kept, of a key
+        nobody was shown)."""
+        secret = new_webhook_secret()
+        return Client._create(Client.Created, id=client_id, workspace_id=workspace_id, brand=DASHBOARD_BRAND,
+                              webhook_url=None, rate_limit=1, key_hash=sha256_hex(uuid.uuid4().hex),
+                              key_prefix="sk_live_none", secret_sealed=self.sealer.seal(secret),
+                              secret_hash=sha256_hex(secret), actor=actor, at=self.clock.now())
 
     def _cancel_some(self, message_ids: list[str]) -> list[Message]:
         """These messages canceled in one append; should one have changed meanwhile (a SIM took
@@ -200,19 +276,9 @@ class Campaigns:
                     continue
             return done
 
-    def dashboard_client(self, workspace_id: str, actor: str) -> str:
-        """The workspace's Dashboard client (its id), made at its first campaign: no one holds its
-        key (only its hash is kept, of a key nobody was shown)."""
-        client_id = dashboard_client_id(workspace_id)
-        if self.log.find(client_id, Client) is None:
-            secret = new_webhook_secret()
-            client = Client._create(Client.Created, id=client_id, workspace_id=workspace_id, brand=DASHBOARD_BRAND,
-                                    webhook_url=None, rate_limit=1, key_hash=sha256_hex(uuid.uuid4().hex),
-                                    key_prefix="sk_live_none", secret_sealed=self.sealer.seal(secret),
-                                    secret_hash=sha256_hex(secret), actor=actor, at=self.clock.now())
-            try:
-                self.log.save(client)
-            except IntegrityError:  # made a moment before by another request
-                pass
-        return client_id
 
+def said(problem: InvalidTransition | InvalidRequest | Refused, message_type: str) -> str:
+    """Why nothing is planned or sent, as the Send page says it."""
+    if isinstance(problem, Refused):
+        return REFUSED.get(problem.code, problem.code).format(type=message_type)
+    return str(problem)

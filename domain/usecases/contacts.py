@@ -89,11 +89,6 @@ class Contacts:
         found.delete(actor, self.clock.now())
         self.log.save(found)
 
-    def fields(self, sealed: str) -> dict[str, str]:
-        """A contact's columns as the read model keeps them (sealed); none once erased."""
-        opened = self.texts.open(sealed) if sealed else None
-        return orjson.loads(opened) if opened else {}
-
     def _list(self, workspace_id: str, list_id: str) -> ContactList:
         found = self.log.find(list_id, ContactList)
         if found is None or found.workspace_id != workspace_id or found.deleted:
@@ -111,3 +106,9 @@ class Contacts:
         now = self.clock.now()
         for start in range(0, len(sealed), ADDED_EVENT):
             contact_list.add(sealed[start:start + ADDED_EVENT], actor, now)
+
+
+def open_fields(texts: Texts, sealed: str) -> dict[str, str]:
+    """A contact's columns, kept sealed as JSON ("" for none); none once erased."""
+    opened = texts.open(sealed) if sealed else None
+    return orjson.loads(opened) if opened else {}

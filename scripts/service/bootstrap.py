@@ -1,7 +1,8 @@
 """The wiring: settings in, a running Runtime out.  This is the one place that builds the real
 adapters: the PostgreSQL log and its pool, the clock, the sealers, the read models the use cases
-ask (Idempotency-Keys, OTP windows, opt-outs, the keys of texts, failed sign-ins), the password
-hasher, the group commit, the webhook guard; each is given to the use cases at construction (domain/application.py).
+ask (Idempotency-Keys, OTP windows, opt-outs, the keys of texts, failed sign-ins, what the Send
+page reads and keeps), the password hasher, the group commit, the webhook guard; each is given
+to the use cases at construction (domain/application.py).
 
 Every entry point (`sandesh serve`, the workers, the operator commands) starts here; nothing
 below `scripts/` builds these parts itself (docs/design.md, "Layers")."""
@@ -19,7 +20,8 @@ from sandesh.domain.errors import NeedsNewerRelease
 from sandesh.domain.settings import Settings
 from sandesh.domain.usecases.log import Log
 
-from sandesh.projections import db, idempotency, keys, optouts, otp_limits, registry, releases, sessions, text_keys, webhooks
+from sandesh.projections import (campaigns, contacts, db, drafts, idempotency, keys, optouts, otp_limits, registry, releases,
+                                 sessions, text_keys, webhooks)
 from sandesh.projections.group_commit import GroupCommit
 from sandesh.projections.health import DatabaseHealth, DatabaseUnavailable, is_outage
 from sandesh.projections.passwords import Argon2Hasher
@@ -69,7 +71,9 @@ def bootstrap(settings: Settings, *, pool_size: int | None = None, create_table:
         webhook_guard=lambda url: check_url(url, settings.webhook_allow_private),
         hasher=Argon2Hasher(settings.runtime_dir), sign_in_tries=sessions.SignInTries(connection),
         sessions=sessions.Sessions(connection),
-        webhook_history=webhooks.History(connection))
+        webhook_history=webhooks.History(connection),
+        sending_states=registry.SendingStates(connection, settings.route_window), drafts=drafts.Drafts(connection),
+        contact_book=contacts.ContactBook(connection), campaign_progress=campaigns.Progress(connection))
     return Runtime(settings=settings, sandesh=sandesh, clock=clock, connection=connection, health=health,
                    commits=commits, watch=watch, keys=ring)
 

@@ -5,18 +5,20 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import datetime
 
 import orjson
 import pytest
 
-from sandesh.domain.clock import iso
+from sandesh.domain.campaign_plan import SendForm
+from sandesh.domain.clock import NEPAL, iso
 from sandesh.domain.message import Message
 from sandesh.domain.contacts import template_id
 from sandesh.domain.recipients import pasted
 from sandesh.domain.ports import Caller
 from sandesh.domain.sending import OtpSendRequest, OtpVerifyRequest, parse_send
 from sandesh.domain.topics import topics_of
-from sandesh.projections import follower
+from sandesh.projections import follower, sim_health
 from tests.helpers import funded_workspace
 from tests.conftest import ROOT
 
@@ -53,22 +55,29 @@ def clients(runtime):
         to = f"977981{i:07d}"
         app.otp.send_otp(caller, OtpSendRequest(to, "login", "203.0.113.9" if i % 2 else None), "198.51.100.1")
         app.otp.verify_otp(caller, OtpVerifyRequest(to, "login", "not-the-code"), "198.51.100.1")
-    campaign(app, made[0][0])
+    campaign(app, runtime, made[0][0])
     return made
 
 
-def campaign(app, workspace_id):
-    """A campaign of 30 from the dashboard, scheduled, with 10 of them canceled."""
-    client_id = app.campaigns.dashboard_client(workspace_id, "user:owner@north.example")
-    caller = Caller(client_id=client_id, workspace_id=workspace_id, brand="", workspace_status="active",
-                    rates={"transactional": 100}, allowed_types=["transactional"], sms_enabled=True, has_route=True,
-                    promo_hours=None)
-    recipients, refused = pasted("\n".join(f"98{i:08d}" for i in range(30)) + "\n12345")
-    plan = app.campaigns.plan(caller, 1_000_000, recipients, refused, "Hello from the shop", "transactional",
-                              app.clock.now() + 3600)
-    sent, _ = app.campaigns.send(caller, "user:owner@north.example", plan, "a-form-token")
-    assert app.campaigns.cancel(workspace_id, sent.id, set(sent.message_ids[10:]), "user:owner@north.example") \
-        == (10, 1000)
+def campaign(app, runtime, workspace_id):
+    """Two campaigns from the dashboard, of 20 and 10 messages (a line refused), scheduled; the
+    second canceled.  A SIM is a route while they are previewed and sent, and is disabled after:
+    no dispatcher of this module drives it."""
+    sim = app.sims.add_sim("route-campaigns", "loop://", 115200, None, "t")
+    with runtime.connection() as conn:
+        sim_health.record(conn, sim.id, healthy=True, registered=True, signal_dbm=-73, last_error=None,
+                          dispatcher="tests", at=app.clock.now())
+    typed = "\n".join(f"98{i:08d}" for i in range(30)) + "\n12345"
+    later = datetime.fromtimestamp(app.clock.now() + 3600, NEPAL).strftime("%Y-%m-%dT%H:%M")
+    sent = []
+    for numbers in ("\n".join(typed.splitlines()[:20]), "\n".join(typed.splitlines()[20:])):
+        preview = app.campaigns.preview(workspace_id, "person-owner", SendForm(numbers, "Hello from the shop",
+                                                                                "transactional", send_at=later))
+        sent.append(app.campaigns.send(workspace_id, "person-owner", preview.token, "user:owner@north.example"))
+    app.sims.disable_sim(sim.id, "t")
+    canceled = app.campaigns.cancel(workspace_id, sent[1].campaign_id, "user:owner@north.example")
+    assert (canceled.count, canceled.refunded) == (10, 1000)
+    recipients, _ = pasted(typed)
     made = app.contacts.create_list(workspace_id, "Parents", recipients, "user:owner@north.example")
     app.contacts.remove(workspace_id, made.id, recipients[0].number, "user:owner@north.example")
     gone = app.contacts.create_list(workspace_id, "Old", recipients[:5], "user:owner@north.example")

@@ -12,6 +12,7 @@ from sandesh.domain.application import Sandesh
 from sandesh.domain.clock import SystemClock
 from sandesh.domain.ports import Caller
 from sandesh.domain.types import MESSAGE_TYPES, default_rates
+from sandesh.projections import sim_health
 
 from tests import memory
 
@@ -22,6 +23,7 @@ _numbers = itertools.count(9841000000)
 class Store:
     sandesh: Sandesh
     balance: Callable[[str], int]
+    heartbeat: Callable[[str], None]  # a SIM's healthy heartbeat, now (its dispatcher's, in service)
 
     def workspace(self, amount: int = 10_000, types: list[str] | None = None) -> str:
         """An active workspace with `amount` paisa."""
@@ -41,6 +43,12 @@ class Store:
                                       promo_hours=None)  # quiet hours off unless a test sets them
         return Caller(**{**fields, **changes})
 
+    def route(self) -> str:
+        """A SIM that is a route: enabled, and reported healthy now."""
+        sim = self.sandesh.sims.add_sim(f"route-{a_number()}", "loop://", 115200, None, "tester")
+        self.heartbeat(sim.id)
+        return sim.id
+
 
 def a_number() -> str:
     return f"977{next(_numbers)}"
@@ -50,11 +58,17 @@ def a_number() -> str:
 def store(request: pytest.FixtureRequest) -> Store:
     if request.param == "memory":
         app = memory.in_memory(SystemClock())
-        return Store(app, lambda workspace_id: memory.balance(app, workspace_id))
+        return Store(app, lambda workspace_id: memory.balance(app, workspace_id),
+                     lambda sim_id: memory.heartbeat(app, sim_id))
     runtime = request.getfixturevalue("runtime")
 
     def balance(workspace_id: str) -> int:
         with runtime.connection() as conn:
             return conn.execute("SELECT balance FROM workspaces WHERE id = %s", (workspace_id,)).fetchone()["balance"]
 
-    return Store(runtime.sandesh, balance)
+    def heartbeat(sim_id: str) -> None:
+        with runtime.connection() as conn:
+            sim_health.record(conn, sim_id, healthy=True, registered=True, signal_dbm=-73, last_error=None,
+                              dispatcher="tests", at=runtime.clock.now())
+
+    return Store(runtime.sandesh, balance, heartbeat)

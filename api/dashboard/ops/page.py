@@ -9,7 +9,7 @@ import falcon.asgi
 
 from sandesh.domain.person import OPERATOR, actor_of
 
-from ..pages import SIGN_IN, Page
+from ..pages import SIGN_IN, Page, Posted
 
 
 class OpsPage(Page):
@@ -26,15 +26,10 @@ class OpsPage(Page):
             return None
         return person
 
-    async def operator_change(self, req: falcon.asgi.Request,
-                              resp: falcon.asgi.Response) -> tuple[dict[str, str], dict[str, Any] | None]:
-        """The posted form and the operator who posts it; else the page answered is 403 (no
-        valid CSRF token), sign-in or 404."""
-        form = await self.web.form(req)
-        if not self.web.csrf_ok(req, form):
-            self.web.forbidden(req, resp)
-            return form, None
-        return form, await self.operator(req, resp)
+    async def operator_change(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> Posted | None:
+        """A form posted by an operator (asked before its body is read, as every form of the
+        dashboard); else None, the page answered: sign-in, 404, or 403 without a valid CSRF token."""
+        return await self.posted(req, resp, self.operator(req, resp))
 
     @staticmethod
     def actor(person: dict[str, Any]) -> str:

@@ -45,9 +45,10 @@ class Team(TeamPage):
             await self.show(req, resp, person)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
-        form, person = await self.operator_change(req, resp)
-        if person is None:
+        posted = await self.operator_change(req, resp)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         typed = {name: form.get(name, "").strip() for name in ("email", "name")}
         errors = {}
         for name, check in (("email", normalise_email), ("name", check_name)):
@@ -71,9 +72,10 @@ class TeamAction(TeamPage):
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person_id: str,
                       action: str) -> None:
-        form, person = await self.operator_change(req, resp)
-        if person is None:
+        posted = await self.operator_change(req, resp)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         target = await self.blocking(self._find, person_id)
         if target is None or action not in ACTIONS:
             return self.web.not_found(req, resp, person)

@@ -20,9 +20,10 @@ class AddSim(SimPool):
     """GET /dashboard/ops/sims: the pool; POST: Add SIM, then its page opens."""
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
-        form, person = await self.operator_change(req, resp)
-        if person is None:
+        posted = await self.operator_change(req, resp)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         sim, errors = typed_sim(form)
         if not errors:
             settings = {k: v for k, v in sim["settings"].items() if k not in ("baud", "host")}
@@ -66,9 +67,10 @@ class SimSettings(SimPage):
     (`sandesh sim update --daily-cap off`)."""
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, sim_id: str) -> None:
-        form, person = await self.operator_change(req, resp)
-        if person is None:
+        posted = await self.operator_change(req, resp)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         sim = await self.blocking(self._sim, sim_id)
         if sim is None:
             return self.web.not_found(req, resp, person)
@@ -94,9 +96,10 @@ class SimPin(SimPage):
     back; it ends a quarantine for a refused PIN), or Clear PIN (`clear` on)."""
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, sim_id: str) -> None:
-        form, person = await self.operator_change(req, resp)
-        if person is None:
+        posted = await self.operator_change(req, resp)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         if await self.blocking(self._sim, sim_id) is None:
             return self.web.not_found(req, resp, person)
         clear = form.get("clear") == "on"

@@ -89,9 +89,10 @@ class SimAction(PoolPage):
     """POST /dashboard/ops/sims/{sim_id}/{action}: disable, enable, release (a quarantine)."""
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, sim_id: str, action: str) -> None:
-        form, person = await self.operator_change(req, resp)
-        if person is None:
+        posted = await self.operator_change(req, resp)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         if action not in ACTIONS or await self.blocking(self._sim, sim_id) is None:
             return self.web.not_found(req, resp, person)
         sims = self.sandesh.sims

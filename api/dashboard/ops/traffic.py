@@ -64,9 +64,10 @@ class SmsSwitch(TrafficPage):
     """POST /dashboard/ops/sms/off (with a reason) and /dashboard/ops/sms/on."""
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, action: str) -> None:
-        form, person = await self.operator_change(req, resp)
-        if person is None:
+        posted = await self.operator_change(req, resp)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         if action not in ("on", "off"):
             return self.web.not_found(req, resp, person)
         reason = form.get("reason", "").strip()

@@ -54,9 +54,10 @@ class Workspaces(OpsPage):
             await self.show(req, resp, person)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
-        form, person = await self.operator_change(req, resp)
-        if person is None:
+        posted = await self.operator_change(req, resp)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         rates, errors = typed_rates(form)
         types = None
         try:
@@ -94,9 +95,10 @@ class BrandRequest(Workspaces):
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                       client_id: str) -> None:
-        form, person = await self.operator_change(req, resp)
-        if person is None:
+        posted = await self.operator_change(req, resp)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         decide = {"grant": self.sandesh.operators.grant_brand,
                   "dismiss": self.sandesh.operators.dismiss_brand_request}.get(form.get("decision", ""))
         client = await self.blocking(self._client, client_id)
@@ -149,9 +151,10 @@ class WorkspaceAction(WorkspaceDetail):
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                       action: str) -> None:
-        form, person = await self.operator_change(req, resp)
-        if person is None:
+        posted = await self.operator_change(req, resp)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         if action not in ACTIONS:
             return self.web.not_found(req, resp, person)
         ops, actor = self.sandesh.operators, self.actor(person)
@@ -200,9 +203,10 @@ class ClientRateLimit(WorkspaceDetail):
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                       client_id: str) -> None:
-        form, person = await self.operator_change(req, resp)
-        if person is None:
+        posted = await self.operator_change(req, resp)
+        if posted is None:
             return
+        form, person = posted.fields, posted.person
         field = f"rate-limit-{client_id}"
         text = form.get("rate_limit", "").strip()
         try:
