@@ -134,6 +134,13 @@ class Page:
             return None
         return Posted(person, fields, files, fault)
 
+    async def signing_in(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> Posted | None:
+        """A form of signing in (password, code, app setup, set-password): its address within its
+        allowance (`past_allowance`), then as `posted` reads it; None when the page is answered."""
+        if self.past_allowance(req, resp):
+            return None
+        return await self.posted(req, resp, None)
+
     async def change(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                      allowed: Callable[[str], bool], refusal: str, upload: Upload | None = None) -> Posted | None:
         """A form of a workspace's page, posted by a member whose role may make the change
@@ -209,9 +216,7 @@ class SignIn(Page):
         self.web.page(req, resp, "sign_in.html", title="Sign in", email="", error=None, notice=notice)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
-        if self.past_allowance(req, resp):
-            return
-        posted = await self.posted(req, resp, None)
+        posted = await self.signing_in(req, resp)
         if posted is None:
             return
         form = posted.fields
@@ -277,9 +282,7 @@ class SetPassword(Page):
         self.web.page(req, resp, "set_password.html", title="Set your password", email=person.email, error=None)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, token: str) -> None:
-        if self.past_allowance(req, resp):
-            return
-        posted = await self.posted(req, resp, None)
+        posted = await self.signing_in(req, resp)
         if posted is None:
             return
         form = posted.fields
