@@ -134,7 +134,7 @@ class Page:
             return None
         return Posted(person, fields, files, fault)
 
-    async def signing_in(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> Posted | None:
+    async def sign_in_form(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> Posted | None:
         """A form of signing in (password, code, app setup, set-password): its address within its
         allowance (`past_allowance`), then as `posted` reads it; None when the page is answered."""
         if self.past_allowance(req, resp):
@@ -216,7 +216,7 @@ class SignIn(Page):
         self.web.page(req, resp, "sign_in.html", title="Sign in", email="", error=None, notice=notice)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
-        posted = await self.signing_in(req, resp)
+        posted = await self.sign_in_form(req, resp)
         if posted is None:
             return
         form = posted.fields
@@ -282,7 +282,7 @@ class SetPassword(Page):
         self.web.page(req, resp, "set_password.html", title="Set your password", email=person.email, error=None)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, token: str) -> None:
-        posted = await self.signing_in(req, resp)
+        posted = await self.sign_in_form(req, resp)
         if posted is None:
             return
         form = posted.fields

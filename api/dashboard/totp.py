@@ -32,7 +32,7 @@ class Code(Page):
         self.web.page(req, resp, "code.html", title="Authentication code", error=None)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
-        posted = await self.signing_in(req, resp)
+        posted = await self.sign_in_form(req, resp)
         if posted is None:
             return
         form = posted.fields
@@ -76,7 +76,7 @@ class Enroll(Page):
         await self._show(req, resp, person)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
-        posted = await self.signing_in(req, resp)
+        posted = await self.sign_in_form(req, resp)
         if posted is None:
             return
         form = posted.fields
