@@ -6,9 +6,11 @@ A handler states what one event does to the tables, as row operations on a `Rows
 `Projection.apply`.  Live, an inline projection's events are written by `AppendRows` inside the
 transaction that appends them (`inline_writer`), a followed projection's by `BatchedSqlRows` in
 the projections worker's step (`follow`); `sandesh replay` runs them on `MemoryRows` for its pass
-over the log and on `SqlRows` for the events appended since.  When one append writes many events
-(a group commit, a batch send), `AppendRows` gathers their operations per table (rows.py,
-`Batching`); the handlers stay the same.
+over the log and on `SqlRows` for the events appended since.  A followed handler may read where
+its event lies in the log (`rows.position`, its notification id), which every executor of a
+followed projection sets before each event.  When one append writes many events (a group
+commit, a batch send), `AppendRows` gathers their operations per table (rows.py, `Batching`);
+the handlers stay the same.
 
 Handlers are registered one way, with the decorator of the read model they write:
 
@@ -110,8 +112,12 @@ class Projection(ReadModel):
         """The topics of the events it handles, as `select_notifications` asks for them."""
         return topics_of(self.handlers)
 
-    def apply(self, rows: Rows, event: Any) -> None:
-        """The event's rows, on any executor: the one path of each event, live and in a replay."""
+    def apply(self, rows: Rows, event: Any, position: int | None = None) -> None:
+        """The event's rows, on any executor: the one path of each event, live and in a replay.
+        `position`: where the event lies in the log (its notification id), which its handler
+        reads as `rows.position`; an append's events have none yet."""
+        if position is not None:
+            rows.position = position
         self.handlers[type(event)](rows, event)
 
     def inline_writer(self, events: Sequence[Any]) -> Callable[[Any], None]:
@@ -130,14 +136,14 @@ class Projection(ReadModel):
                 cur.execute(statement)
         return write
 
-    def follow(self, cur: Any, events: Iterable[Any]) -> None:
-        """Live, followed: a step's batch of events on one `BatchedSqlRows`, its statements sent in
-        pipeline mode, without waiting for each answer (a handler that reads, like the counters'
-        `get`, waits for what it reads)."""
+    def follow(self, cur: Any, events: Iterable[tuple[int, Any]]) -> None:
+        """Live, followed: a step's batch of events, each with its position in the log, on one
+        `BatchedSqlRows`, its statements sent in pipeline mode, without waiting for each answer
+        (a handler that reads, like the counters' `get`, waits for what it reads)."""
         assert not self.inline, f"{self.name} is written inline, not followed"
         rows = BatchedSqlRows(cur, self.tables)
         with cur.connection.pipeline():
-            for event in events:
-                self.apply(rows, event)
+            for position, event in events:
+                self.apply(rows, event, position)
             rows.flush()
 

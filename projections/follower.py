@@ -38,9 +38,10 @@ def read_batch(runtime: Runtime, topics: list[str], after: int, limit: int = BAT
 
 
 def apply_batch(runtime: Runtime, cur: Any, projection: Projection, notifications: list[Any]) -> None:
-    """The batch's events, decoded, written by the projection's live executor (`follow`)."""
+    """The batch's events, decoded, each with its position, written by the projection's live
+    executor (`follow`)."""
     to_event = runtime.sandesh.log.mapper.to_domain_event
-    projection.follow(cur, (to_event(notification) for notification in notifications))
+    projection.follow(cur, ((notification.id, to_event(notification)) for notification in notifications))
 
 
 def lock_position(cur: Any, name: str) -> int:
