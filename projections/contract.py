@@ -82,23 +82,27 @@ class ReadModel:
         return self.handlers.on(*classes)
 
 
-def _no_notices(events: Sequence[Any]) -> Iterable[str]:
+Notice = Any  # a statement for those who listen (NOTIFY): SQL text, or psycopg.sql composed with its values
+
+
+def _no_notices(events: Sequence[Any]) -> Iterable[Notice]:
     return ()
 
 
 @dataclass(frozen=True, kw_only=True)
 class Projection(ReadModel):
     """A read model that `sandesh replay NAME` rebuilds from the log.  Inline: written in the
-    transaction that appends its events (`inline_writer`), followed by `notices` (statements for
-    those who listen, such as NOTIFY; not rows, so a replay makes none).  Followed: written after
-    the commit, by the projections worker (`follow`, projections/follower.py)."""
+    transaction that appends its events (`inline_writer`).  Followed: written after the commit,
+    by the projections worker (`follow`, projections/follower.py).  Either way the rows of a
+    live write are followed by `notices` (statements for those who listen, such as NOTIFY; not
+    rows, so a replay makes none)."""
     name: str
     inline: bool = False
-    notices: Callable[[Sequence[Any]], Iterable[str]] = _no_notices
+    notices: Callable[[Sequence[Any]], Iterable[Notice]] = _no_notices
 
     @classmethod
     def composed(cls, name: str, models: Sequence[ReadModel], *, order: Sequence[str], inline: bool,
-                 notices: Callable[[Sequence[Any]], Iterable[str]] = _no_notices) -> Projection:
+                 notices: Callable[[Sequence[Any]], Iterable[Notice]] = _no_notices) -> Projection:
         """One projection of several modules' read models (DDL in the order given), its tables in
         `order` (the order a replay's swap locks them)."""
         tables = {table: spec for model in models for table, spec in model.tables.items()}
@@ -138,12 +142,17 @@ class Projection(ReadModel):
 
     def follow(self, cur: Any, events: Iterable[tuple[int, Any]]) -> None:
         """Live, followed: a step's batch of events, each with its position in the log, on one
-        `BatchedSqlRows`, its statements sent in pipeline mode, without waiting for each answer
-        (a handler that reads, like the counters' `get`, waits for what it reads)."""
+        `BatchedSqlRows`, then the notices, their statements sent in pipeline mode, without
+        waiting for each answer (a handler that reads, like the counters' `get`, waits for what
+        it reads)."""
         assert not self.inline, f"{self.name} is written inline, not followed"
         rows = BatchedSqlRows(cur, self.tables)
+        handled = []
         with cur.connection.pipeline():
             for position, event in events:
                 self.apply(rows, event, position)
+                handled.append(event)
             rows.flush()
+            for statement in self.notices(handled):
+                cur.execute(statement)
 

@@ -116,6 +116,7 @@ def test_the_check_finds_a_position_read_however_deep():
         helper(rows, e)
 
     assert _position_reads(model) == [f"{__name__}.{helper.__qualname__} line {helper.__code__.co_firstlineno + 1}"]
+    assert any(_position_reads(p) for p in PROJECTIONS.values() if not p.inline)  # the feed's order
 
 
 def test_the_check_finds_a_read_however_deep():
