@@ -16,6 +16,7 @@ import time
 from typing import Any, Callable
 
 import psycopg
+from psycopg.rows import tuple_row
 
 from . import audit, campaigns, counters, feed, messages, otps
 from .contract import Projection
@@ -54,6 +55,13 @@ def lock_position(cur: Any, name: str) -> int:
     cur.execute("INSERT INTO projection_positions (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING", (name,))
     return cur.execute("SELECT position FROM projection_positions WHERE name = %s FOR UPDATE",
                        (name,)).fetchone()["position"]
+
+
+def unpositioned(conn: Any) -> list[str]:
+    """The followed projections without a position: read models this database never had."""
+    with conn.cursor(row_factory=tuple_row) as cur:
+        found = {name for (name,) in cur.execute("SELECT name FROM projection_positions").fetchall()}
+    return [name for name in FOLLOWED if name not in found]
 
 
 def read_position(cur: Any, name: str) -> int:
