@@ -41,9 +41,12 @@ WITH_ERROR = {"failed", "undelivered", "queued"}
 SOURCES = (*WEBHOOK_STATUS, Reply.Received)
 
 
-def status_event(message: Message, status: str, at: float, error: str | None) -> dict[str, Any]:
-    body = {"type": STATUS, "id": message.id, "status": status, "to": message.to,
-            "at": iso(at), "route": "device", "messageType": message.message_type, "segments": message.segments}
+def status_event(message_id: str, to: str, message_type: str, segments: int, status: str, at: float,
+                 error: str | None) -> dict[str, Any]:
+    """The body of a message's status event: its status and the message's fixed fields (`to`,
+    `messageType`, `segments`, which no later event changes)."""
+    body = {"type": STATUS, "id": message_id, "status": status, "to": to,
+            "at": iso(at), "route": "device", "messageType": message_type, "segments": segments}
     if status in WITH_ERROR and error:
         body["error"] = error
     return body

@@ -6,9 +6,11 @@ A handler states what one event does to the tables, as row operations on a `Rows
 `Projection.apply`.  Live, an inline projection's events are written by `AppendRows` inside the
 transaction that appends them (`inline_writer`), a followed projection's by `BatchedSqlRows` in
 the projections worker's step (`follow`); `sandesh replay` runs them on `MemoryRows` for its pass
-over the log and on `SqlRows` for the events appended since.  When one append writes many events
-(a group commit, a batch send), `AppendRows` gathers their operations per table (rows.py,
-`Batching`); the handlers stay the same.
+over the log and on `SqlRows` for the events appended since.  A followed handler may read where
+its event lies in the log (`rows.position`, its notification id), which every executor of a
+followed projection sets before each event.  When one append writes many events (a group
+commit, a batch send), `AppendRows` gathers their operations per table (rows.py, `Batching`);
+the handlers stay the same.
 
 Handlers are registered one way, with the decorator of the read model they write:
 
@@ -80,23 +82,27 @@ class ReadModel:
         return self.handlers.on(*classes)
 
 
-def _no_notices(events: Sequence[Any]) -> Iterable[str]:
+Notice = Any  # a statement for those who listen (NOTIFY): SQL text, or psycopg.sql composed with its values
+
+
+def _no_notices(events: Sequence[Any]) -> Iterable[Notice]:
     return ()
 
 
 @dataclass(frozen=True, kw_only=True)
 class Projection(ReadModel):
     """A read model that `sandesh replay NAME` rebuilds from the log.  Inline: written in the
-    transaction that appends its events (`inline_writer`), followed by `notices` (statements for
-    those who listen, such as NOTIFY; not rows, so a replay makes none).  Followed: written after
-    the commit, by the projections worker (`follow`, projections/follower.py)."""
+    transaction that appends its events (`inline_writer`).  Followed: written after the commit,
+    by the projections worker (`follow`, projections/follower.py).  Either way the rows of a
+    live write are followed by `notices` (statements for those who listen, such as NOTIFY; not
+    rows, so a replay makes none)."""
     name: str
     inline: bool = False
-    notices: Callable[[Sequence[Any]], Iterable[str]] = _no_notices
+    notices: Callable[[Sequence[Any]], Iterable[Notice]] = _no_notices
 
     @classmethod
     def composed(cls, name: str, models: Sequence[ReadModel], *, order: Sequence[str], inline: bool,
-                 notices: Callable[[Sequence[Any]], Iterable[str]] = _no_notices) -> Projection:
+                 notices: Callable[[Sequence[Any]], Iterable[Notice]] = _no_notices) -> Projection:
         """One projection of several modules' read models (DDL in the order given), its tables in
         `order` (the order a replay's swap locks them)."""
         tables = {table: spec for model in models for table, spec in model.tables.items()}
@@ -110,8 +116,12 @@ class Projection(ReadModel):
         """The topics of the events it handles, as `select_notifications` asks for them."""
         return topics_of(self.handlers)
 
-    def apply(self, rows: Rows, event: Any) -> None:
-        """The event's rows, on any executor: the one path of each event, live and in a replay."""
+    def apply(self, rows: Rows, event: Any, position: int | None = None) -> None:
+        """The event's rows, on any executor: the one path of each event, live and in a replay.
+        `position`: where the event lies in the log (its notification id), which its handler
+        reads as `rows.position`; an append's events have none yet."""
+        if position is not None:
+            rows.position = position
         self.handlers[type(event)](rows, event)
 
     def inline_writer(self, events: Sequence[Any]) -> Callable[[Any], None]:
@@ -130,14 +140,19 @@ class Projection(ReadModel):
                 cur.execute(statement)
         return write
 
-    def follow(self, cur: Any, events: Iterable[Any]) -> None:
-        """Live, followed: a step's batch of events on one `BatchedSqlRows`, its statements sent in
-        pipeline mode, without waiting for each answer (a handler that reads, like the counters'
-        `get`, waits for what it reads)."""
+    def follow(self, cur: Any, events: Iterable[tuple[int, Any]]) -> None:
+        """Live, followed: a step's batch of events, each with its position in the log, on one
+        `BatchedSqlRows`, then the notices, their statements sent in pipeline mode, without
+        waiting for each answer (a handler that reads, like the counters' `get`, waits for what
+        it reads)."""
         assert not self.inline, f"{self.name} is written inline, not followed"
         rows = BatchedSqlRows(cur, self.tables)
+        handled = []
         with cur.connection.pipeline():
-            for event in events:
-                self.apply(rows, event)
+            for position, event in events:
+                self.apply(rows, event, position)
+                handled.append(event)
             rows.flush()
+            for statement in self.notices(handled):
+                cur.execute(statement)
 

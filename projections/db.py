@@ -13,7 +13,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from sandesh.domain.settings import Settings
 
-from . import (checkpoints, dispatch, drafts, feed, keys, otp_limits, registry, releases, request_rate, sessions, sim_health,
+from . import (checkpoints, dispatch, drafts, keys, otp_limits, registry, releases, request_rate, sessions, sim_health,
                text_keys)
 from .health import DatabaseUnavailable
 
@@ -83,7 +83,6 @@ def create_tables(conn: psycopg.Connection) -> None:
         conn.execute(follower.POSITIONS_DDL)
         conn.execute(text_keys.DDL)
         conn.execute(drafts.DDL)
-        conn.execute(feed.DDL)
         for projection in follower.FOLLOWED.values():
             conn.execute(projection.ddl)
 

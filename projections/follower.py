@@ -5,7 +5,8 @@ same transaction as what it did with a batch; the position row is locked first, 
 runners (or a runner and a replay) never handle the same event twice.  `positioned_step` is
 that step for any follower: the followed projections below (`FOLLOWED`), and the webhook sender
 (workers/webhooks.py), which turns its batches into deliveries.  Live runs and replays use the
-same handlers (projections/contract.py, `Projection.apply`).
+same handlers (projections/contract.py, `Projection.apply`).  The projections worker also
+forgets the rows a projection no longer keeps (`purge`, by its `retained`).
 """
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ import time
 from typing import Any, Callable
 
 import psycopg
+from psycopg.rows import tuple_row
 
-from . import audit, campaigns, counters, messages, otps
+from . import audit, campaigns, counters, feed, messages, otps
 from .contract import Projection
 from .runtime import Runtime
 from .health import is_outage
@@ -24,7 +26,7 @@ from .health import is_outage
 logger = logging.getLogger("sandesh.projections")
 
 FOLLOWED: dict[str, Projection] = {p.name: p for p in (messages.PROJECTION, counters.PROJECTION, otps.PROJECTION,
-                                                        audit.PROJECTION, campaigns.PROJECTION)}
+                                                        audit.PROJECTION, campaigns.PROJECTION, feed.PROJECTION)}
 POSITIONS_DDL = "CREATE TABLE IF NOT EXISTS projection_positions (name text PRIMARY KEY, position bigint NOT NULL);"
 BATCH = 1000
 
@@ -38,9 +40,10 @@ def read_batch(runtime: Runtime, topics: list[str], after: int, limit: int = BAT
 
 
 def apply_batch(runtime: Runtime, cur: Any, projection: Projection, notifications: list[Any]) -> None:
-    """The batch's events, decoded, written by the projection's live executor (`follow`)."""
+    """The batch's events, decoded, each with its position, written by the projection's live
+    executor (`follow`)."""
     to_event = runtime.sandesh.log.mapper.to_domain_event
-    projection.follow(cur, (to_event(notification) for notification in notifications))
+    projection.follow(cur, ((notification.id, to_event(notification)) for notification in notifications))
 
 
 def lock_position(cur: Any, name: str) -> int:
@@ -52,6 +55,13 @@ def lock_position(cur: Any, name: str) -> int:
     cur.execute("INSERT INTO projection_positions (name, position) VALUES (%s, 0) ON CONFLICT DO NOTHING", (name,))
     return cur.execute("SELECT position FROM projection_positions WHERE name = %s FOR UPDATE",
                        (name,)).fetchone()["position"]
+
+
+def unpositioned(conn: Any) -> list[str]:
+    """The followed projections without a position: read models this database never had."""
+    with conn.cursor(row_factory=tuple_row) as cur:
+        found = {name for (name,) in cur.execute("SELECT name FROM projection_positions").fetchall()}
+    return [name for name in FOLLOWED if name not in found]
 
 
 def read_position(cur: Any, name: str) -> int:
@@ -130,11 +140,37 @@ def catch_up(runtime: Runtime) -> int:
 
 
 STEP_EVERY = 0.1  # seconds: while events keep coming, the projections take them this often, together
+PURGE_EVERY = 60.0  # seconds between two purges that found nothing more to forget
+PURGE_AT_ONCE = 10_000  # rows of a table a purge forgets in one statement: a step is never held up long
+
+
+def purge(conn: Any, now: float, limit: int = PURGE_AT_ONCE) -> bool:
+    """Forget up to `limit` rows of each table that a followed projection keeps only for a time,
+    those outside its `retained(now)` (a replay makes them again, `sandesh replay --check` leaves
+    them out).  Returns whether a table had more to forget."""
+    more = False
+    for projection in FOLLOWED.values():
+        for table, retained in projection.retained.items():
+            gone = conn.execute(f"DELETE FROM {table} WHERE ctid = ANY(ARRAY("
+                                f"SELECT ctid FROM {table} WHERE NOT ({retained(now)}) LIMIT %s))", (limit,)).rowcount
+            more = more or gone >= limit
+    return more
 
 
 def run(runtime: Runtime, stop: threading.Event) -> None:
-    """Follow the log until `stop` is set (docs/design.md, "Followed projections in batches")."""
-    follow(runtime, stop, lambda: catch_up(runtime), idle_wait=1.0, every=STEP_EVERY)
+    """Follow the log until `stop` is set (docs/design.md, "Followed projections in batches"),
+    and purge once a minute, or at every step while a purge leaves more to forget."""
+    purge_at = 0.0  # time.monotonic()
+
+    def step() -> None:
+        nonlocal purge_at
+        catch_up(runtime)
+        if time.monotonic() >= purge_at:
+            with runtime.connection() as conn:
+                more = purge(conn, runtime.clock.now())
+            purge_at = time.monotonic() + (0.0 if more else PURGE_EVERY)
+
+    follow(runtime, stop, step, idle_wait=1.0, every=STEP_EVERY)
 
 
 def follow(runtime: Runtime, stop: threading.Event, step: Callable[[], None], *, idle_wait: float,

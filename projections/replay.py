@@ -81,7 +81,7 @@ def _apply_batch(runtime: Runtime, conn: Any, schema: str, view: Projection, aft
         cur.execute(f'SET LOCAL search_path = "{schema}"')
         rows = SqlRows(cur, view.tables)
         for notification in batch:
-            view.apply(rows, runtime.sandesh.log.mapper.to_domain_event(notification))
+            view.apply(rows, runtime.sandesh.log.mapper.to_domain_event(notification), notification.id)
         cur.execute("SET LOCAL search_path = public")
     return batch[-1].id, len(batch)
 
@@ -166,6 +166,7 @@ def _fold(runtime: Runtime, views: dict[str, Projection], memory: MemoryRows, pr
             memory.take_back(_continued(batch))
         for notification_id, originator_id, version, topic, state in batch:
             event = decode(originator_id, version, topic, state)
+            memory.position = notification_id  # where the event lies in the log (rows.Rows)
             for name, handler, start in handlers[type(event)]:
                 if uneven and notification_id <= start:
                     continue

@@ -106,7 +106,12 @@ class Table:
 
 
 class Rows(Protocol):
-    """What a handler may do to its tables (SqlRows live, MemoryRows in a replay)."""
+    """What a handler may do to its tables (SqlRows live, MemoryRows in a replay), and `position`,
+    the place in the log (notification id) of the event it handles, which the executor sets
+    before each event.  Only a followed handler reads it: an append's events have no place in
+    the log until it commits."""
+
+    position: int | None
 
     def insert(self, table: str, row: dict[str, Any], *, on_conflict: str | None = None) -> None: ...
     def update(self, table: str, key: Key, changes: dict[str, Any]) -> None: ...
@@ -118,6 +123,8 @@ class Rows(Protocol):
 
 class SqlRows:
     """Each operation as one statement on `cur` (a cursor, or the append's StatementBuffer)."""
+
+    position: int | None = None
 
     def __init__(self, cur: Any, tables: dict[str, Table]):
         self.cur, self.tables = cur, tables
@@ -333,6 +340,10 @@ class AppendRows(SqlRows):
     def get(self, table: str, key: Key, column: str) -> Any:
         raise TypeError("an append's inline writer only writes: it reads nothing back")
 
+    @property  # type: ignore[override]
+    def position(self) -> int:
+        raise TypeError("an append's events have no place in the log until it commits")
+
     def guard(self, sql: str, params: Iterable[Any] = ()) -> None:
         for table in list(self._waiting):
             self._flush(table)
@@ -523,6 +534,8 @@ class MemoryRows:
     """The same operations on rows in memory: `rows[table]` maps key to a row dict (a table
     without a key numbers its rows).  `defaults[table]` gives each column's DEFAULT, so an
     inserted row is whole, as PostgreSQL would store it."""
+
+    position: int | None = None
 
     def __init__(self, tables: dict[str, Table], defaults: dict[str, dict[str, Any]]):
         self.tables, self.defaults = tables, defaults

@@ -1,11 +1,11 @@
 """`sandesh worker webhooks`: turns message events into signed deliveries and makes the attempts.
 
-Following: the log's message and reply events become the clients' feed items (GET /v1/events,
-projections/feed.py) and, for clients with a webhook URL, WebhookDelivery aggregates with the
-same bodies, one batch at a time by the projections' own step (projections/follower.py
-`positioned_step`): the follower's position row is locked while a batch is turned into items
-and deliveries, the items commit with the position, and a delivery's id is derived from
-(message, webhook status), so a batch replayed after a crash creates nothing twice.
+Following: the log's message and reply events become WebhookDelivery aggregates for the clients
+with a webhook URL, one batch at a time by the projections' own step (projections/follower.py
+`positioned_step`): the follower's position row is locked while a batch is turned into
+deliveries, and a delivery's id is derived from (message, webhook status), so a batch replayed
+after a crash creates nothing twice.  The same events make the clients' feed (GET /v1/events),
+with the same ids and bodies, in a read model of its own (projections/feed.py).
 
 Attempting: due deliveries (new ones at once, retries when the clock reaches their time) are
 leased with SKIP LOCKED and posted from a bounded pool of threads, so one slow receiver holds
@@ -31,10 +31,10 @@ from sandesh.domain.inbound import Reply
 from sandesh.domain.message import Message, error_of
 from sandesh.domain.signature import sign
 from sandesh.domain.topics import topics_of
-from sandesh.domain.webhook import (DEAD, DELIVERED, FEED_HISTORY, HISTORY, INBOUND, SOURCES, STATUS, TIMEOUT,
-                                   USER_AGENT, WAITING, WEBHOOK_STATUS, WebhookDelivery, event_id, inbound_event,
-                                   new_delivery, status_event)
-from sandesh.projections import channels, feed, follower, registry, webhooks
+from sandesh.domain.webhook import (DEAD, DELIVERED, HISTORY, INBOUND, SOURCES, STATUS, TIMEOUT, USER_AGENT,
+                                   WAITING, WEBHOOK_STATUS, WebhookDelivery, inbound_event, new_delivery,
+                                   status_event)
+from sandesh.projections import channels, follower, registry, webhooks
 from sandesh.projections.group_commit import GroupCommit
 from sandesh.projections.runtime import Runtime
 
@@ -102,29 +102,12 @@ class WebhookSender:
         return follower.positioned_step(self.runtime, POSITION, TOPICS, self._deliveries_of, limit)
 
     def _deliveries_of(self, cur: Any, batch: list[Any]) -> None:
-        """The batch's events as the clients' feed items (every client: projections/feed.py),
-        and as deliveries to the clients with a webhook URL, both from the same body."""
+        """The batch's events of the last HISTORY as deliveries to the clients with a webhook URL."""
         now, known = self.clock.now(), _Batch(self.sandesh, cur)
-        events = [(n.id, self.sandesh.log.mapper.to_domain_event(n)) for n in batch]
-        kept = [(position, e) for position, e in events if e.at >= now - FEED_HISTORY]
+        events = [e for e in map(self.sandesh.log.mapper.to_domain_event, batch) if e.at >= now - HISTORY]
         known.read_messages({e.in_reply_to if isinstance(e, Reply.Received) else e.originator_id
-                             for _, e in kept} - {None})
-        items = [item for position, e in kept if (item := _item(known, position, e))]
-        feed.write(cur, items)
-        self.sandesh.webhooks.add_deliveries([self._delivery(known, item, now) for item in items
-                                          if item.at >= now - HISTORY and known.has_url(item.client_id)])
-
-    @staticmethod
-    def _delivery(known: "_Batch", item: feed.Item, now: float) -> WebhookDelivery:
-        if item.event_type == INBOUND:
-            # the body holds the reply's text: it is kept sealed under the workspace's key, like the text
-            reply = known.replies[item.subject]
-            owner = known.message(reply.in_reply_to).workspace_id
-            body = inbound_event(reply.originator_id, reply.sender, known.sandesh.texts.open(reply.text), reply.at,
-                                 reply.in_reply_to)
-            sealed = known.sandesh.texts.seal(owner, orjson.dumps(body).decode())
-            return new_delivery(item.client_id, INBOUND, item.subject, None, sealed, at=now)
-        return new_delivery(item.client_id, STATUS, item.subject, item.body["status"], item.body, at=now)
+                             for e in events} - {None})
+        self.sandesh.webhooks.add_deliveries([delivery for e in events if (delivery := _delivery(known, e, now))])
 
     # Attempts
     def dispatch(self) -> int:
@@ -315,7 +298,6 @@ class WebhookSender:
         if now - self.purged_at >= PURGE_EVERY:
             with self.runtime.connection() as conn:
                 webhooks.purge(conn, now)
-                feed.purge(conn, now)
             self.purged_at = now
 
     def run(self, stop: threading.Event) -> None:
@@ -397,7 +379,6 @@ class _Batch:
         self.sandesh, self.cur = app, cur
         self.urls: dict[str, bool] = {}
         self.messages: dict[str, Message] = {}
-        self.replies: dict[str, Reply.Received] = {}  # the batch's replies, by id
 
     def has_url(self, client_id: str) -> bool:
         if client_id not in self.urls:
@@ -415,20 +396,25 @@ class _Batch:
         return self.messages[message_id]
 
 
-def _item(known: _Batch, position: int, event: Any) -> feed.Item | None:
-    """The feed item of a source event at log `position`: None for a reply attributed to no client."""
+def _delivery(known: _Batch, event: Any, now: float) -> WebhookDelivery | None:
+    """The delivery of a source event, with the body its feed item carries (projections/feed.py):
+    None for a reply attributed to no client, or a client without a webhook URL."""
     if isinstance(event, Reply.Received):
-        if event.client_id is None:
+        if event.client_id is None or not known.has_url(event.client_id):
             return None
-        known.replies[event.originator_id] = event
-        # the text is kept only in the log: null here, read from there when served (api/events.py)
-        body = inbound_event(event.originator_id, event.sender, None, event.at, event.in_reply_to)
-        return feed.Item(event_id(event.originator_id, INBOUND), event.client_id, position, INBOUND,
-                         event.originator_id, body, event.at)
+        # the body holds the reply's text: it is kept sealed under the workspace's key, like the text
+        owner = known.message(event.in_reply_to).workspace_id
+        body = inbound_event(event.originator_id, event.sender, known.sandesh.texts.open(event.text), event.at,
+                             event.in_reply_to)
+        sealed = known.sandesh.texts.seal(owner, orjson.dumps(body).decode())
+        return new_delivery(event.client_id, INBOUND, event.originator_id, None, sealed, at=now)
     message = known.message(event.originator_id)
+    if not known.has_url(message.client_id):
+        return None
     status = WEBHOOK_STATUS[type(event)]
-    body = status_event(message, status, event.at, error_of(event))
-    return feed.Item(event_id(message.id, status), message.client_id, position, STATUS, message.id, body, event.at)
+    body = status_event(message.id, message.to, message.message_type, message.segments, status, event.at,
+                        error_of(event))
+    return new_delivery(message.client_id, STATUS, message.id, status, body, at=now)
 
 
 MAX_ANSWER = 64 * 1024  # bytes of a receiver's answer read at most; nothing of it is kept

@@ -20,8 +20,8 @@ from sandesh.domain.errors import NeedsNewerRelease
 from sandesh.domain.settings import Settings
 from sandesh.domain.usecases.log import Log
 
-from sandesh.projections import (campaigns, contacts, db, drafts, idempotency, keys, optouts, otp_limits, registry, releases,
-                                 sessions, text_keys, webhooks)
+from sandesh.projections import (campaigns, contacts, db, drafts, follower, idempotency, keys, optouts, otp_limits,
+                                 registry, releases, replay, sessions, text_keys, webhooks)
 from sandesh.projections.group_commit import GroupCommit
 from sandesh.projections.health import DatabaseHealth, DatabaseUnavailable, is_outage
 from sandesh.projections.passwords import Argon2Hasher
@@ -129,11 +129,13 @@ def check_release(settings: Settings) -> None:
         pass
 
 
-def migrate(settings: Settings) -> None:
+def migrate(settings: Settings) -> dict[str, Any]:
     """`sandesh db migrate`: the database, the event table, every read model, and this release
     recorded as the one that migrated it (projections/releases.py), the database's first root key
     when it has none recorded, a current data key for each use, and the keys of 0.3.0's formats
-    when the log holds them (projections/keys.py). Idempotent."""
+    when the log holds them (projections/keys.py); then each followed read model the database
+    never had is built from its log, as `sandesh replay NAME` builds it (docs/operations.md,
+    "Upgrading"). Idempotent. Returns what it built: per read model, its events and rows."""
     db.ensure_database(settings)
     with db.migration_lock(settings) as conn:
         found = releases.before_migration(conn)
@@ -143,8 +145,20 @@ def migrate(settings: Settings) -> None:
         ring = KeyRing(settings.require_key_ring())
         keys.record_first_key(conn, ring, lambda ring: _key_of_log(conn, ring))
         finalized = releases.read(conn).finalized  # type: ignore[union-attr]
-        legacy = keys.first_event_state(conn) is not None or release.older(finalized, keys.NEW_FORMATS_FROM)
+        logged = keys.first_event_state(conn) is not None
+        legacy = logged or release.older(finalized, keys.NEW_FORMATS_FROM)
         keys.record_data_keys(conn, ring, legacy=legacy)
+        new = follower.unpositioned(conn) if logged else []
+        if not new:
+            return {}
+        # Built here rather than by the projections worker from the log's first event: the worker
+        # takes each projection to the head before the next, so the others would wait meanwhile.
+        runtime = bootstrap(settings, pool_size=2)
+        try:
+            built = replay.rebuild_all(runtime, new)["projections"]
+        finally:
+            runtime.close()
+        return {name: {"events": done["events"], "rows": done["rows"]} for name, done in built.items()}
 
 
 def _key_of_log(conn: Any, ring: KeyRing) -> str | None:

@@ -359,7 +359,8 @@ def parser() -> argparse.ArgumentParser:
     w.add_argument("--host", help="the host whose SIMs a dispatcher drives (default: every SIM)")
 
     r = sub.add_parser("replay", help="rebuild read models from the log, beside the live ones, then swap")
-    r.add_argument("names", nargs="*", metavar="PROJECTION", help="registry, messages, counters, otps, audit (default: all)")
+    r.add_argument("names", nargs="*", metavar="PROJECTION",
+                   help="registry, messages, counters, otps, audit, campaigns, feed (default: all)")
     r.add_argument("--check", action="store_true",
                    help="rebuild beside the live tables and compare them row for row without swapping; prints "
                         "rows compared and rows that differ per table, exits 1 when any differ")
@@ -374,7 +375,8 @@ def parser() -> argparse.ArgumentParser:
     cp = sub.add_parser("checkpoint", help="fold the log into a checkpoint of each read model, from the previous "
                                            "one on, kept once it equals a fresh fold from zero "
                                            "(docs/operations.md, \"Checkpoints\")")
-    cp.add_argument("names", nargs="*", metavar="PROJECTION", help="registry, messages, counters, otps, audit (default: all)")
+    cp.add_argument("names", nargs="*", metavar="PROJECTION",
+                    help="registry, messages, counters, otps, audit, campaigns, feed (default: all)")
     cp.add_argument("--from-zero", action="store_true", help="fold the whole log, not from the previous checkpoint on")
     cp.add_argument("--memory-mb", type=megabytes, metavar="MB", help="as for replay")
 

@@ -48,8 +48,8 @@ def _client(runtime: Runtime, client_id: str) -> dict[str, Any]:
 
 
 def db_migrate(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    migrate(settings)
-    emit({"ok": True, **_releases(settings)})
+    built = migrate(settings)
+    emit({"ok": True, **_releases(settings), **({"built": built} if built else {})})
     return 0
 
 

@@ -2,11 +2,13 @@
 release's own processes (scripts/devtools/corpus.py: its API, workers, emulator and commands, run through
 one scripted workload), what that release answered at the end, and the keys and ids of it.
 
-This release restores each log into a fresh database, migrates it, finds its read models equal
-to the log (`replay --check`), replays it, and answers every question the earlier release was
-asked as that release did.  Then its own processes take over the service the earlier release
-left: the messages left waiting go out, the scheduled one goes at its time, old keys send,
-webhooks carry signatures of the old secrets, a new OTP verifies, and the log still replays equal."""
+This release restores each log into a fresh database, migrates it (which builds the read models
+the earlier release did not have, the events feed among them), finds its read models equal to the
+log (`replay --check`), replays it, and answers every question the earlier release was asked as
+that release did.  Then its own processes take over the service the earlier release left: the
+messages left waiting go out, the scheduled one goes at its time, old keys send, webhooks carry
+signatures of the old secrets and the feed the same events, a new OTP verifies, the feed the
+service serves is what a replay makes, and the log still replays equal."""
 from __future__ import annotations
 
 import json
@@ -25,6 +27,7 @@ from typing import Any, Iterator
 import psycopg
 import pytest
 import requests
+from psycopg.rows import dict_row
 
 from sandesh.domain.clock import parse_iso
 from sandesh.domain.release import OLDEST_PEER, VERSION
@@ -124,9 +127,10 @@ def restored(dump: Path) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def replays_equal(sandesh: Sandesh) -> None:
-    """`sandesh replay --check`: every table rebuilt from the log equals the live one."""
-    check = sandesh.run("replay", "--check")
+def replays_equal(sandesh: Sandesh, *names: str) -> None:
+    """`sandesh replay --check`: every table rebuilt from the log equals the live one (those of
+    the projections named, when given)."""
+    check = sandesh.run("replay", "--check", *names)
     assert check.returncode == 0, check.stdout + check.stderr
     unequal = {table: found for projection in json.loads(check.stdout)["projections"].values()
                for table, found in projection["tables"].items()
@@ -227,8 +231,11 @@ def test_a_log_of_an_earlier_release_is_migrated_replayed_answered_alike_and_ser
         # gate keeps to its shapes; an older release's processes were all stopped for the upgrade.
         migrated = sandesh("db", "migrate")
         assert migrated["finalized"] == (OLDEST_PEER if manifest["release"] == OLDEST_PEER else VERSION)
+        assert migrated["built"]["feed"]["rows"] > 0, "no release before this one had the feed: migrating builds it"
+        built = feed_rows(database)
         replays_equal(sandesh)
         sandesh("replay")
+        assert feed_rows(database) == built, "the feed a migration builds is the one a replay makes"
         set_clock(database, manifest["clock"]["now"])
 
         server = Server(env, workers=1)
@@ -242,7 +249,15 @@ def test_a_log_of_an_earlier_release_is_migrated_replayed_answered_alike_and_ser
             assert not unexplained, "answers unlike the earlier release's:\n" + summary(unexplained)
             assert not set(added) - {d[0] for d in found}, "listed as added, yet answered alike"
 
-            takes_over(sandesh, server, env, manifest, expected, receiver, tmp_path)
+            hooks = takes_over(sandesh, server, env, manifest, expected, receiver, tmp_path)
+            # The dispatcher records its last reports as it stops, maybe after the projections
+            # worker stopped: the check takes the live feed there first, as that worker would.
+            replays_equal(sandesh, "feed")
+            served = feeds(server, manifest)
+            carried_alike(served["foods"], hooks, manifest["story"]["idempotent"])
+            sandesh("replay", "feed")
+            again = feeds(server, manifest)
+            assert again == served, f"the feed served after the upgrade is not what a replay makes: {again}"
             dashboard_opens(sandesh, server, manifest)
         finally:
             server.stop()
@@ -271,8 +286,9 @@ class Customer:
 
 
 def takes_over(sandesh: Sandesh, server: Server, env: dict[str, str], manifest: dict[str, Any],
-               expected: dict[str, Any], receiver: Any, tmp_path: Path) -> None:
-    """This release's workers and modems take over what the earlier release left."""
+               expected: dict[str, Any], receiver: Any, tmp_path: Path) -> list[Any]:
+    """This release's workers and modems take over what the earlier release left.  Returns the
+    webhooks the Foods client got for what was sent and replied since."""
     story, clients = manifest["story"], manifest["clients"]
     for client in clients.values():  # the receiver listens on another port than the corpus's did
         if client.get("webhookPath"):
@@ -343,10 +359,44 @@ def takes_over(sandesh: Sandesh, server: Server, env: dict[str, str], manifest: 
 
         wait(lambda: all(lag == 0 for lag in foods.http.get(f"{server.url}/v1/ready", timeout=10).json()["checks"]
                          ["projectionLag"].values()), "the projections to catch up")
+        return signed_by_foods + inbound
     finally:
         workers.send_signal(signal.SIGTERM)
         assert workers.wait(timeout=30) == 0, (tmp_path / "workers.log").read_text()[-3000:]
         modems.stop()
+
+
+def feed_rows(database: str) -> list[dict[str, Any]]:
+    with psycopg.connect(database, row_factory=dict_row) as conn:
+        return conn.execute("SELECT * FROM events_feed ORDER BY position").fetchall()
+
+
+def feeds(server: Server, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Each client's whole feed as GET /v1/events serves it, page by page (a disabled client's answer)."""
+    found: dict[str, Any] = {}
+    for name, client in manifest["clients"].items():
+        items: list[dict[str, Any]] = []
+        while True:
+            after = {"after": items[-1]["id"]} if items else {}
+            answer = requests.get(server.url + "/v1/events", params={"limit": 100, **after},
+                                  headers={"x-api-key": client["key"]}, timeout=30)
+            if answer.status_code != 200:
+                found[name] = (answer.status_code, answer.json()["code"])
+                break
+            items += answer.json()["data"]
+            if not answer.json()["hasMore"]:
+                found[name] = items
+                break
+    return found
+
+
+def carried_alike(feed: list[dict[str, Any]], hooks: list[Any], old: str) -> None:
+    """The feed holds the earlier release's message `old`, and each webhook since is an item of it:
+    `evt_X` for `whd_X`, its data the webhook's body."""
+    by_id = {item["id"]: item["data"] for item in feed}
+    assert any(data["id"] == old for data in by_id.values()), feed
+    for hook in hooks:
+        assert by_id["evt_" + hook.headers["x-service-delivery"][len("whd_"):]] == json.loads(hook.body)
 
 
 def webhooks_of(receiver: Any, client: dict[str, Any], subjects: set[str], statuses: set[str]) -> list[Any]:

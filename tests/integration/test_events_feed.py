@@ -1,7 +1,8 @@
-"""GET /v1/events against `sandesh serve`, a real dispatcher with emulated modems and the webhook
-sender following the log (docs/api.md, "GET /v1/events"): the feed is what the webhooks carry,
-item for item, for every client with or without a URL, only the caller's, and a long poll
-answers as soon as an event arrives."""
+"""GET /v1/events against `sandesh serve`, a real dispatcher with emulated modems, the projections
+worker writing the feed and the webhook sender following the log (docs/api.md, "GET /v1/events"):
+the feed is what the webhooks carry, item for item, for every client with or without a URL, only
+the caller's; a long poll answers as soon as an event arrives; and the feed is a read model like
+the others, which a replay rebuilds alike, telling no one."""
 from __future__ import annotations
 
 import os
@@ -21,6 +22,7 @@ import pytest
 import requests
 
 from sandesh.projections.db import advance_clock
+from sandesh.projections.feed import CHANNEL
 from sandesh.workers import webhook_guard
 from sandesh.workers.webhooks import WebhookSender
 from tests.conftest import ROOT, wait_for_status
@@ -73,7 +75,7 @@ def whole_feed(server, key: str, limit: int, after: str | None = None) -> list[d
 
 
 def test_the_feed_is_what_the_webhooks_carried_item_for_item_and_only_the_callers(
-        server, runtime, phones, receiver, webhooks):
+        server, runtime, phones, receiver, webhooks, projections_worker):
     hooked_id, hooked = client(runtime, "Hooked shop", receiver.url("/feed"))
     _, plain = client(runtime, "No URL shop")
     sent = [send(server, hooked, f"97798110000{n:02d}") for n in range(3)]
@@ -83,7 +85,9 @@ def test_the_feed_is_what_the_webhooks_carried_item_for_item_and_only_the_caller
     wait_for_status(runtime, [plain_sent], {"delivered"})
 
     received = receiver.wait("/feed", 9)  # sent and delivered of 4 messages, and the reply
-    feed = whole_feed(server, hooked, limit=2)
+    deadline = time.monotonic() + 10  # the projections worker writes the feed, the sender the deliveries
+    while len(feed := whole_feed(server, hooked, limit=2)) < 9 and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert len(feed) == 9
     by_delivery = {r.headers["x-service-delivery"][len("whd_"):]: orjson.loads(r.body) for r in received}
     assert {item["id"][len("evt_"):]: item["data"] for item in feed} == by_delivery
@@ -99,7 +103,7 @@ def test_the_feed_is_what_the_webhooks_carried_item_for_item_and_only_the_caller
     assert order.index((answered, "delivered")) < order.index((reply["id"], None))
 
     # a client without a URL has its feed all the same, and each sees only its own: once the
-    # sender's follower has read as far in the log (it trails the log by moments)
+    # projections worker has read as far in the log (it trails the log by moments)
     deadline = time.monotonic() + 10
     while len(plain_feed := whole_feed(server, plain, limit=100)) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -119,7 +123,7 @@ def in_feed(runtime, client_id: str) -> float:
     return time.monotonic()
 
 
-def test_a_long_poll_answers_within_a_second_of_a_new_event(server, runtime, phones, webhooks):
+def test_a_long_poll_answers_within_a_second_of_a_new_event(server, runtime, phones, webhooks, projections_worker):
     _, key = client(runtime, "Waiting shop")
     started = time.monotonic()
     idle = events(server, key, wait=1)
@@ -206,7 +210,7 @@ def test_the_docs_give_the_polling_loop_in_python_nodejs_and_php():
 
 @pytest.mark.parametrize("language", ["python", "js", "php"])
 def test_each_polling_loop_prints_every_event_once_and_goes_on_after_a_restart(
-        language, server, runtime, phones, webhooks, tmp_path):
+        language, server, runtime, phones, webhooks, projections_worker, tmp_path):
     client_id, key = client(runtime, f"Polling shop {language}")
     first = send(server, key, "9779811000060", "नमस्ते! Your order is packed")
     wait_for_status(runtime, [first], {"delivered"})
@@ -232,7 +236,40 @@ def test_each_polling_loop_prints_every_event_once_and_goes_on_after_a_restart(
         again.stop()
 
 
-def test_events_are_kept_thirty_days(server, runtime, phones, webhooks):
+def test_the_feed_is_a_read_model_that_a_replay_rebuilds_alike_telling_no_one(
+        server, runtime, phones, receiver, webhooks, projections_worker, sandesh):
+    """`sandesh replay feed` makes the feed the projections worker made, row for row and answer
+    for answer, and `replay --check` compares it.  Its rows are no news: a replay wakes no long
+    poll, while the worker's next commit does (docs/design.md, "The events feed")."""
+    client_id, key = client(runtime, "Replayed shop", receiver.url("/replayed"))
+    sent = [send(server, key, f"97798110001{n:02d}") for n in range(2)]
+    wait_for_status(runtime, sent, {"delivered"})
+    replied(server, runtime, phones, key, "9779811000199", "Pheri bhetaunla")
+    deadline = time.monotonic() + 15  # sent and delivered of 3 messages, and the reply
+    while len(live := whole_feed(server, key, limit=100)) < 7 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(live) == 7 and live[-1]["type"] == "message.inbound"
+    with runtime.connection() as conn:
+        rows = conn.execute("SELECT * FROM events_feed ORDER BY position").fetchall()
+
+    with psycopg.connect(runtime.settings.database_url, autocommit=True) as listener:
+        listener.execute(f"LISTEN {CHANNEL}")
+        replayed = sandesh("replay", "feed")
+        checked = sandesh("replay", "--check", "feed")
+        told = [n.payload for n in listener.notifies(timeout=1)]
+        send(server, key, "9779811000198")
+        heard = [n.payload for n in listener.notifies(timeout=10, stop_after=1)]
+    assert (told, heard) == ([], [client_id])
+
+    assert list(replayed["projections"]) == ["feed"] and checked["ok"] is True
+    assert checked["projections"]["feed"]["tables"]["events_feed"]["rows"] >= len(rows)
+    with runtime.connection() as conn:
+        assert conn.execute("SELECT * FROM events_feed WHERE position <= %s ORDER BY position",
+                            (rows[-1]["position"],)).fetchall() == rows
+    assert whole_feed(server, key, limit=100)[:7] == live
+
+
+def test_events_are_kept_thirty_days(server, runtime, phones, webhooks, projections_worker):
     _, key = client(runtime, "Old shop")
     message = send(server, key, "9779811000080")
     wait_for_status(runtime, [message], {"delivered"})

@@ -33,7 +33,7 @@ def test_ready_is_503_with_the_reason_until_a_sim_is_a_route(server, runtime, sa
     body = answer.json()
     assert body["ready"] is False and body["reasons"] == ["no SIM is a route: sends answer 503 unavailable"]
     assert body["checks"]["database"] == "ok" and body["checks"]["route"] is False
-    assert set(body["checks"]["projectionLag"]) == {"messages", "counters", "otps", "audit", "campaigns"}
+    assert set(body["checks"]["projectionLag"]) == {"messages", "counters", "otps", "audit", "campaigns", "feed"}
 
     sim = sandesh("sim", "add", "--name", "ready-route", "--port", "loop://")
     reported = Route(runtime, sim["id"])  # reported healthy every few seconds, as a dispatcher does

@@ -234,10 +234,11 @@ def test_projection_lag_is_what_the_followed_projections_have_still_to_apply(ser
         return {s.labels["projection"]: s.value for s in samples if s.name == "sandesh_projection_lag_events"}
 
     lag = lags(eventually(server, lambda s: lags(s).get("otps", 0) > 0))
-    assert set(lag) == {"messages", "counters", "otps", "audit", "campaigns"}
+    assert set(lag) == {"messages", "counters", "otps", "audit", "campaigns", "feed"}
     assert lag["messages"] > 0 and lag["otps"] > 0
     follower.catch_up(runtime)
-    eventually(server, lambda s: lags(s) == {"messages": 0, "counters": 0, "otps": 0, "audit": 0, "campaigns": 0})
+    eventually(server, lambda s: lags(s) == {"messages": 0, "counters": 0, "otps": 0, "audit": 0, "campaigns": 0,
+                                             "feed": 0})
 
 
 def test_a_dispatch_worker_counts_each_sims_submits_and_cms_errors(server, env, sandesh, runtime, route):

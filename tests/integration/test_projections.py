@@ -18,6 +18,7 @@ from sandesh.domain.recipients import pasted
 from sandesh.domain.ports import Caller
 from sandesh.domain.sending import OtpSendRequest, OtpVerifyRequest, parse_send
 from sandesh.domain.topics import topics_of
+from sandesh.domain.webhook import FEED_HISTORY
 from sandesh.projections import follower, sim_health
 from tests.helpers import funded_workspace
 from tests.conftest import ROOT
@@ -27,7 +28,7 @@ TABLES = {"workspaces": "id", "clients": "id", "sims": "id", "sms_switch": "id",
           "otps": "id", "otp_issues": "otp_id, at",
           "audit_lines": "originator_id, originator_version", "audit_clients": "client_id",
           "campaigns": "id", "campaign_messages": "message_id", "contact_lists": "id", "contacts": "list_id, number",
-          "message_templates": "id"}
+          "message_templates": "id", "feed_messages": "id", "events_feed": "id"}
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +133,7 @@ def test_replay_rebuilds_every_read_model_identical_row_for_row(runtime, clients
     assert done.returncode == 0, done.stderr
     summary = orjson.loads(done.stdout)
     projections = summary["projections"]
-    assert set(projections) == {"registry", "messages", "counters", "otps", "audit", "campaigns"}
+    assert set(projections) == {"registry", "messages", "counters", "otps", "audit", "campaigns", "feed"}
     assert projections["messages"]["events"] == 550 + 10
     # the log is read once: every event of it, each projection handling its own
     assert summary["events"] == runtime.sandesh.log.recorder.max_notification_id()
@@ -179,7 +180,8 @@ def test_replay_check_compares_without_swapping_and_finds_a_tampered_row(runtime
     clean = sandesh.run("replay", "--check")
     assert clean.returncode == 0, clean.stderr
     report = orjson.loads(clean.stdout)
-    assert report["ok"] is True and set(report["projections"]) == {"registry", "messages", "counters", "otps", "audit", "campaigns"}
+    assert report["ok"] is True
+    assert set(report["projections"]) == {"registry", "messages", "counters", "otps", "audit", "campaigns", "feed"}
     tables = {t: r for p in report["projections"].values() for t, r in p["tables"].items()}
     assert all(r["differ"] == 0 for r in tables.values()), tables
     with runtime.connection() as conn:
@@ -298,6 +300,33 @@ def test_status_events_count_for_the_client_that_sent_the_message(runtime):
         row = conn.execute("SELECT * FROM client_counters WHERE client_id = %s", (cl.id,)).fetchone()
     assert outcomes == ["delivered", "delivered", "undelivered"]
     assert (row["sent"], row["delivered"], row["undelivered"], row["failed"], row["spent"]) == (4, 2, 1, 1, 300)
+
+
+def test_a_purge_forgets_feed_items_past_thirty_days_a_bounded_number_at_a_time(runtime, sandesh):
+    """The feed keeps an item 30 days (`retained`): the projections worker's purge forgets older
+    ones, at most `limit` rows of a table at once, saying when more are left; a replay, which
+    cannot see the clock, makes them again."""
+    app = runtime.sandesh
+    ws = funded_workspace(app, "Purged", 10_000, "t")
+    cl, _, _ = app.operators.create_client(ws, "Purged", None, 1000, "t")
+    request, _ = parse_send({"to": "9779812345678", "text": "old news"})
+    for _ in range(3):
+        failed = app.history.message(app.sending.send(cl.id, ws, request, 100).id)
+        failed.fail("CMS 500", at=runtime.clock.now())
+        app.log.save(failed)
+    follower.catch_up(runtime)
+    with runtime.connection() as conn:
+        kept = conn.execute("SELECT * FROM events_feed ORDER BY position").fetchall()
+        assert [row["body"]["status"] for row in kept if row["client_id"] == cl.id] == ["failed"] * 3
+        assert follower.purge(conn, runtime.clock.now()) is False  # nothing is 30 days old yet
+        later = max(row["at"] for row in kept) + FEED_HISTORY + 1
+        assert follower.purge(conn, later, limit=len(kept) - 1) is True
+        assert follower.purge(conn, later, limit=len(kept) - 1) is False
+        assert conn.execute("SELECT count(*) AS n FROM events_feed").fetchone()["n"] == 0
+        assert conn.execute("SELECT count(*) AS n FROM feed_messages").fetchone()["n"] >= 3  # kept whole
+    sandesh("replay", "feed")
+    with runtime.connection() as conn:
+        assert conn.execute("SELECT * FROM events_feed ORDER BY position").fetchall() == kept
 
 
 def all_read_models(runtime):

@@ -20,6 +20,7 @@ from sandesh.domain.signature import SignatureError, verify_signature
 from sandesh.domain.webhook import DELAYS, delivery_id
 from eventsourcing.persistence import IntegrityError
 
+from sandesh.projections import follower
 from sandesh.projections.db import advance_clock
 from sandesh.projections.group_commit import GroupCommit
 from tests.helpers import funded_workspace
@@ -226,6 +227,38 @@ def test_a_client_without_a_webhook_url_gets_no_deliveries(runtime, workspace, r
         assert conn.execute("SELECT count(*) AS n FROM webhook_deliveries WHERE client_id = %s",
                             (client.id,)).fetchone()["n"] == 0
     assert runtime.sandesh.history.message(message.id).status == "failed", "its events are still recorded"
+
+
+def test_the_sender_leaves_the_feed_to_its_read_model_which_carries_the_deliveries_ids_and_bodies(
+        runtime, receiver, sender):
+    """The sender makes deliveries and writes no feed item.  The feed (projections/feed.py), written
+    by the projections' step, has an item for each delivery: `evt_X` for `whd_X`, its body the
+    delivery's (a reply's text left to the log), in the log's order (docs/api.md, "GET /v1/events")."""
+    app = runtime.sandesh
+    hooked = Hooked(runtime, funded_workspace(app, "Fed", 10**6, "t"), receiver)
+    message = hooked.send()
+    lifecycle(runtime, message, ("submit",), ("requeue", "CMS ERROR 38: again"), ("submit",), ("accept",),
+              ("report", 0x45))
+    app.dispatch.finish_reply(app.dispatch.store_reply_part(None, "sim_test", message.to[3:], None, 1, 1, "Fed up").id,
+                              app.history.message(message.id))
+    deliver(sender)
+    made = {row["id"] for row in rows_of(runtime, hooked)}
+    with runtime.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM events_feed WHERE client_id = %s", (hooked.id,)
+                            ).fetchone()["n"] == 0
+    follower.catch_up(runtime)
+    with runtime.connection() as conn:
+        items = conn.execute("SELECT * FROM events_feed WHERE client_id = %s ORDER BY position",
+                             (hooked.id,)).fetchall()
+    assert [(item["subject"], item["body"].get("status")) for item in items] == [
+        (message.id, "queued"), (message.id, "sent"), (message.id, "undelivered"), (items[-1]["subject"], None)]
+    assert {"whd_" + item["id"][len("evt_"):] for item in items} == made
+    for item in items:
+        carried = orjson.loads(app.texts.open(app.webhooks.delivery("whd_" + item["id"][len("evt_"):]).body))
+        if item["event_type"] == "message.inbound":
+            assert carried["text"] == "Fed up"
+            carried["text"] = None  # read from the log when the item is served
+        assert item["body"] == carried
 
 
 def test_following_the_log_again_creates_no_second_delivery(runtime, hooked, sender):

@@ -112,6 +112,12 @@ def test_an_append_reads_nothing_back():
         AppendRows(Recorded(), TABLES).get("queue", ("q1",), "id")
 
 
+def test_an_appends_events_have_no_position_yet():
+    """The notification ids of an append's events are given when it commits, after its writer ran."""
+    with pytest.raises(TypeError):
+        AppendRows(Recorded(), TABLES).position
+
+
 def test_a_followed_projection_has_no_inline_writer_and_the_inline_one_is_not_followed():
     followed = Projection(name="f", tables={}, ddl="")
     with pytest.raises(AssertionError):

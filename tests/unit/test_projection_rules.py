@@ -74,6 +74,51 @@ def test_an_inline_handler_only_writes(projection):
     assert _reads(projection) == []
 
 
+def _positions(function: Any, rows: str, seen: set[Any]) -> Iterator[str]:
+    """Where `function`, or a function of ours it hands `rows` to, reads `<rows>.position`."""
+    if function in seen or not isinstance(function, types.FunctionType):
+        return
+    seen.add(function)
+    names = {**function.__globals__, **inspect.getclosurevars(function).nonlocals}
+    for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(function)))):
+        if isinstance(node, ast.Attribute) and node.attr == "position" and isinstance(node.value, ast.Name) \
+                and node.value.id == rows:
+            line = function.__code__.co_firstlineno + node.lineno - 1
+            yield f"{function.__module__}.{function.__qualname__} line {line}"
+        elif isinstance(node, ast.Call):
+            passed = [i for i, arg in enumerate(node.args) if isinstance(arg, ast.Name) and arg.id == rows]
+            callee = _resolve(node.func, names) if passed else None
+            if isinstance(callee, types.FunctionType):
+                yield from _positions(callee, inspect.getfullargspec(callee).args[passed[0]], seen)
+
+
+def _position_reads(projection: ReadModel) -> list[str]:
+    return sorted({found for handler in set(projection.handlers.values())
+                   for found in _positions(handler, inspect.getfullargspec(handler).args[0], set())})
+
+
+@pytest.mark.parametrize("projection", INLINE, ids=lambda p: p.name)
+def test_an_inline_handler_reads_no_position(projection):
+    """An append's events get their place in the log only when it commits, after its inline
+    writer ran: `rows.position` raises there.  A handler that needs it belongs to a followed
+    projection, whose executors set it before each event, live and in a replay."""
+    assert _position_reads(projection) == []
+
+
+def test_the_check_finds_a_position_read_however_deep():
+    model = ReadModel(tables={"t": Table("t", ("id",))}, ddl="")
+
+    def helper(into: Rows, e: Any) -> None:
+        into.insert("t", {"id": e, "at": into.position})
+
+    @model.on(int)
+    def _handler(rows: Rows, e: int) -> None:
+        helper(rows, e)
+
+    assert _position_reads(model) == [f"{__name__}.{helper.__qualname__} line {helper.__code__.co_firstlineno + 1}"]
+    assert any(_position_reads(p) for p in PROJECTIONS.values() if not p.inline)  # the feed's order
+
+
 def test_the_check_finds_a_read_however_deep():
     model = ReadModel(tables={"t": Table("t", ("id",))}, ddl="")
 
