@@ -20,9 +20,9 @@ from sandesh.domain.application import Sandesh
 from sandesh.domain.errors import DomainError
 from sandesh.domain.settings import DEFAULT_PUBLIC_URL
 from sandesh.projections.callers import Callers
-from sandesh.projections.group_commit import GroupCommit
-from sandesh.projections.health import DatabaseHealth, is_outage
-from sandesh.projections.keys import KeyRefused
+from sandesh.projections.storage.group_commit import GroupCommit
+from sandesh.projections.storage.health import DatabaseHealth, is_outage
+from sandesh.projections.storage.keys import KeyRefused
 
 from .auth import Authentication
 from .dashboard import add_dashboard
@@ -154,7 +154,7 @@ def _errors(health: DatabaseHealth) -> Callable[..., Any]:
         elif is_outage(error):
             health.failed(error)
             _render(req, resp, outage_error())
-        elif isinstance(error, KeyRefused):  # why is logged once, by the ring (projections/keys.py)
+        elif isinstance(error, KeyRefused):  # why is logged once, by the ring (projections/storage/keys.py)
             _render(req, resp, ApiError("unavailable", "The service cannot record anything right now. Retry with "
                                                        "the same Idempotency-Key.",
                                         headers={"Retry-After": OUTAGE_RETRY_AFTER}))

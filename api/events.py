@@ -20,7 +20,8 @@ from sandesh.domain.application import Sandesh
 from sandesh.domain.clock import iso
 from sandesh.domain.listing import EventQuery, parse_event_query
 from sandesh.domain.webhook import FEED_HISTORY, INBOUND
-from sandesh.projections import channels, feed
+from sandesh.projections import feed
+from sandesh.projections.storage import channels
 
 from .body import parsed
 from .errors import ApiError, invalid

@@ -16,7 +16,7 @@ import orjson
 from sandesh.domain.clock import Clock
 from sandesh.domain.release import VERSION
 from sandesh.projections import follower, sim_health
-from sandesh.projections.health import DatabaseHealth, is_outage
+from sandesh.projections.storage.health import DatabaseHealth, is_outage
 
 from .waiting import Blocking
 

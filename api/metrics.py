@@ -30,8 +30,9 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from sandesh.domain.clock import Clock
 from sandesh.domain.release import VERSION
 from sandesh.domain.types import MESSAGE_TYPES
-from sandesh.projections import dispatch, follower, releases, sim_health
-from sandesh.projections.health import DatabaseHealth, is_outage
+from sandesh.projections import dispatch, follower, sim_health
+from sandesh.projections.storage import releases
+from sandesh.projections.storage.health import DatabaseHealth, is_outage
 
 from .errors import ApiError
 from .waiting import Blocking

@@ -10,7 +10,7 @@ Two kinds of waiting leave that loop:
   request awaits a future that the committer thread resolves: no thread waits for a request
   while its events commit;
 - `Hashing`: the dashboard's use cases that hash or check a password (argon2id, which runs on a
-  child process: projections/passwords.py) run on a thread of their own, one start a second
+  child process: projections/storage/passwords.py) run on a thread of their own, one start a second
   after a burst of three, with a bounded queue: sign-ins never take the threads the API's requests need, nor more
   of the machine than that, and past the queue they are told to come back (`Busy`: a 503 with
   Retry-After).
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
 from sandesh.domain.steps import Append, Effect, Read, Steps
-from sandesh.projections.group_commit import GroupCommit
+from sandesh.projections.storage.group_commit import GroupCommit
 
 T = TypeVar("T")
 

@@ -52,7 +52,7 @@ class Sandesh:
         webhook URL inside the network; `hasher` hashes dashboard passwords, `sign_in_tries`
         keeps the tries to sign in for their throttle, `sessions` ends a person's dashboard sessions;
         `webhook_history` finds the deliveries an operator redelivers; `otp_keys` gives the keys of OTP
-        code hashes, the one that makes them first (projections/keys.py, RingHashes); the Send
+        code hashes, the one that makes them first (projections/storage/keys.py, RingHashes); the Send
         page's use cases read the workspace's `sending_states`, keep previews in `drafts`, read
         contact lists and templates from `contact_book`, and a campaign's `campaign_progress`."""
         sending = Sending(log, clock, texts, idempotency, opt_outs, append, batch_answer)

@@ -32,7 +32,7 @@ class Contended(DomainError):
 
 class GuardRefused(DomainError):
     """A guard of the store (a CHECK, a unique key, a window limit) refused the whole append.
-    The store raises these subclasses itself (projections/store.py, GUARDS); nothing matches
+    The store raises these subclasses itself (projections/storage/store.py, GUARDS); nothing matches
     error text."""
 
 

@@ -114,7 +114,7 @@ class VersionedMapper(Mapper[str]):
     def __init__(self, transcoder: Transcoder, compressor: Compressor | None = None, cipher: Cipher | None = None):
         super().__init__(transcoder, compressor=compressor, cipher=cipher)
         # The release the log is finalized at: the wiring keeps the database's here
-        # (projections/releases.py, `Watch`).
+        # (projections/storage/releases.py, `Watch`).
         self.finalized = release.VERSION
         # Told before NeedsNewerRelease is raised: a worker stops on it (workers/supervisor.py).
         self.on_newer: Callable[[str], None] | None = None

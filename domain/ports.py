@@ -119,7 +119,7 @@ class WebhookHistory(Protocol):
 
 
 class PasswordHasher(Protocol):
-    """Hashes dashboard passwords (argon2id; projections/passwords.py)."""
+    """Hashes dashboard passwords (argon2id; projections/storage/passwords.py)."""
 
     def hash(self, password: str) -> str: ...
 
@@ -169,7 +169,7 @@ class SendingStates(Protocol):
 
 class Drafts(Protocol):
     """What a person previewed on the Send page, sealed, kept for an hour under the token of the
-    form that sends it (projections/drafts.py)."""
+    form that sends it (projections/storage/drafts.py)."""
 
     def keep(self, token: str, workspace_id: str, person_id: str, sealed: str, now: float) -> None: ...
 

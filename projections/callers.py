@@ -5,7 +5,7 @@ whether a route exists (sim_health's route rule) and the client's request rate. 
 was a round trip per request; here they are kept in memory:
 
 - A caller's row and the route are kept while this process listens on the CALLERS channel
-  (projections/channels.py).  Every append that changes a client, a workspace's status, rates
+  (projections/storage/channels.py).  Every append that changes a client, a workspace's status, rates
   or types, or the SMS switch notifies CALLER in its transaction; every heartbeat and SIM event
   notifies ROUTE.  A notification empties what it names; a row read before it and stored after
   it is not stored (the generation), and nothing is kept while the channel is down.  A key
@@ -22,7 +22,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, ContextManager
 
-from . import channels, request_rate
+from . import request_rate
+from .storage import channels
 
 SHARE = 0.02          # of a fast client's per-second rate, taken at a time by one process
 SHARE_SECONDS = 0.25  # how long a taken share may be used

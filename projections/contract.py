@@ -126,7 +126,7 @@ class Projection(ReadModel):
 
     def inline_writer(self, events: Sequence[Any]) -> Callable[[Any], None]:
         """Live, inline: what the application hands the recorder for an append of `events`
-        (projections/store.py): their rows on one `AppendRows` over the append's StatementBuffer,
+        (projections/storage/store.py): their rows on one `AppendRows` over the append's StatementBuffer,
         then the notices."""
         assert self.inline, f"{self.name} is followed, not written inline"
         mine = [event for event in events if type(event) in self.handlers]

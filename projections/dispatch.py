@@ -29,7 +29,7 @@ from sandesh.domain.operators import of_number
 from sandesh.domain.pacing import PRIORITY, WINDOW_SECONDS
 from sandesh.domain.settings import Settings
 
-from . import channels
+from .storage import channels
 from .contract import ReadModel
 from .rows import Add, AppendNew, Batching, Computed, Rows, Table, Tally
 
@@ -170,7 +170,7 @@ MODEL = ReadModel(
     working_columns={"dispatch_queue": ("leased_by", "leased_sim", "leased_until")})
 
 
-# The handlers, run in the append's transaction (projections/store.py StatementBuffer).
+# The handlers, run in the append's transaction (projections/storage/store.py StatementBuffer).
 
 def enqueue(rows: Rows, e: Message.Accepted) -> None:
     """An accepted message joins the queue, or waits for its `sendAt` (registry.py writes it

@@ -20,8 +20,8 @@ from psycopg.rows import tuple_row
 
 from . import audit, campaigns, counters, feed, messages, otps
 from .contract import Projection
-from .runtime import Runtime
-from .health import is_outage
+from .storage.runtime import Runtime
+from .storage.health import is_outage
 
 logger = logging.getLogger("sandesh.projections")
 

@@ -1,7 +1,7 @@
 """Inline read models of operator state: workspaces (with the balance ledger), clients, SIMs,
 the SMS switch; and `PROJECTION`, the inline projection that these tables and those of the other
 inline read models make together.  Written in the transaction that appends their events
-(projections/store.py), so a key rotation or a disable takes effect at once in every API
+(projections/storage/store.py), so a key rotation or a disable takes effect at once in every API
 process, and rebuilt from the log by `sandesh replay registry` with the very same handlers.
 
 Owns `workspaces`, `clients`, `sims`, `sms_switch` (`OWN`).  Other modules read these tables:
@@ -22,7 +22,8 @@ from typing import Any, Callable, ContextManager, Sequence
 
 from psycopg.types.json import Jsonb
 
-from . import channels, contacts, dispatch, idempotency, inbound, optouts, otp_limits, people, webhooks
+from . import contacts, dispatch, idempotency, inbound, optouts, otp_limits, people, webhooks
+from .storage import channels
 from .contract import Projection, ReadModel
 from .rows import Add, Batching, Key, Old, Rows, Table
 from .sim_health import ROUTE_UNTIL

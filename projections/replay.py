@@ -30,7 +30,7 @@ from sandesh.domain.topics import topics_of
 from . import checkpoints, follower, registry
 from .contract import Projection
 from .rows import MemoryRows, SpillingRows, SqlRows
-from .runtime import Runtime
+from .storage.runtime import Runtime
 
 PROJECTIONS: dict[str, Projection] = {registry.PROJECTION.name: registry.PROJECTION, **follower.FOLLOWED}
 NAMES = tuple(PROJECTIONS)

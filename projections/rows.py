@@ -295,7 +295,7 @@ class _Held:
 
 
 class AppendRows(SqlRows):
-    """SqlRows for the events of one append, on its StatementBuffer (projections/store.py), which
+    """SqlRows for the events of one append, on its StatementBuffer (projections/storage/store.py), which
     records statements and never reads.  Each table's `Batching` applies: its lock is taken
     first; its waiting inserts go out before any operation that may see them (another on that
     table, a guard) or at `finish`; its summed additions are written at `finish`, last, so that

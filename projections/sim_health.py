@@ -16,7 +16,7 @@ from typing import Any
 
 from sandesh.domain.pacing import PARTS_PER_WINDOW, WINDOW_SECONDS
 
-from .channels import CALLERS, ROUTE
+from .storage.channels import CALLERS, ROUTE
 
 DDL = """
 CREATE UNLOGGED TABLE IF NOT EXISTS sim_health (

@@ -36,7 +36,7 @@ from sandesh.domain.sim import SMS_SWITCH_ID, Sim, SmsSwitch
 from sandesh.domain.usecases.log import Log
 from sandesh.domain.webhook import HISTORY, WebhookDelivery
 from sandesh.domain.workspace import Workspace
-from sandesh.projections.drafts import KEPT_SECONDS
+from sandesh.projections.storage.drafts import KEPT_SECONDS
 from sandesh.projections.idempotency import IDEMPOTENCY_RETENTION
 from sandesh.projections.otp_limits import (CALLER_IP_LIMIT, CALLER_IP_WINDOW, END_USER_IP_LIMIT, END_USER_IP_WINDOW,
                                             NUMBER_LIMIT, NUMBER_WINDOW, wait_seconds)
@@ -382,7 +382,7 @@ class Sessions:
 
 class Hasher:
     """The PasswordHasher port in microseconds: a salted SHA-256, for the fast tests alone (argon2id
-    and its child process are the PostgreSQL half's: projections/passwords.py)."""
+    and its child process are the PostgreSQL half's: projections/storage/passwords.py)."""
 
     def hash(self, password: str) -> str:
         salt = secrets.token_hex(8)
@@ -397,7 +397,7 @@ class Hasher:
 def in_memory(clock: Clock, webhook_guard: Callable[[str], None] = lambda url: None) -> Sandesh:
     """Every use case over in-memory adapters: no database, no network."""
     log = Log({"PERSISTENCE_MODULE": "tests.memory:MemoryFactory",
-               "TRANSCODER_TOPIC": "sandesh.projections.store:OrjsonTranscoder"}, inline=inline_writer)
+               "TRANSCODER_TOPIC": "sandesh.projections.storage.store:OrjsonTranscoder"}, inline=inline_writer)
     recorder: MemoryRecorder = log.recorder  # type: ignore[assignment]
     return Sandesh.build(log, clock=clock, sealer=Sealer(), texts=Texts(), idempotency=Keys(recorder),
                          otp_windows=Windows(recorder), opt_outs=OptOuts(recorder), otp_keys=lambda: (b"k" * 32,),

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 from serial.tools import list_ports
 
 from sandesh.domain.sim import discovered_name
-from sandesh.projections.runtime import Runtime
+from sandesh.projections.storage.runtime import Runtime
 
 from .sims import FAILED, HELD, IDENTIFIED, PIN_REQUIRED, identify
 

@@ -26,8 +26,8 @@ from sandesh.domain.pacing import otp_reserve
 from sandesh.domain.pdu import PduError, StatusReport, decode, decode_status_report
 from sandesh.domain.routing import Offer, Pool, Waiting, assign
 from sandesh.projections import dispatch, inbound, sim_health
-from sandesh.projections.runtime import Runtime
-from sandesh.projections.health import is_outage
+from sandesh.projections.storage.runtime import Runtime
+from sandesh.projections.storage.health import is_outage
 
 from .modem import ModemError, Unsolicited
 from .ports import PortSearch

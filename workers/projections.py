@@ -5,7 +5,7 @@ import logging
 import threading
 
 from sandesh.projections import follower
-from sandesh.projections.runtime import Runtime
+from sandesh.projections.storage.runtime import Runtime
 
 logger = logging.getLogger("sandesh.worker.projections")
 

@@ -29,8 +29,8 @@ from sandesh.domain.routing import FAIL, REJECT, RETRY_DELAY, after_refusal
 from sandesh.domain.sim import CREDIT, FAILURES, NETWORK, PIN
 from sandesh.domain.sim_plan import Plan, Usage, credit_due, credit_of, day_start, month_start
 from sandesh.projections import dispatch, registry, sim_health
-from sandesh.projections.health import is_outage
-from sandesh.projections.runtime import Runtime
+from sandesh.projections.storage.health import is_outage
+from sandesh.projections.storage.runtime import Runtime
 
 from .device import Device, SimNotReady
 from .modem import CmsError, CommandTimeout, Modem, ModemError, NotSubmitted, PortGone, Unsolicited

@@ -9,7 +9,7 @@ from typing import Any
 
 from sandesh.domain.operators import of_imsi
 from sandesh.projections import registry
-from sandesh.projections.runtime import Runtime
+from sandesh.projections.storage.runtime import Runtime
 
 from .device import Device, Dialogue, StepFailed, maker, negotiate, pin_state, sim_iccid, sim_imsi
 from .modem import CommandTimeout, Exchange, Modem, ModemError, PortGone, Timeouts

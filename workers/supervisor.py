@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from sandesh.domain.errors import NeedsNewerRelease
 from sandesh.domain.settings import Settings
-from sandesh.projections.runtime import Runtime
+from sandesh.projections.storage.runtime import Runtime
 
 from . import dispatcher, projections, webhooks
 
@@ -50,7 +50,7 @@ WORKERS: dict[str, Worker] = {"projections": Worker(projections.run, projections
 NEEDS_NEWER_RELEASE = NeedsNewerRelease.exit_status
 # A worker whose root key the database does not take (not the current one, or retired: it found
 # out once the database answered) exits with this status, and is not started again either: it
-# would write what the other processes cannot read (projections/keys.py, KeyRing.refusal).
+# would write what the other processes cannot read (projections/storage/keys.py, KeyRing.refusal).
 KEY_REFUSED = 4
 NOT_RESTARTED = {NEEDS_NEWER_RELEASE: "the database needs a newer release",
                  KEY_REFUSED: "its root key is not the database's (`sandesh key status`)"}

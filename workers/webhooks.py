@@ -34,9 +34,10 @@ from sandesh.domain.topics import topics_of
 from sandesh.domain.webhook import (DEAD, DELIVERED, HISTORY, INBOUND, SOURCES, STATUS, TIMEOUT, USER_AGENT,
                                    WAITING, WEBHOOK_STATUS, WebhookDelivery, inbound_event, new_delivery,
                                    status_event)
-from sandesh.projections import channels, follower, registry, webhooks
-from sandesh.projections.group_commit import GroupCommit
-from sandesh.projections.runtime import Runtime
+from sandesh.projections import follower, registry, webhooks
+from sandesh.projections.storage import channels
+from sandesh.projections.storage.group_commit import GroupCommit
+from sandesh.projections.storage.runtime import Runtime
 
 from . import webhook_guard
 from .webhook_deadline import DEADLINES

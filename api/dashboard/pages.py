@@ -17,7 +17,7 @@ from sandesh.domain.errors import InvalidInput, InvalidTransition
 from sandesh.domain.person import OPERATOR, SENDER, sees
 from sandesh.domain.signin import SignInRefused
 from sandesh.domain.usecases.people import SignInTry
-from sandesh.projections import sessions
+from sandesh.projections.storage import sessions
 
 from ..waiting import Blocking, Busy, Hashing
 from .web import HERE, SESSION, TooLarge, Upload, Web

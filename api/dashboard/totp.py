@@ -14,7 +14,7 @@ from sandesh.domain.person import actor_of, may_manage_people
 from sandesh.domain.signin import SignInRefused
 from sandesh.domain.totp import new_secret, provisioning_uri
 from sandesh.domain.usecases.people import SECOND_FACTOR_CODE, SECOND_FACTOR_ENROLL
-from sandesh.projections import sessions
+from sandesh.projections.storage import sessions
 
 from ..waiting import Busy
 from .pages import BUSY, SIGN_IN, Page, waiting_time

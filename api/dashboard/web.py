@@ -19,7 +19,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from sandesh.domain.clock import Clock
 from sandesh.domain.credentials import same_secret
-from sandesh.projections.keys import labelled
+from sandesh.projections.storage.keys import labelled
 
 from ..peers import calling_ip, over_tls
 from ..uploads.limits import MAX_UPLOAD
@@ -160,7 +160,7 @@ class Web:
     def session_id(self, req: falcon.asgi.Request) -> str | None:
         return req.cookies.get(self.cookie(req, SESSION)) or None
 
-    # Each use MACs with its own key (projections/keys.py, `labelled`) over a JSON array, so that
+    # Each use MACs with its own key (projections/storage/keys.py, `labelled`) over a JSON array, so that
     # no value made for one use, nor from other fields, checks as another.
     def keys(self, use: str) -> tuple[bytes, ...]:
         """The keys of one use (CSRF, DEVICE_USE, TOTP_USE): the one that makes values first."""

@@ -6,7 +6,7 @@ finds it busy waits its turn, QUEUE files at most (one more is told to try again
 child is `python -I -m sandesh.api.uploads.children`, the installed package:
 
 - with none of the API's environment (no key, no database address) and none of its threads;
-- at the lowest priority (SCHED_IDLE, as password checks: projections/passwords.py), on any core:
+- at the lowest priority (SCHED_IDLE, as password checks: projections/storage/passwords.py), on any core:
   reading a list never takes a core from the API;
 - within MEMORY bytes of address space (RLIMIT_AS), and CPU_SECONDS of CPU for each file
   (RLIMIT_CPU, whose SIGXCPU ends it).

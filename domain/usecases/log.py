@@ -1,7 +1,7 @@
 """The log the use cases read and append to: eventsourcing's Application over one event store.
 
 Storage is chosen by the environment given to the constructor (PostgreSQL in every process,
-see projections/store.py; the library's in-memory store in the fast tests).  `inline` is the
+see projections/storage/store.py; the library's in-memory store in the fast tests).  `inline` is the
 read-model writer the store runs in the same transaction as an append (the guards: the balance,
 Idempotency-Keys, SIM names, the OTP windows); the in-memory store is given its own.
 """

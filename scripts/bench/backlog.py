@@ -34,7 +34,7 @@ from sandesh.domain.message import accept
 from sandesh.domain.pacing import PARTS_PER_WINDOW, WINDOW_SECONDS
 from sandesh.domain.sending import parse_send
 from sandesh.domain.settings import Settings
-from sandesh.projections import db
+from sandesh.projections.storage import db
 from sandesh.scripts.service.bootstrap import bootstrap
 from sandesh.scripts.service.commands import register_emulated
 from sandesh.scripts.service.emulator import Emulator

@@ -21,7 +21,7 @@ from typing import Any
 from sandesh.domain.settings import Settings
 from sandesh.projections import dispatch
 from sandesh.projections.rows import Computed, SqlRows
-from sandesh.projections.store import StatementBuffer
+from sandesh.projections.storage.store import StatementBuffer
 from sandesh.scripts.service.bootstrap import bootstrap
 
 from .backlog import fill

@@ -20,7 +20,7 @@ from sandesh.domain.events import VersionedMapper
 from sandesh.domain.webhook import new_delivery
 from eventsourcing.cryptography import AESCipher
 
-from sandesh.projections.store import OrjsonTranscoder
+from sandesh.projections.storage.store import OrjsonTranscoder
 
 ROUNDS = 7
 

@@ -30,7 +30,7 @@ STAGES = [
     ("body read + JSON parse", ("api/body.py", "json_object")),
     ("validation + segments", ("domain/sending.py", "parse_send")),
     ("Message aggregate + event", ("domain/message.py", "")),
-    ("group commit (append script)", ("projections/group_commit.py", "")),
+    ("group commit (append script)", ("projections/storage/group_commit.py", "")),
     ("use case, other", ("domain/usecases/", "")),
     ("blocking threads, hand-over", ("concurrent/futures", "")),
     ("send resource, other", ("api/send.py", "on_post")),

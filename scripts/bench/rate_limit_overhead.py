@@ -20,7 +20,7 @@ import falcon.testing
 from sandesh.domain.credentials import sha256_hex
 from sandesh.domain.settings import Settings
 from sandesh.projections import request_rate
-from sandesh.projections.group_commit import GroupCommit
+from sandesh.projections.storage.group_commit import GroupCommit
 from sandesh.scripts.service.bootstrap import bootstrap
 
 from .common import funded_workspace, percentile, reported_route, scratch_database

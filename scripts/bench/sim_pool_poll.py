@@ -54,7 +54,8 @@ def children(pid: int) -> list[int]:
 def prepare(env: dict[str, str], sims: int) -> str:
     """SIMs reported on once, and a signed-in operator; returns the operator's session id."""
     from sandesh.domain.settings import Settings
-    from sandesh.projections import sessions, sim_health
+    from sandesh.projections import sim_health
+    from sandesh.projections.storage import sessions
     from sandesh.scripts.service.bootstrap import bootstrap
 
     runtime = bootstrap(Settings.from_env(env))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psycopg
 
-from sandesh.projections import db
+from sandesh.projections.storage import db
 
 from .corpus_release import (RELEASES, ROOT, CorpusError, Release, create_database, drop_database, full_commit,
                              pg_tool, release_env, release_event_topics, release_install, run, say)

@@ -20,15 +20,16 @@ from sandesh.domain.errors import NeedsNewerRelease
 from sandesh.domain.settings import Settings
 from sandesh.domain.usecases.log import Log
 
-from sandesh.projections import (campaigns, contacts, db, drafts, follower, idempotency, keys, optouts, otp_limits,
-                                 registry, releases, replay, sessions, text_keys, webhooks)
-from sandesh.projections.group_commit import GroupCommit
-from sandesh.projections.health import DatabaseHealth, DatabaseUnavailable, is_outage
-from sandesh.projections.passwords import Argon2Hasher
-from sandesh.projections.releases import Watch
-from sandesh.projections.runtime import Runtime, pooled_connections
-from sandesh.projections.keys import KeyRing, RingCipher, RingHashes, RingSealer
-from sandesh.projections.store import eventsourcing_env
+from sandesh.projections import (campaigns, contacts, follower, idempotency, optouts, otp_limits, registry,
+                                 replay, webhooks)
+from sandesh.projections.storage import db, drafts, keys, releases, sessions, text_keys
+from sandesh.projections.storage.group_commit import GroupCommit
+from sandesh.projections.storage.health import DatabaseHealth, DatabaseUnavailable, is_outage
+from sandesh.projections.storage.passwords import Argon2Hasher
+from sandesh.projections.storage.releases import Watch
+from sandesh.projections.storage.runtime import Runtime, pooled_connections
+from sandesh.projections.storage.keys import KeyRing, RingCipher, RingHashes, RingSealer
+from sandesh.projections.storage.store import eventsourcing_env
 from sandesh.workers.webhook_guard import check_url
 
 
@@ -131,9 +132,9 @@ def check_release(settings: Settings) -> None:
 
 def migrate(settings: Settings) -> dict[str, Any]:
     """`sandesh db migrate`: the database, the event table, every read model, and this release
-    recorded as the one that migrated it (projections/releases.py), the database's first root key
+    recorded as the one that migrated it (projections/storage/releases.py), the database's first root key
     when it has none recorded, a current data key for each use, and the keys of 0.3.0's formats
-    when the log holds them (projections/keys.py); then each followed read model the database
+    when the log holds them (projections/storage/keys.py); then each followed read model the database
     never had is built from its log, as `sandesh replay NAME` builds it (docs/operations.md,
     "Upgrading"). Idempotent. Returns what it built: per read model, its events and rows."""
     db.ensure_database(settings)

@@ -425,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as error:
-        from sandesh.projections.health import DatabaseUnavailable
+        from sandesh.projections.storage.health import DatabaseUnavailable
 
         if isinstance(error, DatabaseUnavailable):
             return fail(str(error), 1)

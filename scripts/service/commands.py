@@ -13,7 +13,7 @@ from sandesh.domain.types import parse_rates, parse_types
 from sandesh.domain.usecases.operators import Operators
 from sandesh.domain.usecases.sims import Sims
 from sandesh.projections import people, registry
-from sandesh.projections.runtime import Runtime
+from sandesh.projections.storage.runtime import Runtime
 
 from . import metrics_dir
 from .bootstrap import bootstrap, migrate
@@ -56,7 +56,7 @@ def db_migrate(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 # Releases and the upgrade gate (docs/operations.md, "Upgrading")
 
 def _releases(settings: Settings) -> dict[str, Any]:
-    from sandesh.projections import db, releases
+    from sandesh.projections.storage import db, releases
 
     with db.connect(settings) as conn:
         found = releases.read(conn)
@@ -65,7 +65,7 @@ def _releases(settings: Settings) -> dict[str, Any]:
 
 
 def upgrade_status(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from sandesh.projections import releases
+    from sandesh.projections.storage import releases
 
     with opened(settings) as runtime, runtime.connection() as conn:
         now = runtime.clock.now()
@@ -84,7 +84,7 @@ def upgrade_status(args: argparse.Namespace, settings: Settings, actor: str) -> 
 
 
 def upgrade_finalize(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from sandesh.projections import releases
+    from sandesh.projections.storage import releases
 
     with opened(settings) as runtime, runtime.connection() as conn:
         try:
@@ -105,7 +105,7 @@ def _root_row(row: dict[str, Any], wraps: int) -> dict[str, Any]:
 
 
 def key_status(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from sandesh.projections import keys, releases
+    from sandesh.projections.storage import keys, releases
 
     with opened(settings) as runtime, runtime.connection() as conn:
         assert runtime.keys is not None
@@ -125,7 +125,7 @@ def key_status(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 
 
 def key_rotate(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from sandesh.projections import keys, releases
+    from sandesh.projections.storage import keys, releases
 
     with opened(settings) as runtime, runtime.connection() as conn:
         assert runtime.keys is not None
@@ -139,7 +139,7 @@ def key_rotate(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 
 
 def key_retire(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from sandesh.projections import keys
+    from sandesh.projections.storage import keys
 
     with opened(settings) as runtime, runtime.connection() as conn:
         rows = {r["id"]: r for r in keys.read(conn)}
@@ -368,7 +368,8 @@ def sim_discover(args: argparse.Namespace, settings: Settings, actor: str) -> in
     import sys
     import time
 
-    from sandesh.projections import releases, sim_health
+    from sandesh.projections import sim_health
+    from sandesh.projections.storage import releases
     from sandesh.workers import discover
 
     ports = discover.matching(args.ports) if args.ports else discover.serial_ports()
@@ -652,7 +653,7 @@ def audit(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 
 
 def clock_show(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from sandesh.projections.db import read_clock_offset
+    from sandesh.projections.storage.db import read_clock_offset
 
     with opened(settings) as runtime, runtime.connection() as conn:
         offset = read_clock_offset(conn) if settings.test_clock else 0.0
@@ -661,7 +662,7 @@ def clock_show(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 
 
 def clock_advance(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from sandesh.projections.db import advance_clock
+    from sandesh.projections.storage.db import advance_clock
 
     if not settings.test_clock:
         return fail("the clock can only be moved in test mode (SANDESH_CLOCK=test)")

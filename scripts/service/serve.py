@@ -106,7 +106,7 @@ def serve(settings: Settings, bind: str, workers: int | None = None, connections
         from sandesh.api.app import create_app
         from sandesh.api.events import Arrivals, PollBudget
         from sandesh.projections.callers import Callers
-        from sandesh.projections.keys import RingHashes
+        from sandesh.projections.storage.keys import RingHashes
         from sandesh.scripts.service.bootstrap import bootstrap
         from sandesh.scripts.service.logs import configure_logging
 

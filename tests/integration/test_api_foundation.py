@@ -11,7 +11,7 @@ import requests
 
 from sandesh.api.app import create_app
 from sandesh.api.errors import ApiError
-from sandesh.projections.group_commit import GroupCommit
+from sandesh.projections.storage.group_commit import GroupCommit
 
 
 class Echo:

@@ -14,7 +14,7 @@ from sandesh.domain.message import accept
 from sandesh.domain.workspace import Workspace
 from sandesh.projections import dispatch, registry, replay
 from sandesh.projections.rows import MemoryRows, SqlRows
-from sandesh.projections.store import StatementBuffer
+from sandesh.projections.storage.store import StatementBuffer
 
 PROJECTION = registry.PROJECTION
 
@@ -54,7 +54,7 @@ def _one_by_one(conn, events):
 
 
 def _appended(conn, events):
-    """As the recorder runs it (projections/store.py): the writer's statements as one script."""
+    """As the recorder runs it (projections/storage/store.py): the writer's statements as one script."""
     buffer = StatementBuffer(conn)
     PROJECTION.inline_writer(events)(buffer)
     conn.execute(";\n".join(["BEGIN", *buffer.statements, "COMMIT"]), prepare=False)

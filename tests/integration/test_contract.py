@@ -14,7 +14,7 @@ import requests
 from openapi_spec_validator import validate
 
 from sandesh.api.app import create_app
-from sandesh.projections.group_commit import GroupCommit
+from sandesh.projections.storage.group_commit import GroupCommit
 from tests.helpers import funded_workspace
 from tests import contract
 

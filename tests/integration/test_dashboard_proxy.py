@@ -5,7 +5,7 @@ import falcon.testing
 import pytest
 
 from sandesh.api.app import create_app
-from sandesh.projections.group_commit import GroupCommit
+from sandesh.projections.storage.group_commit import GroupCommit
 
 
 @pytest.mark.parametrize("peer, proto, secure", [("127.0.0.1", "https", True), ("192.0.2.9", "https", False),

@@ -479,7 +479,7 @@ def test_a_dispatcher_killed_during_at_cmgs_never_resends_and_its_status_report_
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
             with runtime.connection() as conn:
-                from sandesh.projections.db import advance_clock
+                from sandesh.projections.storage.db import advance_clock
                 advance_clock(conn, 24 * 3600 + 1)
             restarted.give_up_on_reports()
         found = runtime.sandesh.history.message(silent.id)

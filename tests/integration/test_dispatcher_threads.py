@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-import time
 import traceback
 
 from sandesh.domain.pacing import WINDOW_SECONDS

@@ -21,7 +21,7 @@ import psycopg
 import pytest
 import requests
 
-from sandesh.projections.db import advance_clock
+from sandesh.projections.storage.db import advance_clock
 from sandesh.projections.feed import CHANNEL
 from sandesh.workers import webhook_guard
 from sandesh.workers.webhooks import WebhookSender

@@ -13,7 +13,7 @@ import pytest
 from sandesh.domain import totp
 from sandesh.domain.clock import parse_iso
 from sandesh.domain.sending import parse_send
-from sandesh.projections.keys import key_id
+from sandesh.projections.storage.keys import key_id
 from tests.conftest import SECRET_KEY, Sandesh, Server
 from tests.helpers import funded_workspace
 

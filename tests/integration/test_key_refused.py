@@ -16,7 +16,7 @@ import psycopg
 import pytest
 import requests
 
-from sandesh.projections.keys import KeyRing, RingCipher, key_id
+from sandesh.projections.storage.keys import KeyRing, RingCipher, key_id
 from tests.conftest import ROOT, free_port
 from tests.integration.test_database_outage import Heartbeat
 from tests.installation import wait_until

@@ -20,7 +20,7 @@ import requests
 from sandesh.domain import totp
 from sandesh.domain.settings import Settings
 from sandesh.domain.signature import verify_signature
-from sandesh.projections.keys import key_id
+from sandesh.projections.storage.keys import key_id
 from sandesh.scripts.service.bootstrap import bootstrap
 from tests.conftest import ROOT, free_port
 from tests.installation import Processes, Traffic, answering, devices, wait_until

@@ -10,7 +10,7 @@ import time
 import psycopg
 
 from sandesh.domain.sending import parse_send
-from sandesh.projections.db import advance_clock
+from sandesh.projections.storage.db import advance_clock
 from tests.helpers import funded_workspace
 from tests.conftest import ROOT
 from tests.receiver import Receiver

@@ -4,7 +4,6 @@ exactly as the docs say while messages are being sent, restored into a new datab
 dump began is there, and the projections catch up."""
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys

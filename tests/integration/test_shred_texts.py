@@ -15,7 +15,8 @@ from sandesh.domain.usecases.dispatch import SKIP
 from sandesh.domain.message import TEXT_ERASED
 from sandesh.domain.ports import Caller
 from sandesh.domain.sending import OtpSendRequest, parse_send
-from sandesh.projections import follower, text_keys
+from sandesh.projections import follower
+from sandesh.projections.storage import text_keys
 from tests.helpers import funded_workspace
 from sandesh.workers import webhook_guard
 from sandesh.workers.webhooks import WebhookSender

@@ -59,7 +59,7 @@ def test_failures_and_paces_past_the_longest_window_are_purged_by_later_tries(ru
     """A spray of unique emails or addresses, each never tried again, leaves rows that no try
     would touch again: every try deletes a batch of those older than the hour, whatever their keys."""
     from sandesh.domain.signin import ACCOUNT_WINDOW
-    from sandesh.projections.sessions import PURGE_BATCH
+    from sandesh.projections.storage.sessions import PURGE_BATCH
 
     now = runtime.clock.now()
     sprayed = [f"account:sprayed{n}@example.com" for n in range(PURGE_BATCH + 100)]

@@ -6,7 +6,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from sandesh.domain.settings import Settings
-from sandesh.projections.health import DatabaseUnavailable
+from sandesh.projections.storage.health import DatabaseUnavailable
 from sandesh.scripts.service.bootstrap import bootstrap
 from tests.conftest import SECRET_KEY
 

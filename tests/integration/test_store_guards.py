@@ -1,4 +1,4 @@
-"""The store's guards come back as typed domain errors (projections/store.py GUARDS), chosen by
+"""The store's guards come back as typed domain errors (projections/storage/store.py GUARDS), chosen by
 the constraint PostgreSQL names, never by the text of the error; a refused append leaves
 nothing behind."""
 from __future__ import annotations

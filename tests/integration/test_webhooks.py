@@ -21,8 +21,8 @@ from sandesh.domain.webhook import DELAYS, delivery_id
 from eventsourcing.persistence import IntegrityError
 
 from sandesh.projections import follower
-from sandesh.projections.db import advance_clock
-from sandesh.projections.group_commit import GroupCommit
+from sandesh.projections.storage.db import advance_clock
+from sandesh.projections.storage.group_commit import GroupCommit
 from tests.helpers import funded_workspace
 from tests.conftest import ROOT
 from tests.receiver import Receiver

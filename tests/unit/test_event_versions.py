@@ -14,8 +14,8 @@ from eventsourcing.persistence import StoredEvent
 from sandesh.domain import events
 from sandesh.domain.aggregate import Aggregate
 from sandesh.domain.errors import NeedsNewerRelease
-from sandesh.domain.webhook import WebhookDelivery, new_delivery
-from sandesh.projections.store import OrjsonTranscoder
+from sandesh.domain.webhook import new_delivery
+from sandesh.projections.storage.store import OrjsonTranscoder
 from scripts.devtools import events as record
 
 TOPIC = "sandesh.domain.webhook:WebhookDelivery.Created"

@@ -1,4 +1,4 @@
-"""The server's keys (projections/keys.py): a root key wraps data keys, which encrypt and seal.
+"""The server's keys (projections/storage/keys.py): a root key wraps data keys, which encrypt and seal.
 Until the log is finalized at 0.4.0 everything is written in 0.3.0's formats, with the root
 key's derived keys; after it, under the current data key of each use, which every value names.
 A rotation wraps the data keys again and makes new current ones; whatever any data key wrote
@@ -12,7 +12,7 @@ from eventsourcing.utils import Environment
 
 from sandesh.domain.otp import hash_code
 from sandesh.domain.settings import ConfigurationError, Settings
-from sandesh.projections.keys import (EVENT_MARK, LEGACY_EVENT_MARK, NEW_FORMATS_FROM, PURPOSES, KeyMissing,
+from sandesh.projections.storage.keys import (EVENT_MARK, LEGACY_EVENT_MARK, NEW_FORMATS_FROM, PURPOSES, KeyMissing,
                                       KeyRefused, KeyRing, RingCipher, RingHashes, RingSealer, derive_key, key_id,
                                       legacy_id, wrap)
 

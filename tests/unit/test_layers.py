@@ -137,7 +137,7 @@ def module_graph() -> dict[str, set[str]]:
     for name, path in paths.items():
         targets = set()
         for imported, _, _ in imports(path):
-            # `from sandesh.projections import db` names the module sandesh.projections.db
+            # `from sandesh.projections import db` names the module sandesh.projections.storage.db
             while imported and imported not in paths:
                 imported = imported.rpartition(".")[0]
             if imported and imported != name and not imported.endswith(("domain", "projections", "api", "workers",

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from sandesh.projections.contract import Projection, ReadModel
+from sandesh.projections.contract import ReadModel
 from sandesh.projections.replay import PROJECTIONS
 from sandesh.projections.rows import Ordered, Rows, Table
 

@@ -112,7 +112,7 @@ def test_a_deleted_template_is_gone(store: Store):
 
 def test_erased_texts_leave_the_numbers_and_names_but_no_column_or_template_text():
     """Over memory alone: a PostgreSQL process forgets a destroyed key within a second
-    (projections/text_keys.py), which tests/integration/test_dashboard_send.py waits for."""
+    (projections/storage/text_keys.py), which tests/integration/test_dashboard_send.py waits for."""
     app = memory.in_memory(SystemClock())
     store = Store(app, lambda workspace_id: memory.balance(app, workspace_id), lambda sim_id: None)
     workspace, ram = store.workspace(), a_number()

@@ -182,7 +182,7 @@ def open_session(store, person_id: str) -> None:
     if isinstance(sessions, memory.Sessions):
         sessions.of[person_id] = sessions.of.get(person_id, 0) + 1
     else:
-        from sandesh.projections import sessions as table
+        from sandesh.projections.storage import sessions as table
 
         with sessions.connection() as conn:
             table.begin(conn, person_id, store.sandesh.clock.now())

@@ -207,7 +207,7 @@ def eventsourcing_env(settings: Settings, *, create_table: bool = False, pool_si
     params = conninfo_to_dict(settings.database_url)
     rest = {name: value for name, value in params.items() if name not in NAMED}
     return {
-        "PERSISTENCE_MODULE": "sandesh.projections.store:SandeshFactory",
+        "PERSISTENCE_MODULE": "sandesh.projections.storage.store:SandeshFactory",
         "POSTGRES_DBNAME": str(params.get("dbname") or "sandesh"),
         "POSTGRES_HOST": str(params.get("host") or "127.0.0.1"),
         "POSTGRES_PORT": str(params.get("port") or "5432"),
@@ -220,7 +220,7 @@ def eventsourcing_env(settings: Settings, *, create_table: bool = False, pool_si
         "POSTGRES_PRE_PING": "n",  # a round trip per checkout; the pool replaces broken connections itself
         "CREATE_TABLE": "y" if create_table else "n",
         "ORIGINATOR_ID_TYPE": "text",
-        "TRANSCODER_TOPIC": "sandesh.projections.store:OrjsonTranscoder",
-        "APPLICATION_RECORDER_TOPIC": "sandesh.projections.store:SandeshRecorder",
+        "TRANSCODER_TOPIC": "sandesh.projections.storage.store:OrjsonTranscoder",
+        "APPLICATION_RECORDER_TOPIC": "sandesh.projections.storage.store:SandeshRecorder",
         CONNINFO_REST: orjson.dumps(rest).decode(),
     }

@@ -38,7 +38,7 @@ class Runtime:
     health: DatabaseHealth
     commits: GroupCommit | None = None  # the process's group commit, in the API
     watch: Watch | None = None  # a long-running process's report of its release, and its read of the gate
-    keys: KeyRing | None = None  # the server keys this process holds (projections/keys.py)
+    keys: KeyRing | None = None  # the server keys this process holds (projections/storage/keys.py)
 
     @property
     def log(self) -> Log:

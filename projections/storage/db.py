@@ -13,8 +13,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from sandesh.domain.settings import Settings
 
-from . import (checkpoints, dispatch, drafts, keys, otp_limits, registry, releases, request_rate, sessions, sim_health,
-               text_keys)
+from . import drafts, keys, releases, sessions, text_keys
+from .. import checkpoints, dispatch, otp_limits, registry, request_rate, sim_health
 from .health import DatabaseUnavailable
 
 
@@ -72,7 +72,7 @@ def ensure_database(settings: Settings) -> None:
 
 
 def create_tables(conn: psycopg.Connection) -> None:
-    from . import follower
+    from .. import follower
 
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
