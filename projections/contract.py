@@ -24,7 +24,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from sandesh.domain.topics import topics_of
 
-from .rows import AppendRows, BatchedSqlRows, Rows, Table
+from .rows import Rows, Table
+from .engine.sql import AppendRows, BatchedSqlRows
 
 E = TypeVar("E")
 Handler = Callable[[Rows, Any], None]

@@ -330,7 +330,7 @@ def _notices(events: Sequence[Any]) -> list[str]:
 PROJECTION = Projection.composed(
     "registry", (OWN, idempotency.MODEL, dispatch.MODEL, inbound.MODEL, otp_limits.MODEL, webhooks.MODEL, optouts.MODEL,
                  people.MODEL, contacts.MODEL),
-    # the order `sandesh replay registry` locks them (projections/replay.py)
+    # the order `sandesh replay registry` locks them (projections/engine/replay.py)
     order=("workspaces", "clients", "sims", "sms_switch", "idempotency_keys", "otp_issues", "dispatch_queue",
            "sent_parts", "replies", "awaiting_reports", "scheduled_sends", "webhook_deliveries", "opt_outs",
            "people", "contact_lists", "contacts", "message_templates"),

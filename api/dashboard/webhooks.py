@@ -88,7 +88,7 @@ class Redeliver(Page):
         posted = await self.change(req, resp, workspace_id, may_manage_clients, VIEWERS_READ)
         if posted is None:
             return
-        form, person = posted.fields, posted.person
+        person = posted.person
         if await self.blocking(self._workspace_of, delivery_id) != workspace_id:
             return self.web.not_found(req, resp, person)
         await self.blocking(self.sandesh.webhooks.redeliver, delivery_id, actor_of(person["email"]))

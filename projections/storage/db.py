@@ -14,7 +14,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from sandesh.domain.settings import Settings
 
 from . import drafts, keys, releases, sessions, text_keys
-from .. import checkpoints, dispatch, otp_limits, registry, request_rate, sim_health
+from .. import dispatch, otp_limits, registry, request_rate, sim_health
+from ..engine import checkpoints
 from .health import DatabaseUnavailable
 
 

@@ -20,7 +20,8 @@ from typing import Any
 
 from sandesh.domain.settings import Settings
 from sandesh.projections import dispatch
-from sandesh.projections.rows import Computed, SqlRows
+from sandesh.projections.rows import Computed
+from sandesh.projections.engine.sql import SqlRows
 from sandesh.projections.storage.store import StatementBuffer
 from sandesh.scripts.service.bootstrap import bootstrap
 

@@ -38,7 +38,7 @@ STAGES = [
     ("falcon (routing, request, response)", ("falcon/", "")),
     ("gunicorn (HTTP parsing, sockets)", ("gunicorn/", "")),
     ("asyncio (the loop)", ("asyncio/", "")),
-    ("projection handlers (rows)", ("projections/rows.py", "")),
+    ("projection handlers (rows)", ("projections/engine/sql.py", "")),
     ("follower (read, decode, apply)", ("projections/follower.py", "")),
     ("eventsourcing (decode, cipher)", ("eventsourcing/", "")),
     ("psycopg", ("psycopg/", "")),

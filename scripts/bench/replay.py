@@ -38,7 +38,7 @@ import orjson
 from sandesh.domain.message import accept
 from sandesh.domain.sending import parse_send
 from sandesh.domain.settings import Settings
-from sandesh.projections import replay
+from sandesh.projections.engine import replay
 from sandesh.scripts.service.bootstrap import bootstrap
 
 from .common import ROOT, bench_clients, bench_env, scratch_database

@@ -20,7 +20,7 @@ import time
 import orjson
 
 from sandesh.domain.settings import Settings
-from sandesh.projections import checkpoints, replay
+from sandesh.projections.engine import checkpoints, replay
 from sandesh.scripts.service.bootstrap import bootstrap
 
 from .common import bench_env

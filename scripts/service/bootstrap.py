@@ -20,8 +20,8 @@ from sandesh.domain.errors import NeedsNewerRelease
 from sandesh.domain.settings import Settings
 from sandesh.domain.usecases.log import Log
 
-from sandesh.projections import (campaigns, contacts, follower, idempotency, optouts, otp_limits, registry,
-                                 replay, webhooks)
+from sandesh.projections import campaigns, contacts, follower, idempotency, optouts, otp_limits, registry, webhooks
+from sandesh.projections.engine import replay
 from sandesh.projections.storage import db, drafts, keys, releases, sessions, text_keys
 from sandesh.projections.storage.group_commit import GroupCommit
 from sandesh.projections.storage.health import DatabaseHealth, DatabaseUnavailable, is_outage

@@ -713,7 +713,7 @@ def worker_all(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 
 
 def replay(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from sandesh.projections import replay as rebuild
+    from sandesh.projections.engine import replay as rebuild
 
     unknown = [name for name in args.names if name not in rebuild.NAMES]
     if unknown:
@@ -738,7 +738,7 @@ def replay(args: argparse.Namespace, settings: Settings, actor: str) -> int:
 
 
 def checkpoint(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    from sandesh.projections import replay as rebuild
+    from sandesh.projections.engine import replay as rebuild
 
     unknown = [name for name in args.names if name not in rebuild.NAMES]
     if unknown:

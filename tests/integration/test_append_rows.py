@@ -12,8 +12,10 @@ from psycopg.rows import dict_row
 
 from sandesh.domain.message import accept
 from sandesh.domain.workspace import Workspace
-from sandesh.projections import dispatch, registry, replay
-from sandesh.projections.rows import MemoryRows, SqlRows
+from sandesh.projections import dispatch, registry
+from sandesh.projections.engine import replay
+from sandesh.projections.engine.sql import SqlRows
+from sandesh.projections.engine.memory import MemoryRows
 from sandesh.projections.storage.store import StatementBuffer
 
 PROJECTION = registry.PROJECTION

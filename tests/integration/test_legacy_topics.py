@@ -8,7 +8,7 @@ from eventsourcing.persistence import StoredEvent
 from sandesh.domain.topics import topics_of
 from sandesh.domain.types import default_rates
 from sandesh.domain.workspace import Workspace
-from sandesh.projections import replay
+from sandesh.projections.engine import replay
 
 
 def legacy(topic: str) -> str:

@@ -331,7 +331,7 @@ def test_a_purge_forgets_feed_items_past_thirty_days_a_bounded_number_at_a_time(
 
 def all_read_models(runtime):
     """Every read model's rows (but the columns a worker's lease writes), in a fixed order."""
-    from sandesh.projections import replay
+    from sandesh.projections.engine import replay
 
     models = {}
     with runtime.connection() as conn:

@@ -1,4 +1,4 @@
-"""One handler, two executors (projections/rows.py): every row operation does the same to a
+"""One handler, two executors (projections/rows.py, projections/engine/): every row operation does the same to a
 real PostgreSQL table (SqlRows, and BatchedSqlRows, which holds inserts and sums back until
 something reads) as to rows in memory (MemoryRows), defaults, jsonb and text[] included; and the
 memory indexes answer what the SQL subqueries answer."""
@@ -9,8 +9,9 @@ import pytest
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from sandesh.projections.rows import (Add, AppendNew, BatchedSqlRows, Computed, JsonAppend, MemoryRows, Old, Ordered,
-                                      SqlRows, Table, Tally)
+from sandesh.projections.rows import Add, AppendNew, Computed, JsonAppend, Old, Ordered, Table, Tally
+from sandesh.projections.engine.sql import BatchedSqlRows, SqlRows
+from sandesh.projections.engine.memory import MemoryRows
 
 DDL = """
 CREATE TABLE things (

@@ -10,8 +10,9 @@ import pytest
 from sandesh.projections import (contacts, dispatch, idempotency, inbound, optouts, otp_limits, people, registry,
                                  webhooks)
 from sandesh.projections.contract import Handlers, Projection, ReadModel
-from sandesh.projections.replay import NAMES, PROJECTIONS
-from sandesh.projections.rows import Add, AppendRows, Batching, Table
+from sandesh.projections.engine.replay import NAMES, PROJECTIONS
+from sandesh.projections.rows import Add, Batching, Table
+from sandesh.projections.engine.sql import AppendRows
 
 
 def test_each_handler_takes_the_events_it_is_registered_for():

@@ -12,7 +12,7 @@ from typing import Any, Iterator
 import pytest
 
 from sandesh.projections.contract import ReadModel
-from sandesh.projections.replay import PROJECTIONS
+from sandesh.projections.engine.replay import PROJECTIONS
 from sandesh.projections.rows import Ordered, Rows, Table
 
 
@@ -149,7 +149,7 @@ WITH_ORDERED = [p for p in PROJECTIONS.values() if _kept_whole(p)]
 
 @pytest.mark.parametrize("projection", WITH_ORDERED, ids=lambda p: p.name)
 def test_a_table_kept_whole_in_a_replays_memory_is_trimmed(projection):
-    """A table with an `Ordered` index is never let go to disk during a replay (rows.py,
+    """A table with an `Ordered` index is never let go to disk during a replay (engine/memory.py,
     `SpillingRows`): it must stay the size of a window, trimmed by `delete_upto`, or a long log
     would exceed the replay's memory."""
     assert _kept_whole(projection) <= _trimmed(projection)

@@ -8,7 +8,8 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sandesh.projections.rows import MemoryRows, Table, Tally, _Counts, _LetGo
+from sandesh.projections.rows import Table, Tally
+from sandesh.projections.engine.memory import MemoryRows, _Counts, _LetGo
 
 TABLES = {"queue": Table("queue", ("id",), (Tally("turns", ("grp",), "turn"),
                                             Tally("waiting", ("grp",), "turn", where=lambda r: r["sim"] is None)))}

@@ -75,7 +75,7 @@ class TeamAction(TeamPage):
         posted = await self.operator_change(req, resp)
         if posted is None:
             return
-        form, person = posted.fields, posted.person
+        person = posted.person
         target = await self.blocking(self._find, person_id)
         if target is None or action not in ACTIONS:
             return self.web.not_found(req, resp, person)

@@ -92,7 +92,7 @@ class SimAction(PoolPage):
         posted = await self.operator_change(req, resp)
         if posted is None:
             return
-        form, person = posted.fields, posted.person
+        person = posted.person
         if action not in ACTIONS or await self.blocking(self._sim, sim_id) is None:
             return self.web.not_found(req, resp, person)
         sims = self.sandesh.sims

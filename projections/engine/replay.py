@@ -1,7 +1,7 @@
 """`sandesh replay`: rebuild read models from the log beside the live ones, then swap.
 
 One pass reads the log: each event is decoded once and handed to every projection being
-rebuilt, whose handlers run on rows in memory (rows.py, `MemoryRows`); each projection's
+rebuilt, whose handlers run on rows in memory (engine/memory.py, `MemoryRows`); each projection's
 tables are then made in a scratch schema and filled with COPY.  The swap catches up the events
 appended since with the same handlers on SQL (`SqlRows`) and moves the tables in, in one
 transaction that holds what the live writer holds: for a followed projection its position row;
@@ -27,10 +27,12 @@ from psycopg.types.json import Jsonb
 from sandesh.domain.release import VERSION
 from sandesh.domain.topics import topics_of
 
-from . import checkpoints, follower, registry
-from .contract import Projection
-from .rows import MemoryRows, SpillingRows, SqlRows
-from .storage.runtime import Runtime
+from . import checkpoints
+from .. import follower, registry
+from ..contract import Projection
+from .sql import SqlRows
+from .memory import MemoryRows, SpillingRows
+from ..storage.runtime import Runtime
 
 PROJECTIONS: dict[str, Projection] = {registry.PROJECTION.name: registry.PROJECTION, **follower.FOLLOWED}
 NAMES = tuple(PROJECTIONS)
@@ -268,7 +270,7 @@ def _binary_types(conn: Any, columns: list[dict[str, Any]]) -> list[int] | None:
 
 
 class _Spill:
-    """The tables a replay builds, as the place its rows in memory spill to (rows.py,
+    """The tables a replay builds, as the place its rows in memory spill to (memory.py,
     `SpillingRows`): COPY out by a thread on a connection of its own, while the fold goes on
     (the server takes the rows in on its own core), and a row taken back by its key with
     DELETE ... RETURNING: at once when no COPY under way holds one of the keys asked for,

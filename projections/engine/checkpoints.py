@@ -4,7 +4,7 @@ as a fold of the log made them up to a position, kept in schema `checkpoint_<nam
 after it.
 
 Owns `sandesh_checkpoints` (one row per projection: its position, when it was made, how it was
-verified) and the `checkpoint_*` schemas.  A checkpoint is made by a fold (projections/replay.py,
+verified) and the `checkpoint_*` schemas.  A checkpoint is made by a fold (projections/engine/replay.py,
 `checkpoint`): from zero, or from the previous checkpoint on; one made from the previous one is
 kept only once it equals, row for row, a fresh fold from zero up to the same position.
 """
@@ -16,8 +16,9 @@ from psycopg.rows import dict_row, tuple_row
 
 from sandesh.domain import release
 
-from .contract import Projection
-from .rows import SpillingRows, Tally
+from ..contract import Projection
+from ..rows import Tally
+from .memory import SpillingRows
 
 DDL = """
 CREATE TABLE IF NOT EXISTS sandesh_checkpoints (
@@ -42,7 +43,7 @@ def read(conn: Any) -> dict[str, dict[str, Any]]:
 
 def load(conn: Any, name: str, view: Projection, memory: SpillingRows, into: str) -> int:
     """The checkpoint's rows, as its handlers left them: those of the tables `memory` lets go of
-    (rows.py, `SpillingRows`) copied by the server into the same tables in schema `into`, where
+    (memory.py, `SpillingRows`) copied by the server into the same tables in schema `into`, where
     they are taken back when an event changes them; the others into `memory`.  Returns how
     many rows."""
     total = 0
