@@ -19,6 +19,7 @@ import pytest
 import requests
 
 from tests import contract
+from tests.command_forks import Commands
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SERVER = "postgresql://root@127.0.0.1:5432/postgres"
@@ -143,16 +144,19 @@ def runtime(env: dict[str, str]) -> Iterator[Any]:
     rt.close()
 
 
+COMMANDS = Commands(ROOT)
+
+
 class Sandesh:
-    """Runs the real `sandesh` command in a subprocess, in a folder without ./var."""
+    """Runs the real `sandesh` command in a process of its own (a fork of one that imported it,
+    tests/command_forks.py), in a folder without ./var."""
 
     def __init__(self, env: dict[str, str], cwd: Path):
         self.env, self.cwd = env, cwd
         self.after_clock_advance: list[Callable[[], None]] = []
 
     def run(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        done = subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", *args], env={**self.env, **(env or {}),
-                              "PYTHONPATH": str(ROOT)}, cwd=self.cwd, capture_output=True, text=True, timeout=60)
+        done = COMMANDS.run(list(args), {**self.env, **(env or {}), "PYTHONPATH": str(ROOT)}, self.cwd, timeout=60)
         if args[:2] == ("clock", "advance") and done.returncode == 0:
             for hook in self.after_clock_advance:
                 hook()
