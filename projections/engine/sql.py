@@ -6,8 +6,10 @@ per table by each table's `Batching`."""
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Iterable
 
+import orjson
 from psycopg.types.json import Jsonb
 
 from ..rows import Add, AppendNew, Computed, JsonAppend, Key, Old, Table
@@ -107,6 +109,38 @@ def _multi_insert(table: str, columns: tuple[str, ...], on_conflict: str | None,
             + (" ON CONFLICT DO NOTHING" if on_conflict == "nothing" else ""))
 
 
+# psycopg parses a statement's placeholders in Python, and keeps the result only for statements
+# of at most 50 parameters (psycopg/_queries.py, MAX_CACHED_STATEMENT_PARAMS).
+CACHED_PARAMS = 50
+
+
+@functools.lru_cache(maxsize=256)
+def _json_insert(table: str, columns: tuple[str, ...], on_conflict: str | None) -> str:
+    names = ", ".join(f'"{c}"' for c in columns)
+    return (f"INSERT INTO {table} ({names}) SELECT {names} FROM json_populate_recordset(NULL::{table}, %s::json)"
+            + (" ON CONFLICT DO NOTHING" if on_conflict == "nothing" else ""))
+
+
+def _as_json(columns: tuple[str, ...], rows: list[list[Any]]) -> bytes | None:
+    """The rows as a JSON array of objects, PostgreSQL then reading each field as its column's
+    type; None where a Jsonb holds what JSON cannot."""
+    try:
+        return orjson.dumps([{c: v.obj if type(v) is Jsonb else v for c, v in zip(columns, row)} for row in rows])
+    except TypeError:
+        return None
+
+
+def _json_safe(value: Any) -> bool:
+    """Whether PostgreSQL reads the value from JSON as psycopg would send it: a str, int, bool,
+    None, finite float, or a Jsonb of something other than None (JSON's null is SQL's NULL)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    return kind is Jsonb and value.obj is not None
+
+
 class BatchedSqlRows(SqlRows):
     """SqlRows for a follower's batch of events: consecutive plain inserts into a table go out
     as one multi-row INSERT, and upserts that only add to a row's columns (counters) are summed
@@ -163,6 +197,15 @@ class BatchedSqlRows(SqlRows):
     def flush(self) -> None:
         inserts, self._inserts = self._inserts, {}
         for (table, columns, on_conflict), rows in inserts.items():
+            if len(rows) > 1 and len(rows) * len(columns) > CACHED_PARAMS and all(
+                    _json_safe(v) for row in rows for v in row):
+                # One statement whose one parameter is the rows as JSON: parsed once, by
+                # psycopg's cache, whatever the batch (a multi-row VALUES past 50 parameters is
+                # parsed again each time, most of the follower's time).
+                as_json = _as_json(columns, rows)
+                if as_json is not None:
+                    self.cur.execute(_json_insert(table, columns, on_conflict), [as_json.decode()])
+                    continue
             start = 0
             while start < len(rows):
                 # Chunks of 256, 128, ... 1 rows: few distinct statements, each parsed once by

@@ -114,3 +114,41 @@ def test_a_second_row_with_the_same_key_is_refused_by_both():
     memory.insert("things", {"id": "a", "grp": "g", "turn": 0, "waiting": True})
     with pytest.raises(KeyError, match="things"):
         memory.insert("things", {"id": "a", "grp": "g", "turn": 0, "waiting": True})
+
+
+def batch(rows) -> None:
+    """Inserts enough for a multi-row statement past psycopg's 50 cached parameters: the batched
+    executor sends them as one JSON parameter, or, where a value has no faithful JSON form (a
+    list for text[], a Jsonb of None), as VALUES."""
+    for i in range(40):
+        rows.insert("things", {"id": f"j{i}", "grp": "g", "n": 2 ** 40 + i, "turn": -i, "note": None if i % 3 else "é\"'\\n",
+                               "history": Jsonb([{"i": i, "nested": {"x": 1.5}}]), "waiting": i % 2 == 0,
+                               "at": 1_700_000_000.123456 + i / 7})
+    for i in range(20):  # conflicts with the first ones: nothing done, as one insert a row does
+        rows.insert("things", {"id": f"j{i * 2}", "grp": "other", "note": "twin"}, on_conflict="nothing")
+    for i in range(20):
+        rows.insert("things", {"id": f"t{i}", "grp": "g", "tags": ["a", str(i)], "history": Jsonb(None)})
+    for i in range(30):
+        rows.insert("hits", {"who": f"w{i % 4}", "at": float(i)})
+
+
+def test_a_large_batch_writes_what_a_statement_a_row_writes(database_url):
+    tables = {}
+    with psycopg.connect(database_url, autocommit=True, row_factory=dict_row) as conn:
+        for executor in (SqlRows, BatchedSqlRows):
+            schema = f"batch_test_{executor.__name__.lower()}"
+            conn.execute(f"CREATE SCHEMA {schema}")
+            conn.execute(f"SET search_path = {schema}")
+            conn.execute(DDL)
+            with conn.transaction(), conn.cursor() as cur, conn.pipeline():
+                rows = executor(cur, TABLES)
+                batch(rows)
+                if isinstance(rows, BatchedSqlRows):
+                    rows.flush()
+            tables[executor] = (conn.execute("SELECT *, history::text AS raw FROM things ORDER BY id").fetchall(),
+                                conn.execute("SELECT * FROM hits ORDER BY who, at").fetchall())
+    assert tables[SqlRows] == tables[BatchedSqlRows]
+    things, hits = tables[SqlRows]
+    assert len(things) == 60 and len(hits) == 30
+    assert [r["raw"] for r in things if r["id"] == "t0"] == ["null"]  # a Jsonb of None is JSON's null, not NULL
+    assert {r["grp"] for r in things} == {"g"} and things[0]["history"] == [{"i": 0, "nested": {"x": 1.5}}]
