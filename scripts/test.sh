@@ -45,7 +45,7 @@ then
 fi
 # A module to a worker, a worker per core (pytest-xdist): most of a module's time is spent waiting
 # on its processes, modems and browser.  Then, with nothing beside them, the modules marked
-# `alone`, which compare latencies or throughput.  `scripts/test.sh -n 0 …` runs the first part in
+# `alone`: they compare latencies or throughput, or another module disturbs them.  `scripts/test.sh -n 0 …` runs the first part in
 # one process.  Exit status 5 is "no test selected" (arguments that name none of one part).
 status=0
 .venv/bin/python -m pytest -n "${SANDESH_TEST_WORKERS:-$(nproc)}" --dist loadfile -m "not alone" "$@" || status=$?

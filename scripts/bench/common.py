@@ -9,7 +9,7 @@ import threading
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import psycopg
 from psycopg.conninfo import make_conninfo
@@ -106,3 +106,47 @@ def send_environ(key: str, body: bytes) -> dict[str, Any]:
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def timed_load(request: Callable[[Any, int], int], seconds: float, threads: int,
+               rate: float | None = None) -> dict:
+    """`request(session, n)` (n counts the requests from 0; it returns the answer's status) from
+    `threads` threads for `seconds`: at `rate` a second, each at its time whatever the others'
+    answers (the threads take turns), or, without a rate, each thread again as soon as its last
+    was answered.  Their latencies and statuses."""
+    import itertools
+    import time
+    from collections import Counter
+
+    import requests
+
+    numbers = itertools.count()
+    latencies: list[float] = []
+    statuses: Counter[int] = Counter()
+    lock = threading.Lock()
+    begin = time.monotonic()
+    stop = begin + seconds
+
+    def run(k: int) -> None:
+        http = requests.Session()
+        for turn in itertools.count():
+            if rate is not None:
+                due = begin + (turn * threads + k) / rate
+                if due >= stop:
+                    break
+                time.sleep(max(0.0, due - time.monotonic()))
+            elif time.monotonic() >= stop:
+                break
+            started = time.perf_counter()
+            status = request(http, next(numbers))
+            took = time.perf_counter() - started
+            with lock:
+                statuses[status] += 1
+                latencies.append(took)
+
+    running = [threading.Thread(target=run, args=(k,)) for k in range(threads)]
+    for thread in running:
+        thread.start()
+    for thread in running:
+        thread.join()
+    return {"latencies": latencies, "statuses": dict(statuses)}

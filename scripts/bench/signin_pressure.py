@@ -31,7 +31,7 @@ import requests
 from sandesh.domain.settings import Settings
 from sandesh.scripts.service.bootstrap import bootstrap
 
-from .common import ROOT, funded_workspace, percentile, scratch_database
+from .common import ROOT, funded_workspace, percentile, scratch_database, timed_load
 from .send_bench import SANDESH, product
 
 URL = f"http://127.0.0.1:{SANDESH}"
@@ -41,62 +41,18 @@ CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 def otp_load(key: str, seconds: float, rate: float, first: int) -> dict:
     """OTP sends at `rate` a second for `seconds`, each at its time whatever the others' answers
     (8 threads take turns); their latencies."""
-    clients = 8
-    numbers = itertools.count(first)
-    latencies: list[float] = []
-    statuses: Counter[int] = Counter()
-    lock = threading.Lock()
-    begin = time.monotonic()
-    stop = begin + seconds
-
-    def run(k: int) -> None:
-        http = requests.Session()
-        for turn in itertools.count():
-            due = begin + (turn * clients + k) / rate
-            if due >= stop:
-                break
-            time.sleep(max(0.0, due - time.monotonic()))
-            n = next(numbers)
-            started = time.perf_counter()
-            answer = http.post(f"{URL}/v1/sms/otp/send", timeout=30,
-                               json={"to": f"97798{n % 10**8:08d}", "purpose": "login"},
-                               headers={"x-api-key": key, "X-Forwarded-For": f"10.{n >> 16 & 255}.{n >> 8 & 255}.{n & 255}"})
-            took = time.perf_counter() - started
-            with lock:
-                statuses[answer.status_code] += 1
-                latencies.append(took)
-
-    threads = [threading.Thread(target=run, args=(k,)) for k in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return {"latencies": latencies, "statuses": dict(statuses)}
+    def send(http: requests.Session, k: int) -> int:
+        n = first + k
+        return http.post(f"{URL}/v1/sms/otp/send", timeout=30, json={"to": f"97798{n % 10**8:08d}", "purpose": "login"},
+                         headers={"x-api-key": key,
+                                  "X-Forwarded-For": f"10.{n >> 16 & 255}.{n >> 8 & 255}.{n & 255}"}).status_code
+    return timed_load(send, seconds, 8, rate)
 
 
 def balance_load(key: str, seconds: float) -> dict:
     """GET /v1/sms/balance by 4 clients, each as soon as its last answered, for `seconds`; their latencies."""
-    latencies: list[float] = []
-    statuses: Counter[int] = Counter()
-    lock = threading.Lock()
-    stop = time.monotonic() + seconds
-
-    def run() -> None:
-        http = requests.Session()
-        while time.monotonic() < stop:
-            started = time.perf_counter()
-            answer = http.get(f"{URL}/v1/sms/balance", headers={"x-api-key": key}, timeout=30)
-            took = time.perf_counter() - started
-            with lock:
-                statuses[answer.status_code] += 1
-                latencies.append(took)
-
-    threads = [threading.Thread(target=run) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return {"latencies": latencies, "statuses": dict(statuses)}
+    return timed_load(lambda http, _: http.get(f"{URL}/v1/sms/balance", headers={"x-api-key": key},
+                                               timeout=30).status_code, seconds, 4)
 
 
 def signin_load(seconds: float, signins: int, flood: bool, strangers: str = "each") -> dict:

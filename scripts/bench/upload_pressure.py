@@ -32,7 +32,7 @@ import requests
 from sandesh.domain.settings import Settings
 from sandesh.scripts.service.bootstrap import bootstrap
 
-from .common import ROOT, funded_workspace, percentile, scratch_database
+from .common import ROOT, funded_workspace, percentile, scratch_database, timed_load
 from .hostile_lists import HOSTILE
 from .send_bench import SANDESH, children, cmdline, product
 
@@ -46,33 +46,8 @@ PASSWORD = "upload pressure 1234"
 def balance_load(key: str, seconds: float, rate: float) -> dict:
     """GET /v1/sms/balance at `rate` a second for `seconds`, each at its time whatever the
     others' answers (8 threads take turns); their latencies."""
-    clients = 8
-    latencies: list[float] = []
-    statuses: Counter[int] = Counter()
-    lock = threading.Lock()
-    begin = time.monotonic()
-    stop = begin + seconds
-
-    def run(k: int) -> None:
-        http = requests.Session()
-        for turn in itertools.count():
-            due = begin + (turn * clients + k) / rate
-            if due >= stop:
-                break
-            time.sleep(max(0.0, due - time.monotonic()))
-            started = time.perf_counter()
-            answer = http.get(f"{URL}/v1/sms/balance", headers={"x-api-key": key}, timeout=30)
-            took = time.perf_counter() - started
-            with lock:
-                statuses[answer.status_code] += 1
-                latencies.append(took)
-
-    threads = [threading.Thread(target=run, args=(k,)) for k in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return {"latencies": latencies, "statuses": dict(statuses)}
+    return timed_load(lambda http, _: http.get(f"{URL}/v1/sms/balance", headers={"x-api-key": key},
+                                               timeout=30).status_code, seconds, 8, rate)
 
 
 def signed_in(email: str) -> requests.Session:

@@ -2,6 +2,7 @@
 emulator, the operator's `sandesh sim` commands set a SIM's PIN, plan and balance query, and
 `sandesh sim probe` tells what is on a port (docs/operations.md, "Modems").  Real PostgreSQL,
 pseudo-terminals, the real `sandesh` command."""
+import re
 import subprocess
 import sys
 import time
@@ -18,6 +19,11 @@ from sandesh.scripts.service.commands import register_emulated
 from sandesh.scripts.service.emulator import Emulator
 from sandesh.scripts.service.emulator_profiles import PROFILES
 from tests.conftest import running_dispatcher, wait_for_status
+
+# Beside the other of test_dispatcher.py and test_real_modems.py on a second worker, an emulated
+# modem's USSD answer or paced sends missed their deadlines in 4 of 6 runs (cause not found):
+# run with nothing beside it (scripts/test.sh).
+pytestmark = pytest.mark.alone
 
 _numbers = iter(range(10_000_000, 99_999_999))
 _first = iter(range(30, 1000, 4))  # each emulator's modems get indexes (so ICCIDs) of their own
@@ -125,7 +131,8 @@ def test_a_pin_is_entered_a_wrong_one_quarantines_once_and_a_new_one_releases(ru
     actions = [line["action"] for line in trail if line["simId"] == listed["id"]]
     assert actions.count("sim.pin_set") == 2 and actions.count("sim.quarantined") == 2
     assert actions.count("sim.released") == 2  # each new PIN ended the quarantine for the PIN
-    assert "4321" not in str(trail) and "1234" not in str(trail)
+    # the PINs nowhere, though an id's hex digits may hold the same four
+    assert not re.search(r"(?<![0-9a-f])(4321|1234)(?![0-9a-f])", str(trail))
 
 
 def test_a_sim_at_its_daily_cap_rests_until_nepal_midnight_and_the_pool_works_around_it(runtime, account, sandesh):
