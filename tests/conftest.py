@@ -156,11 +156,14 @@ class Sandesh:
         self.after_clock_advance: list[Callable[[], None]] = []
 
     def run(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-        done = COMMANDS.run(list(args), {**self.env, **(env or {}), "PYTHONPATH": str(ROOT)}, self.cwd, timeout=60)
+        done = self.execute(list(args), {**self.env, **(env or {}), "PYTHONPATH": str(ROOT)})
         if args[:2] == ("clock", "advance") and done.returncode == 0:
             for hook in self.after_clock_advance:
                 hook()
         return done
+
+    def execute(self, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+        return COMMANDS.run(args, env, self.cwd, timeout=60)
 
     def __call__(self, *args: str, **kwargs: Any) -> Any:
         done = self.run(*args, **kwargs)

@@ -14,10 +14,10 @@ from sandesh.scripts.service.emulator import Emulator
 from tests.conftest import running_dispatcher, wait_for_status
 from sandesh.workers.dispatcher import Dispatcher
 
-# Beside the other of test_dispatcher.py and test_real_modems.py on a second worker, an emulated
-# modem's USSD answer or paced sends missed their deadlines in 4 of 6 runs (cause not found):
-# run with nothing beside it (scripts/test.sh).
+# On a worker beside another module, its pacing and reply tests missed their deadlines in one full
+# run of three (cause not found): run with nothing beside it (scripts/test.sh).
 pytestmark = pytest.mark.alone
+
 
 TO = "9779812345678"
 
