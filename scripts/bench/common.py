@@ -150,3 +150,10 @@ def timed_load(request: Callable[[Any, int], int], seconds: float, threads: int,
     for thread in running:
         thread.join()
     return {"latencies": latencies, "statuses": dict(statuses)}
+
+
+def summary(name: str, result: dict) -> str:
+    """A line of a timed load's figures: how many answers, their p50 and p99, their statuses."""
+    latencies = result["latencies"]
+    return (f"{name:<34} {len(latencies):>7} {percentile(latencies, 50) * 1000:>8.1f} "
+            f"{percentile(latencies, 99) * 1000:>8.1f}   statuses {result['statuses']}")

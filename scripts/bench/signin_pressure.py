@@ -31,7 +31,7 @@ import requests
 from sandesh.domain.settings import Settings
 from sandesh.scripts.service.bootstrap import bootstrap
 
-from .common import ROOT, funded_workspace, percentile, scratch_database, timed_load
+from .common import ROOT, funded_workspace, percentile, scratch_database, summary, timed_load
 from .send_bench import SANDESH, product
 
 URL = f"http://127.0.0.1:{SANDESH}"
@@ -94,12 +94,6 @@ def signin_load(seconds: float, signins: int, flood: bool, strangers: str = "eac
 def child(role: str, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "scripts.bench.signin_pressure", "--role", role, *args], cwd=ROOT,
                             stdout=subprocess.PIPE, text=True)
-
-
-def summary(name: str, result: dict) -> str:
-    latencies = result["latencies"]
-    return (f"{name:<34} {len(latencies):>7} {percentile(latencies, 50) * 1000:>8.1f} "
-            f"{percentile(latencies, 99) * 1000:>8.1f}   statuses {result['statuses']}")
 
 
 def main() -> None:

@@ -32,7 +32,7 @@ import requests
 from sandesh.domain.settings import Settings
 from sandesh.scripts.service.bootstrap import bootstrap
 
-from .common import ROOT, funded_workspace, percentile, scratch_database, timed_load
+from .common import ROOT, funded_workspace, percentile, scratch_database, summary, timed_load
 from .hostile_lists import HOSTILE
 from .send_bench import SANDESH, children, cmdline, product
 
@@ -99,12 +99,6 @@ def child(role: str, *args: str) -> subprocess.Popen:
 def peak_rss(pid: int) -> int:
     status = Path(f"/proc/{pid}/status").read_text()
     return int(status.split("VmHWM:")[1].split()[0]) // 1024
-
-
-def summary(name: str, result: dict) -> str:
-    latencies = result["latencies"]
-    return (f"{name:<34} {len(latencies):>7} {percentile(latencies, 50) * 1000:>8.1f} "
-            f"{percentile(latencies, 99) * 1000:>8.1f}   statuses {result['statuses']}")
 
 
 def main() -> None:
