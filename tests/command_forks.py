@@ -105,6 +105,7 @@ class Commands:
         self.folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"sandesh-commands-{uuid.uuid4().hex[:12]}"
         self.server: subprocess.Popen | None = None
         self.lock = threading.Lock()
+        atexit.register(self.close)
 
     def _started(self) -> str:
         with self.lock:
@@ -115,7 +116,6 @@ class Commands:
                 self.server = subprocess.Popen([sys.executable, "-m", "tests.command_forks", path], cwd=self.root,
                                                env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
                 assert self.server.stdout is not None and self.server.stdout.readline() == b"ready\n"
-                atexit.register(self.close)
             return path
 
     def run(self, args: list[str], env: dict[str, str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:

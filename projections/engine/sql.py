@@ -143,9 +143,9 @@ def _json_safe(value: Any) -> bool:
 
 class BatchedSqlRows(SqlRows):
     """SqlRows for a follower's batch of events: consecutive plain inserts into a table go out
-    as one multi-row INSERT, and upserts that only add to a row's columns (counters) are summed
-    per row, until an operation that may see them (an update, a delete, a read, a guard) or
-    `flush`.  A batch of 200 acceptances then costs three statements, not 600."""
+    as one INSERT (its rows one JSON parameter, or a multi-row VALUES), and upserts that only add
+    to a row's columns (counters) are summed per row, until an operation that may see them (an
+    update, a delete, a read, a guard) or `flush`.  A batch of 200 acceptances then costs three statements, not 600."""
 
     def __init__(self, cur: Any, tables: dict[str, Table]):
         super().__init__(cur, tables)
@@ -208,8 +208,8 @@ class BatchedSqlRows(SqlRows):
                     continue
             start = 0
             while start < len(rows):
-                # Chunks of 256, 128, ... 1 rows: few distinct statements, each parsed once by
-                # psycopg (its cache), where a statement per batch size was parsed every time.
+                # Chunks of 256, 128, ... 1 rows: few distinct statements, where a statement per
+                # batch size was a new one every time.
                 size = min(MAX_CHUNK, 1 << (len(rows) - start).bit_length() - 1)
                 self.cur.execute(_multi_insert(table, columns, on_conflict, size),
                                  [v for row in rows[start:start + size] for v in row])
