@@ -339,8 +339,9 @@ def running_dispatcher(runtime: Any, host: str | None = None) -> Iterator[Any]:
     try:
         yield dispatcher
     finally:
-        dispatcher.close()
+        holding = dispatcher.close(wait=20)
         thread.join(timeout=5)
+        assert not holding, f"SIM threads still holding their ports after the dispatcher closed: {holding}"
 
 
 @pytest.fixture(scope="module")

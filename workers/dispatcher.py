@@ -84,12 +84,17 @@ class Dispatcher:
         for worker in self.sims.values():  # each SIM had its first try before sends rely on it
             worker.first_try.wait(timeout=15)
 
-    def close(self) -> None:
+    def close(self, wait: float = 5.0) -> list[str]:
+        """Retire every SIM's thread and wait up to `wait` seconds for each to let go of its
+        port; returns the names of those still holding one."""
         self.stop.set()
         for worker in self.sims.values():
             worker.retire()
-        for worker in [*self.sims.values(), *self.retired]:
-            worker.thread.join(timeout=5)
+        workers = [*self.sims.values(), *self.retired]
+        for worker in workers:
+            if worker.thread.ident is not None:  # one not started yet sees `retiring` when it starts
+                worker.thread.join(timeout=wait)
+        return [w.name for w in workers if w.thread.is_alive()]
 
     def trouble(self, error: BaseException) -> None:
         """An error in a loop: an outage is told once (runtime.health); anything else is logged."""
@@ -159,7 +164,8 @@ class Dispatcher:
                 self.retired.append(sims.pop(sim_id))
             else:
                 worker.quarantine = row["quarantine"]
-                worker.sim.refresh(row)
+                if worker.sim.refresh(row) and row["balance_ussd"]:
+                    worker.report_soon()  # its heartbeat asks the new code for the credit
         busy_ids = {w.id for w in self.retired}
         started = []
         for sim_id, row in wanted.items():

@@ -111,10 +111,12 @@ class SimRecord:
             return dict(self._fields)
 
     # The dispatcher's loop
-    def refresh(self, row: Mapping[str, Any]) -> None:
-        """The operator's settings as the pool read them."""
+    def refresh(self, row: Mapping[str, Any]) -> bool:
+        """The operator's settings as the pool read them; whether its balance query's code changed."""
         with self._lock:
+            code = self._fields.get("balance_ussd")
             self._fields.update((name, row[name]) for name in LIVE_SETTINGS)
+            return self._fields.get("balance_ussd") != code
 
     # The SIM's thread
     def identified(self, iccid: str | None, imsi: str | None, operator: str | None) -> None:

@@ -91,6 +91,7 @@ class SimWorker:
         self.load = Load()           # its window, caps and message in hand: shared with the loop
         self.sent = 0                # parts the network accepted from it since this thread started
         self.credit_checked_at: float | None = sim.get("credit_at")
+        self.credit_code: str | None = sim.get("balance_ussd")  # the code that credit was asked with
         self.parts_since_credit = 0
         self.refusals_in_row = 0
         self.last_error: str | None = None
@@ -157,7 +158,9 @@ class SimWorker:
         log_context.set_fields(sim_id=self.id)  # every line this SIM's thread logs names the SIM
         backoff = 0
         try:
-            while not self.retiring.is_set():
+            # A dispatcher that stops retires the threads it holds; one started by a pool read
+            # that crossed its close sees `stop` instead, and never takes its port.
+            while not (self.retiring.is_set() or self.dispatcher.stop.is_set()):
                 try:
                     if not self.ready:
                         opened = self._open()
@@ -371,11 +374,13 @@ class SimWorker:
     def _credit_if_due(self) -> None:
         """The SIM's balance query (its USSD code), when due (domain/sim_plan.py credit_due)."""
         code, now = self.sim.get("balance_ussd"), self.sandesh.clock.now()
-        if not code or self.device is None or not credit_due(
+        if not code or self.device is None:
+            return
+        if code == self.credit_code and not credit_due(  # a code the operator just set is asked at once
                 checked_at=self.credit_checked_at, parts_since=self.parts_since_credit,
                 every_parts=self.sim.get("balance_every"), low=self.quarantine == CREDIT, now=now):
             return
-        self.credit_checked_at, self.parts_since_credit = now, 0
+        self.credit_checked_at, self.credit_code, self.parts_since_credit = now, code, 0
         try:
             reply = self.device.ussd_text(*self.modem.ussd(self.device.ussd_request(code))[1:])
         except ModemError as error:  # asked again at the next interval

@@ -31,7 +31,9 @@ def _dispatch(runtime: Runtime, stop: threading.Event, host: str | None = None) 
     try:
         running.run()
     finally:
-        running.close()
+        if holding := running.close():
+            logger.warning("dispatcher stopped; the threads of SIMs %s had not let go of their ports",
+                           ", ".join(holding))
 
 
 @dataclass(frozen=True)

@@ -39,3 +39,23 @@ def test_a_status_report_read_while_its_sim_sends_the_next_part_is_recorded_when
             thread.join(timeout=10)
         assert app.history.message(first).status == "delivered"
         assert app.history.message(second).status in ("sent", "delivered")  # its +CMGS came as the SIM stopped
+
+
+def test_a_pool_read_that_crosses_the_close_starts_no_thread_that_keeps_a_port(runtime):
+    # The loop's pool read (sync_pool) runs on its own thread: when it ends after `close` has
+    # retired the SIMs it knew, a SIM it starts then must not open its port and keep it.
+    from sandesh.workers.modem import Modem
+
+    with Emulator(sims=1) as emulator:
+        register_emulated(runtime, emulator.devices(), "test")
+        dispatcher = Dispatcher(runtime)
+        assert dispatcher.close() == []  # it knew no SIM yet
+        dispatcher.sync_pool()  # the loop's read, finishing after the close
+        assert [w.name for w in dispatcher.sims.values()] == [emulator.modems[0].name]
+        try:
+            time.sleep(0.5)  # time enough to open the port, were it to
+            port = Modem(emulator.modems[0].device)
+            port.open()  # nobody holds it
+            port.close()
+        finally:
+            assert dispatcher.close() == []

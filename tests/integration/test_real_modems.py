@@ -18,26 +18,11 @@ from tests.helpers import funded_workspace
 from sandesh.scripts.service.commands import register_emulated
 from sandesh.scripts.service.emulator import Emulator
 from sandesh.scripts.service.emulator_profiles import PROFILES
-from tests.conftest import Sandesh, running_dispatcher, wait_for_status
+from tests.conftest import running_dispatcher, wait_for_status
 
 
 _numbers = iter(range(10_000_000, 99_999_999))
 _first = iter(range(30, 1000, 4))  # each emulator's modems get indexes (so ICCIDs) of their own
-
-
-class Interpreters(Sandesh):
-    """`sandesh` in a new interpreter each time, as an operator runs it, not a fork
-    (tests/command_forks.py): with forks, after test_a_monthly_cap_…, the SIM of test_low_credit_…
-    waited in vain for the huawei emulator's first USSD answer in most runs (cause not found)."""
-
-    def execute(self, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", *args], capture_output=True,
-                              text=True, env=env, cwd=self.cwd, timeout=60)
-
-
-@pytest.fixture(scope="module")
-def sandesh(env, tmp_path_factory):
-    return Interpreters(env, tmp_path_factory.mktemp("cwd"))
 
 
 @pytest.fixture(scope="module")
