@@ -147,6 +147,13 @@ class Message(Aggregate):
         elif len(self.reports) == self.parts and all(s < 0x20 for s in self.reports.values()):
             self._delivered(at=at)
 
+    def report_next(self, status: int, at: float) -> None:
+        """A status report that names no part (a device that matches none): the first part
+        accepted and not reported yet."""
+        part = next((p for p in sorted(self.accepted) if p not in self.reports), None)
+        if part is not None:
+            self.report(part, status, at=at)
+
     def report_unknown(self, at: float) -> None:
         """No final report within the validity period: some networks never send one. The
         message stays `sent`; the missing report is recorded."""

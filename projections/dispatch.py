@@ -357,6 +357,14 @@ def match_report(conn: Any, sim_id: str, mr: int, recipient: str, since: float) 
                         " AND at > %s ORDER BY at DESC LIMIT 1", (sim_id, mr, recipient, since)).fetchone()
 
 
+def awaiting_report_to(conn: Any, sim_id: str, number: str, since: float) -> str | None:
+    """The message sent to `number` through this SIM longest ago that still awaits its report."""
+    row = conn.execute('SELECT p.message_id FROM sent_parts p JOIN awaiting_reports a USING (message_id)'
+                       ' WHERE p.sim_id = %s AND p."to" = %s AND p.at > %s ORDER BY p.at LIMIT 1',
+                       (sim_id, number, since)).fetchone()
+    return row["message_id"] if row else None
+
+
 def last_sent_to(conn: Any, sim_id: str, number: str, since: float) -> str | None:
     """The message last sent to `number` through this SIM (whom a reply answers)."""
     row = conn.execute('SELECT message_id FROM sent_parts WHERE sim_id = %s AND "to" = %s AND at > %s'

@@ -51,6 +51,22 @@ def heartbeat_seconds(route_window: float) -> float:
     return min(HEARTBEAT_SECONDS, route_window / 3)
 
 
+class Arrivals:
+    """What one SIM's link hands the dispatcher (workers/links.py)."""
+
+    def __init__(self, dispatcher: Dispatcher, worker: SimWorker):
+        self.dispatcher, self.worker = dispatcher, worker
+
+    def pdu(self, pdu: str) -> None:
+        self.dispatcher.record_pdu(self.worker, pdu)
+
+    def reply(self, sender: str, text: str) -> None:
+        self.dispatcher.record_reply_part(self.worker, sender, None, 1, 1, text)
+
+    def report(self, recipient: str, delivered: bool) -> None:
+        self.dispatcher.recipient_report(self.worker.id, recipient, delivered)
+
+
 class Dispatcher:
     def __init__(self, runtime: Runtime, host: str | None = None):
         self.runtime = runtime
@@ -328,50 +344,43 @@ class Dispatcher:
 
     # Replies
 
-    def drain_store(self, worker: SimWorker) -> None:
-        """Everything the SIM stored while nobody listened (inbound survives a restart there), and
-        what a device that announces nothing stored since the last look (docs/operations.md, "Modems")."""
-        for index, pdu in worker.modem.stored():
-            self._record_stored(worker, index, pdu)
+    def arrivals_for(self, worker: SimWorker) -> Arrivals:
+        """Where `worker`'s link hands what came in (workers/links.py, Arrivals)."""
+        return Arrivals(self, worker)
 
-    def read_stored(self, worker: SimWorker, index: int, store: str | None = None) -> None:
-        """A reply (`+CMTI`) or a status report (`+CDSI`) the device stored at `index` of `store`;
-        a store other than the one negotiated (Huawei and ZTE keep reports in "SR") is chosen for
-        the read and the delete, then the usual one again."""
-        other = store if store and worker.device is not None and store != worker.device.store else None
-        try:
-            if other:
-                worker.modem.command(f'AT+CPMS="{other}"')
-            try:
-                pdu = worker.modem.read_stored(index)
-                if pdu is not None:
-                    self._record_stored(worker, index, pdu)
-            finally:
-                if other:
-                    worker.modem.command(f'AT+CPMS="{worker.device.store}"')
-        except ModemError as error:
-            logger.warning("SIM %s: reading stored message %d failed: %s", worker.name, index, error)
-
-    def _record_stored(self, worker: SimWorker, index: int, pdu: str) -> None:
-        """Read, save, then delete, so the SIM store never fills and nothing is lost."""
+    def record_pdu(self, worker: SimWorker, pdu: str) -> None:
+        """A message a modem stored: a status report or a reply's part.  The link deletes it from
+        the device once this returns, so the store never fills and nothing is lost."""
         try:
             part = decode(pdu)
         except PduError as error:
-            logger.warning("%s: unreadable stored message %d (%s); deleted", worker.name, index, error)
-            worker.modem.delete_stored(index)
+            logger.warning("%s: unreadable stored message (%s); deleted", worker.name, error)
             return
         if isinstance(part, StatusReport):
             self.status_report(worker.id, pdu)
-            worker.modem.delete_stored(index)
             return
-        sender = sender_number(part.sender)
+        self.record_reply_part(worker, sender_number(part.sender), part.reference, part.total, part.sequence,
+                               part.text)
+
+    def record_reply_part(self, worker: SimWorker, sender: str, reference: int | None, total: int, sequence: int,
+                          text: str) -> None:
         with self.runtime.connection() as conn:
-            open_reply = inbound.open_reply(conn, worker.id, sender, part.reference, part.total)
-        reply = self.sandesh.dispatch.store_reply_part(open_reply, worker.id, sender, part.reference, part.total,
-                                          part.sequence, part.text)
-        worker.modem.delete_stored(index)
+            open_reply = inbound.open_reply(conn, worker.id, sender, reference, total)
+        reply = self.sandesh.dispatch.store_reply_part(open_reply, worker.id, sender, reference, total, sequence, text)
         if reply.all_parts:
             self._finish_reply(reply.id)
+
+    def recipient_report(self, sim_id: str, recipient: str, delivered: bool) -> None:
+        """A delivery report that names no part (a HiLink device's): it is about the oldest part
+        sent to `recipient` through this SIM that has no report yet."""
+        now = self.sandesh.clock.now()
+        number = recipient.lstrip("+")
+        with self.runtime.connection() as conn:
+            message_id = dispatch.awaiting_report_to(conn, sim_id, number, now - REPORT_MATCH_WINDOW)
+        if message_id is None:
+            logger.info("delivery report to %s on %s matches no message", recipient, sim_id)
+            return
+        self.record(message_id, lambda m: m.report_next(0x00 if delivered else 0x40, at=now))
 
     def _finish_reply(self, reply_id: str) -> None:
         reply = self.sandesh.dispatch.reply(reply_id)

@@ -10,8 +10,8 @@ finishes the message it is submitting and hands back the ones it had leased and 
 from __future__ import annotations
 
 import logging
+import itertools
 import queue
-import random
 import threading
 import time
 from typing import Any, Callable, Protocol
@@ -24,7 +24,6 @@ from sandesh.domain.usecases.dispatch import RELEASE, SEND, Submission
 from sandesh.domain.cms import REPEATS_BEFORE_QUARANTINE, Action, classify
 from sandesh.domain.errors import NameTaken
 from sandesh.domain.operators import of_imsi
-from sandesh.domain.pdu import encode_submit
 from sandesh.domain.routing import FAIL, REJECT, RETRY_DELAY, after_refusal
 from sandesh.domain.sim import CREDIT, FAILURES, NETWORK, PIN
 from sandesh.domain.sim_plan import Plan, Usage, credit_due, credit_of, day_start, month_start
@@ -32,8 +31,9 @@ from sandesh.projections import dispatch, registry, sim_health
 from sandesh.projections.storage.health import is_outage
 from sandesh.projections.storage.runtime import Runtime
 
-from .device import Device, SimNotReady
-from .modem import CmsError, CommandTimeout, Modem, ModemError, NotSubmitted, PortGone, Unsolicited
+from .device import SimNotReady
+from .links import Arrivals, Link, link_for
+from .modem import CmsError, CommandTimeout, ModemError, NotSubmitted, PortGone, Unsolicited
 from .ports import REFIND_AFTER, PortSearch
 from .sim_load import Heartbeat, Job, Load, Report, Send, SimRecord, Stop, Stored
 from .sims import attach
@@ -68,9 +68,8 @@ class Driver(Protocol):
     def usable_sims(self) -> set[str]: ...
     def unsolicited_for(self, worker: SimWorker) -> Callable[[Unsolicited], None]: ...
     def reconcile(self, sim_id: str) -> int: ...
-    def drain_store(self, worker: SimWorker) -> None: ...
+    def arrivals_for(self, worker: SimWorker) -> Arrivals: ...
     def status_report(self, sim_id: str, pdu: str) -> None: ...
-    def read_stored(self, worker: SimWorker, index: int, store: str | None = None) -> None: ...
     def record(self, message_id: str, change: Callable[[Any], None]) -> Any: ...
 
 
@@ -83,8 +82,8 @@ class SimWorker:
         self.id: str = sim["id"]
         self.name: str = sim["name"]
         self.quarantine: str | None = sim["quarantine"]   # mirror of the log, refreshed by the pool
-        self.modem: Modem | None = None
-        self.device: Device | None = None    # what the modem is and the modes chosen for it
+        self.link: Link | None = None   # the device that holds the SIM (workers/links.py)
+        self.arrivals = dispatcher.arrivals_for(self)
         self.jobs: queue.Queue[Job] = queue.Queue()
         self.ready = False           # the port is open and the modem initialised
         self.registered = True
@@ -181,29 +180,28 @@ class SimWorker:
                     backoff += 1
         finally:
             self.first_try.set()
-            if self.modem is not None:
-                self.modem.close()  # nothing more comes in: what came is recorded or handed back
+            if self.link is not None:
+                self.link.close()  # nothing more comes in: what came is recorded or handed back
             self._hand_back()
             self.ready = False
             self.dispatcher.nudge()
 
     def _open(self) -> bool:
         self._hand_back()  # anything given before the port was lost is leased again by someone
-        if self.modem is not None:
-            self.modem.close()
+        if self.link is not None:
+            self.link.close()
         with self.runtime.connection() as conn:  # its PIN as the log has it now, not as the pool read it last
             row = registry.find_sim(conn, "id", self.id)
         # The loop refreshes the record from its pool reads meanwhile: the PIN entered and the PIN
         # judged must be the same one, so both come from this copy.
         sim = self.sim.pin_read(row["pin_sealed"], row["pin_refused"]) if row is not None else self.sim.snapshot()
-        self.modem = Modem(sim["port"], sim["baud"], on_unsolicited=self.dispatcher.unsolicited_for(self),
-                           on_gone=self.report_soon)
+        self.link = link_for(sim["port"], sim["baud"], on_unsolicited=self.dispatcher.unsolicited_for(self),
+                             on_gone=self.report_soon)
         try:
-            self.modem.open()
-            device = attach(self.runtime, sim, self.modem)
+            device = attach(self.runtime, sim, self.link)
         except SimNotReady as error:  # an operator must act: no SIM, a PIN needed or refused, a PUK
             self._trouble(str(error))
-            self.modem.close()
+            self.link.close()
             self._port_seen(gone=False)
             if error.kind == PIN:  # judged with the PIN read above: one set since is entered next time
                 quarantined = self.sandesh.sims.quarantine_for_pin(self.id, sim["pin_sealed"], str(error),
@@ -216,19 +214,18 @@ class SimWorker:
             return False
         except ModemError as error:
             self._trouble(str(error))
-            self.modem.close()
+            self.link.close()
             self._port_seen(gone=isinstance(error, PortGone))
             return False
         except NameTaken as error:  # its card is another enabled SIM's: an operator disables one
             self._trouble(str(error))
-            self.modem.close()
+            self.link.close()
             self._port_seen(gone=False)
             return False
         except BaseException:  # an outage, say: the port is let go before the thread waits and tries again
-            self.modem.close()
+            self.link.close()
             raise
         self._port_seen(gone=False)
-        self.device = device
         self.sim.identified(device.iccid, device.imsi, of_imsi(device.imsi))
         self._recovered_from_trouble()
         # The port is ours alone now: whatever was leased or left submitted on this SIM belongs
@@ -243,9 +240,9 @@ class SimWorker:
         self.ready = True
         self._heartbeat()
         try:
-            self.dispatcher.drain_store(self)
+            self.link.collect(self.arrivals, everything=True)  # what came while nobody listened
         except ModemError as error:
-            logger.warning("SIM %s: reading its store failed: %s", self.name, error)
+            logger.warning("SIM %s: reading what came in failed: %s", self.name, error)
         self.dispatcher.nudge()
         return True
 
@@ -303,7 +300,7 @@ class SimWorker:
                 if isinstance(job, Report):
                     self.dispatcher.status_report(self.id, job.pdu)
                 else:
-                    self.dispatcher.read_stored(self, job.index, job.store)
+                    self.link.announced(job.index, job.store, self.arrivals)
             except Exception as error:
                 if is_outage(error):  # not recorded yet: kept for when the database is back
                     self.jobs.put(job)
@@ -342,13 +339,12 @@ class SimWorker:
     def _heartbeat(self) -> None:
         """Ask the modem how it is (AT+CREG?, AT+CSQ), act on it, and record it."""
         registered = signal = None
-        if self.ready and self.modem is not None and not self.modem.gone:
+        if self.ready and self.link is not None and not self.link.gone:
             try:
-                health = self.modem.health()
+                health = self.link.health()
                 registered, signal = health.registered, health.signal_dbm
                 self._registration(health.registered)
-                if self.device is not None and self.device.polls:  # nothing announces what lands in the store
-                    self.dispatcher.drain_store(self)
+                self.link.collect(self.arrivals)  # what came in that nothing announced
                 self._credit_if_due()
             except PortGone as error:
                 self._lost(error)
@@ -374,7 +370,7 @@ class SimWorker:
     def _credit_if_due(self) -> None:
         """The SIM's balance query (its USSD code), when due (domain/sim_plan.py credit_due)."""
         code, now = self.sim.get("balance_ussd"), self.sandesh.clock.now()
-        if not code or self.device is None:
+        if not code or self.link is None or not self.ready:
             return
         if code == self.credit_code and not credit_due(  # a code the operator just set is asked at once
                 checked_at=self.credit_checked_at, parts_since=self.parts_since_credit,
@@ -382,7 +378,7 @@ class SimWorker:
             return
         self.credit_checked_at, self.credit_code, self.parts_since_credit = now, code, 0
         try:
-            reply = self.device.ussd_text(*self.modem.ussd(self.device.ussd_request(code))[1:])
+            reply = self.link.ussd(code)
         except ModemError as error:  # asked again at the next interval
             logger.warning("SIM %s: the balance query %s failed: %s", self.name, code, error)
             return
@@ -441,25 +437,26 @@ class SimWorker:
         if submission.action != SEND:
             return
         message, now = submission.message, self.sandesh.clock.now()
-        parts = encode_submit(message.to, submission.text, reference=random.randrange(256),
-                              validity_minutes=message.validity_minutes(now))
-        for number, part in enumerate(parts, start=1):
+        accepted = self.link.submit(message.to, submission.text, message.parts, message.validity_minutes(now))
+        for number in itertools.count(1):
             try:
-                mr = self.modem.send_part(part.pdu, part.length)
+                mr = next(accepted)
+            except StopIteration:
+                return
             except CmsError as error:
                 SUBMITS.labels(self.id, "cms_error").inc()
                 CMS_ERRORS.labels(self.id).inc()
                 return self._refused(message_id, f"CMS {error.code}", classify(error.code), error.code)
             except NotSubmitted as error:
                 SUBMITS.labels(self.id, "not_submitted").inc()
-                if isinstance(error, PortGone) or not self.modem.recover():
+                if isinstance(error, PortGone) or not self.link.recover():
                     self._lost(error)
                 return self._refused(message_id, str(error), Action.RETRY_ELSEWHERE, None)
             except (CommandTimeout, PortGone) as error:
                 # The part may have left: the message stays `submitted` for reconciliation.
                 SUBMITS.labels(self.id, "unknown").inc()
                 self.last_error = str(error)
-                if isinstance(error, PortGone) or not self.modem.recover():
+                if isinstance(error, PortGone) or not self.link.recover():
                     self._lost(error)
                 logger.warning("%s: outcome of %s part %d unknown: %s", self.name, message_id, number, error)
                 return

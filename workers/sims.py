@@ -11,40 +11,40 @@ from sandesh.domain.operators import of_imsi
 from sandesh.projections import registry
 from sandesh.projections.storage.runtime import Runtime
 
-from .device import Device, Dialogue, StepFailed, maker, negotiate, pin_state, sim_iccid, sim_imsi
+from .device import Dialogue, StepFailed, maker, negotiate, pin_state, sim_iccid, sim_imsi
+from .links import Attached, Link, link_for
 from .modem import CommandTimeout, Exchange, Modem, ModemError, PortGone, Timeouts
 
 
-def attach(runtime: Runtime, sim: dict[str, Any], modem: Modem) -> Device:
-    """Initialise the modem (its PIN entered if the SIM asks) and record what it is.  Raises
+def attach(runtime: Runtime, sim: dict[str, Any], link: Link) -> Attached:
+    """Open the SIM's device (its PIN entered if the SIM asks) and record what it is.  Raises
     NameTaken when its ICCID is another enabled SIM's (Sims.identify_sim)."""
-    device = negotiate(modem, runtime.sandesh.sims.sim_pin(sim.get("pin_sealed")), pin_refused=bool(sim.get("pin_refused")))
+    found = link.open(runtime.sandesh.sims.sim_pin(sim.get("pin_sealed")), bool(sim.get("pin_refused")))
     holder = None
-    if device.iccid:
+    if found.iccid:
         with runtime.connection() as conn:
-            holder = registry.find_sim(conn, "iccid", device.iccid)
-    runtime.sandesh.sims.identify_sim(sim["id"], device.iccid, device.imsi, device.learned(),
+            holder = registry.find_sim(conn, "iccid", found.iccid)
+    runtime.sandesh.sims.identify_sim(sim["id"], found.iccid, found.imsi, found.learned,
                                       holder["id"] if holder else None)
-    return device
+    return found
 
 
 def place(runtime: Runtime, name: str, port: str, actor: str, baud: int = 115200) -> dict[str, Any]:
     """Register the modem on `port` as SIM `name`, unless its SIM (by ICCID) or its name is
     registered already: then record that it is on `port` now."""
-    modem = Modem(port, baud)
-    modem.open()
+    link = link_for(port, baud)
     try:
-        device = negotiate(modem)
+        found = link.open(None, False)
     finally:
-        modem.close()
+        link.close()
     with runtime.connection() as conn:
         row = None
-        if device.iccid:
-            row = registry.find_sim(conn, "iccid", device.iccid)
+        if found.iccid:
+            row = registry.find_sim(conn, "iccid", found.iccid)
         if row is None:
             row = registry.find_sim(conn, "name", name)
     sim = runtime.sandesh.sims.place_sim(row["id"] if row else None, name, port, baud, None, actor)
-    runtime.sandesh.sims.identify_sim(sim.id, device.iccid, device.imsi, device.learned())
+    runtime.sandesh.sims.identify_sim(sim.id, found.iccid, found.imsi, found.learned)
     with runtime.connection() as conn:
         return registry.find_sim(conn, "id", sim.id)
 

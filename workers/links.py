@@ -1,0 +1,205 @@
+"""A SIM's link: what a SIM's thread asks of the device that holds its SIM, whatever the device
+is (docs/design.md, "The SIM pool").  The port's scheme chooses the link:
+
+- a serial port (`/dev/ttyUSB0`, `/dev/serial/by-id/…`, or any pyserial URL): `SerialLink`, the
+  AT dialogue of workers/modem.py and the negotiation of workers/device.py;
+- `hilink://HOST[:PORT]`: `HilinkLink`, a Huawei HiLink stick or router's web API
+  (workers/hilink.py).
+
+The SIM's thread and the dispatcher speak only to `Link`; nothing else in them depends on what
+the device is.  A link raises the errors of workers/modem.py: `SimNotReady` (an operator must
+act), `NotSubmitted` or `CmsError` (the device proved the message did not go), `CommandTimeout`
+(it may have gone: never sent again), `PortGone` (the device is not there).
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+from dataclasses import dataclass
+from typing import Callable, Iterator, Protocol
+
+from sandesh.domain.pdu import encode_submit
+
+from .device import Device, negotiate
+from .hilink import SCHEME as HILINK, Hilink, Inbound
+from .modem import Health, Modem, ModemError, Unsolicited
+
+logger = logging.getLogger("sandesh.dispatcher")
+
+
+@dataclass(frozen=True)
+class Attached:
+    """What a link found when it opened: the SIM's identity and what the log keeps of the device."""
+    iccid: str | None
+    imsi: str | None
+    learned: dict[str, str | None]
+
+
+class Arrivals(Protocol):
+    """Where a link hands what came in (workers/dispatcher.py's Arrivals, for one SIM).  A link
+    deletes a message from its device only once the call that took it returned."""
+
+    def pdu(self, pdu: str) -> None: ...
+    def reply(self, sender: str, text: str) -> None: ...
+    def report(self, recipient: str, delivered: bool) -> None: ...
+
+
+class Link(Protocol):
+    gone: bool
+
+    def open(self, pin: str | None, pin_refused: bool) -> Attached: ...
+    def close(self) -> None: ...
+    def health(self) -> Health: ...
+    def submit(self, to: str, text: str, parts: int, validity_minutes: int | None) -> Iterator[int]:
+        """Sends the message; yields each part's reference as the network takes it."""
+        ...
+    def recover(self) -> bool: ...
+    def ussd(self, code: str) -> str: ...
+    def collect(self, arrivals: Arrivals, everything: bool = False) -> None:
+        """What came in that nothing announced: asked at each heartbeat; `everything`, as the
+        port opens, for what came while nobody listened."""
+        ...
+    def announced(self, index: int, store: str | None, arrivals: Arrivals) -> None:
+        """What the device announced it stored at `index` of `store`."""
+        ...
+
+
+def scheme_of(port: str) -> str:
+    return port.partition("://")[0] if "://" in port else "serial"
+
+
+def link_for(port: str, baud: int, *, on_unsolicited: Callable[[Unsolicited], None] | None = None,
+             on_gone: Callable[[], None] | None = None) -> Link:
+    if scheme_of(port) == HILINK:
+        return HilinkLink(port)
+    return SerialLink(port, baud, on_unsolicited=on_unsolicited, on_gone=on_gone)
+
+
+class SerialLink:
+    """A modem on a serial port: AT commands, PDU mode."""
+
+    def __init__(self, port: str, baud: int, *, on_unsolicited: Callable[[Unsolicited], None] | None = None,
+                 on_gone: Callable[[], None] | None = None):
+        self.modem = Modem(port, baud, on_unsolicited=on_unsolicited, on_gone=on_gone)
+        self.device: Device | None = None   # what the modem is and the modes chosen for it
+
+    @property
+    def gone(self) -> bool:
+        return self.modem.gone
+
+    def open(self, pin: str | None = None, pin_refused: bool = False) -> Attached:
+        self.modem.open()
+        try:
+            self.device = negotiate(self.modem, pin, pin_refused=pin_refused)
+        except BaseException:
+            self.modem.close()
+            raise
+        return Attached(self.device.iccid, self.device.imsi, self.device.learned())
+
+    def close(self) -> None:
+        self.modem.close()
+
+    def health(self) -> Health:
+        return self.modem.health()
+
+    def submit(self, to: str, text: str, parts: int, validity_minutes: int | None) -> Iterator[int]:
+        for part in encode_submit(to, text, reference=random.randrange(256), validity_minutes=validity_minutes):
+            yield self.modem.send_part(part.pdu, part.length)
+
+    def recover(self) -> bool:
+        return self.modem.recover()
+
+    def ussd(self, code: str) -> str:
+        assert self.device is not None
+        return self.device.ussd_text(*self.modem.ussd(self.device.ussd_request(code))[1:])
+
+    def collect(self, arrivals: Arrivals, everything: bool = False) -> None:
+        if everything or (self.device is not None and self.device.polls):  # nothing announces what lands there
+            for index, pdu in self.modem.stored():
+                arrivals.pdu(pdu)
+                self.modem.delete_stored(index)
+
+    def announced(self, index: int, store: str | None, arrivals: Arrivals) -> None:
+        """A reply (`+CMTI`) or a status report (`+CDSI`): a store other than the one negotiated
+        (Huawei and ZTE keep reports in "SR") is chosen for the read and the delete, then the
+        usual one again."""
+        usual = self.device.store if self.device is not None else None
+        other = store if store and usual and store != usual else None
+        try:
+            if other:
+                self.modem.command(f'AT+CPMS="{other}"')
+            try:
+                pdu = self.modem.read_stored(index)
+                if pdu is not None:
+                    arrivals.pdu(pdu)
+                    self.modem.delete_stored(index)
+            finally:
+                if other:
+                    self.modem.command(f'AT+CPMS="{usual}"')
+        except ModemError as error:
+            logger.warning("%s: reading stored message %d failed: %s", self.modem.port_url, index, error)
+
+
+class HilinkLink:
+    """A HiLink stick or router: the device splits a message into parts and sends them itself."""
+
+    LEARNED = {"reports": "inbox", "inbound": "polled", "cnmi": None, "message_store": "inbox"}
+
+    def __init__(self, port: str):
+        self.device = Hilink(port)
+        self._references = itertools.count(1)
+
+    @property
+    def gone(self) -> bool:
+        return self.device.gone
+
+    def open(self, pin: str | None = None, pin_refused: bool = False) -> Attached:
+        found = self.device.open()  # the device enters its SIM's PIN itself, as its web page set it
+        return Attached(found.iccid, found.imsi, {"manufacturer": found.manufacturer, "model": found.model,
+                                                  "firmware": found.firmware, **self.LEARNED})
+
+    def close(self) -> None:
+        self.device.close()
+
+    def health(self) -> Health:
+        return self.device.health()
+
+    def submit(self, to: str, text: str, parts: int, validity_minutes: int | None) -> Iterator[int]:
+        self.device.send(to, text)
+        for _ in range(parts):  # the device tells no reference: reports are matched on the recipient
+            yield next(self._references) % 256
+
+    def recover(self) -> bool:
+        try:
+            self.device.health()
+        except ModemError:
+            return False
+        return True
+
+    def ussd(self, code: str) -> str:
+        return self.device.ussd(code)
+
+    def collect(self, arrivals: Arrivals, everything: bool = False) -> None:
+        def take(message: Inbound) -> None:
+            sender = international(message.sender)
+            if message.report is None:
+                arrivals.reply(sender, message.text)
+            else:
+                arrivals.report(sender, message.report)
+
+        while self.device.inbox(take):  # drained: a full inbox takes nothing more
+            pass
+
+    def announced(self, index: int, store: str | None, arrivals: Arrivals) -> None:
+        self.collect(arrivals)
+
+
+def international(number: str) -> str:
+    """A sender as the SIM's network wrote it, +977… where it is a Nepali mobile in national form."""
+    digits = number.removeprefix("+")
+    if number.startswith("+") or not digits.isdigit():
+        return number
+    if len(digits) == 10 and digits.startswith("9"):
+        return "+977" + digits
+    return "+" + digits if digits.startswith("977") else number
