@@ -18,7 +18,9 @@ router does.  What the devices do, and what this driver does about it:
   only after the caller has recorded it, so a crash loses none and the next look finds it again.
 
 Delivery reports are the inbox's SmsType 7 (delivered) and 8 (failed) messages from the
-recipient's number, when the device's `UseSReport` is on; otherwise a message stays `sent`.
+recipient's number, one for each part, when the device's `UseSReport` is on; they name no part,
+so the dispatcher gives each to the oldest part sent to that number without a report
+(workers/links.py).  Without them a message stays `sent`.
 """
 from __future__ import annotations
 

@@ -17,12 +17,12 @@ import itertools
 import logging
 import random
 from dataclasses import dataclass
-from typing import Callable, Iterator, Protocol
+from typing import Callable, Iterable, Iterator, Protocol
 
 from sandesh.domain.pdu import encode_submit
 
 from .device import Device, negotiate
-from .hilink import SCHEME as HILINK, Hilink, Inbound
+from .hilink import SCHEME as HILINK, BadPort, Hilink, HilinkPort, Inbound
 from .modem import Health, Modem, ModemError, Unsolicited
 
 logger = logging.getLogger("sandesh.dispatcher")
@@ -63,6 +63,10 @@ class Link(Protocol):
     def announced(self, index: int, store: str | None, arrivals: Arrivals) -> None:
         """What the device announced it stored at `index` of `store`."""
         ...
+
+
+# pyserial's own URL handlers (serial.serial_for_url): ports as a serial modem's
+SERIAL_URLS = {"loop", "socket", "rfc2217", "spy", "alt", "hwgrep", "cp2110"}
 
 
 def scheme_of(port: str) -> str:
@@ -203,3 +207,33 @@ def international(number: str) -> str:
     if len(digits) == 10 and digits.startswith("9"):
         return "+977" + digits
     return "+" + digits if digits.startswith("977") else number
+
+
+def port_problem(port: str, others: Iterable[str] = ()) -> str | None:
+    """Why `port` cannot be a SIM's port, as a sentence, or None; `others` are the ports of the
+    enabled SIMs, one of which it may not share a device with."""
+    scheme = scheme_of(port)
+    if scheme == HILINK:
+        try:
+            address = HilinkPort.parse(port)
+        except BadPort as error:
+            return str(error)
+        if address.username is not None:
+            return ("a HiLink router's user and password would be kept unsealed in the SIM's port: "
+                    "Sandesh drives HiLink devices that need no login (a stick at hilink://192.168.8.1)")
+        for other in others:
+            if scheme_of(other) == HILINK and _address(other) == (address.host, address.port):
+                return f"{port} is the device of another SIM: one device is one SIM"
+        return None
+    if scheme not in SERIAL_URLS | {"serial"}:
+        return (f"{scheme}:// is no kind of port Sandesh drives: a serial port (/dev/ttyUSB0, "
+                "/dev/serial/by-id/…) or hilink://HOST[:PORT]")
+    return None
+
+
+def _address(port: str) -> tuple[str, int | None] | None:
+    try:
+        parsed = HilinkPort.parse(port)
+    except BadPort:
+        return None
+    return parsed.host, parsed.port

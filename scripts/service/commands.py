@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -313,11 +314,15 @@ def _pin(text: str | None) -> str | None:
 
 
 def sim_add(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from sandesh.workers.links import port_problem
     from sandesh.workers.ports import same_device
 
     with opened(settings) as runtime:
         with runtime.connection() as conn:
-            taken = same_device(args.port, [r for r in registry.sims(conn) if r["enabled"] and r["host"] == args.host])
+            enabled = [r for r in registry.sims(conn) if r["enabled"] and r["host"] == args.host]
+        if problem := port_problem(args.port, [r["port"] for r in enabled]):
+            return fail(f"--port {re.sub(r'://[^@/]*@', '://***@', args.port)}: {problem}")
+        taken = same_device(args.port, enabled)
         if taken is not None:  # its thread would wait on the other's lock for ever
             return fail(f"--port {args.port} leads to {taken['device']}, the port of SIM {taken['name']!r}: "
                         "one modem is one SIM (`sandesh sim list`)")

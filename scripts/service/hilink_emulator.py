@@ -13,7 +13,7 @@ as the devices and their users' reports show it:
 - `sms/send-sms` one message at a time: a second one while the first is still going is
   `113004`; a pretty-printed request is `100005`, as a list of indexes to `sms/delete-sms` is;
 - the local inbox (`sms/sms-list`, `set-read`, `delete-sms`), where replies land and, when
-  `UseSReport` is on, delivery reports (SmsType 7 delivered, 8 failed);
+  `UseSReport` is on, delivery reports (SmsType 7 delivered, 8 failed), one for each part;
 - identity and signal (`device/information`, `device/signal`, `monitoring/status`,
   `net/current-plmn`) and USSD (`ussd/send`, `ussd/status`, `ussd/get`).
 
@@ -34,6 +34,8 @@ from typing import Any, Callable
 from urllib.parse import quote
 
 import xmltodict
+
+from sandesh.domain.segments import segment
 
 MAX_SESSIONS = 4
 TOKENS_KEPT = 8
@@ -247,7 +249,7 @@ class HilinkDevice:
                     out["__RequestVerificationToken"] = self._token()
                     if PRETTY.search(body):
                         raise Refused(100005)
-                request = (xmltodict.parse(body) or {}).get("request") or {} if body else {}
+                request = (xmltodict.parse(body, strip_whitespace=False) or {}).get("request") or {} if body else {}
                 if path not in ("/api/user/state-login", "/api/user/login") and self.username is not None:
                     seen = self._sessions.get(session)
                     if seen is None or time.monotonic() - seen > SESSION_IDLE_SECONDS:
@@ -351,9 +353,10 @@ class HilinkDevice:
         self.credit -= self.part_price
         self._status.update(SucPhone=phone, CurIndex="1")
         self.sent.append(Sent(phone, text, time.time()))
-        if self.reports:
+        if self.reports:  # the network reports each part the device sent
             delivered = number not in self.undelivered_numbers
-            threading.Timer(REPORT_SECONDS, self.receive, (phone, "", 7 if delivered else 8)).start()
+            for _ in range(segment(text).segments):
+                threading.Timer(REPORT_SECONDS, self.receive, (phone, "", 7 if delivered else 8)).start()
 
     def _list(self, request: dict[str, Any]) -> bytes:
         if int(request.get("BoxType") or 1) != 1:

@@ -1,0 +1,100 @@
+"""A HiLink stick in the pool beside a serial modem: registered with `sandesh sim add`, driven by
+the dispatcher through its link (workers/links.py), over real HTTP to the HiLink emulator and a
+real pseudo-terminal to the serial one, with real PostgreSQL."""
+import time
+
+import pytest
+
+from sandesh.domain.sending import parse_send
+from sandesh.scripts.service.commands import register_emulated
+from sandesh.scripts.service.emulator import Emulator
+from sandesh.scripts.service.hilink_emulator import HilinkDevice
+from tests import contract
+from tests.conftest import running_dispatcher, wait_for_status
+from tests.helpers import funded_workspace
+
+_numbers = iter(range(10_000_000, 99_999_999))
+
+
+@pytest.fixture(scope="module")
+def account(runtime):
+    ws = funded_workspace(runtime.sandesh, "HiLink", 10**8, "t")
+    return ws, runtime.sandesh.operators.create_client(ws, "H", None, 1000, "t")[0].id
+
+
+def send(runtime, account, text, to=None):
+    request, problems = parse_send({"to": to or f"97798{next(_numbers):08d}", "text": text})
+    assert not problems
+    return runtime.sandesh.sending.send(account[1], account[0], request, 100 * request.segments)
+
+
+def sims(sandesh):
+    return {s["name"]: s for s in sandesh("sim", "list")["sims"]}
+
+
+def until(check, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+    return found
+
+
+@pytest.fixture
+def stick():
+    with HilinkDevice(send_seconds=0.05) as device:
+        contract.devices.add(f"127.0.0.1:{device.port}")
+        yield device
+
+
+def test_a_stick_sends_gets_its_reports_and_replies_and_its_messages_fail_over_when_it_vanishes(
+        runtime, account, sandesh, stick):
+    with Emulator(sims=1, first=200, report_delay=0.05) as serial:
+        register_emulated(runtime, serial.devices(), "test")
+        modem = serial.modems[0]
+        sandesh("sim", "disable", modem.name)  # the stick alone first
+        added = sandesh("sim", "add", "--name", "stick", "--port", stick.port_url())
+        assert added["port"] == stick.port_url()
+        with running_dispatcher(runtime) as dispatcher:
+            dispatcher.heartbeat_seconds = 0.3
+            listed = until(lambda: (s := sims(sandesh)["stick"])["state"] == "active" and s)
+            assert (listed["iccid"], listed["imsi"], listed["model"]) == (stick.iccid, stick.imsi, stick.model)
+            assert listed["signalDbm"] == stick.rssi_dbm
+
+            text = "तपाईंको अर्डर पठाइयो। धन्यवाद! " * 3  # UCS-2 in two parts: a report for each
+            message = send(runtime, account, text)
+            wait_for_status(runtime, [message.id], {"delivered"})
+            assert [(s.to, s.text) for s in stick.sent] == [("+" + message.to, text)]
+
+            stick.receive("+" + message.to, "ठीक छ, धन्यवाद")
+            reply = until(lambda: [r for r in sandesh("inbound", "list")["replies"] if r["text"] == "ठीक छ, धन्यवाद"])
+            assert reply[0]["inReplyTo"] == message.id and reply[0]["from"] == "+" + message.to
+            until(lambda: not stick.inbox)  # recorded, then deleted from the device
+
+            stick.expire_sessions()  # the device forgot its tokens: a new session, and the send made once
+            again = send(runtime, account, "Your parcel is on its way")
+            wait_for_status(runtime, [again.id], {"delivered"})
+            assert [s.text for s in stick.sent].count("Your parcel is on its way") == 1
+
+            sandesh("sim", "enable", modem.name)
+            stick.vanish()
+            until(lambda: sims(sandesh)["stick"]["state"] != "active")
+            moved = [send(runtime, account, f"failover {n}").id for n in range(5)]
+            wait_for_status(runtime, moved, {"delivered"})
+            assert sorted(m["text"] for m in serial.received if m["text"].startswith("failover")) == \
+                [f"failover {n}" for n in range(5)], "each went out once, through the serial modem"
+            assert {runtime.sandesh.history.message(m).sim_id for m in moved} == {
+                sims(sandesh)[modem.name]["id"]}
+
+
+def test_sim_add_refuses_what_it_cannot_drive_and_never_prints_a_password(sandesh, stick):
+    done = sandesh.run("sim", "add", "--name", "router", "--port", "hilink://admin:s3cret@192.168.8.1")
+    assert done.returncode != 0 and "s3cret" not in done.stdout + done.stderr
+    assert "no login" in done.stderr
+    done = sandesh.run("sim", "add", "--name", "phone", "--port", "android://u:p@192.168.1.5:8080")
+    assert done.returncode != 0 and "is no kind of port" in done.stderr
+    done = sandesh.run("sim", "add", "--name", "odd", "--port", "hilink://192.168.8.1:99999")
+    assert done.returncode != 0 and "65535" in done.stderr
+    sandesh("sim", "add", "--name", "first", "--port", stick.port_url())
+    done = sandesh.run("sim", "add", "--name", "second", "--port", stick.port_url())
+    assert done.returncode != 0 and "one device is one SIM" in done.stderr
