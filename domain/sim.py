@@ -7,6 +7,8 @@ shows them (docs/design.md, "The SIM pool").  Whether its modem answers right no
 """
 from __future__ import annotations
 
+import json
+
 import re
 
 from eventsourcing.domain import event
@@ -108,6 +110,7 @@ class Sim(Switched, Aggregate):
         self.quarantine: str | None = None  # NETWORK, FAILURES, SIM_FAULT, PIN or CREDIT while quarantined
         self.pin_sealed: str | None = None   # the SIM's PIN, sealed with the server key
         self.pin_refused = False             # the SIM refused that PIN (or asked for one, none set): not entered again
+        self.port_secret_sealed: str | None = None  # the password and signing key its port URL had, sealed
         self.device: dict[str, str | None] = {}
         self.daily_cap: int | None = None
         self.monthly_cap: int | None = None
@@ -151,6 +154,15 @@ class Sim(Switched, Aggregate):
     def _pin_set(self, pin_sealed: str | None, actor: str, at: float) -> None:
         self.pin_sealed = pin_sealed
         self.pin_refused = False
+
+    def set_port_secret(self, secret_sealed: str | None, actor: str, at: float) -> None:
+        """The secrets a device's port URL carried (split_secret), sealed; None: it has none."""
+        if secret_sealed != self.port_secret_sealed:
+            self._port_secret_set(secret_sealed=secret_sealed, actor=actor, at=at)
+
+    @event("PortSecretSet")
+    def _port_secret_set(self, secret_sealed: str | None, actor: str, at: float) -> None:
+        self.port_secret_sealed = secret_sealed
 
     class PinResealed(Aggregate.Event):
         """The PIN, the same one, sealed again by 0.3.0's key rotation.  Read in logs of 0.3.0;
@@ -279,3 +291,42 @@ class SmsSwitch(Aggregate):
     def enable(self, actor: str, at: float) -> None:
         self.enabled = True
         self.reason = None
+
+
+# The port schemes whose URL may carry secrets: a password before the host, a signing key after.
+SECRET_SCHEMES = ("hilink", "android")
+
+
+def split_secret(port: str) -> tuple[str, str | None]:
+    """A device's port URL without its password and `signing_key` (what the log and the lists
+    show), and those as JSON (what is sealed), or None when it has neither."""
+    scheme, sep, rest = port.partition("://")
+    if not sep or scheme not in SECRET_SCHEMES:
+        return port, None
+    rest, question, query = rest.partition("?")
+    authority, slash, path = rest.partition("/")
+    userinfo, at, host = authority.rpartition("@")
+    user, colon, password = userinfo.partition(":")
+    pairs = [p for p in query.split("&") if p]
+    keys = [p.partition("=")[2] for p in pairs if p.startswith("signing_key=")]
+    kept = [p for p in pairs if not p.startswith("signing_key=")]
+    secret = {k: v for k, v in (("password", password if colon else None),
+                                ("signing_key", keys[-1] if keys else None)) if v is not None}
+    public = f"{scheme}://{user + '@' if at else ''}{host}{slash}{path}{'?' + '&'.join(kept) if kept else ''}"
+    return public, (json.dumps(secret, sort_keys=True) if secret else None)
+
+
+def join_secret(public: str, secret: str | None) -> str:
+    """The port URL a device is opened with: `public` with the secrets split_secret took out."""
+    if not secret:
+        return public
+    found = json.loads(secret)
+    scheme, _, rest = public.partition("://")
+    rest, _, query = rest.partition("?")
+    authority, slash, path = rest.partition("/")
+    user, _, host = authority.rpartition("@")
+    if "password" in found:
+        authority = f"{user}:{found['password']}@{host}"
+    if "signing_key" in found:
+        query = "&".join([p for p in query.split("&") if p] + [f"signing_key={found['signing_key']}"])
+    return f"{scheme}://{authority}{slash}{path}{'?' + query if query else ''}"

@@ -365,6 +365,13 @@ def awaiting_report_to(conn: Any, sim_id: str, number: str, since: float) -> str
     return row["message_id"] if row else None
 
 
+def awaiting_reports_of(conn: Any, sim_id: str, limit: int) -> list[str]:
+    """The messages sent through this SIM that await their reports, oldest first."""
+    return [r["message_id"] for r in conn.execute(
+        "SELECT a.message_id FROM awaiting_reports a WHERE EXISTS (SELECT 1 FROM sent_parts p"
+        " WHERE p.message_id = a.message_id AND p.sim_id = %s) ORDER BY a.sent_at LIMIT %s", (sim_id, limit)).fetchall()]
+
+
 def last_sent_to(conn: Any, sim_id: str, number: str, since: float) -> str | None:
     """The message last sent to `number` through this SIM (whom a reply answers)."""
     row = conn.execute('SELECT message_id FROM sent_parts WHERE sim_id = %s AND "to" = %s AND at > %s'

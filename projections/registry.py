@@ -74,6 +74,7 @@ ALTER TABLE sims ADD COLUMN IF NOT EXISTS manufacturer text, ADD COLUMN IF NOT E
     ADD COLUMN IF NOT EXISTS min_credit bigint, ADD COLUMN IF NOT EXISTS balance_every integer,
     ADD COLUMN IF NOT EXISTS credit bigint, ADD COLUMN IF NOT EXISTS credit_reply text,
     ADD COLUMN IF NOT EXISTS credit_at double precision;
+ALTER TABLE sims ADD COLUMN IF NOT EXISTS port_secret_sealed text;
 CREATE TABLE IF NOT EXISTS sms_switch (
     id text PRIMARY KEY, enabled boolean NOT NULL, reason text, updated_at double precision);
 """
@@ -234,6 +235,11 @@ def _sim_pin_set(rows: Rows, e: Sim.PinSet) -> None:
     rows.update("sims", (e.originator_id,), {"pin_sealed": e.pin_sealed, "pin_refused": False, "updated_at": e.at})
 
 
+@OWN.on(Sim.PortSecretSet)
+def _sim_port_secret_set(rows: Rows, e: Sim.PortSecretSet) -> None:
+    rows.update("sims", (e.originator_id,), {"port_secret_sealed": e.secret_sealed, "updated_at": e.at})
+
+
 @OWN.on(Sim.PinResealed)
 def _sim_pin_resealed(rows: Rows, e: Sim.PinResealed) -> None:
     rows.update("sims", (e.originator_id,), {"pin_sealed": e.pin_sealed})
@@ -371,13 +377,15 @@ def client_view(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def sim_view(row: dict[str, Any]) -> dict[str, Any]:
-    """A SIM as the `sandesh sim` commands print it: never its PIN, only whether one is set."""
+    """A SIM as the `sandesh sim` commands print it: never its PIN or its port's password and
+    signing key, only whether they are set."""
     return {
         "id": row["id"], "name": row["name"], "port": row["port"], "baud": row["baud"], "host": row["host"],
         "enabled": row["enabled"], "iccid": row["iccid"], "imsi": row["imsi"], "operator": row["operator"],
         "manufacturer": row["manufacturer"], "model": row["model"], "firmware": row["firmware"],
         "reports": row["reports"], "inbound": row["inbound"], "cnmi": row["cnmi"], "messageStore": row["message_store"],
         "pin": ("refused" if row["pin_refused"] else "set") if row["pin_sealed"] else None,
+        "portSecret": "set" if row.get("port_secret_sealed") else None,
         "dailyCap": row["daily_cap"], "monthlyCap": row["monthly_cap"], "pace": row["pace"] or PARTS_PER_WINDOW,
         "balanceUssd": row["balance_ussd"], "balanceEvery": row["balance_every"],
         "minCredit": row["min_credit"] if row["min_credit"] is not None else

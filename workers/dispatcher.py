@@ -25,7 +25,7 @@ from sandesh.domain.inbound import ATTRIBUTION_WINDOW, FLUSH_AFTER, sender_numbe
 from sandesh.domain.pacing import otp_reserve
 from sandesh.domain.pdu import PduError, StatusReport, decode, decode_status_report
 from sandesh.domain.routing import Offer, Pool, Waiting, assign
-from sandesh.projections import dispatch, inbound, sim_health
+from sandesh.projections import device_cursors, dispatch, inbound, sim_health
 from sandesh.projections.storage.runtime import Runtime
 from sandesh.projections.storage.health import is_outage
 
@@ -65,6 +65,28 @@ class Arrivals:
 
     def report(self, recipient: str, delivered: bool) -> None:
         self.dispatcher.recipient_report(self.worker.id, recipient, delivered)
+
+    def message_report(self, message_id: str, delivered: bool) -> None:
+        """The device's word on the whole message: every part not reported yet."""
+        status, now = (0x00 if delivered else 0x40), self.dispatcher.sandesh.clock.now()
+
+        def report_all(m: Any) -> None:
+            for _ in range(m.parts):
+                m.report_next(status, at=now)
+
+        self.dispatcher.record(message_id, report_all)
+
+    def awaiting(self, limit: int) -> list[str]:
+        with self.dispatcher.runtime.connection() as conn:
+            return dispatch.awaiting_reports_of(conn, self.worker.id, limit)
+
+    def cursor(self) -> str | None:
+        with self.dispatcher.runtime.connection() as conn:
+            return device_cursors.get(conn, self.worker.id)
+
+    def advance(self, cursor: str) -> None:
+        with self.dispatcher.runtime.connection() as conn:
+            device_cursors.put(conn, self.worker.id, cursor)
 
 
 class Dispatcher:

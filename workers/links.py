@@ -4,7 +4,9 @@ is (docs/design.md, "The SIM pool").  The port's scheme chooses the link:
 - a serial port (`/dev/ttyUSB0`, `/dev/serial/by-id/…`, or any pyserial URL): `SerialLink`, the
   AT dialogue of workers/modem.py and the negotiation of workers/device.py;
 - `hilink://HOST[:PORT]`: `HilinkLink`, a Huawei HiLink stick or router's web API
-  (workers/hilink.py).
+  (workers/hilink.py);
+- `android://USER:PASSWORD@HOST[:PORT]`: `AndroidLink`, a phone running SMS Gateway for
+  Android in local server mode (workers/android.py).
 
 The SIM's thread and the dispatcher speak only to `Link`; nothing else in them depends on what
 the device is.  A link raises the errors of workers/modem.py: `SimNotReady` (an operator must
@@ -18,10 +20,13 @@ import logging
 import random
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Protocol
+from urllib.parse import urlsplit
 
 from sandesh.domain.pdu import encode_submit
 
 from .device import Device, negotiate
+from . import android
+from .android import SCHEME as ANDROID, Android, AndroidPort
 from .hilink import SCHEME as HILINK, BadPort, Hilink, HilinkPort, Inbound
 from .modem import Health, Modem, ModemError, Unsolicited
 
@@ -43,15 +48,25 @@ class Arrivals(Protocol):
     def pdu(self, pdu: str) -> None: ...
     def reply(self, sender: str, text: str) -> None: ...
     def report(self, recipient: str, delivered: bool) -> None: ...
+    def message_report(self, message_id: str, delivered: bool) -> None: ...
+    def awaiting(self, limit: int) -> list[str]:
+        """The messages sent through this SIM that await their reports, oldest first."""
+        ...
+    def cursor(self) -> str | None:
+        """How far the device's inbox was read, as the link wrote it last (kept across restarts)."""
+        ...
+    def advance(self, cursor: str) -> None: ...
 
 
 class Link(Protocol):
+    """A SIM's device, as its thread uses it; `gone` once a request found it not there."""
+
     gone: bool
 
     def open(self, pin: str | None, pin_refused: bool) -> Attached: ...
     def close(self) -> None: ...
     def health(self) -> Health: ...
-    def submit(self, to: str, text: str, parts: int, validity_minutes: int | None) -> Iterator[int]:
+    def submit(self, message_id: str, to: str, text: str, parts: int, validity_minutes: int | None) -> Iterator[int]:
         """Sends the message; yields each part's reference as the network takes it."""
         ...
     def recover(self) -> bool: ...
@@ -77,6 +92,8 @@ def link_for(port: str, baud: int, *, on_unsolicited: Callable[[Unsolicited], No
              on_gone: Callable[[], None] | None = None) -> Link:
     if scheme_of(port) == HILINK:
         return HilinkLink(port)
+    if scheme_of(port) == ANDROID:
+        return AndroidLink(port)
     return SerialLink(port, baud, on_unsolicited=on_unsolicited, on_gone=on_gone)
 
 
@@ -107,7 +124,7 @@ class SerialLink:
     def health(self) -> Health:
         return self.modem.health()
 
-    def submit(self, to: str, text: str, parts: int, validity_minutes: int | None) -> Iterator[int]:
+    def submit(self, message_id: str, to: str, text: str, parts: int, validity_minutes: int | None) -> Iterator[int]:
         for part in encode_submit(to, text, reference=random.randrange(256), validity_minutes=validity_minutes):
             yield self.modem.send_part(part.pdu, part.length)
 
@@ -169,7 +186,7 @@ class HilinkLink:
     def health(self) -> Health:
         return self.device.health()
 
-    def submit(self, to: str, text: str, parts: int, validity_minutes: int | None) -> Iterator[int]:
+    def submit(self, message_id: str, to: str, text: str, parts: int, validity_minutes: int | None) -> Iterator[int]:
         self.device.send(to, text)
         for _ in range(parts):  # the device tells no reference: reports are matched on the recipient
             yield next(self._references) % 256
@@ -199,6 +216,69 @@ class HilinkLink:
         self.collect(arrivals)
 
 
+class AndroidLink:
+    """A phone running SMS Gateway for Android: it splits a message itself, keeps what it
+    received (read from a cursor), and tells each message's state by its id, Sandesh's own."""
+
+    AWAITING_PER_LOOK = 50   # messages whose delivery is asked at each heartbeat, oldest first
+
+    def __init__(self, port: str):
+        self.device = Android(port)
+        self._references = itertools.count(1)
+
+    @property
+    def gone(self) -> bool:
+        return self.device.gone
+
+    def open(self, pin: str | None = None, pin_refused: bool = False) -> Attached:
+        model = self.device.open()
+        return Attached(None, None, {"manufacturer": "android", "model": model, "firmware": None, "reports": "polled",
+                                     "inbound": "polled", "cnmi": None, "message_store": "inbox"})
+
+    def close(self) -> None:
+        self.device.close()
+
+    def health(self) -> Health:
+        return self.device.health()
+
+    def submit(self, message_id: str, to: str, text: str, parts: int, validity_minutes: int | None) -> Iterator[int]:
+        self.device.send(message_id, to, text, validity_minutes * 60 if validity_minutes else None)
+        for _ in range(parts):
+            yield next(self._references) % 256
+
+    def recover(self) -> bool:
+        try:
+            self.device.health()
+        except ModemError:
+            return False
+        return True
+
+    def ussd(self, code: str) -> str:
+        raise ModemError("SMS Gateway for Android offers no USSD: the balance is not asked on a phone")
+
+    def collect(self, arrivals: Arrivals, everything: bool = False) -> None:
+        for message_id in arrivals.awaiting(self.AWAITING_PER_LOOK):
+            state = self.device.state(message_id)
+            if state is not None and state[0] in ("Delivered", "Failed"):
+                arrivals.message_report(message_id, state[0] == "Delivered")
+        cursor = arrivals.cursor()
+        at, _, seen = (cursor or "").partition(" ")
+        if cursor is None:  # a phone new to Sandesh: what it received before is not a reply to us
+            known = self.device.inbox(None)
+            arrivals.advance(f"{known[-1].created_at} {known[-1].id}" if known else "0 ")
+            return
+        for message in self.device.inbox(at if at != "0" else None):
+            if message.created_at < at or (message.created_at == at and message.id in seen.split(",")):
+                continue
+            arrivals.reply(international(message.sender), message.text)
+            seen = f"{seen},{message.id}" if message.created_at == at else message.id
+            at = message.created_at
+            arrivals.advance(f"{at} {seen}")
+
+    def announced(self, index: int, store: str | None, arrivals: Arrivals) -> None:
+        self.collect(arrivals)
+
+
 def international(number: str) -> str:
     """A sender as the SIM's network wrote it, +977… where it is a Nepali mobile in national form."""
     digits = number.removeprefix("+")
@@ -218,22 +298,29 @@ def port_problem(port: str, others: Iterable[str] = ()) -> str | None:
             address = HilinkPort.parse(port)
         except BadPort as error:
             return str(error)
-        if address.username is not None:
-            return ("a HiLink router's user and password would be kept unsealed in the SIM's port: "
-                    "Sandesh drives HiLink devices that need no login (a stick at hilink://192.168.8.1)")
         for other in others:
             if scheme_of(other) == HILINK and _address(other) == (address.host, address.port):
                 return f"{port} is the device of another SIM: one device is one SIM"
         return None
+    if scheme == ANDROID:
+        try:
+            phone = AndroidPort.parse(port)
+        except android.BadPort as error:
+            return str(error)
+        for other in others:
+            if scheme_of(other) == ANDROID and _address(other) in ((phone.host, phone.port), (phone.host, None)):
+                return f"{phone.shown()} is the phone of another SIM: one phone is one SIM"
+        return None
     if scheme not in SERIAL_URLS | {"serial"}:
         return (f"{scheme}:// is no kind of port Sandesh drives: a serial port (/dev/ttyUSB0, "
-                "/dev/serial/by-id/…) or hilink://HOST[:PORT]")
+                "/dev/serial/by-id/…), hilink://HOST[:PORT] or android://USER:PASSWORD@HOST[:PORT]")
     return None
 
 
-def _address(port: str) -> tuple[str, int | None] | None:
+def _address(port: str) -> tuple[str | None, int | None] | None:
+    """The host and port of a device's URL, its secrets taken out or not."""
     try:
-        parsed = HilinkPort.parse(port)
-    except BadPort:
+        parts = urlsplit(port)
+        return parts.hostname, parts.port
+    except ValueError:
         return None
-    return parsed.host, parsed.port

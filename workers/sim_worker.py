@@ -195,7 +195,8 @@ class SimWorker:
         # The loop refreshes the record from its pool reads meanwhile: the PIN entered and the PIN
         # judged must be the same one, so both come from this copy.
         sim = self.sim.pin_read(row["pin_sealed"], row["pin_refused"]) if row is not None else self.sim.snapshot()
-        self.link = link_for(sim["port"], sim["baud"], on_unsolicited=self.dispatcher.unsolicited_for(self),
+        port = self.sandesh.sims.sim_port(sim["port"], row["port_secret_sealed"] if row is not None else None)
+        self.link = link_for(port, sim["baud"], on_unsolicited=self.dispatcher.unsolicited_for(self),
                              on_gone=self.report_soon)
         try:
             device = attach(self.runtime, sim, self.link)
@@ -437,7 +438,8 @@ class SimWorker:
         if submission.action != SEND:
             return
         message, now = submission.message, self.sandesh.clock.now()
-        accepted = self.link.submit(message.to, submission.text, message.parts, message.validity_minutes(now))
+        accepted = self.link.submit(message_id, message.to, submission.text, message.parts,
+                                    message.validity_minutes(now))
         for number in itertools.count(1):
             try:
                 mr = next(accepted)

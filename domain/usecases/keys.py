@@ -2,9 +2,9 @@
 
 `sandesh key rotate --compromised` marks the data keys of before it; a secret sealed under one
 of them is one that whoever holds the old key and a copy of the database can read: a client's
-webhook secret, a person's authenticator app, a SIM's PIN.  Each is replaced by its own use
+webhook secret, a person's authenticator app, a SIM's PIN, the password and signing key of a SIM's port.  Each is replaced by its own use
 case (the owner rotates the client's secret, the person sets up their app again at their next
-sign-in, an operator sets the SIM's new PIN), and is no longer due once sealed anew."""
+sign-in, an operator sets the SIM's new PIN, or its port with the device's new password), and is no longer due once sealed anew."""
 from __future__ import annotations
 
 from typing import Iterable
@@ -35,16 +35,23 @@ class Secrets:
     def pin_due(self, sim: Sim) -> bool:
         return self.sealer.compromised(sim.pin_sealed)
 
+    def port_secret_due(self, sim: Sim) -> bool:
+        return self.sealer.compromised(sim.port_secret_sealed)
+
     def due_for_replacement(self, holders: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
         """Of the (kind, id) that may hold a sealed secret, those whose secret is due, by kind:
         clients' ids (webhook secrets), people's emails (authenticator apps), SIMs' names (PINs)."""
-        due: dict[str, list[str]] = {"webhookSecrets": [], "authenticatorApps": [], "simPins": []}
+        due: dict[str, list[str]] = {"webhookSecrets": [], "authenticatorApps": [], "simPins": [],
+                                     "simPortSecrets": []}
         for kind, aggregate_id in holders:
             found = self.log.find(aggregate_id, KINDS[kind])
             if isinstance(found, Client) and self.webhook_secret_due(found):
                 due["webhookSecrets"].append(found.id)
             elif isinstance(found, Person) and not found.removed and self.app_due(found):
                 due["authenticatorApps"].append(found.email)
-            elif isinstance(found, Sim) and self.pin_due(found):
-                due["simPins"].append(found.name)
+            elif isinstance(found, Sim):
+                if self.pin_due(found):
+                    due["simPins"].append(found.name)
+                if self.port_secret_due(found):
+                    due["simPortSecrets"].append(found.name)
         return due

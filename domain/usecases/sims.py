@@ -7,7 +7,7 @@ from typing import Callable
 from ..clock import Clock
 from ..errors import InvalidInput, NameTaken
 from ..ports import Sealer
-from ..sim import CLEAR, Sim, check_pin, check_sim_name
+from ..sim import CLEAR, Sim, check_pin, check_sim_name, join_secret, split_secret
 from ..steps import Steps, retried, run
 from .log import Log
 
@@ -22,7 +22,10 @@ class Sims:
         domain/sim.py SETTINGS) when given."""
         if not port.strip():
             raise InvalidInput("--port must name a serial device or pyserial URL")
-        sim = Sim(name=check_sim_name(name), port=port.strip(), baud=baud, host=host, actor=actor, at=self.clock.now())
+        public, secret = split_secret(port.strip())
+        sim = Sim(name=check_sim_name(name), port=public, baud=baud, host=host, actor=actor, at=self.clock.now())
+        if secret is not None:
+            sim.set_port_secret(self.sealer.seal(secret), actor=actor, at=self.clock.now())
         extra = {k: v for k, v in (settings or {}).items() if v is not None}
         if extra:
             sim.update(extra, actor=actor, at=self.clock.now())
@@ -89,13 +92,19 @@ class Sims:
         sim = self._sim(sim_id)
         now = self.clock.now()
         if port is not None:
-            sim.move(port.strip(), actor=actor, at=now)
+            public, secret = split_secret(port.strip())
+            sim.move(public, actor=actor, at=now)
+            sim.set_port_secret(self.sealer.seal(secret) if secret is not None else None, actor=actor, at=now)
         changes = {k: (None if v is CLEAR else v) for k, v in (settings or {}).items() if v is not None}
         if pin is not None or clear_pin:
             sim.set_pin(None if clear_pin else self.sealer.seal(check_pin(pin)), actor=actor, at=now)
         if changes or (port is None and pin is None and not clear_pin):
             sim.update(changes, actor=actor, at=now)
         return self._saved(sim)
+
+    def sim_port(self, port: str, secret_sealed: str | None) -> str:
+        """The port URL a dispatcher opens: the one the registry shows with its sealed secrets."""
+        return join_secret(port, self.sealer.open(secret_sealed) if secret_sealed else None)
 
     def sim_pin(self, sealed: str | None) -> str | None:
         """The PIN a dispatcher enters, opened from the sealed form the registry keeps."""

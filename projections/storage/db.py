@@ -14,7 +14,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from sandesh.domain.settings import Settings
 
 from . import drafts, keys, releases, sessions, text_keys
-from .. import dispatch, otp_limits, registry, request_rate, sim_health
+from .. import device_cursors, dispatch, otp_limits, registry, request_rate, sim_health
 from ..engine import checkpoints
 from .health import DatabaseUnavailable
 
@@ -79,6 +79,7 @@ def create_tables(conn: psycopg.Connection) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         conn.execute(OWN_DDL + request_rate.DDL + sim_health.DDL + sessions.DDL + releases.DDL + keys.DDL + checkpoints.DDL)
         conn.execute(otp_limits.DDL)
+        conn.execute(device_cursors.DDL)
         conn.execute(registry.PROJECTION.ddl)
         conn.execute(dispatch.FUNCTIONS)
         conn.execute(follower.POSITIONS_DDL)

@@ -581,9 +581,10 @@ def wrapped_under(conn: Any, root: str) -> int:
 
 def holders_of_secrets(conn: Any) -> list[tuple[str, str]]:
     """(kind, id) of every aggregate that may hold a sealed secret: clients (webhook secrets), SIMs
-    with a PIN, people (authenticator secrets); domain/usecases/keys.py decides which are due."""
+    with a PIN or a port's secrets, people (authenticator secrets); domain/usecases/keys.py decides which are due."""
     return ([("client", i) for (i,) in _tuples(conn, "SELECT id FROM clients ORDER BY id")]
-            + [("sim", i) for (i,) in _tuples(conn, "SELECT id FROM sims WHERE pin_sealed IS NOT NULL ORDER BY id")]
+            + [("sim", i) for (i,) in _tuples(conn, "SELECT id FROM sims WHERE pin_sealed IS NOT NULL"
+                                                    " OR port_secret_sealed IS NOT NULL ORDER BY id")]
             + [("person", i) for (i,) in _tuples(conn, "SELECT id FROM people ORDER BY id")])
 
 

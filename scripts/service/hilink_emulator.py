@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import http.server
 import re
 import secrets
-import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -36,6 +34,8 @@ from urllib.parse import quote
 import xmltodict
 
 from sandesh.domain.segments import segment
+
+from .device_server import Answer, DeviceServer
 
 MAX_SESSIONS = 4
 TOKENS_KEPT = 8
@@ -65,11 +65,12 @@ class Refused(Exception):
 class Sent:
     to: str
     text: str
-    at: float
+    at: float           # when the network took it (time.time())
+    posted_at: float    # when its send-sms came (time.monotonic(): benchmarks time sends to it)
 
 
 @dataclass
-class HilinkDevice:
+class HilinkDevice(DeviceServer):
     """One stick or router and its SIM; its fields are the knobs a test turns."""
 
     name: str = "hilink-1"
@@ -107,11 +108,8 @@ class HilinkDevice:
         self._ussd_ready_at = 0.0
         self._fail_next: dict[str, list[int]] = {}
         self._post_token = ""
-        self._pending: tuple[str, str] | None = None
-        self._server: http.server.ThreadingHTTPServer | None = None
-        self._connections: set[socket.socket] = set()
-        self._thread: threading.Thread | None = None
-        self.port = 0
+        self._pending: tuple[str, str, float] | None = None
+        DeviceServer.__init__(self)
 
     # The knobs
 
@@ -143,75 +141,9 @@ class HilinkDevice:
 
     # The server
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/"
-
     def port_url(self) -> str:
         login = f"{quote(self.username, safe='')}:{quote(self.password or '', safe='')}@" if self.username else ""
         return f"hilink://{login}127.0.0.1:{self.port}"
-
-    def start(self) -> HilinkDevice:
-        device = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body are two writes
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def setup(self) -> None:
-                super().setup()
-                device._connections.add(self.connection)
-
-            def finish(self) -> None:
-                device._connections.discard(self.connection)
-                super().finish()
-
-            def do_GET(self) -> None:
-                self._answer(b"")
-
-            def do_POST(self) -> None:
-                self._answer(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-
-            def _answer(self, body: bytes) -> None:
-                status, payload, headers = device.handle(self.command, self.path, dict(self.headers), body)
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self._server.daemon_threads = True
-        self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, name=f"hilink {self.name}", daemon=True)
-        self._thread.start()
-        return self
-
-    def vanish(self) -> None:
-        """Gone as a stick pulled out: no new connection, and the open ones cut."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        for connection in list(self._connections):
-            try:
-                connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def come_back(self) -> None:
-        """Plugged in again, at the same address."""
-        self.start()
-
-    def __enter__(self) -> HilinkDevice:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.vanish()
 
     # The API
 
@@ -220,7 +152,7 @@ class HilinkDevice:
         self._tokens = [*self._tokens[-(TOKENS_KEPT - 1):], token]
         return token
 
-    def handle(self, method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes, dict]:
+    def handle(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Answer:
         path = path.split("?")[0]
         cookie = re.search(r"SessionID=([^;]+)", headers.get("Cookie", ""))
         with self._lock:
@@ -330,7 +262,7 @@ class HilinkDevice:
             raise Refused(113018)
         self._sending_until = now + self.send_seconds
         self._status = {"Phone": phones, "SucPhone": "", "FailPhone": "", "TotalCount": "1", "CurIndex": "0"}
-        self._pending = (phones, text)
+        self._pending = (phones, text, now)
         threading.Timer(self.send_seconds, self._settle_later).start()
         return OK_BODY.encode()
 
@@ -344,7 +276,7 @@ class HilinkDevice:
         if pending is None or now < self._sending_until:
             return
         self._pending = None
-        phone, text = pending
+        phone, text, posted_at = pending
         number = phone.lstrip("+")
         failed = number in self.refused_numbers or self.credit < self.part_price
         if failed:
@@ -352,7 +284,7 @@ class HilinkDevice:
             return
         self.credit -= self.part_price
         self._status.update(SucPhone=phone, CurIndex="1")
-        self.sent.append(Sent(phone, text, time.time()))
+        self.sent.append(Sent(phone, text, time.time(), posted_at))
         if self.reports:  # the network reports each part the device sent
             delivered = number not in self.undelivered_numbers
             for _ in range(segment(text).segments):

@@ -58,6 +58,7 @@ ADDED_IN: dict[str, dict[str, str]] = {
         "clients.clients[].otpTemplate": "a client's OTP template (null: the default text)",
         "clients.clients[].otpWebDomain": "a client's web domain for the WebOTP line (null: none)",
         "clients.clients[].brandRequested": "a brand the workspace asked the operator team for (null: none)",
+        "sims.sims[].portSecret": "whether a device's port has a sealed password or signing key (null: none)",
     },
 }
 

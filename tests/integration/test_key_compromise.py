@@ -41,6 +41,7 @@ def test_what_the_leaked_key_sealed_is_due_until_each_is_replaced(runtime, sande
     client, _, _ = runtime.sandesh.operators.create_client(workspace, "Leak", None, 100, "t")
     sim = runtime.sandesh.sims.add_sim("leak-1", "loop://", 115200, None, "t")
     sandesh("sim", "update", "leak-1", "--pin", "2468")
+    sandesh("sim", "add", "--name", "router-1", "--port", "hilink://admin:before-leak@192.0.2.1")
     person, token = runtime.sandesh.people.add_person("owner@leak.example", "Owner", workspace, "owner", False, "t")
     runtime.sandesh.people.set_password(token, PASSWORD)
     app_secret = totp.new_secret()
@@ -51,13 +52,13 @@ def test_what_the_leaked_key_sealed_is_due_until_each_is_replaced(runtime, sande
     with runtime.connection() as conn:
         old_text_key = conn.execute("SELECT id FROM text_keys WHERE owner = %s", (workspace,)).fetchone()["id"]
     assert sandesh("key", "status")["dueForReplacement"] == {"webhookSecrets": [], "authenticatorApps": [],
-                                                             "simPins": []}
+                                                             "simPins": [], "simPortSecrets": []}
 
     rotated = both("key", "rotate", "--compromised")
     assert rotated["compromised"] is True and rotated["previous"] == key_id(SECRET_KEY)
     due = both("key", "status")["dueForReplacement"]
     assert client.id in due["webhookSecrets"] and "owner@leak.example" in due["authenticatorApps"]
-    assert "leak-1" in due["simPins"]
+    assert "leak-1" in due["simPins"] and due["simPortSecrets"] == ["router-1"]
 
     server = Server({**env, "SANDESH_SECRET_KEY": NEW, "SANDESH_PREVIOUS_KEYS": SECRET_KEY}, workers=1)
     try:
@@ -86,8 +87,9 @@ def test_what_the_leaked_key_sealed_is_due_until_each_is_replaced(runtime, sande
     finally:
         server.stop()
     both("sim", "update", "leak-1", "--pin", "1357")
+    both("sim", "update", "router-1", "--port", "hilink://admin:after-leak@192.0.2.1")
     assert both("key", "status")["dueForReplacement"] == {"webhookSecrets": [], "authenticatorApps": [],
-                                                           "simPins": []}
+                                                           "simPins": [], "simPortSecrets": []}
 
     # Texts: the next one under a new key of the workspace; the old one still reads.
     after, _ = parse_send({"to": "9779841000101", "text": "written after the leak"})

@@ -1,0 +1,20 @@
+"""Where a SIM's device was last read up to (the `device_cursors` table): a phone whose inbox
+cannot be emptied is read from its cursor on, so a reply is recorded once, across restarts.
+Not a projection of the log: the dispatcher writes it as it records what it read."""
+from __future__ import annotations
+
+from typing import Any
+
+DDL = """
+CREATE TABLE IF NOT EXISTS device_cursors (sim_id text PRIMARY KEY, cursor text NOT NULL);
+"""
+
+
+def get(conn: Any, sim_id: str) -> str | None:
+    row = conn.execute("SELECT cursor FROM device_cursors WHERE sim_id = %s", (sim_id,)).fetchone()
+    return row["cursor"] if row else None
+
+
+def put(conn: Any, sim_id: str, cursor: str) -> None:
+    conn.execute("INSERT INTO device_cursors (sim_id, cursor) VALUES (%s, %s)"
+                 " ON CONFLICT (sim_id) DO UPDATE SET cursor = EXCLUDED.cursor", (sim_id, cursor))

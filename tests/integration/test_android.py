@@ -1,0 +1,152 @@
+"""Android phones running SMS Gateway for Android: the driver (workers/android.py) against the
+phone emulator over real HTTP, then a phone in the pool beside a serial modem, registered with
+`sandesh sim add` and driven by the dispatcher through its link, with real PostgreSQL."""
+import time
+
+import pytest
+
+from sandesh.domain.sending import parse_send
+from sandesh.scripts.service.android_emulator import AndroidPhone
+from sandesh.scripts.service.commands import register_emulated
+from sandesh.scripts.service.emulator import Emulator
+from sandesh.workers import android
+from sandesh.workers.android import Android
+from sandesh.workers.modem import CommandTimeout, ModemError, NotSubmitted, PortGone
+from tests import contract
+from tests.conftest import running_dispatcher, wait_for_status
+from tests.helpers import funded_workspace
+
+TO = "9779812345678"
+_numbers = iter(range(20_000_000, 99_999_999))
+
+
+@pytest.fixture
+def phone():
+    with AndroidPhone() as running:
+        contract.devices.add(f"127.0.0.1:{running.port}")
+        yield running
+
+
+@pytest.fixture
+def driver(phone):
+    opened = Android(phone.port_url(), timeout=3, sleep=lambda s: time.sleep(min(s, 0.05)))
+    yield opened
+    opened.close()
+
+
+def test_a_wrong_password_is_said_without_it_and_the_phones_health_counts(phone, driver):
+    with pytest.raises(ModemError, match="refused the user and password") as refused:
+        Android(phone.port_url().replace(phone.password, "not-it"), timeout=3).open()
+    assert "not-it" not in str(refused.value)
+    assert driver.open() == phone.model
+    assert driver.health().registered
+    phone.battery = 5  # the app's `fail`
+    assert not driver.health().registered
+
+
+def test_a_message_goes_out_once_under_sandeshs_id_even_when_posted_again(phone, driver):
+    driver.open()
+    driver.send("msg_1", TO, "तपाईंको पार्सल आइपुग्यो", None)
+    assert [(s["id"], s["to"], s["text"]) for s in phone.sent] == [("msg_1", "+" + TO, "तपाईंको पार्सल आइपुग्यो")]
+    driver.send("msg_1", TO, "तपाईंको पार्सल आइपुग्यो", None)  # an answer lost: posted again, the phone has it
+    assert len(phone.sent) == 1
+    time.sleep(0.3)
+    assert driver.state("msg_1") == ("Delivered", None)
+    assert driver.state("msg_unknown") is None
+
+
+def test_a_refusal_proves_nothing_went_and_a_sleeping_phone_is_an_unknown_outcome(phone, driver, monkeypatch):
+    driver.open()
+    phone.refused_numbers.add(TO)
+    with pytest.raises(NotSubmitted, match="RESULT_ERROR_GENERIC_FAILURE"):
+        driver.send("msg_2", TO, "refused", None)
+    monkeypatch.setattr(android, "SENT_WITHIN", 0.5)
+    phone.asleep = True
+    with pytest.raises(CommandTimeout):
+        driver.send("msg_3", "9779812345679", "held", None)
+    assert phone.sent == []
+    phone.vanish()
+    with pytest.raises(PortGone):
+        driver.health()
+
+
+def test_the_inbox_is_read_in_order_from_a_cursor(phone, driver):
+    driver.open()
+    for n in range(3):
+        phone.receive("+9779800000001", f"reply {n}")
+        time.sleep(0.002)
+    found = driver.inbox(None)
+    assert [m.text for m in found] == ["reply 0", "reply 1", "reply 2"]
+    assert [m.text for m in driver.inbox(found[1].created_at)] == ["reply 1", "reply 2"]
+
+
+# The pool
+
+@pytest.fixture(scope="module")
+def account(runtime):
+    ws = funded_workspace(runtime.sandesh, "Android", 10**8, "t")
+    return ws, runtime.sandesh.operators.create_client(ws, "A", None, 1000, "t")[0].id
+
+
+def send(runtime, account, text, to=None):
+    request, problems = parse_send({"to": to or f"97798{next(_numbers):08d}", "text": text})
+    assert not problems
+    return runtime.sandesh.sending.send(account[1], account[0], request, 100 * request.segments)
+
+
+def sims(sandesh):
+    return {s["name"]: s for s in sandesh("sim", "list")["sims"]}
+
+
+def until(check, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+    return found
+
+
+def replies(sandesh, text):
+    return [r for r in sandesh("inbound", "list")["replies"] if r["text"] == text]
+
+
+def test_a_phone_sends_reports_replies_once_across_a_restart_and_its_messages_fail_over(
+        runtime, account, sandesh, phone):
+    phone.receive("+9779800000009", "an old message, from before Sandesh")
+    with Emulator(sims=1, first=300, report_delay=0.05) as serial:
+        register_emulated(runtime, serial.devices(), "test")
+        modem = serial.modems[0]
+        sandesh("sim", "disable", modem.name)  # the phone alone first
+        added = sandesh("sim", "add", "--name", "phone", "--port", phone.port_url())
+        assert added["port"] == f"android://sms@127.0.0.1:{phone.port}" and added["portSecret"] == "set"
+        with running_dispatcher(runtime) as dispatcher:
+            dispatcher.heartbeat_seconds = 0.3
+            listed = until(lambda: (s := sims(sandesh)["phone"])["state"] == "active" and s)
+            assert (listed["manufacturer"], listed["model"]) == ("android", phone.model)
+            text = "नमस्ते! तपाईंको OTP होइन, अर्डर पठाइयो। " * 2
+            message = send(runtime, account, text)
+            wait_for_status(runtime, [message.id], {"delivered"})
+            assert [(s["id"], s["text"]) for s in phone.sent] == [(message.id, text)]
+            phone.receive("+" + message.to, "धन्यवाद")
+            reply = until(lambda: replies(sandesh, "धन्यवाद"))
+            assert reply[0]["inReplyTo"] == message.id
+        assert not replies(sandesh, "an old message, from before Sandesh")
+        phone.receive("+" + message.to, "while nobody listened")
+        with running_dispatcher(runtime) as dispatcher:  # the workers restarted
+            dispatcher.heartbeat_seconds = 0.3
+            until(lambda: replies(sandesh, "while nobody listened"))
+            time.sleep(1.0)  # a few more looks at the inbox
+            assert len(replies(sandesh, "धन्यवाद")) == 1 and len(replies(sandesh, "while nobody listened")) == 1
+
+            phone.undelivered_numbers.add("9779812340000")
+            failed = send(runtime, account, "to a phone that is off", to="9779812340000")
+            wait_for_status(runtime, [failed.id], {"undelivered"})
+
+            sandesh("sim", "enable", modem.name)
+            phone.vanish()
+            until(lambda: sims(sandesh)["phone"]["state"] != "active")
+            moved = [send(runtime, account, f"failover {n}").id for n in range(5)]
+            wait_for_status(runtime, moved, {"delivered"})
+            assert sorted(m["text"] for m in serial.received if m["text"].startswith("failover")) == \
+                [f"failover {n}" for n in range(5)], "each went out once, through the serial modem"
+        sandesh("sim", "disable", "phone")

@@ -1,0 +1,23 @@
+"""A device's port URL is split into what the log shows and what is sealed (domain/sim.py)."""
+import json
+
+import pytest
+
+from sandesh.domain.sim import join_secret, split_secret
+
+
+@pytest.mark.parametrize("port, public, secret", [
+    ("/dev/ttyUSB0", "/dev/ttyUSB0", None),
+    ("loop://", "loop://", None),
+    ("hilink://192.168.8.1", "hilink://192.168.8.1", None),
+    ("hilink://admin:p%40ss:w@192.168.1.1:8080", "hilink://admin@192.168.1.1:8080", {"password": "p%40ss:w"}),
+    ("android://sms:Xy12@10.0.0.5:8080?signing_key=k3y", "android://sms@10.0.0.5:8080",
+     {"password": "Xy12", "signing_key": "k3y"}),
+    ("android://sms@10.0.0.5?signing_key=k3y", "android://sms@10.0.0.5", {"signing_key": "k3y"}),
+])
+def test_the_secrets_are_taken_out_and_put_back(port, public, secret):
+    shown, sealed = split_secret(port)
+    assert shown == public and (json.loads(sealed) if sealed else None) == secret
+    assert "Xy12" not in shown and "k3y" not in shown and "p%40ss" not in shown
+    again = join_secret(shown, sealed)
+    assert split_secret(again) == (shown, sealed)
