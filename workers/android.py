@@ -148,6 +148,7 @@ class Android:
                 if time.monotonic() > deadline:
                     raise CommandTimeout(f"outcome of the send unknown: {error}") from None
                 self.sleep(1.0)
+        pause = 0.02  # the phone sends within a second or so: asked often at first, then less
         while True:
             try:
                 state = self.state(message_id)
@@ -161,7 +162,8 @@ class Android:
                 raise NotSubmitted(f"{self.port.shown()}: {state[1] or 'the phone could not send it'}")
             if time.monotonic() > deadline:
                 raise CommandTimeout(f"{self.port.shown()} did not send it within {SENT_WITHIN:.0f} s")
-            self.sleep(0.1)
+            self.sleep(pause)
+            pause = min(0.5, pause * 1.5)
 
     def state(self, message_id: str) -> tuple[str, str | None] | None:
         """The message's state on the phone and its recipient's error, or None when it does not have it."""

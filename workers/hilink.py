@@ -210,6 +210,7 @@ class Hilink:
 
     def _await_sent(self, number: str) -> None:
         deadline = time.monotonic() + SENT_WITHIN
+        pause = 0.02  # a send takes a second or so: asked often at first, then less
         while True:
             try:
                 status = self._call(lambda c: c.sms.send_status())
@@ -221,7 +222,8 @@ class Hilink:
                 return
             if time.monotonic() > deadline:
                 raise CommandTimeout(f"{self.port.shown()} did not finish the send within {SENT_WITHIN:.0f} s")
-            self.sleep(0.1)
+            self.sleep(pause)
+            pause = min(0.5, pause * 1.5)
 
     # What came in
 
