@@ -19,11 +19,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote
 
 import requests
 from android_sms_gateway import client, domain, errors, http
 
+from . import device_urls
+from .device_urls import BadPort
 from .modem import CommandTimeout, Health, ModemError, NotSubmitted, PortGone
 
 SCHEME = "android"
@@ -31,10 +33,6 @@ DEFAULT_PORT = 8080
 TIMEOUT = 10.0
 SENT_WITHIN = 120.0     # a message not sent within this long is of unknown outcome
 INBOX_PAGE = 500        # the app's largest `limit`
-
-
-class BadPort(ValueError):
-    """A port URL that names no phone: the sentence says what is wrong."""
 
 
 @dataclass(frozen=True)
@@ -47,20 +45,9 @@ class AndroidPort:
 
     @classmethod
     def parse(cls, url: str) -> AndroidPort:
-        parts = urlsplit(url)
-        if parts.scheme != SCHEME:
-            raise BadPort(f"{url.split('@')[-1]!r} is not an android:// port")
-        try:
-            port = parts.port
-        except ValueError:
-            raise BadPort("the port after the host must be a number from 1 to 65535") from None
-        if not parts.hostname:
-            raise BadPort("an android:// port names the phone's address, as android://sms:PASSWORD@192.168.1.5:8080")
+        parts, port, query = device_urls.read(url, SCHEME, "android://USER:PASSWORD@HOST[:PORT][?signing_key=KEY]")
         if not parts.username or parts.password is None:
             raise BadPort("give the user and password the app shows: android://USER:PASSWORD@HOST[:PORT]")
-        query = parse_qs(parts.query)
-        if parts.path not in ("", "/") or set(query) - {"signing_key"}:
-            raise BadPort("an android:// port is android://USER:PASSWORD@HOST[:PORT][?signing_key=KEY]")
         return cls(parts.hostname, port or DEFAULT_PORT, unquote(parts.username), unquote(parts.password),
                    query["signing_key"][-1] if "signing_key" in query else None)
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote
 
 import requests
 from huawei_lte_api.Client import Client
@@ -41,6 +41,8 @@ from huawei_lte_api.exceptions import (
     ResponseErrorWrongSessionToken,
 )
 
+from . import device_urls
+from .device_urls import BadPort
 from .modem import CommandTimeout, Health, ModemError, NotSubmitted, PortGone
 
 SCHEME = "hilink"
@@ -55,10 +57,6 @@ SENDING_TOO_FAST = 113004
 DELIVERED, FAILED = 7, 8  # SmsType of a delivery report in the inbox
 
 
-class BadPort(ValueError):
-    """A port URL that names no device: the sentence says what is wrong."""
-
-
 @dataclass(frozen=True)
 class HilinkPort:
     host: str
@@ -68,19 +66,9 @@ class HilinkPort:
 
     @classmethod
     def parse(cls, url: str) -> HilinkPort:
-        parts = urlsplit(url)
-        if parts.scheme != SCHEME:
-            raise BadPort(f"{url!r} is not a hilink:// port")
-        try:
-            port = parts.port
-        except ValueError:
-            raise BadPort("the port after the host must be a number from 1 to 65535") from None
-        if not parts.hostname:
-            raise BadPort("a hilink:// port names the device's address, as hilink://192.168.8.1")
+        parts, port, _ = device_urls.read(url, SCHEME, "hilink://[USER:PASSWORD@]HOST[:PORT]")
         if (parts.username is None) != (parts.password is None):
             raise BadPort("give both a user and a password (hilink://USER:PASSWORD@HOST), or neither")
-        if parts.path not in ("", "/") or (parts.query and set(parse_qs(parts.query)) - {"signing_key"}):
-            raise BadPort("a hilink:// port is hilink://[USER:PASSWORD@]HOST[:PORT], with nothing after it")
         return cls(parts.hostname, port, unquote(parts.username) if parts.username else None,
                    unquote(parts.password) if parts.password else None)
 

@@ -25,9 +25,9 @@ from urllib.parse import urlsplit
 from sandesh.domain.pdu import encode_submit
 
 from .device import Device, negotiate
-from . import android
 from .android import SCHEME as ANDROID, Android, AndroidPort
-from .hilink import SCHEME as HILINK, BadPort, Hilink, HilinkPort, Inbound
+from .device_urls import BadPort
+from .hilink import SCHEME as HILINK, Hilink, HilinkPort, Inbound
 from .modem import Health, Modem, ModemError, Unsolicited
 
 logger = logging.getLogger("sandesh.dispatcher")
@@ -162,23 +162,18 @@ class SerialLink:
             logger.warning("%s: reading stored message %d failed: %s", self.modem.port_url, index, error)
 
 
-class HilinkLink:
-    """A HiLink stick or router: the device splits a message into parts and sends them itself."""
+class _NetworkLink:
+    """A device on the network that splits a message into parts and sends them itself, and
+    tells no reference for them: its reports name the recipient or the message."""
 
-    LEARNED = {"reports": "inbox", "inbound": "polled", "cnmi": None, "message_store": "inbox"}
+    device: Hilink | Android
 
-    def __init__(self, port: str):
-        self.device = Hilink(port)
+    def __init__(self) -> None:
         self._references = itertools.count(1)
 
     @property
     def gone(self) -> bool:
         return self.device.gone
-
-    def open(self, pin: str | None = None, pin_refused: bool = False) -> Attached:
-        found = self.device.open()  # the device enters its SIM's PIN itself, as its web page set it
-        return Attached(found.iccid, found.imsi, {"manufacturer": found.manufacturer, "model": found.model,
-                                                  "firmware": found.firmware, **self.LEARNED})
 
     def close(self) -> None:
         self.device.close()
@@ -186,9 +181,8 @@ class HilinkLink:
     def health(self) -> Health:
         return self.device.health()
 
-    def submit(self, message_id: str, to: str, text: str, parts: int, validity_minutes: int | None) -> Iterator[int]:
-        self.device.send(to, text)
-        for _ in range(parts):  # the device tells no reference: reports are matched on the recipient
+    def references(self, parts: int) -> Iterator[int]:
+        for _ in range(parts):
             yield next(self._references) % 256
 
     def recover(self) -> bool:
@@ -197,6 +191,31 @@ class HilinkLink:
         except ModemError:
             return False
         return True
+
+    def collect(self, arrivals: Arrivals, everything: bool = False) -> None:
+        raise NotImplementedError
+
+    def announced(self, index: int, store: str | None, arrivals: Arrivals) -> None:
+        self.collect(arrivals)
+
+
+class HilinkLink(_NetworkLink):
+    """A HiLink stick or router."""
+
+    LEARNED = {"reports": "inbox", "inbound": "polled", "cnmi": None, "message_store": "inbox"}
+
+    def __init__(self, port: str):
+        super().__init__()
+        self.device = Hilink(port)
+
+    def open(self, pin: str | None = None, pin_refused: bool = False) -> Attached:
+        found = self.device.open()  # the device enters its SIM's PIN itself, as its web page set it
+        return Attached(found.iccid, found.imsi, {"manufacturer": found.manufacturer, "model": found.model,
+                                                  "firmware": found.firmware, **self.LEARNED})
+
+    def submit(self, message_id: str, to: str, text: str, parts: int, validity_minutes: int | None) -> Iterator[int]:
+        self.device.send(to, text)  # run at the first next(): the SIM's thread handles what it raises
+        yield from self.references(parts)  # its reports are matched on the recipient
 
     def ussd(self, code: str) -> str:
         return self.device.ussd(code)
@@ -212,46 +231,25 @@ class HilinkLink:
         while self.device.inbox(take):  # drained: a full inbox takes nothing more
             pass
 
-    def announced(self, index: int, store: str | None, arrivals: Arrivals) -> None:
-        self.collect(arrivals)
 
-
-class AndroidLink:
-    """A phone running SMS Gateway for Android: it splits a message itself, keeps what it
-    received (read from a cursor), and tells each message's state by its id, Sandesh's own."""
+class AndroidLink(_NetworkLink):
+    """A phone running SMS Gateway for Android: it keeps what it received (read from a cursor),
+    and tells each message's state by its id, Sandesh's own."""
 
     AWAITING_PER_LOOK = 50   # messages whose delivery is asked at each heartbeat, oldest first
 
     def __init__(self, port: str):
+        super().__init__()
         self.device = Android(port)
-        self._references = itertools.count(1)
-
-    @property
-    def gone(self) -> bool:
-        return self.device.gone
 
     def open(self, pin: str | None = None, pin_refused: bool = False) -> Attached:
         model = self.device.open()
         return Attached(None, None, {"manufacturer": "android", "model": model, "firmware": None, "reports": "polled",
                                      "inbound": "polled", "cnmi": None, "message_store": "inbox"})
 
-    def close(self) -> None:
-        self.device.close()
-
-    def health(self) -> Health:
-        return self.device.health()
-
     def submit(self, message_id: str, to: str, text: str, parts: int, validity_minutes: int | None) -> Iterator[int]:
         self.device.send(message_id, to, text, validity_minutes * 60 if validity_minutes else None)
-        for _ in range(parts):
-            yield next(self._references) % 256
-
-    def recover(self) -> bool:
-        try:
-            self.device.health()
-        except ModemError:
-            return False
-        return True
+        yield from self.references(parts)
 
     def ussd(self, code: str) -> str:
         raise ModemError("SMS Gateway for Android offers no USSD: the balance is not asked on a phone")
@@ -274,9 +272,6 @@ class AndroidLink:
             seen = f"{seen},{message.id}" if message.created_at == at else message.id
             at = message.created_at
             arrivals.advance(f"{at} {seen}")
-
-    def announced(self, index: int, store: str | None, arrivals: Arrivals) -> None:
-        self.collect(arrivals)
 
 
 def international(number: str) -> str:
@@ -305,7 +300,7 @@ def port_problem(port: str, others: Iterable[str] = ()) -> str | None:
     if scheme == ANDROID:
         try:
             phone = AndroidPort.parse(port)
-        except android.BadPort as error:
+        except BadPort as error:
             return str(error)
         for other in others:
             if scheme_of(other) == ANDROID and _address(other) in ((phone.host, phone.port), (phone.host, None)):

@@ -39,7 +39,7 @@ from sandesh.scripts.service.bootstrap import bootstrap
 from sandesh.scripts.service.commands import register_emulated
 from sandesh.scripts.service.emulator import Emulator
 
-from .common import ROOT, funded_workspace, percentile, scratch_database
+from .common import ROOT, funded_workspace, latencies_ms, scratch_database, stop
 
 PREFIXES = ("984", "980", "986", "981", "985", "982", "961", "972")
 
@@ -182,14 +182,10 @@ def main(argv: list[str] | None = None) -> int:
                         break
                     assert time.monotonic() < deadline, f"OTP {i} did not reach a modem within 10 s"
                     time.sleep(0.002)
-            result["otp_202_to_cmgs_ms"] = {"count": len(latencies), "p50": round(percentile(latencies, 50), 1),
-                                            "p95": round(percentile(latencies, 95), 1),
-                                            "max": round(max(latencies), 1)}
+            result["otp_202_to_cmgs_ms"] = latencies_ms(latencies)
             result["waiting_at_end"] = waiting(runtime)
         finally:
-            for process in (dispatcher, api):
-                process.terminate()
-                process.wait(timeout=20)
+            stop(dispatcher, api)
             runtime.close()
     print(json.dumps(result))
     return 0

@@ -5,7 +5,6 @@ import time
 
 import pytest
 
-from sandesh.domain.sending import parse_send
 from sandesh.scripts.service.android_emulator import AndroidPhone
 from sandesh.scripts.service.commands import register_emulated
 from sandesh.scripts.service.emulator import Emulator
@@ -14,10 +13,9 @@ from sandesh.workers.android import Android
 from sandesh.workers.modem import CommandTimeout, ModemError, NotSubmitted, PortGone
 from tests import contract
 from tests.conftest import running_dispatcher, wait_for_status
-from tests.helpers import funded_workspace
+from tests.helpers import fails_over, funded_client, send, sims, until
 
 TO = "9779812345678"
-_numbers = iter(range(20_000_000, 99_999_999))
 
 
 @pytest.fixture
@@ -84,26 +82,7 @@ def test_the_inbox_is_read_in_order_from_a_cursor(phone, driver):
 
 @pytest.fixture(scope="module")
 def account(runtime):
-    ws = funded_workspace(runtime.sandesh, "Android", 10**8, "t")
-    return ws, runtime.sandesh.operators.create_client(ws, "A", None, 1000, "t")[0].id
-
-
-def send(runtime, account, text, to=None):
-    request, problems = parse_send({"to": to or f"97798{next(_numbers):08d}", "text": text})
-    assert not problems
-    return runtime.sandesh.sending.send(account[1], account[0], request, 100 * request.segments)
-
-
-def sims(sandesh):
-    return {s["name"]: s for s in sandesh("sim", "list")["sims"]}
-
-
-def until(check, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
-    return found
+    return funded_client(runtime.sandesh, "Android")
 
 
 def replies(sandesh, text):
@@ -142,11 +121,5 @@ def test_a_phone_sends_reports_replies_once_across_a_restart_and_its_messages_fa
             failed = send(runtime, account, "to a phone that is off", to="9779812340000")
             wait_for_status(runtime, [failed.id], {"undelivered"})
 
-            sandesh("sim", "enable", modem.name)
-            phone.vanish()
-            until(lambda: sims(sandesh)["phone"]["state"] != "active")
-            moved = [send(runtime, account, f"failover {n}").id for n in range(5)]
-            wait_for_status(runtime, moved, {"delivered"})
-            assert sorted(m["text"] for m in serial.received if m["text"].startswith("failover")) == \
-                [f"failover {n}" for n in range(5)], "each went out once, through the serial modem"
+            fails_over(runtime, account, sandesh, phone, "phone", serial)
         sandesh("sim", "disable", "phone")

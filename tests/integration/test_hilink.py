@@ -135,7 +135,7 @@ def test_a_port_url_is_read_or_refused_with_a_sentence_and_shown_without_its_pas
     assert port.shown() == "hilink://admin:***@192.168.1.1:8080"
     assert HilinkPort.parse("hilink://192.168.8.1").shown() == "hilink://192.168.8.1"
     for bad, says in [("hilink://", "names the device's address"), ("hilink://admin@192.168.8.1", "both a user"),
-                      ("hilink://192.168.8.1:99999", "1 to 65535"), ("hilink://192.168.8.1/api", "nothing after")]:
+                      ("hilink://192.168.8.1:99999", "1 to 65535"), ("hilink://192.168.8.1/api", "nothing else after")]:
         with pytest.raises(BadPort, match=says):
             HilinkPort.parse(bad)
 

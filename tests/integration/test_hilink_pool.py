@@ -1,43 +1,19 @@
 """A HiLink stick in the pool beside a serial modem: registered with `sandesh sim add`, driven by
 the dispatcher through its link (workers/links.py), over real HTTP to the HiLink emulator and a
 real pseudo-terminal to the serial one, with real PostgreSQL."""
-import time
-
 import pytest
 
-from sandesh.domain.sending import parse_send
 from sandesh.scripts.service.commands import register_emulated
 from sandesh.scripts.service.emulator import Emulator
 from sandesh.scripts.service.hilink_emulator import HilinkDevice
 from tests import contract
 from tests.conftest import running_dispatcher, wait_for_status
-from tests.helpers import funded_workspace
-
-_numbers = iter(range(10_000_000, 99_999_999))
+from tests.helpers import fails_over, funded_client, send, sims, until
 
 
 @pytest.fixture(scope="module")
 def account(runtime):
-    ws = funded_workspace(runtime.sandesh, "HiLink", 10**8, "t")
-    return ws, runtime.sandesh.operators.create_client(ws, "H", None, 1000, "t")[0].id
-
-
-def send(runtime, account, text, to=None):
-    request, problems = parse_send({"to": to or f"97798{next(_numbers):08d}", "text": text})
-    assert not problems
-    return runtime.sandesh.sending.send(account[1], account[0], request, 100 * request.segments)
-
-
-def sims(sandesh):
-    return {s["name"]: s for s in sandesh("sim", "list")["sims"]}
-
-
-def until(check, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
-    return found
+    return funded_client(runtime.sandesh, "HiLink")
 
 
 @pytest.fixture
@@ -76,13 +52,7 @@ def test_a_stick_sends_gets_its_reports_and_replies_and_its_messages_fail_over_w
             wait_for_status(runtime, [again.id], {"delivered"})
             assert [s.text for s in stick.sent].count("Your parcel is on its way") == 1
 
-            sandesh("sim", "enable", modem.name)
-            stick.vanish()
-            until(lambda: sims(sandesh)["stick"]["state"] != "active")
-            moved = [send(runtime, account, f"failover {n}").id for n in range(5)]
-            wait_for_status(runtime, moved, {"delivered"})
-            assert sorted(m["text"] for m in serial.received if m["text"].startswith("failover")) == \
-                [f"failover {n}" for n in range(5)], "each went out once, through the serial modem"
+            moved = fails_over(runtime, account, sandesh, stick, "stick", serial)
             assert {runtime.sandesh.history.message(m).sim_id for m in moved} == {
                 sims(sandesh)[modem.name]["id"]}
 
