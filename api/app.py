@@ -19,6 +19,7 @@ from sandesh.domain import log_context
 from sandesh.domain.application import Sandesh
 from sandesh.domain.errors import DomainError
 from sandesh.domain.settings import DEFAULT_PUBLIC_URL
+from sandesh.domain.sim import DEVICE_EVENTS
 from sandesh.projections.callers import Callers
 from sandesh.projections.storage.group_commit import GroupCommit
 from sandesh.projections.storage.health import DatabaseHealth, is_outage
@@ -33,6 +34,7 @@ from .health import Health, Ready
 from .inbound import Reply, ReplyList
 from .messages import CancelMessage, MessageList, MessageStatus
 from .metrics import UNMATCHED, DatabaseState, Metrics, RequestMetrics
+from .devices import DeviceEvents
 from .openapi import OpenApi
 from .peers import over_tls
 from .otp import OtpSend, OtpVerify
@@ -202,6 +204,7 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     app.add_route("/v1/sms/messages/{message_id}/cancel", CancelMessage(sandesh, blocking, commit))
     app.add_route("/v1/sms/otp/send", OtpSend(sandesh, blocking, commit, trusted_proxies))
     app.add_route("/v1/sms/otp/verify", OtpVerify(sandesh, blocking, commit, trusted_proxies))
+    app.add_route(DEVICE_EVENTS, DeviceEvents(sandesh, connection, blocking))
     app.add_route("/v1/health", Health())
     app.add_route("/v1/openapi.json", OpenApi())
     ready = Ready(connection, sandesh.clock, health, sandesh.log.recorder.events_table_name, route_window, blocking)

@@ -270,6 +270,20 @@ def document() -> dict[str, Any]:
             "/v1/openapi.json": _public("openapi", "This document", {
                 "200": {"description": "OpenAPI 3.1.", "headers": {"x-request-id": ref("headers", "x-request-id")},
                         "content": json_content({"type": "object"})}, **_errors()}),
+            "/devices/{sim_id}/events": {"post": {
+                "operationId": "postDeviceEvent", "summary": "A phone's webhook: what it received, a message's fate",
+                "description": "For phones running SMS Gateway for Android whose SIM's port has a signing key "
+                               "(docs/operations.md, \"Android phones\"): `X-Signature` is the hex HMAC-SHA256 of "
+                               "the body and then `X-Timestamp`, keyed with it. Not for API clients.",
+                "security": [],
+                "parameters": [{"name": "sim_id", "in": "path", "required": True, "schema": {"type": "string"}},
+                               {"name": "X-Signature", "in": "header", "required": True, "schema": {"type": "string"}},
+                               {"name": "X-Timestamp", "in": "header", "required": True, "schema": {"type": "string"}},
+                               ref("parameters", "x-request-id")],
+                "requestBody": {"required": True, "content": json_content({"type": "object"})},
+                "responses": {"204": {"description": "Taken (recorded once, whether or not it came before).",
+                                      "headers": {"x-request-id": ref("headers", "x-request-id")}},
+                              **_errors(400, 401, 404, 503)}}},
             "/metrics": _public("metrics", "Prometheus metrics", {
                 "200": {"description": "Prometheus text format (docs/operations.md, \"Metrics\").",
                         "content": {"text/plain": {"schema": {"type": "string"}}}},

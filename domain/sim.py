@@ -296,6 +296,14 @@ class SmsSwitch(Aggregate):
 # The port schemes whose URL may carry secrets: a password before the host, a signing key after.
 SECRET_SCHEMES = ("hilink", "android")
 
+# Where a device that posts what it receives posts it, under SANDESH_PUBLIC_URL (api/devices.py).
+DEVICE_EVENTS = "/devices/{sim_id}/events"
+
+
+def signing_key(secret: str | None) -> str | None:
+    """The signing key among a port's secrets (split_secret), if it has one."""
+    return json.loads(secret).get("signing_key") if secret else None
+
 
 def split_secret(port: str) -> tuple[str, str | None]:
     """A device's port URL without its password and `signing_key` (what the log and the lists

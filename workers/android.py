@@ -11,7 +11,10 @@ the app shows.  What the app does, and what this driver does about it:
   is `Sent` (the network took it), or `Failed` before that (it did not go).  A phone that holds
   it `Pending` past SENT_WITHIN (asleep, say) leaves it of unknown outcome: never posted again.
 - Delivery comes from the same state, `Delivered` or `Failed` after `Sent`, polled at each look.
-- Replies are read from `GET /inbox`, oldest first, from a cursor the caller keeps.
+- Replies are read from `GET /inbox`, oldest first, from a cursor the caller keeps.  With a
+  signing key and an HTTPS `SANDESH_PUBLIC_URL`, the phone also posts what it receives and each
+  message's fate to Sandesh at once (api/devices.py); both ways name a message alike
+  (`message_key`), so it is recorded once.
 - `/health` `fail` (a flat battery, no network) makes the SIM unhealthy.
 """
 from __future__ import annotations
@@ -33,6 +36,7 @@ DEFAULT_PORT = 8080
 TIMEOUT = 10.0
 SENT_WITHIN = 120.0     # a message not sent within this long is of unknown outcome
 INBOX_PAGE = 500        # the app's largest `limit`
+WEBHOOK_EVENTS = ("sms:received", "sms:delivered", "sms:failed")
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,16 @@ class Android:
             raise ModemError(f"{self.port.shown()} refused the user and password")
         return found.json().get("model") if found.ok else None
 
+    def register_webhooks(self, url: str, prefix: str) -> None:
+        """Points the phone's webhooks for what it receives and each message's fate at `url`;
+        each under an id of `prefix`, so registering again replaces them."""
+        for event in WEBHOOK_EVENTS:
+            hook = domain.Webhook(id=f"{prefix}-{event.replace(':', '-')}", url=url, event=domain.WebhookEvent(event))
+            try:
+                self._call(lambda h=hook: self._api.create_webhook(h))
+            except errors.BadRequestError as error:  # the app takes only https:// (or http://127.0.0.1)
+                raise ModemError(f"{self.port.shown()} refused the webhook {url}: {error}") from None
+
     def close(self) -> None:
         self._session.close()
         self.gone = True
@@ -171,3 +185,9 @@ class Android:
         items = [Received(str(i["id"]), i.get("sender") or "", i.get("contentPreview") or "", i.get("createdAt") or "")
                  for i in found.json() if i.get("type", "SMS") == "SMS"]
         return sorted(items, key=lambda i: i.created_at)
+
+
+def message_key(inbox_id: str) -> str:
+    """The name a received message has in the phone's webhooks (`messageId`: its hash, unsigned,
+    in hex) from its id in `GET /inbox` (`text:` and the same hash, signed, in decimal)."""
+    return format(int(inbox_id.partition(":")[2]) & 0xFFFFFFFF, "x")

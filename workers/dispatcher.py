@@ -21,11 +21,11 @@ import uuid
 from typing import Any, Callable
 
 from sandesh.domain.errors import Contended
-from sandesh.domain.inbound import ATTRIBUTION_WINDOW, FLUSH_AFTER, sender_number
+from sandesh.domain.inbound import FLUSH_AFTER, sender_number
 from sandesh.domain.pacing import otp_reserve
 from sandesh.domain.pdu import PduError, StatusReport, decode, decode_status_report
 from sandesh.domain.routing import Offer, Pool, Waiting, assign
-from sandesh.projections import device_cursors, dispatch, inbound, sim_health
+from sandesh.projections import device_cursors, dispatch, inbound, replies, sim_health
 from sandesh.projections.storage.runtime import Runtime
 from sandesh.projections.storage.health import is_outage
 
@@ -60,8 +60,11 @@ class Arrivals:
     def pdu(self, pdu: str) -> None:
         self.dispatcher.record_pdu(self.worker, pdu)
 
-    def reply(self, sender: str, text: str) -> None:
-        self.dispatcher.record_reply_part(self.worker, sender, None, 1, 1, text)
+    def reply(self, sender: str, text: str, key: str | None = None) -> None:
+        if key is None:
+            self.dispatcher.record_reply_part(self.worker, sender, None, 1, 1, text)
+        else:
+            replies.record_once(self.dispatcher.runtime, self.worker.id, key, sender, text)
 
     def report(self, recipient: str, delivered: bool) -> None:
         self.dispatcher.recipient_report(self.worker.id, recipient, delivered)
@@ -327,7 +330,7 @@ class Dispatcher:
         with self.runtime.connection() as conn:
             stale = inbound.replies_to_flush(conn, self.sandesh.clock.now() - FLUSH_AFTER, list(self.sims))
         for reply_id in stale:
-            self._finish_reply(reply_id)
+            replies.finish(self.runtime, reply_id)
         return len(stale)
 
     # What the modems say by themselves
@@ -386,11 +389,7 @@ class Dispatcher:
 
     def record_reply_part(self, worker: SimWorker, sender: str, reference: int | None, total: int, sequence: int,
                           text: str) -> None:
-        with self.runtime.connection() as conn:
-            open_reply = inbound.open_reply(conn, worker.id, sender, reference, total)
-        reply = self.sandesh.dispatch.store_reply_part(open_reply, worker.id, sender, reference, total, sequence, text)
-        if reply.all_parts:
-            self._finish_reply(reply.id)
+        replies.record_part(self.runtime, worker.id, sender, reference, total, sequence, text)
 
     def recipient_report(self, sim_id: str, recipient: str, delivered: bool) -> None:
         """A delivery report that names no part (a HiLink device's): it is about the oldest part
@@ -404,13 +403,4 @@ class Dispatcher:
             return
         self.record(message_id, lambda m: m.report_next(0x00 if delivered else 0x40, at=now))
 
-    def _finish_reply(self, reply_id: str) -> None:
-        reply = self.sandesh.dispatch.reply(reply_id)
-        attributed = None
-        if reply.sender.startswith("+") and reply.sender[1:].isdigit():
-            with self.runtime.connection() as conn:
-                message_id = dispatch.last_sent_to(conn, reply.sim_id, reply.sender[1:],
-                                                   self.sandesh.clock.now() - ATTRIBUTION_WINDOW)
-            attributed = self.sandesh.history.message(message_id) if message_id else None
-        self.sandesh.dispatch.finish_reply(reply_id, attributed)
 

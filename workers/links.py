@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from sandesh.domain.pdu import encode_submit
 
 from .device import Device, negotiate
-from .android import SCHEME as ANDROID, Android, AndroidPort
+from .android import SCHEME as ANDROID, Android, AndroidPort, message_key
 from .device_urls import BadPort
 from .hilink import SCHEME as HILINK, Hilink, HilinkPort, Inbound
 from .modem import Health, Modem, ModemError, Unsolicited
@@ -46,7 +46,9 @@ class Arrivals(Protocol):
     deletes a message from its device only once the call that took it returned."""
 
     def pdu(self, pdu: str) -> None: ...
-    def reply(self, sender: str, text: str) -> None: ...
+    def reply(self, sender: str, text: str, key: str | None = None) -> None:
+        """A whole reply; one with a `key` the SIM recorded before is not recorded again."""
+        ...
     def report(self, recipient: str, delivered: bool) -> None: ...
     def message_report(self, message_id: str, delivered: bool) -> None: ...
     def awaiting(self, limit: int) -> list[str]:
@@ -89,11 +91,13 @@ def scheme_of(port: str) -> str:
 
 
 def link_for(port: str, baud: int, *, on_unsolicited: Callable[[Unsolicited], None] | None = None,
-             on_gone: Callable[[], None] | None = None) -> Link:
+             on_gone: Callable[[], None] | None = None, callbacks: str | None = None) -> Link:
+    """`callbacks`: where a device that posts what it receives should post it (its SIM's URL
+    under SANDESH_PUBLIC_URL), when it may."""
     if scheme_of(port) == HILINK:
         return HilinkLink(port)
     if scheme_of(port) == ANDROID:
-        return AndroidLink(port)
+        return AndroidLink(port, callbacks)
     return SerialLink(port, baud, on_unsolicited=on_unsolicited, on_gone=on_gone)
 
 
@@ -238,12 +242,18 @@ class AndroidLink(_NetworkLink):
 
     AWAITING_PER_LOOK = 50   # messages whose delivery is asked at each heartbeat, oldest first
 
-    def __init__(self, port: str):
+    def __init__(self, port: str, callbacks: str | None = None):
         super().__init__()
         self.device = Android(port)
+        self.callbacks = callbacks if self.device.port.signing_key else None  # unsigned posts are not taken
 
     def open(self, pin: str | None = None, pin_refused: bool = False) -> Attached:
         model = self.device.open()
+        if self.callbacks:
+            try:
+                self.device.register_webhooks(self.callbacks, "sandesh")
+            except ModemError as error:  # polling alone still hears everything
+                logger.warning("%s; its states and replies are polled", error)
         return Attached(None, None, {"manufacturer": "android", "model": model, "firmware": None, "reports": "polled",
                                      "inbound": "polled", "cnmi": None, "message_store": "inbox"})
 
@@ -268,7 +278,7 @@ class AndroidLink(_NetworkLink):
         for message in self.device.inbox(at if at != "0" else None):
             if message.created_at < at or (message.created_at == at and message.id in seen.split(",")):
                 continue
-            arrivals.reply(international(message.sender), message.text)
+            arrivals.reply(international(message.sender), message.text, key=message_key(message.id))
             seen = f"{seen},{message.id}" if message.created_at == at else message.id
             at = message.created_at
             arrivals.advance(f"{at} {seen}")

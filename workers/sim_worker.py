@@ -25,7 +25,7 @@ from sandesh.domain.cms import REPEATS_BEFORE_QUARANTINE, Action, classify
 from sandesh.domain.errors import NameTaken
 from sandesh.domain.operators import of_imsi
 from sandesh.domain.routing import FAIL, REJECT, RETRY_DELAY, after_refusal
-from sandesh.domain.sim import CREDIT, FAILURES, NETWORK, PIN
+from sandesh.domain.sim import CREDIT, DEVICE_EVENTS, FAILURES, NETWORK, PIN
 from sandesh.domain.sim_plan import Plan, Usage, credit_due, credit_of, day_start, month_start
 from sandesh.projections import dispatch, registry, sim_health
 from sandesh.projections.storage.health import is_outage
@@ -196,8 +196,9 @@ class SimWorker:
         # judged must be the same one, so both come from this copy.
         sim = self.sim.pin_read(row["pin_sealed"], row["pin_refused"]) if row is not None else self.sim.snapshot()
         port = self.sandesh.sims.sim_port(sim["port"], row["port_secret_sealed"] if row is not None else None)
+        public = self.runtime.settings.public_url
         self.link = link_for(port, sim["baud"], on_unsolicited=self.dispatcher.unsolicited_for(self),
-                             on_gone=self.report_soon)
+                             on_gone=self.report_soon, callbacks=f"{public}{DEVICE_EVENTS.format(sim_id=self.id)}")
         try:
             device = attach(self.runtime, sim, self.link)
         except SimNotReady as error:  # an operator must act: no SIM, a PIN needed or refused, a PUK

@@ -7,7 +7,7 @@ from typing import Callable
 from ..clock import Clock
 from ..errors import InvalidInput, NameTaken
 from ..ports import Sealer
-from ..sim import CLEAR, Sim, check_pin, check_sim_name, join_secret, split_secret
+from ..sim import CLEAR, Sim, check_pin, check_sim_name, join_secret, signing_key, split_secret
 from ..steps import Steps, retried, run
 from .log import Log
 
@@ -105,6 +105,10 @@ class Sims:
     def sim_port(self, port: str, secret_sealed: str | None) -> str:
         """The port URL a dispatcher opens: the one the registry shows with its sealed secrets."""
         return join_secret(port, self.sealer.open(secret_sealed) if secret_sealed else None)
+
+    def sim_signing_key(self, secret_sealed: str | None) -> str | None:
+        """The key a device signs what it posts with, opened from its port's sealed secrets."""
+        return signing_key(self.sealer.open(secret_sealed)) if secret_sealed else None
 
     def sim_pin(self, sealed: str | None) -> str | None:
         """The PIN a dispatcher enters, opened from the sealed form the registry keeps."""

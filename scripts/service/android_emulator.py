@@ -11,7 +11,10 @@ It answers what the app's local server answers, as its source has it:
   for an id it does not know;
 - `GET /inbox?type=SMS&from=…` lists what it received, oldest first, with `contentPreview` the
   whole text of an SMS;
-- `GET /health`: `pass`, `warn` or `fail` (500) from its checks.
+- `GET /health`: `pass`, `warn` or `fail` (500) from its checks;
+- `POST /webhooks` (https://, or http:// to 127.0.0.1 only, else 400); then each `sms:received`,
+  `sms:delivered` and `sms:failed` is posted there, signed: `X-Signature` the hex HMAC-SHA256,
+  keyed with `signing_key`, of the body and then `X-Timestamp`; retried while it is not 2xx.
 
 `phone.vanish()` closes its socket, as a phone off the Wi-Fi; `phone.asleep` makes it hold
 messages `Pending`, as a phone whose app Android put to sleep.
@@ -19,6 +22,8 @@ messages `Pending`, as a phone whose app Android put to sleep.
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 import re
 import secrets
@@ -60,6 +65,9 @@ class AndroidPhone(DeviceServer):
     refused_numbers: set[str] = field(default_factory=set)      # the network fails these
     undelivered_numbers: set[str] = field(default_factory=set)  # delivery reports say failed
     battery: int = 80
+    signing_key: str = "Kf8Zq2Lp"
+    webhooks: dict[str, dict[str, str]] = field(default_factory=dict)
+    posted: list[tuple[str, int]] = field(default_factory=list)   # each webhook post: event, status
     asleep: bool = False
     sent: list[dict[str, Any]] = field(default_factory=list)     # what left the phone, in order
     messages: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -72,17 +80,46 @@ class AndroidPhone(DeviceServer):
         self._wake = threading.Event()
         threading.Thread(target=self._sender, name=f"{self.name} sender", daemon=True).start()
 
-    def port_url(self) -> str:
-        return f"android://{quote(self.username, safe='')}:{quote(self.password, safe='')}@127.0.0.1:{self.port}"
+    def port_url(self, signed: bool = False) -> str:
+        key = f"?signing_key={quote(self.signing_key, safe='')}" if signed else ""
+        return f"android://{quote(self.username, safe='')}:{quote(self.password, safe='')}@127.0.0.1:{self.port}{key}"
 
     # The knobs
 
     def receive(self, sender: str, text: str) -> str:
+        """A message comes in: kept in the inbox, and posted to an `sms:received` webhook."""
         with self._lock:
-            item = {"id": secrets.token_hex(8), "type": "SMS", "sender": sender, "recipient": None, "simNumber": 1,
+            hashed = secrets.randbits(32) - 2**31  # a Java hashCode: the inbox's id and the webhook's name of it
+            item = {"id": f"text:{hashed}", "type": "SMS", "sender": sender, "recipient": None, "simNumber": 1,
                     "contentPreview": text, "createdAt": _iso(time.time())}
             self.inbox.append(item)
+            self._emit("sms:received", {"messageId": format(hashed & 0xFFFFFFFF, "x"), "sender": sender,
+                                        "phoneNumber": sender, "message": text, "receivedAt": item["createdAt"]})
             return item["id"]
+
+    def _emit(self, event: str, payload: dict[str, Any]) -> None:
+        for hook in [h for h in self.webhooks.values() if h["event"] == event]:
+            body = json.dumps({"id": secrets.token_urlsafe(12), "webhookId": hook["id"], "event": event,
+                               "deviceId": "dev-" + self.name, "payload": payload}).encode()
+            threading.Thread(target=self._webhook, args=(hook["url"], event, body), daemon=True).start()
+
+    def _webhook(self, url: str, event: str, body: bytes) -> None:
+        """As the app's queue does: tried again with backoff until a 2xx (here 5 tries, from 0.1 s)."""
+        import requests
+
+        for attempt in range(5):
+            timestamp = str(int(time.time()))
+            signature = hmac.new(self.signing_key.encode(), body + timestamp.encode(), hashlib.sha256).hexdigest()
+            try:
+                status = requests.post(url, data=body, timeout=5, headers={
+                    "Content-Type": "application/json", "X-Signature": signature, "X-Timestamp": timestamp,
+                    "User-Agent": "me.capcom.smsgateway/1.68.0"}).status_code
+            except requests.RequestException:
+                status = 0
+            self.posted.append((event, status))
+            if 200 <= status < 300:
+                return
+            time.sleep(0.1 * 2 ** attempt)
 
     def wake(self) -> None:
         self.asleep = False
@@ -110,6 +147,8 @@ class AndroidPhone(DeviceServer):
             if found and method == "GET":
                 message = self.messages.get(found.group(1))
                 return _json(200, self._view(message)) if message else (404, b"", {})
+            if route in ("/webhook", "/webhooks") and method == "POST":
+                return self._register(body)
             if route == "/inbox" and method == "GET":
                 since = query.get("from", [""])[0]
                 shown = [m for m in self.inbox if not since or m["createdAt"] >= since]
@@ -119,6 +158,18 @@ class AndroidPhone(DeviceServer):
                 return 200, json.dumps(shown[:limit]).encode(), {"Content-Type": "application/json",
                                                                  "X-Total-Count": str(len(shown))}
             return _message(404, "Not Found")
+
+    def _register(self, body: bytes) -> Answer:
+        hook = json.loads(body)
+        url = urlsplit(hook.get("url") or "")
+        if not (url.scheme == "https" or (url.scheme == "http" and url.hostname == "127.0.0.1")):
+            return _message(400, "url must start with https:// or http://127.0.0.1")
+        if hook.get("event") not in ("sms:received", "sms:sent", "sms:delivered", "sms:failed", "system:ping"):
+            return _message(400, "Unsupported event")
+        hook = {"id": hook.get("id") or secrets.token_urlsafe(12), "url": hook["url"], "event": hook["event"],
+                "source": "Local"}
+        self.webhooks[hook["id"]] = hook  # an id it has is replaced
+        return _json(201, hook)
 
     def _health(self) -> Answer:
         battery = "fail" if self.battery < 10 else "warn" if self.battery < 25 else "pass"
@@ -203,7 +254,13 @@ class AndroidPhone(DeviceServer):
 
     def _reported(self, message: dict[str, Any], failed: bool) -> None:
         with self._lock:
+            recipient = message["recipients"][0]["phoneNumber"]
             if failed:
-                self._move(message, "Failed", "Delivery result from SC +9779800009999: 70")
+                reason = "Delivery result from SC +9779800009999: 70"
+                self._move(message, "Failed", reason)
+                self._emit("sms:failed", {"messageId": message["id"], "phoneNumber": recipient,
+                                          "failedAt": _iso(time.time()), "reason": reason})
             else:
                 self._move(message, "Delivered")
+                self._emit("sms:delivered", {"messageId": message["id"], "phoneNumber": recipient,
+                                             "deliveredAt": _iso(time.time())})

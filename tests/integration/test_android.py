@@ -123,3 +123,56 @@ def test_a_phone_sends_reports_replies_once_across_a_restart_and_its_messages_fa
 
             fails_over(runtime, account, sandesh, phone, "phone", serial)
         sandesh("sim", "disable", "phone")
+
+
+def test_a_signed_phone_posts_what_it_receives_and_each_fate_at_once_and_nothing_is_recorded_twice(
+        runtime, account, sandesh, server, monkeypatch):
+    from dataclasses import replace
+
+    import requests
+
+    from sandesh.api.devices import signature
+
+    monkeypatch.setattr(runtime, "settings", replace(runtime.settings, public_url=server.url))
+    with AndroidPhone(name="phone-2") as phone:
+        contract.devices.add(f"127.0.0.1:{phone.port}")
+        added = sandesh("sim", "add", "--name", "signed", "--port", phone.port_url(signed=True))
+        assert phone.signing_key not in repr(added) and added["port"] == f"android://sms@127.0.0.1:{phone.port}"
+        with running_dispatcher(runtime) as dispatcher:
+            dispatcher.heartbeat_seconds = 0.3
+            until(lambda: sims(sandesh)["signed"]["state"] == "active")
+            assert {h["event"] for h in phone.webhooks.values()} == {"sms:received", "sms:delivered", "sms:failed"}
+            assert {h["url"] for h in phone.webhooks.values()} == {f"{server.url}/devices/{added['id']}/events"}
+            dispatcher.heartbeat_seconds = 3600  # no more looks at the phone: what comes now came by its posts
+            for worker in dispatcher.sims.values():
+                worker.report_soon()
+            time.sleep(0.5)
+            message = send(runtime, account, "Your table is booked")
+            wait_for_status(runtime, [message.id], {"delivered"}, timeout=5)
+            phone.receive("+" + message.to, "Thank you!")
+            reply = until(lambda: replies(sandesh, "Thank you!"), timeout=5)
+            assert reply[0]["inReplyTo"] == message.id
+            assert ("sms:received", 204) in phone.posted and ("sms:delivered", 204) in phone.posted
+            dispatcher.heartbeat_seconds = 0.3  # the inbox read again: the same message, recorded once
+            for worker in dispatcher.sims.values():
+                worker.report_soon()
+            time.sleep(1.5)
+            assert len(replies(sandesh, "Thank you!")) == 1
+
+        url = f"{server.url}/devices/{added['id']}/events"
+        body = b'{"event":"sms:received","payload":{"messageId":"abc1","sender":"+9779800000111","message":"forged"}}'
+        now = str(int(time.time()))
+
+        def post(key: str, timestamp: str, to: str = url) -> int:
+            return requests.post(to, data=body, timeout=5, headers={
+                "Content-Type": "application/json", "X-Timestamp": timestamp,
+                "X-Signature": signature(key, body, timestamp)}).status_code
+
+        assert post("not-the-key", now) == 401
+        assert post(phone.signing_key, str(int(time.time()) - 3600)) == 401, "an old post replayed"
+        assert post(phone.signing_key, now, f"{server.url}/devices/sim_nobody/events") == 404
+        assert not replies(sandesh, "forged"), "a refused post records nothing"
+        assert post(phone.signing_key, now) == 204
+        assert post(phone.signing_key, now) == 204  # the same message again: taken, recorded once
+        assert len(replies(sandesh, "forged")) == 1
+        sandesh("sim", "disable", "signed")

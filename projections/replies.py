@@ -1,0 +1,44 @@
+"""Recording what a SIM received: a reply's part joins the reply it belongs to, and a complete
+reply is attributed to the message last sent to its sender through that SIM (docs/operations.md,
+"Replies").  Used by the dispatcher, for what it reads from a device, and by the API, for what
+a phone posts to it (workers/dispatcher.py, api/devices.py)."""
+from __future__ import annotations
+
+from typing import Any
+
+from sandesh.domain.inbound import ATTRIBUTION_WINDOW
+
+from . import device_cursors, dispatch, inbound
+
+
+def record_part(runtime: Any, sim_id: str, sender: str, reference: int | None, total: int, sequence: int,
+                text: str) -> None:
+    with runtime.connection() as conn:
+        open_reply = inbound.open_reply(conn, sim_id, sender, reference, total)
+    reply = runtime.sandesh.dispatch.store_reply_part(open_reply, sim_id, sender, reference, total, sequence, text)
+    if reply.all_parts:
+        finish(runtime, reply.id)
+
+
+def record_once(runtime: Any, sim_id: str, key: str, sender: str, text: str) -> bool:
+    """A whole reply the device names by `key`: recorded unless the SIM recorded that key
+    before (a phone tells the same message by its webhook and in its inbox).  Whether it was."""
+    with runtime.connection() as conn:
+        if device_cursors.seen(conn, sim_id, key):
+            return False
+    record_part(runtime, sim_id, sender, None, 1, 1, text)
+    with runtime.connection() as conn:  # after: a crash between the two records it again, never loses it
+        device_cursors.mark(conn, sim_id, key)
+    return True
+
+
+def finish(runtime: Any, reply_id: str) -> None:
+    sandesh = runtime.sandesh
+    reply = sandesh.dispatch.reply(reply_id)
+    attributed = None
+    if reply.sender.startswith("+") and reply.sender[1:].isdigit():
+        with runtime.connection() as conn:
+            message_id = dispatch.last_sent_to(conn, reply.sim_id, reply.sender[1:],
+                                               sandesh.clock.now() - ATTRIBUTION_WINDOW)
+        attributed = sandesh.history.message(message_id) if message_id else None
+    sandesh.dispatch.finish_reply(reply_id, attributed)
