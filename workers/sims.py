@@ -8,11 +8,12 @@ import errno
 from typing import Any
 
 from sandesh.domain.operators import of_imsi
+from sandesh.domain.sim import split_secret
 from sandesh.projections import registry
 from sandesh.projections.storage.runtime import Runtime
 
 from .device import Dialogue, StepFailed, maker, negotiate, pin_state, sim_iccid, sim_imsi
-from .links import Attached, Link, link_for
+from .links import Attached, Link, link_for, scheme_of
 from .modem import CommandTimeout, Exchange, Modem, ModemError, PortGone, Timeouts
 
 
@@ -53,6 +54,8 @@ def probe(port: str, baud: int = 115200, pin: str | None = None) -> dict[str, An
     """Identify and negotiate with the device on `port` as a dispatcher would, without registering
     it: what it is, what it supports, what Sandesh would use, and every exchange.  When a step
     fails, `failedStep` and `error` say which and why, and the dialogue shows the device's answer."""
+    if scheme_of(port) != "serial":
+        return _probe_network(port)
     modem = Modem(port, baud)
     modem.transcript = []
     found: dict[str, Any] = {"port": port, "baud": baud, "ok": False}
@@ -78,6 +81,29 @@ def probe(port: str, baud: int = 115200, pin: str | None = None) -> dict[str, An
                                                                                    "AT+CSMS?")}
     found["dialogue"] = [{"command": e.command, "answer": e.answer, "final": e.final} for e in modem.transcript]
     return found
+
+
+def _probe_network(port: str) -> dict[str, Any]:
+    """`probe` of a device on the network (HiLink, Android): what it is and how it is, through
+    its link; the port shown without its password."""
+    shown, _ = split_secret(port)
+    found: dict[str, Any] = {"port": shown, "ok": False, "dialogue": []}
+    try:
+        link = link_for(port, 0)
+    except ValueError as error:
+        return {**found, "failedStep": "read the port", "error": str(error)}
+    try:
+        attached = link.open(None, False)
+        health = link.health()
+    except ModemError as error:
+        return {**found, "failedStep": "open the port", "error": str(error)}
+    finally:
+        link.close()
+    return {**found, "ok": True, "manufacturer": attached.learned.get("manufacturer"),
+            "model": attached.learned.get("model"), "firmware": attached.learned.get("firmware"),
+            "iccid": attached.iccid, "imsi": attached.imsi, "operator": of_imsi(attached.imsi),
+            "registered": health.registered, "signalDbm": health.signal_dbm,
+            "uses": {k: attached.learned.get(k) for k in ("reports", "inbound", "message_store")}}
 
 
 def _answer(transcript: list[Exchange], command: str) -> str | None:

@@ -87,3 +87,22 @@ def test_sim_add_refuses_what_it_cannot_drive_and_never_prints_a_password(sandes
     done = sandesh.run("sim", "add", "--name", "second", "--port", stick.port_url())
     assert done.returncode != 0 and "one device is one SIM" in done.stderr
     sandesh("sim", "disable", "first")
+
+
+def test_probe_tells_what_a_stick_or_a_phone_is_without_registering_it_or_printing_a_password(runtime, sandesh,
+                                                                                              stick):
+    from sandesh.scripts.service.android_emulator import AndroidPhone
+
+    probed = sandesh("sim", "probe", stick.port_url())
+    assert probed["ok"] and (probed["model"], probed["iccid"], probed["operator"]) == (
+        stick.model, stick.iccid, "ncell")
+    assert probed["registered"] and probed["signalDbm"] == stick.rssi_dbm
+    with AndroidPhone(name="probed") as phone:
+        contract.devices.add(f"127.0.0.1:{phone.port}")
+        done = sandesh.run("sim", "probe", phone.port_url())
+        assert done.returncode == 0 and phone.password not in done.stdout + done.stderr
+        assert '"model": "SM-A105F"' in done.stdout or '"model":"SM-A105F"' in done.stdout
+        wrong = sandesh.run("sim", "probe", phone.port_url().replace(phone.password, "nope"))
+        assert wrong.returncode == 1 and "refused the user and password" in wrong.stderr and "nope" not in wrong.stderr
+    with runtime.connection() as conn:
+        assert conn.execute("SELECT 1 FROM sims WHERE iccid = %s", (stick.iccid,)).fetchone() is None
