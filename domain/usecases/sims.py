@@ -40,8 +40,17 @@ class Sims:
         if sim_id is None:
             return self.add_sim(name, port, baud, host, actor)
         sim = self._sim(sim_id)
-        sim.move(port, actor=actor, at=self.clock.now())
+        self._place(sim, port, actor)
         return self._saved(sim)
+
+    def _place(self, sim: Sim, port: str, actor: str) -> None:
+        """`port` as the log keeps it, its secrets sealed apart (split_secret)."""
+        public, secret = split_secret(port.strip())
+        sim.move(public, actor=actor, at=self.clock.now())
+        kept = self.sealer.open(sim.port_secret_sealed) if sim.port_secret_sealed else None
+        if secret != kept:
+            sim.set_port_secret(self.sealer.seal(secret) if secret is not None else None, actor=actor,
+                                at=self.clock.now())
 
     def identify_sim(self, sim_id: str, iccid: str | None, imsi: str | None,
                      device: dict[str, str | None] | None = None, holder_id: str | None = None) -> Sim:
@@ -92,9 +101,7 @@ class Sims:
         sim = self._sim(sim_id)
         now = self.clock.now()
         if port is not None:
-            public, secret = split_secret(port.strip())
-            sim.move(public, actor=actor, at=now)
-            sim.set_port_secret(self.sealer.seal(secret) if secret is not None else None, actor=actor, at=now)
+            self._place(sim, port, actor)
         changes = {k: (None if v is CLEAR else v) for k, v in (settings or {}).items() if v is not None}
         if pin is not None or clear_pin:
             sim.set_pin(None if clear_pin else self.sealer.seal(check_pin(pin)), actor=actor, at=now)

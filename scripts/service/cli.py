@@ -94,6 +94,13 @@ def profile_names(text: str) -> str:
     return text
 
 
+def network_kinds(text: str) -> str:
+    unknown = [name for name in text.split(",") if name and name not in ("hilink", "android")]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"no network device {', '.join(unknown)}: choose from hilink, android")
+    return text
+
+
 def cap(text: str) -> int | object:
     """A positive whole number, or 'off' (the setting is removed)."""
     from sandesh.domain.sim import CLEAR
@@ -391,9 +398,14 @@ def parser() -> argparse.ArgumentParser:
     em.add_argument("--cmgs-seconds", type=float, metavar="S",
                     help="the network's time to accept a part (default: the profile's, a few seconds for real "
                          "devices)")
+    em.add_argument("--network", default="", metavar="KIND[,KIND]", type=network_kinds,
+                    help="devices on the network beside the modems: hilink (a HiLink stick), android (a phone "
+                         "running SMS Gateway for Android)")
 
     up = sub.add_parser("up", help="everything for a first look: database, demo client, API and workers")
     up.add_argument("--bind", default="127.0.0.1:8000", metavar="HOST:PORT")
+    up.add_argument("--emulate", default="", metavar="KIND[,KIND]", type=network_kinds,
+                    help="also emulate devices on the network: hilink, android")
 
     clk = sub.add_parser("clock", help="the test clock (SANDESH_CLOCK=test)").add_subparsers(dest="command", required=True)
     clk.add_parser("show", help="the service time and offset")

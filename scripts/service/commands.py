@@ -762,6 +762,7 @@ def emulator(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     argv += ["--phones-log", args.phones_log] if args.phones_log else []
     argv += ["--cmgs-seconds", str(args.cmgs_seconds)] if args.cmgs_seconds is not None else []
     argv += ["--register"] if args.register else []
+    argv += ["--network", args.network] if args.network else []
 
     def register(devices: list[tuple[str, str]]) -> None:
         with opened(settings) as runtime:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import errno
 import fcntl
 import functools
@@ -990,6 +991,22 @@ def control(emulator: Emulator, command: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "error": f"{type(error).__name__}: {error}"}
 
 
+def _hilink() -> Any:
+    from .hilink_emulator import HilinkDevice
+
+    return HilinkDevice(name="emu-hilink")
+
+
+def _android() -> Any:
+    from .android_emulator import AndroidPhone
+
+    return AndroidPhone(name="emu-android")
+
+
+# `--network`: a HiLink stick and an Android phone, as HTTP servers on 127.0.0.1 (their modules)
+NETWORK_DEVICES: dict[str, Callable[[], Any]] = {"hilink": _hilink, "android": _android}
+
+
 def main(argv: Sequence[str] | None = None, *,
          register: Callable[[list[tuple[str, str]]], None] | None = None) -> int:
     """`sandesh emulator`. Registration of the modems with Sandesh needs the project's database
@@ -1004,6 +1021,7 @@ def main(argv: Sequence[str] | None = None, *,
     p.add_argument("--seed", type=int)
     p.add_argument("--profile", default="3gpp", help="device families, in turn: " + ", ".join(PROFILES))
     p.add_argument("--cmgs-seconds", type=float, help="the network's time to accept a part (default: the profile's)")
+    p.add_argument("--network", default="", help="devices on the network beside the modems: hilink, android")
     args = p.parse_args(argv)
     profiles = args.profile.split(",")
     unknown = [name for name in profiles if name not in PROFILES]
@@ -1013,16 +1031,23 @@ def main(argv: Sequence[str] | None = None, *,
     stopping = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stopping.set())
+    network = [name for name in args.network.split(",") if name]
+    if set(network) - set(NETWORK_DEVICES):
+        p.error(f"--network: choose from {', '.join(NETWORK_DEVICES)}")
     with Emulator(args.sims, args.phones_log, args.report_delay, store_capacity=args.store_capacity,
-                  seed=args.seed, profiles=profiles, cmgs_seconds=args.cmgs_seconds) as emulator:
+                  seed=args.seed, profiles=profiles, cmgs_seconds=args.cmgs_seconds) as emulator, \
+            contextlib.ExitStack() as devices:
+        on_network = [(f"emu-{name}", devices.enter_context(NETWORK_DEVICES[name]())) for name in network]
         if args.register:  # before the devices are printed, so a reader of them finds the SIMs
             if register is None:
                 print("--register: no registration hook wired; modems not registered", file=sys.stderr)
             else:
-                register(emulator.devices())
+                register(emulator.devices() + [(name, device.port_url()) for name, device in on_network])
         for modem in emulator.modems:
             print(json.dumps({"name": modem.name, "device": modem.device, "iccid": modem.iccid,
                               "imsi": modem.imsi, "profile": modem.profile.name}), flush=True)
+        for name, device in on_network:
+            print(json.dumps({"name": name, "device": device.url, "kind": name.removeprefix("emu-")}), flush=True)
 
         def read_commands(lines: Iterable[str]) -> None:
             for line in lines:

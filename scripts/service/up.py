@@ -126,10 +126,11 @@ def up(args: argparse.Namespace, actor: str) -> int:
     children = []
     cli = [sys.executable, "-m", "sandesh.scripts.service.cli"]
     if _only_emulated_sims(settings):
+        network = ["--network", args.emulate] if args.emulate else []
         emulator = Child("emulator", [*cli, "emulator", "--sims", "2", "--register", "--phones-log",
-                                      str(VAR / "phones.jsonl")], env=env, stdout=subprocess.PIPE)
+                                      str(VAR / "phones.jsonl"), *network], env=env, stdout=subprocess.PIPE)
         emulator.start()
-        for _ in range(2):
+        for _ in range(2 + len([kind for kind in args.emulate.split(",") if kind])):
             sys.stderr.write(f"emulated modem: {emulator.process.stdout.readline().decode().strip()}\n")
         emulator.stdout = subprocess.DEVNULL  # when it is restarted nobody reads its lines
         sys.stderr.write(f"what the phones receive is written to {VAR / 'phones.jsonl'}\n")

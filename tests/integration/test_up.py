@@ -17,7 +17,8 @@ def test_up_starts_an_embedded_database_and_an_api_that_answers_a_new_key(tmp_pa
            if k not in {"DATABASE_URL", "SANDESH_SECRET_KEY", "SANDESH_WEBHOOK_ALLOW_PRIVATE"}}
     env["PYTHONPATH"] = str(ROOT)
     port = free_port()
-    up = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "up", "--bind", f"127.0.0.1:{port}"],
+    up = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "up", "--bind", f"127.0.0.1:{port}",
+                           "--emulate", "hilink,android"],
                           cwd=tmp_path, env={**env, "SANDESH_WEBHOOK_ALLOW_PRIVATE": "1"},
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -70,6 +71,16 @@ def test_up_starts_an_embedded_database_and_an_api_that_answers_a_new_key(tmp_pa
         assert sum(s.value for s in samples if s.name == "sandesh_http_requests_total"
                    and s.labels["route"] == "/v1/sms/balance" and s.labels["status"] == "200") == 2
         assert any((tmp_path / "var" / "metrics").glob("counter_*.db"))
+        # `--emulate hilink,android`: a HiLink stick and an Android phone beside the modems, in the pool.
+        deadline = time.monotonic() + 30
+        while True:
+            listed = subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", "sim", "list"], cwd=tmp_path,
+                                    env=env, capture_output=True, text=True, timeout=60)
+            states = {s["name"]: s["state"] for s in orjson.loads(listed.stdout)["sims"]}
+            if states.get("emu-hilink") == states.get("emu-android") == "active":
+                break
+            assert time.monotonic() < deadline, states
+            time.sleep(0.5)
     finally:
         up.send_signal(signal.SIGINT)
         assert up.wait(timeout=30) == 0
