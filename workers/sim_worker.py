@@ -9,8 +9,8 @@ finishes the message it is submitting and hands back the ones it had leased and 
 """
 from __future__ import annotations
 
-import logging
 import itertools
+import logging
 import queue
 import threading
 import time
