@@ -21,9 +21,10 @@ from serial.tools import list_ports
 from sandesh.domain.sim import discovered_name
 from sandesh.projections.storage.runtime import Runtime
 
-from .sims import FAILED, HELD, IDENTIFIED, PIN_REQUIRED, identify
+from .sims import FAILED, HELD, IDENTIFIED, NO_ANSWER, PIN_REQUIRED, identify_any
 
 BY_ID = "/dev/serial/by-id/*"  # udev's names: they survive re-plugging and reboots, /dev/ttyUSBn does not
+HILINK_ADDRESS = "192.168.8.1"  # where a HiLink stick puts its web page
 WILDCARD = re.compile(r"[*?[]")
 ADD, MOVE = "add", "move"
 
@@ -58,6 +59,27 @@ def matching(patterns: Iterable[str]) -> list[Port]:
     return list(ports.values())
 
 
+def hilink_ports(hosts: Iterable[str] | None = None) -> list[Port]:
+    """Where a HiLink stick or router may answer: `hosts`, or its usual address and the gateways
+    of this host's network interfaces (a stick is the gateway of the network card it makes)."""
+    found = list(hosts) if hosts is not None else [HILINK_ADDRESS, *gateways()]
+    return [Port(f"hilink://{host}", f"hilink://{host}", False, None) for host in dict.fromkeys(found)]
+
+
+def gateways(routes: str = "/proc/net/route") -> list[str]:
+    """The default gateways of this host's interfaces, from the kernel's routing table."""
+    try:
+        lines = open(routes).read().splitlines()[1:]
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 2 and fields[1] == "00000000" and fields[2] != "00000000":
+            found.append(".".join(str(b) for b in bytes.fromhex(fields[2])[::-1]))
+    return found
+
+
 def _usb(info: Any) -> dict[str, Any] | None:
     if info is None or info.vid is None:
         return None
@@ -81,8 +103,9 @@ def holders(pool: list[dict[str, Any]], processes: list[dict[str, Any]], host: s
 
 
 def discover(ports: list[Port], held: dict[str, str], baud: int = 115200,
-             ask: Callable[[str, int], dict[str, Any]] = identify) -> list[dict[str, Any]]:
-    """What answers on each port, asked all at once; a held port is not opened."""
+             ask: Callable[[str, int], dict[str, Any]] = identify_any) -> list[dict[str, Any]]:
+    """What answers on each port, asked all at once; a held port is not opened.  A HiLink
+    address where nothing answers is left out: it is a guess, not a port of this host."""
     found: list[dict[str, Any] | None] = [None] * len(ports)
 
     def one(index: int, port: Port) -> None:
@@ -101,7 +124,8 @@ def discover(ports: list[Port], held: dict[str, str], baud: int = 115200,
     for thread in threads:
         thread.join()
     return [{"port": port.name, "device": port.device, "usb": port.usb, **_blank(), **(answer or {})}
-            for port, answer in zip(ports, found)]
+            for port, answer in zip(ports, found)
+            if not (port.device.startswith("hilink://") and (answer or {}).get("status") == NO_ANSWER)]
 
 
 def _blank() -> dict[str, Any]:

@@ -116,6 +116,7 @@ def _step_of(transcript: list[Exchange]) -> str:
 
 # What `identify` finds on a port (docs/operations.md, "Discovering modems").
 IDENTIFIED, PIN_REQUIRED, NO_ANSWER, HELD, FAILED = "identified", "PIN required", "no answer", "held", "failed"
+IDENTIFY_NETWORK_SECONDS = 2.0  # a HiLink address with nothing on it costs this much
 IDENTIFY_BUSY_FOR = 5.0  # seconds of busy answers waited out: a modem plugged in just now may still boot
 
 
@@ -148,6 +149,32 @@ def identify(port: str, baud: int = 115200) -> dict[str, Any]:
     finally:
         modem.close()
     return found
+
+
+def identify_any(port: str, baud: int = 115200) -> dict[str, Any]:
+    """`identify` for a serial port; for a HiLink device's URL, the same fields from its web API,
+    or `no answer` within IDENTIFY_NETWORK_SECONDS."""
+    if scheme_of(port) == "serial":
+        return identify(port, baud)
+    from .hilink import Hilink
+
+    found: dict[str, Any] = {"status": NO_ANSWER, "reason": None, "manufacturer": None, "model": None, "iccid": None,
+                             "imsi": None, "operator": None, "signalDbm": None}
+    from huawei_lte_api.exceptions import ResponseErrorException
+
+    device = Hilink(port, timeout=IDENTIFY_NETWORK_SECONDS)
+    try:
+        identity = device.open()
+        signal = device.health().signal_dbm
+    except PortGone as error:
+        return {**found, "reason": str(error)}
+    except (ModemError, ResponseErrorException) as error:  # a router that asks for its login, say
+        return {**found, "status": FAILED, "reason": f"{error}: a router with a login is added with "
+                                                      "sim add --port hilink://USER:PASSWORD@HOST"}
+    finally:
+        device.close()
+    return {**found, "status": IDENTIFIED, "manufacturer": identity.manufacturer, "model": identity.model,
+            "iccid": identity.iccid, "imsi": identity.imsi, "operator": of_imsi(identity.imsi), "signalDbm": signal}
 
 
 def _read_identity(modem: Modem, found: dict[str, Any]) -> None:

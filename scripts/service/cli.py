@@ -289,6 +289,9 @@ def parser() -> argparse.ArgumentParser:
                    help="ask these ports instead of the serial devices pyserial lists, e.g. "
                         "'/dev/serial/by-id/*' (symlinks kept as named; repeatable). A port named exactly, without a "
                         "wildcard, that a dispatcher holds is an error; a held port a wildcard found is shown as held")
+    c.add_argument("--hilink", metavar="HOST[,HOST...]",
+                   help="where to look for HiLink sticks and routers (default: 192.168.8.1 and this host's gateways, "
+                        "unless --ports is given; 'none' for nowhere)")
     c.add_argument("--apply", action="store_true",
                    help="register the SIMs not registered yet and move registered ones whose ICCID answers on "
                         "another port (audited as sim.added and sim.port_changed)")

@@ -378,6 +378,8 @@ def sim_discover(args: argparse.Namespace, settings: Settings, actor: str) -> in
     from sandesh.workers import discover
 
     ports = discover.matching(args.ports) if args.ports else discover.serial_ports()
+    if args.hilink != "none" and (args.hilink or not args.ports):
+        ports += discover.hilink_ports(args.hilink.split(",") if args.hilink else None)
     with opened(settings) as runtime:
         with runtime.connection() as conn:
             pool = sim_health.pool(conn, runtime.clock.now(), settings.route_window)

@@ -108,3 +108,19 @@ def test_probe_tells_what_a_stick_or_a_phone_is_without_registering_it_or_printi
         assert wrong.returncode == 1 and "refused the user and password" in wrong.stderr and "nope" not in wrong.stderr
     with runtime.connection() as conn:
         assert conn.execute("SELECT count(*) AS n FROM sims").fetchone()["n"] == before, "a probe registers nothing"
+
+
+def test_discover_finds_a_stick_where_it_is_told_to_look_and_apply_registers_it(sandesh):
+    with HilinkDevice(name="found", iccid="8997702000000009991", imsi="429020000009991") as found:
+        contract.devices.add(f"127.0.0.1:{found.port}")
+        where = ["--ports", "/dev/no-such-port-*", "--hilink", f"127.0.0.1:{found.port},127.0.0.1:9"]
+        rows = {r["port"]: r for r in sandesh("sim", "discover", *where)["ports"]}
+        assert list(rows) == [f"hilink://127.0.0.1:{found.port}"], "where nothing answers is not listed"
+        row = rows[f"hilink://127.0.0.1:{found.port}"]
+        assert (row["status"], row["iccid"], row["model"], row["action"]) == (
+            "identified", found.iccid, found.model, "add")
+        sandesh("sim", "discover", *where, "--apply")
+        assert sims(sandesh)[row["name"]]["port"] == f"hilink://127.0.0.1:{found.port}"
+        again = sandesh("sim", "discover", *where)["ports"][0]
+        assert again["action"] is None and again["sim"]["name"] == row["name"], "registered: nothing more to do"
+        sandesh("sim", "disable", row["name"])

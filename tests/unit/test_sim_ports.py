@@ -21,3 +21,17 @@ def test_the_secrets_are_taken_out_and_put_back(port, public, secret):
     assert "Xy12" not in shown and "k3y" not in shown and "p%40ss" not in shown
     again = join_secret(shown, sealed)
     assert split_secret(again) == (shown, sealed)
+
+
+def test_a_hosts_gateways_are_read_from_the_kernels_routing_table(tmp_path):
+    from sandesh.workers.discover import gateways, hilink_ports
+
+    routes = tmp_path / "route"
+    routes.write_text("Iface\tDestination\tGateway \tFlags\n"
+                      "eth0\t00000000\t0101A8C0\t0003\n"     # default via 192.168.1.1
+                      "eth1\t00000000\t0108A8C0\t0003\n"     # default via 192.168.8.1 (a stick)
+                      "eth0\t0001A8C0\t00000000\t0001\n")    # the local network: no gateway
+    assert gateways(str(routes)) == ["192.168.1.1", "192.168.8.1"]
+    assert gateways(str(tmp_path / "absent")) == []
+    assert [p.name for p in hilink_ports(["192.168.8.1", "10.0.0.1", "192.168.8.1"])] == [
+        "hilink://192.168.8.1", "hilink://10.0.0.1"]
