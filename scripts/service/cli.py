@@ -253,7 +253,9 @@ def parser() -> argparse.ArgumentParser:
     sim = sub.add_parser("sim", help="manage SIMs").add_subparsers(dest="command", required=True)
     c = sim.add_parser("add", help="register a modem port (docs/operations.md, \"Modems\": probe it first)")
     c.add_argument("--name", required=True)
-    c.add_argument("--port", required=True, metavar="DEVICE", help="/dev/serial/by-id/..., /dev/ttyUSB0 or a pyserial URL")
+    c.add_argument("--port", required=True, metavar="DEVICE",
+                   help="/dev/serial/by-id/..., /dev/ttyUSB0, a pyserial URL, hilink://[USER:PASSWORD@]HOST[:PORT] or "
+                        "android://USER:PASSWORD@HOST[:PORT][?signing_key=KEY] (a password and key are sealed)")
     c.add_argument("--baud", type=positive_int, default=115200)
     c.add_argument("--host", help="the dispatcher host that drives it (default: any)")
     _sim_limits(c, clearable=False)
@@ -267,7 +269,7 @@ def parser() -> argparse.ArgumentParser:
     c = sim.add_parser("update", help="a new port, baud rate, host, PIN or limits; running dispatchers use them "
                                       "within 1 s")
     c.add_argument("sim", metavar="ID_OR_NAME")
-    c.add_argument("--port", metavar="DEVICE")
+    c.add_argument("--port", metavar="DEVICE", help="its new port, in any form `sim add` takes")
     c.add_argument("--baud", type=positive_int)
     c.add_argument("--host", help="the dispatcher host that drives it")
     c.add_argument("--pin", metavar="NNNN", help="the SIM's PIN, 4 to 8 digits, kept sealed and entered when the "
@@ -277,7 +279,8 @@ def parser() -> argparse.ArgumentParser:
     c = sim.add_parser("probe", help="identify the device on a port and negotiate with it as a dispatcher would, "
                                      "without registering it: what it is, what it supports and what Sandesh would "
                                      "use, or which step failed and how the device answered")
-    c.add_argument("port", metavar="PORT", help="/dev/serial/by-id/..., /dev/ttyUSB0 or a pyserial URL")
+    c.add_argument("port", metavar="PORT", help="/dev/serial/by-id/..., /dev/ttyUSB0, a pyserial URL, or a "
+                                                "hilink:// or android:// URL as `sim add` takes it")
     c.add_argument("--baud", type=positive_int, default=115200)
     c.add_argument("--pin", metavar="NNNN", help="the PIN to enter if the SIM asks for one ('-' reads it from stdin)")
     text = ("list this host's serial ports (by /dev/serial/by-id name where there is one), identify what answers "
