@@ -255,7 +255,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--name", required=True)
     c.add_argument("--port", required=True, metavar="DEVICE",
                    help="/dev/serial/by-id/..., /dev/ttyUSB0, a pyserial URL, hilink://[USER:PASSWORD@]HOST[:PORT] or "
-                        "android://USER:PASSWORD@HOST[:PORT][?signing_key=KEY] (a password and key are sealed)")
+                        "android://USER:PASSWORD@HOST[:PORT][?signing_key=KEY] (a password and key are sealed; '-' reads it from stdin)")
     c.add_argument("--baud", type=positive_int, default=115200)
     c.add_argument("--host", help="the dispatcher host that drives it (default: any)")
     _sim_limits(c, clearable=False)

@@ -313,15 +313,31 @@ def _pin(text: str | None) -> str | None:
     return sys.stdin.readline().strip() if text == "-" else text
 
 
-def sim_add(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+def _port(text: str | None) -> str | None:
+    """--port as given, or read from stdin for '-' (a device's password stays out of the shell's history)."""
+    import sys
+
+    return sys.stdin.readline().strip() if text == "-" else text
+
+
+def _port_problem(port: str, others: list[dict[str, Any]]) -> str | None:
+    """Why `port` cannot be a SIM's beside the enabled SIMs `others`, as the command says it."""
     from sandesh.workers.links import port_problem
+
+    if problem := port_problem(port, [r["port"] for r in others]):
+        return f"--port {re.sub(r'://[^@/]*@', '://***@', port)}: {problem}"
+    return None
+
+
+def sim_add(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     from sandesh.workers.ports import same_device
 
+    args.port = _port(args.port)
     with opened(settings) as runtime:
         with runtime.connection() as conn:
             enabled = [r for r in registry.sims(conn) if r["enabled"] and r["host"] == args.host]
-        if problem := port_problem(args.port, [r["port"] for r in enabled]):
-            return fail(f"--port {re.sub(r'://[^@/]*@', '://***@', args.port)}: {problem}")
+        if problem := _port_problem(args.port, enabled):
+            return fail(problem)
         taken = same_device(args.port, enabled)
         if taken is not None:  # its thread would wait on the other's lock for ever
             return fail(f"--port {args.port} leads to {taken['device']}, the port of SIM {taken['name']!r}: "
@@ -454,9 +470,16 @@ def sim_release(args: argparse.Namespace, settings: Settings, actor: str) -> int
 
 
 def sim_update(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    pin = _pin(args.pin)
+    if args.pin == "-" and args.port == "-":
+        return fail("--pin - and --port - both read stdin: give one of them on the command line")
+    pin, args.port = _pin(args.pin), _port(args.port)
     with opened(settings) as runtime:
         sim_id = _sim_id(runtime, args.sim)
+        if args.port is not None:
+            with runtime.connection() as conn:
+                others = [r for r in registry.sims(conn) if r["enabled"] and r["id"] != sim_id]
+            if problem := _port_problem(args.port, others):
+                return fail(problem)
         runtime.sandesh.sims.update_sim(sim_id, args.port, actor, _sim_settings(args), pin=None if pin == "off" else pin,
                                clear_pin=pin == "off")
         emit(registry.sim_view(_row(runtime, "sims", sim_id, "SIM")))

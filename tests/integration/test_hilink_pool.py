@@ -124,3 +124,24 @@ def test_discover_finds_a_stick_where_it_is_told_to_look_and_apply_registers_it(
         again = sandesh("sim", "discover", *where)["ports"][0]
         assert again["action"] is None and again["sim"]["name"] == row["name"], "registered: nothing more to do"
         sandesh("sim", "disable", row["name"])
+
+
+def test_a_port_with_a_password_can_come_on_stdin_and_an_update_is_checked_as_an_add_is(sandesh):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    def command(*args, stdin=""):
+        return subprocess.run([sys.executable, "-m", "sandesh.scripts.service.cli", *args], input=stdin,
+                              capture_output=True, text=True, env={**sandesh.env, "PYTHONPATH": str(ROOT)},
+                              cwd=sandesh.cwd, timeout=60)
+
+    added = command("sim", "add", "--name", "quiet", "--port", "-", stdin="hilink://admin:fr0m-stdin@192.0.2.44\n")
+    assert added.returncode == 0, added.stderr
+    assert '"hilink://admin@192.0.2.44"' in added.stdout and "fr0m-stdin" not in added.stdout
+    moved = sandesh.run("sim", "update", "quiet", "--port", "android://sms@192.0.2.45")  # no password
+    assert moved.returncode != 0 and "USER:PASSWORD" in moved.stderr
+    both = command("sim", "update", "quiet", "--port", "-", "--pin", "-", stdin="1234\n")
+    assert both.returncode != 0 and "both read stdin" in both.stderr
+    sandesh("sim", "disable", "quiet")
