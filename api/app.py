@@ -34,6 +34,7 @@ from .health import Health, Ready
 from .inbound import Reply, ReplyList
 from .messages import CancelMessage, MessageList, MessageStatus
 from .metrics import UNMATCHED, DatabaseState, Metrics, RequestMetrics
+from .compat import SparrowCredit, SparrowSend
 from .devices import DeviceEvents
 from .openapi import OpenApi
 from .peers import over_tls
@@ -205,6 +206,10 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
     app.add_route("/v1/sms/otp/send", OtpSend(sandesh, blocking, commit, trusted_proxies))
     app.add_route("/v1/sms/otp/verify", OtpVerify(sandesh, blocking, commit, trusted_proxies))
     app.add_route(DEVICE_EVENTS, DeviceEvents(sandesh, connection, blocking))
+    for path in ("/compat/sparrow/v2/sms", "/compat/sparrow/v2/sms/"):  # Sparrow's base URL, with its slash or not
+        app.add_route(path, SparrowSend(sandesh, authentication, blocking, commit))
+    for path in ("/compat/sparrow/v2/credit", "/compat/sparrow/v2/credit/"):
+        app.add_route(path, SparrowCredit(authentication, connection, blocking))
     app.add_route("/v1/health", Health())
     app.add_route("/v1/openapi.json", OpenApi())
     ready = Ready(connection, sandesh.clock, health, sandesh.log.recorder.events_table_name, route_window, blocking)

@@ -39,7 +39,11 @@ class Authentication:
             return  # health and readiness (api/health.py)
         if getattr(resource, "dashboard", False):
             return  # people sign in to the dashboard; an API key never opens it (api/dashboard/)
-        key = req.get_header("x-api-key")
+        req.context.caller = await self.caller(req.get_header("x-api-key"), req.method)
+
+    async def caller(self, key: str | None, method: str) -> Caller:
+        """The caller a key names, checked in the order of checks (ApiError otherwise): also for
+        the resources that take their key elsewhere than x-api-key (api/compat.py)."""
         if not key:
             raise ApiError("unauthorized", MISSING_KEY)
         if not KEY_PATTERN.match(key):
@@ -52,7 +56,7 @@ class Authentication:
         if found is None:
             raise ApiError("unauthorized", INVALID_KEY)
         row, has_route = found
-        code = refusal(row["enabled"], row["status"], req.method)
+        code = refusal(row["enabled"], row["status"], method)
         if code:
             raise ApiError(code)
         if self.rate_limit and not self.callers.within_share(row["id"]) and not await self.blocking(
@@ -61,9 +65,9 @@ class Authentication:
             raise ApiError("rate_limited", f"Request rate of {row['rate_limit']}/s exceeded; retry in {wait} s.",
                            headers={"Retry-After": str(wait)})
         log_context.set_fields(workspace_id=row["workspace_id"], client_id=row["id"])
-        req.context.caller = Caller(row["id"], row["workspace_id"], row["brand"], row["status"], row["rates"],
-                                    row["types"], row["sms_enabled"], has_route, parse_promo_hours(row["promo_hours"]),
-                                    row["otp_template"], row["otp_web_domain"])
+        return Caller(row["id"], row["workspace_id"], row["brand"], row["status"], row["rates"], row["types"],
+                      row["sms_enabled"], has_route, parse_promo_hours(row["promo_hours"]), row["otp_template"],
+                      row["otp_web_domain"])
 
     def _retry_after(self, client_id: str, rate: int) -> int:
         with self.connection() as conn:

@@ -81,6 +81,19 @@ def _public(operation_id: str, summary: str, answers: dict[str, Any], descriptio
                     "parameters": [ref("parameters", "x-request-id")], "responses": answers}}
 
 
+def _sparrow(operation_id: str, summary: str, methods: list[str], answers: dict[str, Any]) -> dict[str, Any]:
+    """A path of the Sparrow drop-in (api/compat.py): its key is the `token` field, its refusals
+    Sparrow's 403 `{response_code, response}`, the others /v1's."""
+    refused = {"description": "Sparrow's refusal: `response_code` 1000, 1002, 1003, 1007, 1010, 1011 or 1013.",
+               "content": json_content({"type": "object", "required": ["response_code", "response"]})}
+    return {method: {"operationId": operation_id + method.title(), "summary": summary, "security": [],
+                     "description": "docs/api.md, \"Moving from Sparrow\".",
+                     "parameters": [{"name": "token", "in": "query", "required": False, "schema": {"type": "string"}},
+                                    ref("parameters", "x-request-id")],
+                     "responses": {**answers, "403": refused, **_errors(400, 429, 503)}}
+            for method in methods}
+
+
 def _webhook(summary: str, event: str, schema: str) -> dict[str, Any]:
     return {"post": {
         "summary": summary,
@@ -284,6 +297,13 @@ def document() -> dict[str, Any]:
                 "responses": {"204": {"description": "Taken (recorded once, whether or not it came before).",
                                       "headers": {"x-request-id": ref("headers", "x-request-id")}},
                               **_errors(400, 401, 404, 503)}}},
+            **{path: _sparrow("sparrowSend" + suffix, "Send as Sparrow SMS's v2 API does", ["get", "post"], {
+                "200": {"description": "Queued: `count` messages.", "content": json_content({"type": "object"})}})
+               for path, suffix in (("/compat/sparrow/v2/sms/", ""), ("/compat/sparrow/v2/sms", "NoSlash"))},
+            **{path: _sparrow("sparrowCredit" + suffix, "Credit as Sparrow SMS's v2 API tells it", ["get"], {
+                "200": {"description": "`credits_available`, `credits_consumed`.",
+                        "content": json_content({"type": "object"})}})
+               for path, suffix in (("/compat/sparrow/v2/credit/", ""), ("/compat/sparrow/v2/credit", "NoSlash"))},
             "/metrics": _public("metrics", "Prometheus metrics", {
                 "200": {"description": "Prometheus text format (docs/operations.md, \"Metrics\").",
                         "content": {"text/plain": {"schema": {"type": "string"}}}},
