@@ -39,6 +39,9 @@ CPU_SECONDS = 10  # of CPU for one file
 WAIT_SECONDS = 60  # for a file's answer, once its turn came
 QUEUE = 4  # files that wait for the child of a process, beyond the one it reads
 OUT_OF_TIME = 3  # a child's exit status when a file took its CPU_SECONDS
+# ... and the byte it writes first, in place of an answer's length: an exit status is not always
+# known (asyncio reports 255 for a child whose status it could not collect)
+OUT_OF_TIME_MARK = b"\xff"
 TAKEN = b"+"  # a child's first byte of each answer: it has read the whole file
 
 BUSY = "Other lists are being read just now: try again in a minute."
@@ -94,12 +97,12 @@ class Readers:
                     taken = await child.stdout.readexactly(1) == TAKEN
                     size = struct.unpack(">I", await child.stdout.readexactly(4))[0]
                     return orjson.loads(await child.stdout.readexactly(size))
-            except (asyncio.IncompleteReadError, ConnectionError):  # the child died
+            except (asyncio.IncompleteReadError, ConnectionError) as error:  # the child died
                 self._end(child)
                 status = await child.wait()
+                slow = status == OUT_OF_TIME or getattr(error, "partial", b"")[:1] == OUT_OF_TIME_MARK
                 if taken or last:
-                    return Listed(errors={"file": too_slow(self.cpu_seconds) if status == OUT_OF_TIME
-                                        else too_big(self.memory)})
+                    return Listed(errors={"file": too_slow(self.cpu_seconds) if slow else too_big(self.memory)})
             except TimeoutError:
                 self._end(child)
                 return Listed(errors={"file": LATE})
@@ -169,7 +172,7 @@ def main(memory: int, cpu_seconds: int) -> None:
 def _confine(memory: int) -> None:
     _limit(resource.RLIMIT_AS, memory)
     _limit(resource.RLIMIT_CORE, 0)
-    signal.signal(signal.SIGXCPU, lambda *_: os._exit(OUT_OF_TIME))
+    signal.signal(signal.SIGXCPU, _out_of_time)
     try:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     except (OSError, AttributeError):
@@ -178,6 +181,14 @@ def _confine(memory: int) -> None:
         os.sched_setaffinity(0, range(os.cpu_count() or 1))  # not only its API process's core
     except OSError:
         pass
+
+
+def _out_of_time(*_: Any) -> None:
+    """SIGXCPU: the file took its seconds.  Said on the answers' pipe, then by the exit status."""
+    try:
+        os.write(1, OUT_OF_TIME_MARK)
+    finally:
+        os._exit(OUT_OF_TIME)
 
 
 def _allow_cpu(seconds: int) -> None:

@@ -32,8 +32,8 @@ def slow_workbook() -> bytes:
     return xlsx(b"<row>" + cell("phone") + b"".join(cell(f"c{i}") for i in range(1, 24)) + b"</row>" + row * 10_000)
 
 
-def read_bytes(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/io").read_text().split("rchar: ")[1].split()[0])
+def read_bytes(pid: int, counter: str = "rchar") -> int:
+    return int(Path(f"/proc/{pid}/io").read_text().split(f"{counter}: ")[1].split()[0])
 
 
 def reading_children() -> list[int]:
@@ -48,13 +48,14 @@ def reading_children() -> list[int]:
 
 async def signalled_while_reading(readers: Readers, data: bytes, signum: int) -> Any:
     """The answer to a file whose child is sent `signum` once it took the whole file (what it
-    read, counted in /proc/<pid>/io), while it reads it."""
+    read, and the byte it writes to say so, counted in /proc/<pid>/io), while it reads it.  A
+    signal before that byte is a child that died before it took the file, which is replaced."""
     await readers.read("list.csv", NUMBERS, "")  # a child, warm
     (pid,) = reading_children()
-    before = read_bytes(pid)
+    before, written = read_bytes(pid), read_bytes(pid, "wchar")
     reading = asyncio.ensure_future(readers.read("list.xlsx", data, ""))
     deadline = time.monotonic() + 30
-    while read_bytes(pid) < before + len(data):
+    while read_bytes(pid) < before + len(data) or read_bytes(pid, "wchar") <= written:
         assert time.monotonic() < deadline, "the child never took the file"
         await asyncio.sleep(0.005)
     os.kill(pid, signum)
