@@ -34,7 +34,7 @@ from .health import Health, Ready
 from .inbound import Reply, ReplyList
 from .messages import CancelMessage, MessageList, MessageStatus
 from .metrics import UNMATCHED, DatabaseState, Metrics, RequestMetrics
-from .compat import SparrowCredit, SparrowSend
+from .compat import AakashSend, SparrowCredit, SparrowSend
 from .devices import DeviceEvents
 from .openapi import OpenApi
 from .peers import over_tls
@@ -210,6 +210,7 @@ def create_app(sandesh: Sandesh, connection: Callable[[], ContextManager[Any]], 
         app.add_route(path, SparrowSend(sandesh, authentication, blocking, commit))
     for path in ("/compat/sparrow/v2/credit", "/compat/sparrow/v2/credit/"):
         app.add_route(path, SparrowCredit(authentication, connection, blocking))
+    app.add_route("/compat/aakash/sms/v3/send", AakashSend(sandesh, authentication, blocking, commit))
     app.add_route("/v1/health", Health())
     app.add_route("/v1/openapi.json", OpenApi())
     ready = Ready(connection, sandesh.clock, health, sandesh.log.recorder.events_table_name, route_window, blocking)

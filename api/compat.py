@@ -1,5 +1,6 @@
-"""Sparrow SMS's v2 API, answered as Sparrow answers it, so that software written for Sparrow
-sends through Sandesh with only its base URL changed (docs/api.md, "Moving from Sparrow"):
+"""Sparrow SMS's v2 API and Aakash SMS's v3 send, answered as they answer, so that software
+written for either sends through Sandesh with only its base URL changed
+(docs/api.md, "Moving from Sparrow or Aakash"):
 
 - `GET` or `POST /compat/sparrow/v2/sms/`: `token` (a Sandesh API key), `from` (taken, not used:
   the pool's SIMs send), `to` (numbers separated by commas: 98XXXXXXXX, 97798XXXXXXXX or
@@ -9,6 +10,9 @@ sends through Sandesh with only its base URL changed (docs/api.md, "Moving from 
   "response"}`; Sparrow's 403 `{"response_code", "response"}` for the refusals it has a code for.
 - `GET /compat/sparrow/v2/credit/?token=`: the single-segment messages the balance pays for, and
   the segments the client was charged so far.
+- `POST /compat/aakash/sms/v3/send`: `auth_token`, `to` and `text`, form or JSON; the valid
+  numbers are sent as above, and both lists answered: `{"error": false, "message", "data":
+  {"valid": [...], "invalid": [...]}}`, or `{"error": true, "message", "data": []}`.
 
 The checks of `/v1` hold (the key, the client and workspace, the request rate, the SMS switch,
 the route, opt-outs, promotional hours); a refusal Sparrow has no code for is answered as `/v1`
@@ -25,6 +29,7 @@ import orjson
 from sandesh.domain import sending
 from sandesh.domain.application import Sandesh
 from sandesh.domain.errors import DomainError
+from sandesh.domain.operators import of_number
 from sandesh.projections import counters, registry
 
 from .auth import Authentication
@@ -154,3 +159,62 @@ class SparrowCredit:
     def _read(self, caller: Any) -> tuple[dict[str, Any], dict[str, int]]:
         with self.connection() as conn:
             return registry.workspace_balance(conn, caller.workspace_id), counters.for_client(conn, caller.client_id)
+
+
+# Aakash's names of Nepal's operators (domain/operators.py's by prefix)
+AAKASH_NETWORKS = {"ntc": "ntc", "ncell": "ncell", "smart": "smartcell"}
+
+
+class AakashSend:
+    public = True  # the key comes as `auth_token`
+
+    def __init__(self, sandesh: Sandesh, authentication: Authentication, blocking: Blocking, commit: Commit):
+        self.sandesh, self.authentication, self.blocking, self.commit = sandesh, authentication, blocking, commit
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        resp.content_type = falcon.MEDIA_JSON
+        try:
+            try:
+                fields = await _fields(req)
+            except ApiError as error:  # a body Aakash would not read either: said in its shape
+                raise Refusal(MISSING, error.message) from None
+            missing = [name for name in ("auth_token", "to", "text") if not (fields.get(name) or "").strip()]
+            if missing:
+                raise Refusal(MISSING, f"{missing[0]} is required")
+            caller = await _caller(self.authentication, fields["auth_token"])
+            req.context.caller = caller
+            valid, invalid = await self._send(caller, fields["to"], fields["text"])
+        except Refusal as refusal:
+            resp.status = falcon.HTTP_403 if refusal.code in (INVALID_TOKEN, INACTIVE) else falcon.HTTP_400
+            resp.data = orjson.dumps({"error": True, "message": refusal.text, "data": []})
+            return
+        resp.data = orjson.dumps({"error": False, "message": f"{len(valid)} messages have been queued for delivery.",
+                                  "data": {"valid": valid, "invalid": invalid}})
+
+    async def _send(self, caller: Any, to: str, text: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        given = [n.strip() for n in to.split(",") if n.strip()]
+        if len(given) > MAX_RECEIVERS:
+            raise Refusal(NO_VALID_RECEIVER, f"At most {MAX_RECEIVERS:,} receivers a request.")
+        now = self.sandesh.clock.now()
+        parsed = [(number, *sending.parse_send({"to": receivers(number)[0], "text": text}, now)) for number in given]
+        requests = [(number, request) for number, request, problems in parsed if request is not None and not problems]
+        invalid = [{"mobile": number, "text": text, "credit": 0, "network": "N/A", "status": "aborted"}
+                   for number, request, problems in parsed if request is None or problems]
+        if not requests:
+            raise Refusal(NO_VALID_RECEIVER, "No valid receiver")
+        try:
+            sent = await drive(self.sandesh.sending.send_batch_steps(caller, [r for _, r in requests]), self.blocking,
+                               self.commit)
+        except DomainError as error:
+            answer = from_domain(error)
+            if answer is not None and answer.code in SPARROW_CODES:
+                raise Refusal(*SPARROW_CODES[answer.code]) from None
+            raise
+        valid = []
+        for (number, _), result in zip(requests, sent.results):
+            if isinstance(result, sending.ItemRefused):
+                invalid.append({"mobile": number, "text": text, "credit": 0, "network": "N/A", "status": "aborted"})
+            else:
+                valid.append({"id": result.id, "mobile": number, "text": text, "credit": result.segments,
+                              "network": AAKASH_NETWORKS.get(of_number(result.to) or "", "N/A"), "status": "queued"})
+        return valid, invalid

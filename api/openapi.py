@@ -87,7 +87,7 @@ def _sparrow(operation_id: str, summary: str, methods: list[str], answers: dict[
     refused = {"description": "Sparrow's refusal: `response_code` 1000, 1002, 1003, 1007, 1010, 1011 or 1013.",
                "content": json_content({"type": "object", "required": ["response_code", "response"]})}
     return {method: {"operationId": operation_id + method.title(), "summary": summary, "security": [],
-                     "description": "docs/api.md, \"Moving from Sparrow\".",
+                     "description": "docs/api.md, \"Moving from Sparrow or Aakash\".",
                      "parameters": [{"name": "token", "in": "query", "required": False, "schema": {"type": "string"}},
                                     ref("parameters", "x-request-id")],
                      "responses": {**answers, "403": refused, **_errors(400, 429, 503)}}
@@ -304,6 +304,17 @@ def document() -> dict[str, Any]:
                 "200": {"description": "`credits_available`, `credits_consumed`.",
                         "content": json_content({"type": "object"})}})
                for path, suffix in (("/compat/sparrow/v2/credit/", ""), ("/compat/sparrow/v2/credit", "NoSlash"))},
+            "/compat/aakash/sms/v3/send": {"post": {
+                "operationId": "aakashSend", "summary": "Send as Aakash SMS's v3 API does", "security": [],
+                "description": "docs/api.md, \"Moving from Sparrow or Aakash\": the key is `auth_token`.",
+                "parameters": [ref("parameters", "x-request-id")],
+                "responses": {
+                    "200": {"description": "`data.valid` queued, `data.invalid` aborted.",
+                            "content": json_content({"type": "object", "required": ["error", "message", "data"]})},
+                    **{status: {"description": "Aakash's refusal: `error` true and its `message`.",
+                                "content": json_content({"type": "object", "required": ["error", "message", "data"]})}
+                       for status in ("400", "403")},
+                    **_errors(429, 503)}}},
             "/metrics": _public("metrics", "Prometheus metrics", {
                 "200": {"description": "Prometheus text format (docs/operations.md, \"Metrics\").",
                         "content": {"text/plain": {"schema": {"type": "string"}}}},

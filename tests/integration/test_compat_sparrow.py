@@ -92,3 +92,36 @@ def test_a_token_never_reaches_the_services_log(server, client):
     requests.get(sparrow(server), params={"token": client["key"][:-1] + "x", "to": "1", "text": "hi"}, timeout=5)
     assert "/compat/sparrow/v2/sms/" in server.output(), "the access lines are there"
     assert client["key"] not in server.output() and client["key"][:-1] not in server.output()
+
+
+AAKASH = "/compat/aakash/sms/v3/send"
+
+
+def test_an_aakash_send_lists_the_valid_and_the_invalid_and_charges_the_valid(server, client):
+    answer = requests.post(server.url + AAKASH, data={"auth_token": client["key"], "to": "9841000001,12345,9801000002",
+                                                      "text": "Namaste"}, timeout=5)
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert (body["error"], body["message"]) == (False, "2 messages have been queued for delivery.")
+    assert [(v["mobile"], v["credit"], v["network"], v["status"]) for v in body["data"]["valid"]] == [
+        ("9841000001", 1, "ntc", "queued"), ("9801000002", 1, "ncell", "queued")]
+    assert all(v["id"].startswith("msg_") and v["text"] == "Namaste" for v in body["data"]["valid"])
+    assert body["data"]["invalid"] == [{"mobile": "12345", "text": "Namaste", "credit": 0, "network": "N/A",
+                                        "status": "aborted"}]
+    assert balance(server, client) == 1000 - 2 * 100
+    by_json = requests.post(server.url + AAKASH, json={"auth_token": client["key"], "to": "9851000003", "text": "hi"},
+                            timeout=5)
+    assert by_json.json()["data"]["valid"][0]["mobile"] == "9851000003"
+
+
+@pytest.mark.parametrize("fields, status", [
+    ({"to": "9841000001", "text": "hi"}, 400),
+    ({"auth_token": "sk_live_" + "0" * 48, "to": "9841000001", "text": "hi"}, 403),
+    ({"to": "12345", "text": "hi", "auth_token": None}, 400),
+])
+def test_an_aakash_refusal_is_in_aakashs_shape_and_charges_nothing(server, client, fields, status):
+    body = {k: (client["key"] if k == "auth_token" and v is None else v) for k, v in fields.items()}
+    answer = requests.post(server.url + AAKASH, data=body, timeout=5)
+    assert answer.status_code == status, answer.text
+    assert answer.json()["error"] is True and answer.json()["data"] == [] and answer.json()["message"]
+    assert balance(server, client) == 1000
