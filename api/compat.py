@@ -87,6 +87,19 @@ def receivers(to: str) -> list[str]:
     return ["977" + n if LOCAL.fullmatch(n) else n for n in numbers]
 
 
+async def _batch(sender: Any, caller: Any, requests: list[Any]) -> list[Any]:
+    """The requests sent as one batch, as POST /v1/sms/send/batch sends them: each result a
+    message or the item's refusal; the refusals Sparrow and Aakash have a code for, raised so."""
+    try:
+        sent = await drive(sender.sandesh.sending.send_batch_steps(caller, requests), sender.blocking, sender.commit)
+    except DomainError as error:
+        answer = from_domain(error)
+        if answer is not None and answer.code in SPARROW_CODES:
+            raise Refusal(*SPARROW_CODES[answer.code]) from None
+        raise
+    return list(sent.results)
+
+
 class SparrowSend:
     public = True  # the key comes as `token` (Authentication.caller checks it)
 
@@ -123,15 +136,8 @@ class SparrowSend:
         if not requests:
             raise Refusal(INVALID_RECEIVER, "Invalid Receiver") if len(numbers) == 1 else \
                 Refusal(NO_VALID_RECEIVER, "No valid receiver")
-        try:
-            sent = await drive(self.sandesh.sending.send_batch_steps(caller, list(requests)), self.blocking,
-                               self.commit)
-        except DomainError as error:
-            answer = from_domain(error)
-            if answer is not None and answer.code in SPARROW_CODES:
-                raise Refusal(*SPARROW_CODES[answer.code]) from None
-            raise
-        count = sum(1 for result in sent.results if not isinstance(result, sending.ItemRefused))
+        results = await _batch(self, caller, list(requests))
+        count = sum(1 for result in results if not isinstance(result, sending.ItemRefused))
         if not count:
             raise Refusal(NO_VALID_RECEIVER, "No valid receiver")
         return count
@@ -202,16 +208,9 @@ class AakashSend:
                    for number, request, problems in parsed if request is None or problems]
         if not requests:
             raise Refusal(NO_VALID_RECEIVER, "No valid receiver")
-        try:
-            sent = await drive(self.sandesh.sending.send_batch_steps(caller, [r for _, r in requests]), self.blocking,
-                               self.commit)
-        except DomainError as error:
-            answer = from_domain(error)
-            if answer is not None and answer.code in SPARROW_CODES:
-                raise Refusal(*SPARROW_CODES[answer.code]) from None
-            raise
+        results = await _batch(self, caller, [r for _, r in requests])
         valid = []
-        for (number, _), result in zip(requests, sent.results):
+        for (number, _), result in zip(requests, results):
             if isinstance(result, sending.ItemRefused):
                 invalid.append({"mobile": number, "text": text, "credit": 0, "network": "N/A", "status": "aborted"})
             else:
