@@ -75,10 +75,8 @@ class DeviceEvents:
     def _report(self, message_id: str, sim_id: str, status: int) -> None:
         """The fate of a message this SIM sent (the phone names it by Sandesh's id)."""
         def report_all(message: Any) -> None:
-            if message.sim_id != sim_id:
-                return  # not this SIM's: nothing to record
-            for _ in range(message.parts):
-                message.report_next(status, at=self.sandesh.clock.now())
+            if message.sim_id == sim_id:  # another SIM's: nothing to record
+                message.report_whole(status, at=self.sandesh.clock.now())
 
         try:
             self.sandesh.dispatch.change_message(message_id, report_all)

@@ -154,6 +154,11 @@ class Message(Aggregate):
         if part is not None:
             self.report(part, status, at=at)
 
+    def report_whole(self, status: int, at: float) -> None:
+        """A device's word on the whole message (it names no part): every part not reported yet."""
+        for _ in range(self.parts):
+            self.report_next(status, at=at)
+
     def report_unknown(self, at: float) -> None:
         """No final report within the validity period: some networks never send one. The
         message stays `sent`; the missing report is recorded."""

@@ -72,12 +72,7 @@ class Arrivals:
     def message_report(self, message_id: str, delivered: bool) -> None:
         """The device's word on the whole message: every part not reported yet."""
         status, now = (0x00 if delivered else 0x40), self.dispatcher.sandesh.clock.now()
-
-        def report_all(m: Any) -> None:
-            for _ in range(m.parts):
-                m.report_next(status, at=now)
-
-        self.dispatcher.record(message_id, report_all)
+        self.dispatcher.record(message_id, lambda m: m.report_whole(status, at=now))
 
     def awaiting(self, limit: int) -> list[str]:
         with self.dispatcher.runtime.connection() as conn:
