@@ -14,7 +14,6 @@ from sandesh.domain.access import refusal
 from sandesh.domain.credentials import KEY_PATTERN, sha256_hex
 from sandesh.domain.clock import Clock
 from sandesh.domain.ports import Caller
-from sandesh.domain.promo_hours import parse as parse_promo_hours
 from sandesh.projections import request_rate
 from sandesh.projections.callers import Callers
 
@@ -65,9 +64,7 @@ class Authentication:
             raise ApiError("rate_limited", f"Request rate of {row['rate_limit']}/s exceeded; retry in {wait} s.",
                            headers={"Retry-After": str(wait)})
         log_context.set_fields(workspace_id=row["workspace_id"], client_id=row["id"])
-        return Caller(row["id"], row["workspace_id"], row["brand"], row["status"], row["rates"], row["types"],
-                      row["sms_enabled"], has_route, parse_promo_hours(row["promo_hours"]), row["otp_template"],
-                      row["otp_web_domain"])
+        return request_rate.caller_of(row, has_route)
 
     def _retry_after(self, client_id: str, rate: int) -> int:
         with self.connection() as conn:

@@ -6,7 +6,8 @@ written for either sends through Sandesh with only its base URL changed
   the pool's SIMs send), `to` (numbers separated by commas: 98XXXXXXXX, 97798XXXXXXXX or
   +97798XXXXXXXX) and `text`, in the query string, a form or JSON.  The valid numbers are sent
   as one batch, as `POST /v1/sms/send/batch` sends (one append: all charged or none), as
-  transactional messages; the invalid ones are counted out.  200 `{"count", "response_code": 200,
+  messages of the client's compat type (transactional unless the operator team set another);
+  the invalid ones are counted out.  200 `{"count", "response_code": 200,
   "response"}`; Sparrow's 403 `{"response_code", "response"}` for the refusals it has a code for.
 - `GET /compat/sparrow/v2/credit/?token=`: the single-segment messages the balance pays for, and
   the segments the client was charged so far.
@@ -131,7 +132,8 @@ class SparrowSend:
         if len(numbers) > MAX_RECEIVERS:
             raise ApiError("invalid_request", f"At most {MAX_RECEIVERS:,} receivers a request.")
         now = self.sandesh.clock.now()
-        parsed = [sending.parse_send({"to": number, "text": text}, now) for number in numbers]
+        parsed = [sending.parse_send({"to": number, "text": text, "messageType": caller.compat_type}, now)
+                  for number in numbers]
         requests = [request for request, problems in parsed if request is not None and not problems]
         if not requests:
             raise Refusal(INVALID_RECEIVER, "Invalid Receiver") if len(numbers) == 1 else \
@@ -157,7 +159,7 @@ class SparrowCredit:
             _refused(resp, refusal)
             return
         workspace, used = await self.blocking(self._read, caller)
-        rate = max(1, caller.rates["transactional"])  # paisa a segment
+        rate = max(1, caller.rates[caller.compat_type])  # paisa a segment
         resp.content_type = falcon.MEDIA_JSON
         resp.data = orjson.dumps({"credits_available": workspace["balance"] // rate,
                                   "credits_consumed": used["segments"], "response_code": 200})
@@ -202,7 +204,8 @@ class AakashSend:
         if len(given) > MAX_RECEIVERS:
             raise Refusal(NO_VALID_RECEIVER, f"At most {MAX_RECEIVERS:,} receivers a request.")
         now = self.sandesh.clock.now()
-        parsed = [(number, *sending.parse_send({"to": receivers(number)[0], "text": text}, now)) for number in given]
+        parsed = [(number, *sending.parse_send({"to": receivers(number)[0], "text": text,
+                                                "messageType": caller.compat_type}, now)) for number in given]
         requests = [(number, request) for number, request, problems in parsed if request is not None and not problems]
         invalid = [{"mobile": number, "text": text, "credit": 0, "network": "N/A", "status": "aborted"}
                    for number, request, problems in parsed if request is None or problems]

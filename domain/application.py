@@ -19,6 +19,7 @@ from .usecases.operators import Operators
 from .usecases.otp import Otps
 from .usecases.people import People
 from .usecases.sending import BatchAnswer, Sending
+from .usecases.services import KeywordServices
 from .usecases.sims import Sims
 from .usecases.webhooks import Webhooks
 
@@ -39,6 +40,7 @@ class Sandesh:
     secrets: Secrets
     campaigns: Campaigns
     contacts: Contacts
+    services: KeywordServices
 
     @classmethod
     def build(cls, log: Log, *, clock: Clock, sealer: Sealer, texts: Texts, idempotency: IdempotencyKeys,
@@ -70,6 +72,7 @@ class Sandesh:
             campaigns=Campaigns(log, clock, texts, opt_outs, sending, sealer, sending_states, drafts, contact_book,
                                 campaign_progress),
             contacts=Contacts(log, clock, texts),
+            services=KeywordServices(log, clock, texts, sending),
         )
 
     def close(self) -> None:

@@ -32,6 +32,7 @@ ACTIONS: dict[type, str] = {
     Client.Updated: "client.updated",
     Client.BrandRequested: "client.brand_requested",
     Client.BrandRequestDismissed: "client.brand_request_dismissed",
+    Client.KeywordsChanged: "client.keywords_changed",
     Sim.Added: "sim.added",
     Sim.Disabled: "sim.disabled",
     Sim.Enabled: "sim.enabled",

@@ -1,4 +1,6 @@
-"""API client: key, brand, webhook URL and secret, request rate, enabled (docs/api.md, "Workspaces and API clients").
+"""API client: key, brand, webhook URL and secret, request rate, enabled (docs/api.md, "Workspaces and API clients"),
+and what the drop-in for Sparrow and Aakash needs (docs/api.md, "Moving from Sparrow or Aakash"):
+the message type of its compat sends, its keywords, reply URL and default reply.
 
 Its brand is the operator team's to set, like a registered sender ID: a workspace asks for one
 (BrandRequested), and the team sets it (Updated, which settles the request) or dismisses the
@@ -9,6 +11,8 @@ Only the key's SHA-256 and short prefix are kept. The webhook secret is kept sea
 """
 from __future__ import annotations
 
+import re
+import unicodedata
 from urllib.parse import urlsplit
 
 from eventsourcing.domain import event
@@ -18,6 +22,8 @@ from .aggregate import Aggregate, Switched
 
 from .credentials import new_id
 from .errors import InvalidInput, InvalidTransition
+from .segments import SINGLE_PART_CAPACITY, segment
+from .types import MESSAGE_TYPES
 
 DEFAULT_RATE_LIMIT = 20
 MAX_GRACE_HOURS = 168
@@ -25,14 +31,22 @@ DEFAULT_GRACE_HOURS = 24
 BRAND_MAX = 64
 # The release whose finalized log every process reads a brand request in (domain/events.py).
 BRAND_REQUESTS_FROM = "0.4.0"
+# The release whose finalized log every process reads a client's drop-in settings (compat_type,
+# keywords, reply_url, default_reply) in Updated, and a keyword's reply in (domain/inbound.py).
+SERVICES_FROM = "0.4.0"
+KEYWORD = re.compile(r"[A-Z0-9]{2,20}")
+# Words a reply already means something by (domain/optout.py), never a client's keyword.
+RESERVED_WORDS = frozenset({"STOP", "UNSUBSCRIBE", "START", "HELP", "BAND", "RADDA", "SURU", "SAHAYOG", "INFO"})
 
 
-def check_webhook_url(url: str | None) -> str | None:
+def check_webhook_url(url: str | None, what: str = "webhook URL", schemes: tuple[str, ...] = ("https",)) -> str | None:
+    """A webhook URL, or a keyword's reply URL (which may be http://: the guard allows it only
+    where private addresses are, workers/webhook_guard.py); None for none."""
     if url is None or url == "":
         return None
     parts = urlsplit(url)
-    if parts.scheme != "https" or not parts.hostname:
-        raise InvalidInput("webhook URL must begin with https:// and name a host")
+    if parts.scheme not in schemes or not parts.hostname:
+        raise InvalidInput(f"{what} must begin with {' or '.join(s + '://' for s in schemes)} and name a host")
     return url
 
 
@@ -57,12 +71,59 @@ def check_brand(brand: str) -> str:
     return brand
 
 
+def check_keyword(word: str) -> str:
+    """A keyword as it is kept: one word of capitals and digits."""
+    kept = word.strip().upper()
+    if not KEYWORD.fullmatch(kept):
+        raise InvalidInput(f"keyword {word!r} must be one word of 2 to 20 letters A-Z or digits")
+    if kept in RESERVED_WORDS:
+        raise InvalidInput(f"{kept} is a word Sandesh answers itself (opt-out and help words); choose another keyword")
+    return kept
+
+
+def first_word(text: str) -> str | None:
+    """The first word of an SMS, as keywords are kept (capitals), or None."""
+    words = unicodedata.normalize("NFC", text).split(None, 1)
+    return words[0].upper() if words else None
+
+
+def check_compat_type(message_type: str) -> str:
+    if message_type not in MESSAGE_TYPES:
+        raise InvalidInput(f"compat type must be one of {', '.join(MESSAGE_TYPES)}")
+    return message_type
+
+
+def one_sms_problem(text: str) -> str | None:
+    """Why `text` is not one SMS that a keyword's reply can be (None: it is)."""
+    if not text.strip():
+        return "it is empty"
+    parts = segment(text)
+    if parts.segments > 1:
+        return (f"it is longer than one SMS ({SINGLE_PART_CAPACITY[parts.encoding]} characters in "
+                f"{parts.encoding})")
+    return None
+
+
+def check_default_reply(text: str) -> str | None:
+    if text == "":
+        return None
+    problem = one_sms_problem(text)
+    if problem:
+        raise InvalidInput(f"default reply: {problem}")
+    return text
+
+
 class Client(Switched, Aggregate):
     noun = "client"
     # The OTP message's settings (domain/otp.py), set by Updated; None: the default.
     otp_template: str | None = None
     otp_web_domain: str | None = None
     brand_requested: str | None = None  # the brand the workspace asked for, until the team decides
+    # The drop-in's settings, set by Updated and KeywordsChanged (docs/api.md, "Moving from Sparrow or Aakash").
+    compat_type = "transactional"
+    keywords: tuple[str, ...] = ()
+    reply_url: str | None = None
+    default_reply: str | None = None
 
     @staticmethod
     def create_id(**_: object) -> str:
@@ -95,8 +156,9 @@ class Client(Switched, Aggregate):
 
     def update(self, changes: dict[str, object], actor: str, at: float) -> None:
         if not changes:
-            raise InvalidInput("nothing to update: give --brand, --webhook-url, --rate-limit, --otp-template or "
-                               "--otp-web-domain")
+            raise InvalidInput("nothing to update: give --brand, --webhook-url, --rate-limit, --otp-template, "
+                               "--otp-web-domain, --compat-type, --keyword, --no-keyword, --reply-url or "
+                               "--default-reply")
         self._updated(changes=changes, actor=actor, at=at)
 
     class BrandRequested(Aggregate.Event):
@@ -144,6 +206,33 @@ class Client(Switched, Aggregate):
             raise InvalidTransition("no brand is asked for this client")
         if brand != self.brand_requested:
             raise InvalidTransition(f"the brand asked for is now {self.brand_requested!r}, not {brand!r}")
+
+    class KeywordsChanged(Aggregate.Event):
+        """The operator team gives the client keywords, or takes them back: an SMS whose first
+        word is one of them is the client's (docs/api.md, "Keyword services")."""
+        written_from = SERVICES_FROM
+
+        keywords: list[str]  # all of them, after the change
+        added: list[str]
+        removed: list[str]
+        actor: str
+        at: float
+
+    def change_keywords(self, add: list[str], remove: list[str], actor: str, at: float) -> None:
+        added = [w for w in dict.fromkeys(map(check_keyword, add)) if w not in self.keywords]
+        removed = [w for w in dict.fromkeys(map(check_keyword, remove)) if w in self.keywords and w not in added]
+        unknown = [w for w in map(check_keyword, remove) if w not in self.keywords]
+        if unknown:
+            raise InvalidInput(f"{', '.join(unknown)}: not a keyword of this client")
+        if not added and not removed:
+            raise InvalidInput("the client has these keywords already")
+        keywords = [w for w in self.keywords if w not in removed] + added
+        self._keywords_changed(keywords=keywords, added=added, removed=removed, actor=actor, at=at)
+
+    @event(KeywordsChanged)
+    def _keywords_changed(self, keywords: list[str], added: list[str], removed: list[str], actor: str,
+                          at: float) -> None:
+        self.keywords = tuple(keywords)
 
     @event("KeyRotated")
     def rotate_key(self, key_hash: str, key_prefix: str, actor: str, at: float) -> None:

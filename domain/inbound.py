@@ -3,13 +3,19 @@
 Each part read from a SIM is recorded before it is deleted from the SIM.  Parts of one
 concatenated message are gathered on (SIM, sender, reference, total), duplicates dropped,
 and the reply completes when every part arrived, or after 10 minutes with what arrived.
+
+A reply whose first word is a client's keyword is that client's, answered nothing to: its
+service is asked (ServiceAsked, before the client's reply URL is called) and answered
+(ServiceAnswered, in the append of the SMS sent back, if any), once (docs/api.md, "Keyword services").
 """
 from __future__ import annotations
 
 from eventsourcing.domain import event
 
 from .aggregate import Aggregate
+from .client import SERVICES_FROM
 from .credentials import new_id
+from .errors import InvalidTransition
 
 FLUSH_AFTER = 10 * 60
 ATTRIBUTION_WINDOW = 7 * 24 * 3600
@@ -74,3 +80,47 @@ class Reply(Aggregate):
     def _received(self, sim_id: str, sender: str, text: str, missing: list[int], client_id: str | None,
                   in_reply_to: str | None, at: float) -> None:
         self.text, self.client_id, self.in_reply_to, self.complete = text, client_id, in_reply_to, True
+
+    @property
+    def for_service(self) -> bool:
+        """A keyword's SMS: attributed to a client, answering no message of it."""
+        return self.complete and self.client_id is not None and self.in_reply_to is None
+
+    class ServiceAsked(Aggregate.Event):
+        """The client's reply URL is about to be called for this keyword SMS."""
+        written_from = SERVICES_FROM
+
+        keyword: str
+        at: float
+
+    service_asked_at: float | None = None
+    service_answered = False
+
+    def ask_service(self, keyword: str, at: float) -> None:
+        if not self.for_service or self.service_asked_at is not None:
+            raise InvalidTransition(f"reply {self.id}'s service was asked already, or it has none")
+        self._service_asked(keyword=keyword, at=at)
+
+    @event(ServiceAsked)
+    def _service_asked(self, keyword: str, at: float) -> None:
+        self.service_asked_at = at
+
+    class ServiceAnswered(Aggregate.Event):
+        """What went back to the sender: the reply URL's text (`answer` "service"), the client's
+        default reply ("default") or nothing ("none"); `message_id` the SMS that carries it, and
+        `outcome` what the URL did, or why nothing was sent."""
+        written_from = SERVICES_FROM
+
+        message_id: str | None
+        answer: str
+        outcome: str
+        at: float
+
+    def answer_service(self, message_id: str | None, answer: str, outcome: str, at: float) -> None:
+        if not self.for_service or self.service_answered:
+            raise InvalidTransition(f"reply {self.id} was answered already, or it has no service")
+        self._service_answered(message_id=message_id, answer=answer, outcome=outcome, at=at)
+
+    @event(ServiceAnswered)
+    def _service_answered(self, message_id: str | None, answer: str, outcome: str, at: float) -> None:
+        self.service_answered = True

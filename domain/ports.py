@@ -27,6 +27,7 @@ class Caller:
     promo_hours: PromoHours | None  # the workspace's promotional hours; None: off (domain/promo_hours.py)
     otp_template: str | None = None  # the client's OTP message (domain/otp.py); None: the default
     otp_web_domain: str | None = None
+    compat_type: str = "transactional"  # the message type of its Sparrow and Aakash sends (api/compat.py)
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,10 @@ Owns `replies` (`MODEL`): an inline read model written by the handlers below in 
 that appends the reply's events (part of registry.py's projection, rebuilt by `sandesh replay
 registry`), and the queries on it: a multi-part reply still gathering parts, those to
 complete by force, the operators' list (`sandesh inbound list` and the console's Replies
-page, which joins `clients` for the workspace and brand a reply was attributed to), and a
-client's own (GET /v1/sms/inbound).  A reply's
-text is kept only in the encrypted log.
+page, which joins `clients` for the workspace and brand a reply was attributed to), a
+client's own (GET /v1/sms/inbound), and the keyword SMS whose service is to be asked or
+answered (`service`: waiting, then asked; workers/services.py).  A reply's text is kept only
+in the encrypted log.
 """
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ CREATE INDEX IF NOT EXISTS replies_open ON replies (opened_at) WHERE received_at
 CREATE INDEX IF NOT EXISTS replies_in_reply_to ON replies (in_reply_to) WHERE in_reply_to IS NOT NULL;
 CREATE INDEX IF NOT EXISTS replies_received ON replies (received_at, id) WHERE received_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS replies_client ON replies (client_id, received_at, id) WHERE received_at IS NOT NULL;
+ALTER TABLE replies ADD COLUMN IF NOT EXISTS service text, ADD COLUMN IF NOT EXISTS service_asked_at double precision;
+CREATE INDEX IF NOT EXISTS replies_service ON replies (received_at) WHERE service IS NOT NULL;
 """
 
 
@@ -48,8 +51,29 @@ def _part_stored(rows: Rows, e: Reply.PartStored) -> None:
 
 @MODEL.on(Reply.Received)
 def _received(rows: Rows, e: Reply.Received) -> None:
+    keyword = e.client_id is not None and e.in_reply_to is None  # a client's keyword SMS (domain/inbound.py)
     rows.update("replies", (e.originator_id,), {"received_at": e.at, "client_id": e.client_id,
-                                                "in_reply_to": e.in_reply_to, "missing": Jsonb(e.missing)})
+                                                "in_reply_to": e.in_reply_to, "missing": Jsonb(e.missing),
+                                                "service": "waiting" if keyword else None})
+
+
+@MODEL.on(Reply.ServiceAsked)
+def _service_asked(rows: Rows, e: Reply.ServiceAsked) -> None:
+    rows.update("replies", (e.originator_id,), {"service": "asked", "service_asked_at": e.at})
+
+
+@MODEL.on(Reply.ServiceAnswered)
+def _service_answered(rows: Rows, e: Reply.ServiceAnswered) -> None:
+    rows.update("replies", (e.originator_id,), {"service": None})
+
+
+def services_due(conn: Any, asked_before: float, limit: int = 50) -> list[dict[str, Any]]:
+    """Keyword SMS to answer, oldest first: those waiting, and those whose service was asked
+    before `asked_before` and never answered (the sender that asked stopped meanwhile)."""
+    return conn.execute(
+        "SELECT id, client_id, sender, sim_id, service FROM replies WHERE service IS NOT NULL"
+        " AND (service = 'waiting' OR service_asked_at < %s) ORDER BY received_at LIMIT %s",
+        (asked_before, limit)).fetchall()
 
 
 def open_reply(conn: Any, sim_id: str, sender: str, reference: int | None, total: int) -> str | None:

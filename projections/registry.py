@@ -57,6 +57,11 @@ CREATE INDEX IF NOT EXISTS clients_workspace ON clients (workspace_id);
 ALTER TABLE clients ADD COLUMN IF NOT EXISTS otp_template text, ADD COLUMN IF NOT EXISTS otp_web_domain text;
 ALTER TABLE clients ADD COLUMN IF NOT EXISTS brand_requested text;
 CREATE INDEX IF NOT EXISTS clients_brand_requested ON clients (workspace_id) WHERE brand_requested IS NOT NULL;
+ALTER TABLE clients ADD COLUMN IF NOT EXISTS compat_type text NOT NULL DEFAULT 'transactional',
+    ADD COLUMN IF NOT EXISTS keywords jsonb NOT NULL DEFAULT '[]', ADD COLUMN IF NOT EXISTS reply_url text,
+    ADD COLUMN IF NOT EXISTS default_reply text;
+CREATE TABLE IF NOT EXISTS client_keywords (
+    keyword text CONSTRAINT client_keywords_pkey PRIMARY KEY, client_id text NOT NULL);
 CREATE TABLE IF NOT EXISTS sims (
     id text PRIMARY KEY, name text NOT NULL UNIQUE, port text NOT NULL, baud integer NOT NULL,
     host text, enabled boolean NOT NULL, iccid text UNIQUE, imsi text,
@@ -97,7 +102,8 @@ def _add_to_balances(cur: Any, sums: dict[Key, dict[str, Any]]) -> None:
 
 OWN = ReadModel(tables={"workspaces": Table("workspaces", ("id",), batching=Batching(add_many=_add_to_balances)),
                         "clients": Table("clients", ("id",)), "sims": Table("sims", ("id",)),
-                        "sms_switch": Table("sms_switch", ("id",))},
+                        "sms_switch": Table("sms_switch", ("id",)),
+                        "client_keywords": Table("client_keywords", ("keyword",))},
                 ddl=OWN_DDL)
 
 
@@ -173,7 +179,8 @@ def _client_enabled(rows: Rows, e: Client.Disabled | Client.Enabled) -> None:
 
 
 _CLIENT_COLUMNS = {"brand": "brand", "webhook_url": "webhook_url", "rate_limit": "rate_limit",
-                   "otp_template": "otp_template", "otp_web_domain": "otp_web_domain"}
+                   "otp_template": "otp_template", "otp_web_domain": "otp_web_domain", "compat_type": "compat_type",
+                   "reply_url": "reply_url", "default_reply": "default_reply"}
 
 
 @OWN.on(Client.Updated)
@@ -182,6 +189,16 @@ def _client_updated(rows: Rows, e: Client.Updated) -> None:
         rows.update("clients", (e.originator_id,), {_CLIENT_COLUMNS[field]: value, "updated_at": e.at})
     if "brand" in e.changes:  # the operator team set it: a request waiting is settled
         rows.update("clients", (e.originator_id,), {"brand_requested": None})
+
+
+@OWN.on(Client.KeywordsChanged)
+def _client_keywords(rows: Rows, e: Client.KeywordsChanged) -> None:
+    """Each keyword is kept once in the pool: another client's refuses the append (client_keywords_pkey)."""
+    for word in e.removed:
+        rows.delete("client_keywords", (word,))
+    for word in e.added:
+        rows.insert("client_keywords", {"keyword": word, "client_id": e.originator_id})
+    rows.update("clients", (e.originator_id,), {"keywords": Jsonb(e.keywords), "updated_at": e.at})
 
 
 @OWN.on(Client.BrandRequested, Client.BrandRequestDismissed)
@@ -337,7 +354,7 @@ PROJECTION = Projection.composed(
     "registry", (OWN, idempotency.MODEL, dispatch.MODEL, inbound.MODEL, otp_limits.MODEL, webhooks.MODEL, optouts.MODEL,
                  people.MODEL, contacts.MODEL),
     # the order `sandesh replay registry` locks them (projections/engine/replay.py)
-    order=("workspaces", "clients", "sims", "sms_switch", "idempotency_keys", "otp_issues", "dispatch_queue",
+    order=("workspaces", "clients", "client_keywords", "sims", "sms_switch", "idempotency_keys", "otp_issues", "dispatch_queue",
            "sent_parts", "replies", "awaiting_reports", "scheduled_sends", "webhook_deliveries", "opt_outs",
            "people", "contact_lists", "contacts", "message_templates"),
     inline=True, notices=_notices)
@@ -372,7 +389,8 @@ def client_view(row: dict[str, Any]) -> dict[str, Any]:
         "webhookUrl": row["webhook_url"], "rateLimit": row["rate_limit"], "keyPrefix": row["key_prefix"],
         "enabled": row["enabled"], "createdAt": iso(row["created_at"]), "updatedAt": iso(row["updated_at"]),
         "otpTemplate": row["otp_template"], "otpWebDomain": row["otp_web_domain"],
-        "brandRequested": row["brand_requested"],
+        "brandRequested": row["brand_requested"], "compatType": row["compat_type"], "keywords": row["keywords"],
+        "replyUrl": row["reply_url"], "defaultReply": row["default_reply"],
     }
 
 
@@ -472,6 +490,27 @@ def any_client(conn: Any) -> bool:
 def any_sim_not_named(conn: Any, prefix: str) -> bool:
     """Whether a SIM is registered whose name does not start with `prefix` (no LIKE wildcards in it)."""
     return conn.execute("SELECT 1 FROM sims WHERE name NOT LIKE %s LIMIT 1", (prefix + "%",)).fetchone() is not None
+
+
+def client_services(conn: Any, client_id: str) -> dict[str, Any] | None:
+    """A client's reply URL and default reply (workers/services.py)."""
+    return conn.execute("SELECT reply_url, default_reply FROM clients WHERE id = %s", (client_id,)).fetchone()
+
+
+def sim_name(conn: Any, sim_id: str) -> str | None:
+    row = conn.execute("SELECT name FROM sims WHERE id = %s", (sim_id,)).fetchone()
+    return row["name"] if row else None
+
+
+def workspace_of(conn: Any, client_id: str) -> str:
+    """The workspace of a client (on a connection or a transaction's cursor)."""
+    return conn.execute("SELECT workspace_id FROM clients WHERE id = %s", (client_id,)).fetchone()["workspace_id"]
+
+
+def keyword_owner(conn: Any, keyword: str) -> dict[str, Any] | None:
+    """The client a keyword belongs to (its id, workspace, reply URL and default reply), or None."""
+    return conn.execute("SELECT c.id, c.workspace_id, c.reply_url, c.default_reply FROM client_keywords k"
+                        " JOIN clients c ON c.id = k.client_id WHERE k.keyword = %s", (keyword,)).fetchone()
 
 
 def webhook_url(conn: Any, client_id: str) -> str | None:

@@ -1,14 +1,15 @@
 """Recording what a SIM received: a reply's part joins the reply it belongs to, and a complete
-reply is attributed to the message last sent to its sender through that SIM (docs/operations.md,
-"Replies").  Used by the dispatcher, for what it reads from a device, and by the API, for what
+reply is attributed to the client whose keyword is its first word, or else to the message last
+sent to its sender through that SIM (docs/operations.md, "Replies"; docs/api.md, "Keyword services").  Used by the dispatcher, for what it reads from a device, and by the API, for what
 a phone posts to it (workers/dispatcher.py, api/devices.py)."""
 from __future__ import annotations
 
 from typing import Any
 
 from sandesh.domain.inbound import ATTRIBUTION_WINDOW
+from sandesh.domain.usecases.dispatch import KeywordOwner
 
-from . import device_cursors, dispatch, inbound
+from . import device_cursors, dispatch, inbound, registry
 
 
 def record_part(runtime: Any, sim_id: str, sender: str, reference: int | None, total: int, sequence: int,
@@ -41,4 +42,10 @@ def finish(runtime: Any, reply_id: str) -> None:
             message_id = dispatch.last_sent_to(conn, reply.sim_id, reply.sender[1:],
                                                sandesh.clock.now() - ATTRIBUTION_WINDOW)
         attributed = sandesh.history.message(message_id) if message_id else None
-    sandesh.dispatch.finish_reply(reply_id, attributed)
+    sandesh.dispatch.finish_reply(reply_id, attributed, lambda word: keyword_owner(runtime, word))
+
+
+def keyword_owner(runtime: Any, word: str) -> KeywordOwner | None:
+    with runtime.connection() as conn:
+        row = registry.keyword_owner(conn, word)
+    return KeywordOwner(row["id"], row["workspace_id"]) if row else None

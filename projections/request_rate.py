@@ -18,6 +18,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from sandesh.domain.ports import Caller
+from sandesh.domain.promo_hours import parse as parse_promo_hours
+
 from .sim_health import ROUTE_UNTIL
 
 BURST_SECONDS = 1.0
@@ -31,13 +34,15 @@ CREATE UNLOGGED TABLE IF NOT EXISTS request_rates (
 ALTER TABLE request_rates ADD COLUMN IF NOT EXISTS granted integer NOT NULL DEFAULT 1;
 """
 
-CALLER = f"""
-SELECT c.id, c.workspace_id, c.brand, c.rate_limit, c.enabled, c.otp_template, c.otp_web_domain,
+_CALLER = f"""
+SELECT c.id, c.workspace_id, c.brand, c.rate_limit, c.enabled, c.otp_template, c.otp_web_domain, c.compat_type,
        w.status, w.rates, w.types, w.promo_hours,
        COALESCE((SELECT enabled FROM sms_switch LIMIT 1), true) AS sms_enabled,
        {ROUTE_UNTIL} AS route_until
-FROM clients c JOIN workspaces w ON w.id = c.workspace_id WHERE c.key_hash = %(key_hash)s
+FROM clients c JOIN workspaces w ON w.id = c.workspace_id WHERE {{where}}
 """
+CALLER = _CALLER.format(where="c.key_hash = %(key_hash)s")
+CALLER_OF_CLIENT = _CALLER.format(where="c.id = %(client_id)s")
 
 # How many of `want` requests fit at `now`: LEAST(want, floor(room * rate)), room being what is
 # left of the burst after the requests already counted.
@@ -56,6 +61,20 @@ RETURNING granted
 def caller(conn: Any, key_hash: str, route_window: float) -> dict[str, Any] | None:
     """The key's client with its workspace's state and `route_until`, or None for an unknown key."""
     return conn.execute(CALLER, {"key_hash": key_hash, "route_window": route_window}, prepare=True).fetchone()
+
+
+def client_caller(conn: Any, client_id: str, route_window: float, now: float) -> Caller | None:
+    """The client as a caller, as its key would make it (a keyword's answer is sent so:
+    workers/services.py); None for a client unknown or disabled."""
+    row = conn.execute(CALLER_OF_CLIENT, {"client_id": client_id, "route_window": route_window}).fetchone()
+    return None if row is None or not row["enabled"] else caller_of(row, row["route_until"] is not None and now < row["route_until"])
+
+
+def caller_of(row: dict[str, Any], has_route: bool) -> Caller:
+    """The Caller of a `CALLER` row."""
+    return Caller(row["id"], row["workspace_id"], row["brand"], row["status"], row["rates"], row["types"],
+                  row["sms_enabled"], has_route, parse_promo_hours(row["promo_hours"]), row["otp_template"],
+                  row["otp_web_domain"], row["compat_type"])
 
 
 def take(conn: Any, client_id: str, rate: int, want: int, now: float) -> int:

@@ -61,6 +61,26 @@ class Receiver:
                 except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
                     pass
 
+            def do_GET(self) -> None:  # noqa: N802 - a keyword's reply URL (workers/services.py)
+                path, _, query = self.path.partition("?")
+                with receiver.lock:
+                    receiver.received.append(Received(path, {k.lower(): v for k, v in self.headers.items()},
+                                                      query.encode(), time.time()))
+                    script = receiver.answers.get(path)
+                    answer = script.pop(0) if script and len(script) > 1 else (script[0] if script else (200, ""))
+                if answer[0] == "hang":  # ("hang", seconds, status, text)
+                    time.sleep(answer[1])
+                    answer = answer[2:]
+                body = answer[1].encode()
+                try:
+                    self.send_response(answer[0])
+                    self.send_header("content-type", "text/plain; charset=utf-8")
+                    self.send_header("content-length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+                    pass
+
             def log_message(self, *args: Any) -> None:
                 pass
 
@@ -75,7 +95,8 @@ class Receiver:
         return f"https://localhost:{self.port}{path}"
 
     def answer(self, path: str, *answers: Any) -> None:
-        """Answers for `path`, in order; the last one repeats.  ("hang", 11, 200) waits 11 s first."""
+        """Answers for `path`, in order; the last one repeats.  ("hang", 11, 200) waits 11 s first.
+        A GET's answers are (status, text), or ("hang", seconds, status, text)."""
         with self.lock:
             self.answers[path] = list(answers)
 

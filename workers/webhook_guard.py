@@ -128,10 +128,14 @@ def public_addresses(host: str, port: int, timeout: float | None) -> list[str]:
 
 
 def check_url(url: str, allow_private: bool) -> None:
-    """At configuration (docs/design.md, "Decisions: webhooks"): refuse a host that is private or cannot be resolved."""
+    """At configuration (docs/design.md, "Decisions: webhooks"): refuse a host that is private or
+    cannot be resolved, and plain http:// (a keyword's reply URL may be one) unless private
+    addresses are allowed."""
     if allow_private:
         return
     parts = urlsplit(url)
+    if parts.scheme != "https":
+        raise InvalidInput("the URL must be https:// (http:// only where SANDESH_WEBHOOK_ALLOW_PRIVATE is set)")
     try:
         public_addresses(parts.hostname or "", parts.port or 443, CONFIGURATION_LOOKUP)
     except (socket.gaierror, socket.timeout):
@@ -239,3 +243,11 @@ def session(allow_private: bool, ca_bundle: str | None, pool: int = 16) -> reque
 class _Refuse(HTTPAdapter):
     def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
         raise requests.exceptions.InvalidURL("webhook URLs must be https://")
+
+
+def describe(error: requests.RequestException) -> str:
+    """urllib3's reason (e.g. the guard's, or a certificate's), not requests' wrapping of it."""
+    reason = getattr(error.args[0] if error.args else None, "reason", None) or error
+    if isinstance(reason, AddressRefused):
+        return f"{type(error).__name__}: refused: {reason.why}"
+    return f"{type(error).__name__}: {reason}"[:300]

@@ -7,6 +7,8 @@ deliveries, and a delivery's id is derived from (message, webhook status), so a 
 after a crash creates nothing twice.  The same events make the clients' feed (GET /v1/events),
 with the same ids and bodies, in a read model of its own (projections/feed.py).
 
+Keyword SMS: the step also hands those due to workers/services.py, which answers each once.
+
 Attempting: due deliveries (new ones at once, retries when the clock reaches their time) are
 leased with SKIP LOCKED and posted from a bounded pool of threads, so one slow receiver holds
 one thread, not the others.  Every attempt is recorded as an event, then the read model says
@@ -39,7 +41,7 @@ from sandesh.projections.storage import channels
 from sandesh.projections.storage.group_commit import GroupCommit
 from sandesh.projections.storage.runtime import Runtime
 
-from . import webhook_guard
+from . import services, webhook_guard
 from .webhook_deadline import DEADLINES
 from .webhook_schedule import LEASE, PER_CLIENT, SLOW_THREADS, Leased, WebhookSchedule
 
@@ -80,6 +82,7 @@ class WebhookSender:
         self.targets = _Targets(runtime)
         self.templates: dict[str, requests.PreparedRequest] = {}  # webhook URL -> its POST, prepared once
         self.commits = GroupCommit(self.sandesh.log.append_events)  # the attempts of all threads, appended together
+        self.keywords = services.KeywordCalls(runtime)  # the keyword SMS, answered by their own threads
         for outcome in OUTCOMES:  # each series exists from the start, at 0
             DELIVERIES.labels(outcome)
 
@@ -259,7 +262,7 @@ class WebhookSender:
             except requests.RequestException as error:
                 if time.monotonic() - started >= TIMEOUT:  # its deadline shut the connection
                     return None, f"no answer within {TIMEOUT:.0f} s", time.monotonic() - started
-                return None, _describe(error), time.monotonic() - started
+                return None, webhook_guard.describe(error), time.monotonic() - started
             duration = time.monotonic() - started
             _read_some(response)
         if duration > TIMEOUT:
@@ -295,6 +298,7 @@ class WebhookSender:
         while self.follow():
             pass
         self.dispatch()
+        self.keywords.step()
         now = self.clock.now()
         if now - self.purged_at >= PURGE_EVERY:
             with self.runtime.connection() as conn:
@@ -312,6 +316,7 @@ class WebhookSender:
         leases of attempts that never started, so that the next sender need not wait them out,
         and record the attempts that ended: a receiver that got its POST does not get it again
         after a clean stop."""
+        self.keywords.close(wait)
         with self.lock:
             while self.schedule.leasing:
                 self.turn_ended.wait()
@@ -386,6 +391,9 @@ class _Batch:
             self.urls[client_id] = bool(registry.webhook_url(self.cur, client_id))
         return self.urls[client_id]
 
+    def workspace(self, client_id: str) -> str:
+        return registry.workspace_of(self.cur, client_id)
+
     def read_messages(self, message_ids: set[str]) -> None:
         """The messages of a whole batch in one round trip, rather than one per event."""
         if message_ids:
@@ -404,7 +412,8 @@ def _delivery(known: _Batch, event: Any, now: float) -> WebhookDelivery | None:
         if event.client_id is None or not known.has_url(event.client_id):
             return None
         # the body holds the reply's text: it is kept sealed under the workspace's key, like the text
-        owner = known.message(event.in_reply_to).workspace_id
+        owner = known.message(event.in_reply_to).workspace_id if event.in_reply_to else \
+            known.workspace(event.client_id)  # a keyword's SMS answers no message
         body = inbound_event(event.originator_id, event.sender, known.sandesh.texts.open(event.text), event.at,
                              event.in_reply_to)
         sealed = known.sandesh.texts.seal(owner, orjson.dumps(body).decode())
@@ -440,15 +449,7 @@ def _read_some(response: requests.Response) -> None:
         response.raw.release_conn()  # the whole answer was read: the connection serves the next attempt
 
 
-def _describe(error: requests.RequestException) -> str:
-    """urllib3's reason (e.g. the SSRF guard's, or a certificate's), not requests' wrapping of it."""
-    reason = getattr(error.args[0] if error.args else None, "reason", None) or error
-    if isinstance(reason, webhook_guard.AddressRefused):
-        return f"{type(error).__name__}: refused: {reason.why}"
-    return f"{type(error).__name__}: {reason}"[:300]
-
-
-POOL_SIZE = 6
+POOL_SIZE = 6 + services.THREADS
 
 
 def run(runtime: Runtime, stop: threading.Event) -> None:

@@ -8,6 +8,7 @@ from typing import Callable
 
 from eventsourcing.persistence import IntegrityError
 
+from ..client import first_word
 from ..clock import Clock
 from ..inbound import Reply, reply_owner
 from ..message import TEXT_ERASED, Message
@@ -17,6 +18,13 @@ from ..steps import Read, Steps, retried, run
 from .log import Log
 
 SEND, RELEASE, SKIP = "send", "release", "skip"
+
+
+@dataclass(frozen=True)
+class KeywordOwner:
+    """The client a keyword belongs to (projections/registry.py keyword_owner)."""
+    client_id: str
+    workspace_id: str
 
 
 @dataclass(frozen=True)
@@ -84,27 +92,43 @@ class Dispatch:
     def reply(self, reply_id: str) -> Reply:
         return self.log.get(reply_id, Reply, "reply")
 
-    def finish_reply(self, reply_id: str, attributed_to: Message | None) -> Reply:
+    def finish_reply(self, reply_id: str, attributed_to: Message | None,
+                     keyword_owner: Callable[[str], KeywordOwner | None] = lambda word: None) -> Reply:
         """The whole reply, its text sealed under the key of the workspace it is attributed to;
         the parts' own key is then destroyed.  A reply no one sent to keeps the parts' key.
-        A STOP or START reply changes its sender's opt-out in the same append, so a crash
-        never records one without the other (docs/design.md, "Opt-outs")."""
+        A reply whose first word is a client's keyword (`keyword_owner` tells whose) is that
+        client's, whatever it answers.  A STOP or START reply changes its sender's opt-out in
+        the same append, so a crash never records one without the other (docs/design.md, "Opt-outs")."""
+        owned = False
+
         def attempt() -> Steps[tuple[tuple[Reply | OptOut, ...], Reply]]:
+            nonlocal owned
             reply = self.reply(reply_id)
             if reply.complete:  # finished elsewhere
                 return (), reply
             text = "".join(self.texts.open(reply.parts[s]) or "" for s in sorted(reply.parts))
-            owner = attributed_to.workspace_id if attributed_to else reply_owner(reply.id)
+            word = first_word(text)
+            service = keyword_owner(word) if word else None
             now = self.clock.now()
+            if service is not None:
+                owned = True
+                reply.finish(self.texts.seal(service.workspace_id, text), service.client_id, None, at=now)
+                return (reply,), reply
+            owned = attributed_to is not None
+            owner = attributed_to.workspace_id if attributed_to else reply_owner(reply.id)
             reply.finish(self.texts.seal(owner, text), attributed_to.client_id if attributed_to else None,
                          attributed_to.id if attributed_to else None, at=now)
             return (reply, *self._opt_out_by_reply(reply.id, text, attributed_to, now)), reply
             yield  # a generator: its reads are plain calls (the dispatcher only)
 
         reply = run(retried(attempt, f"reply {reply_id}"), self.log.save)
-        if attributed_to is not None:
+        if owned:
             self.texts.shred(reply_owner(reply.id))
         return reply
+
+    def reply_text(self, reply: Reply) -> str | None:
+        """A whole reply's text, opened (None: erased)."""
+        return self.texts.open(reply.text) if reply.text is not None else None
 
     def _opt_out_by_reply(self, reply_id: str, text: str, attributed_to: Message | None, now: float) -> list[OptOut]:
         """The change a STOP or START reply asks for (docs/api.md, "Opt-out"): to the promotional

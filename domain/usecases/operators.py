@@ -3,13 +3,15 @@ opt-outs (`sandesh workspace|client|switch|optout`, the dashboard).  Each change
 of the aggregate it changes, with its actor: the audit log reads them back (history.py)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, TypeVar
 
 from eventsourcing.application import AggregateNotFoundError
 
 from .. import phone
-from ..client import (BRAND_REQUESTS_FROM, DEFAULT_GRACE_HOURS, DEFAULT_RATE_LIMIT, Client, brand_problem,
-                      check_brand, check_rate_limit, check_webhook_url)
+from ..client import (BRAND_REQUESTS_FROM, DEFAULT_GRACE_HOURS, DEFAULT_RATE_LIMIT, SERVICES_FROM, Client,
+                      brand_problem, check_brand, check_compat_type, check_default_reply, check_rate_limit,
+                      check_webhook_url)
 from ..clock import Clock
 from ..credentials import new_api_key, new_webhook_secret, sha256_hex, shown_prefix
 from ..errors import InvalidInput, InvalidTransition
@@ -24,6 +26,21 @@ from ..workspace import Workspace
 from .log import Log
 
 T = TypeVar("T", Workspace, Client, SmsSwitch)
+
+
+@dataclass(frozen=True)
+class Services:
+    """A client's drop-in settings to change (None or empty: left as they are)."""
+    compat_type: str | None = None
+    keywords: tuple[str, ...] = ()      # to add
+    no_keywords: tuple[str, ...] = ()   # to take back
+    reply_url: str | None = None        # '' removes it
+    default_reply: str | None = None    # '' removes it
+
+    @property
+    def given(self) -> bool:
+        return bool(self.keywords or self.no_keywords) or any(
+            v is not None for v in (self.compat_type, self.reply_url, self.default_reply))
 
 
 class Operators:
@@ -140,9 +157,11 @@ class Operators:
 
     def update_client(self, client_id: str, brand: str | None, webhook_url: str | None,
                       rate_limit: int | None, actor: str, otp_template: str | None = None,
-                      otp_web_domain: str | None = None) -> Client:
+                      otp_web_domain: str | None = None, services: Services | None = None) -> Client:
         """Change what is given (None leaves it as it is; an empty OTP template or web domain
-        restores the default).  The OTP message must still fit with the brand it will have."""
+        restores the default).  The OTP message must still fit with the brand it will have.
+        `services`: the drop-in's settings (docs/api.md, "Moving from Sparrow or Aakash")."""
+        services = services or Services()
         changes: dict[str, object] = {}
         if brand is not None:
             changes["brand"] = check_brand(brand)
@@ -154,6 +173,9 @@ class Operators:
         if (otp_template is not None or otp_web_domain is not None) and not self.log.finalized_at(OTP_MESSAGE_FROM):
             raise InvalidTransition(f"A client's OTP message can be set once the upgrade to {OTP_MESSAGE_FROM} is "
                                     "finalized (`sandesh upgrade finalize`): earlier releases do not know it.")
+        if services.given and not self.log.finalized_at(SERVICES_FROM):
+            raise InvalidTransition(f"A client's compat type, keywords, reply URL and default reply can be set once "
+                                    f"the upgrade to {SERVICES_FROM} is finalized (`sandesh upgrade finalize`).")
         brand_then, domain_then, template_then = str(changes.get("brand", client.brand)), client.otp_web_domain, \
             client.otp_template
         if otp_web_domain is not None:
@@ -164,7 +186,17 @@ class Operators:
                 if otp_template.strip() else None
         if {"brand", "otp_web_domain"} & changes.keys():
             check_fits(template_then, brand_then, domain_then)
-        client.update(changes=changes, actor=actor, at=self.clock.now())
+        if services.compat_type is not None:
+            changes["compat_type"] = check_compat_type(services.compat_type)
+        if services.reply_url is not None:
+            changes["reply_url"] = self._webhook_url(services.reply_url, "reply URL", ("https", "http"))
+        if services.default_reply is not None:
+            changes["default_reply"] = check_default_reply(services.default_reply)
+        now = self.clock.now()
+        if services.keywords or services.no_keywords:
+            client.change_keywords(list(services.keywords), list(services.no_keywords), actor=actor, at=now)
+        if changes or not client.pending_events:
+            client.update(changes=changes, actor=actor, at=now)
         return self._saved(client)
 
     # A client's brand is the operator team's (domain/client.py): the workspace asks for one
@@ -189,8 +221,8 @@ class Operators:
         client.dismiss_brand_request(brand, actor=actor, at=self.clock.now())
         return self._saved(client)
 
-    def _webhook_url(self, url: str | None) -> str | None:
-        checked = check_webhook_url(url)
+    def _webhook_url(self, url: str | None, what: str = "webhook URL", schemes: tuple[str, ...] = ("https",)) -> str | None:
+        checked = check_webhook_url(url, what, schemes)
         if checked is not None:
             self.webhook_guard(checked)
         return checked

@@ -40,6 +40,8 @@ GUARDS: dict[str, Callable[[], GuardRefused]] = {
     "otp_ip_limit": lambda: OtpLimited("otp_ip_limit"),             # otp_limits: codes per end-user IP
     "sims_name_key": lambda: NameTaken("a SIM with this name exists already"),
     "sims_iccid_key": lambda: NameTaken("another SIM is registered with this ICCID"),
+    "client_keywords_pkey": lambda: NameTaken("the keyword is another client's already: a keyword is unique "
+                                              "across the pool"),
 }
 
 

@@ -220,7 +220,8 @@ def parser() -> argparse.ArgumentParser:
     for verb in ("disable", "enable", "show"):
         cl.add_parser(verb, help=f"{verb} a client").add_argument("client", metavar="CL")
     cl.add_parser("list", help="list clients").add_argument("--workspace", metavar="WS")
-    c = cl.add_parser("update", help="change brand, webhook URL, request rate or the OTP message")
+    c = cl.add_parser("update", help="change brand, webhook URL, request rate, the OTP message, or the "
+                                      "Sparrow and Aakash drop-in's compat type and keyword services")
     c.add_argument("client", metavar="CL")
     c.add_argument("--brand", help=BRAND_HELP + "; settles a brand the workspace asked for (brandRequested)")
     c.add_argument("--webhook-url", help="https:// URL, or '' to remove it")
@@ -231,6 +232,18 @@ def parser() -> argparse.ArgumentParser:
                         "control or direction character; '' restores the default")
     c.add_argument("--otp-web-domain", metavar="HOST",
                    help="end the OTP message with '@HOST #code', for WebOTP on that site; '' removes it")
+    c.add_argument("--compat-type", choices=("transactional", "otp", "promotional"), metavar="TYPE",
+                   help="the message type of its sends through the Sparrow and Aakash drop-in: transactional "
+                        "(the default), otp or promotional")
+    c.add_argument("--keyword", action="append", default=[], metavar="WORD",
+                   help="give it a keyword (repeatable): an SMS to the pool whose first word is WORD is this "
+                        "client's, and its reply URL answers it; unique across the pool")
+    c.add_argument("--no-keyword", action="append", default=[], metavar="WORD", help="take a keyword back")
+    c.add_argument("--reply-url", metavar="URL",
+                   help="called with GET ?from=&to=&text=&keyword= for each keyword SMS; its answer goes back by "
+                        "SMS; https:// (http:// where private addresses are allowed); '' removes it")
+    c.add_argument("--default-reply", metavar="TEXT",
+                   help="the one SMS sent back when the reply URL fails or there is none; '' removes it")
 
     us = sub.add_parser("user", help="people who sign in to the dashboard").add_subparsers(dest="command",
                                                                                            required=True)

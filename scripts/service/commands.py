@@ -11,7 +11,7 @@ from sandesh.domain.release import VERSION
 from sandesh.domain.errors import InvalidInput, NotFound
 from sandesh.domain.settings import Settings
 from sandesh.domain.types import parse_rates, parse_types
-from sandesh.domain.usecases.operators import Operators
+from sandesh.domain.usecases.operators import Operators, Services
 from sandesh.domain.usecases.sims import Sims
 from sandesh.projections import people, registry
 from sandesh.projections.storage.runtime import Runtime
@@ -270,9 +270,17 @@ def client_enable(args: argparse.Namespace, settings: Settings, actor: str) -> i
 
 
 def client_update(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    services = Services(args.compat_type, tuple(args.keyword), tuple(args.no_keyword), args.reply_url,
+                        args.default_reply)
     with opened(settings) as runtime:
+        with runtime.connection() as conn:  # the keyword's owner named; the append's guard settles a race
+            for word in args.keyword:
+                owner = registry.keyword_owner(conn, word.strip().upper())
+                if owner is not None and owner["id"] != args.client:
+                    raise InvalidInput(f"keyword {word.strip().upper()} is client {owner['id']}'s already: a "
+                                       "keyword is unique across the pool")
         runtime.sandesh.operators.update_client(args.client, args.brand, args.webhook_url, args.rate_limit, actor,
-                                            args.otp_template, args.otp_web_domain)
+                                                args.otp_template, args.otp_web_domain, services)
         emit(_client(runtime, args.client))
     return 0
 

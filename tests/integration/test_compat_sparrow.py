@@ -6,7 +6,7 @@ import time
 import pytest
 import requests
 
-from tests.helpers import funded_workspace
+from tests.helpers import funded_workspace, until
 
 
 @pytest.fixture
@@ -84,6 +84,21 @@ def test_the_credit_is_what_the_balance_pays_and_what_was_charged(server, client
     assert credit["credits_available"] == 6  # NPR 6.00 left, NPR 1.00 a segment
     wrong = requests.get(sparrow(server, "/compat/sparrow/v2/credit/"), params={"token": "nope"}, timeout=5)
     assert (wrong.status_code, wrong.json()["response_code"]) == (403, 1002)
+
+
+def test_the_clients_compat_type_is_the_type_of_its_sends_and_of_its_credit(server, sandesh, runtime, client):
+    workspace = client["workspace"]
+    runtime.sandesh.operators.set_rates(workspace, {"promotional": 50}, "test")
+    assert sandesh("client", "update", client["id"], "--compat-type", "otp")["compatType"] == "otp"
+    refused = sandesh.run("client", "update", client["id"], "--compat-type", "bulk")
+    assert refused.returncode != 0 and "invalid choice" in refused.stderr
+    sandesh("client", "update", client["id"], "--compat-type", "promotional")
+    credit = requests.get(sparrow(server, "/compat/sparrow/v2/credit/"), params={"token": client["key"]}, timeout=5)
+    assert credit.json()["credits_available"] == 20, "NPR 10.00 at NPR 0.50 a promotional segment"
+    sent = requests.post(sparrow(server), data={"token": client["key"], "to": "9841000001", "text": "Sale!"}, timeout=5)
+    assert sent.json()["count"] == 1
+    [message] = until(lambda: listed(server, client))  # queued, or scheduled outside promotional hours
+    assert message["messageType"] == "promotional"
 
 
 def test_a_token_never_reaches_the_services_log(server, client):

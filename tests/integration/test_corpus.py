@@ -59,6 +59,10 @@ ADDED_IN: dict[str, dict[str, str]] = {
         "clients.clients[].otpWebDomain": "a client's web domain for the WebOTP line (null: none)",
         "clients.clients[].brandRequested": "a brand the workspace asked the operator team for (null: none)",
         "sims.sims[].portSecret": "whether a device's port has a sealed password or signing key (null: none)",
+        "clients.clients[].compatType": "the message type of its Sparrow and Aakash sends (transactional)",
+        "clients.clients[].keywords": "its keyword services' keywords (none)",
+        "clients.clients[].replyUrl": "its keyword services' reply URL (null: none)",
+        "clients.clients[].defaultReply": "its keyword services' default reply (null: none)",
     },
 }
 
