@@ -15,6 +15,7 @@ from sandesh.domain.client import BRAND_MAX, DEFAULT_GRACE_HOURS, MAX_GRACE_HOUR
 from sandesh.domain.errors import DomainError, InvalidInput
 from sandesh.domain.otp import DEFAULT_TEMPLATE, TEMPLATE_MAX, code_text, template_problem
 from sandesh.domain.segments import segment
+from sandesh.domain.usecases.operators import Services
 from sandesh.domain.person import actor_of, may_manage_clients
 from sandesh.projections import registry
 
@@ -74,7 +75,7 @@ class ClientAction(ClientsPage):
     """POST /dashboard/w/{workspace_id}/clients/{client_id}/{action}: rotate-key, rotate-secret,
     disable, enable, update (the webhook URL; an empty URL removes it), brand (a brand asked of
     the operator team), otp (the OTP template and web domain; an empty one restores the
-    default).  A client of another workspace is not found."""
+    default), replies (the keyword services' reply URL and default reply; empty: none).  A client of another workspace is not found."""
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                       client_id: str, action: str) -> None:
@@ -101,6 +102,10 @@ class ClientAction(ClientsPage):
                                     None, actor)
             elif action == "brand":
                 await self.blocking(operators.request_brand, client_id, form.get("brand", ""), actor)
+            elif action == "replies":
+                await self.blocking(operators.update_client, client_id, None, None, None, actor, None, None,
+                                    Services(reply_url=form.get("reply_url", "").strip(),
+                                             default_reply=form.get("default_reply", "").strip()))
             elif action == "otp":
                 await self.blocking(operators.update_client, client_id, None, None, None, actor,
                                     form.get("otp_template", ""), form.get("otp_web_domain", ""))
@@ -119,7 +124,7 @@ class ClientAction(ClientsPage):
             return registry.fetch_one(conn, "clients", "id", client_id)
 
 
-ACTIONS = ("rotate-key", "rotate-secret", "disable", "enable", "update", "brand", "otp")
+ACTIONS = ("rotate-key", "rotate-secret", "disable", "enable", "update", "brand", "otp", "replies")
 
 
 def otp_example(brand: str, template: str | None, web_domain: str | None, rate: int) -> dict[str, Any]:

@@ -336,6 +336,22 @@ def test_a_developer_creates_a_client_and_sees_its_key_once(page, server, sandes
     row.get_by_role("button", name="Save").click()
     expect(page.get_by_role("row", name=re.compile("Dev Shop"))).to_contain_text("https://localhost:9443/hooks")
 
+    # keyword replies: the reply URL and default reply are the workspace's; its keywords the operator team's
+    client_id = page.get_by_role("row", name=re.compile("Dev Shop")).locator(".id").inner_text()
+
+    def replies() -> Any:
+        return page.locator("section.keywords").filter(has=page.locator(f"form[action$='/{client_id}/replies']"))
+
+    expect(replies()).to_contain_text("Keywords: none yet: ask the operator team")
+    replies().get_by_label("Default reply").fill("x" * 100 + " – too long")  # a dash: UCS-2, 70 characters
+    replies().get_by_role("button", name="Save keyword replies").click()
+    expect(replies()).to_contain_text("default reply: it is longer than one SMS (70 characters in UCS-2)")
+    replies().get_by_label("Reply URL").fill("https://localhost:9443/results")
+    replies().get_by_label("Default reply").fill("Results are out on Friday.")
+    replies().get_by_role("button", name="Save keyword replies").click()
+    expect(replies().get_by_label("Reply URL")).to_have_value("https://localhost:9443/results")
+    expect(replies().get_by_label("Default reply")).to_have_value("Results are out on Friday.")
+
     page.get_by_role("row", name=re.compile("Dev Shop")).get_by_role("button", name="Disable").click()
     row = page.get_by_role("row", name=re.compile("Dev Shop"))
     expect(row).to_contain_text("disabled")
