@@ -64,7 +64,7 @@ class Sandesh:
             sims=Sims(log, clock, sealer),
             sending=sending,
             otp=Otps(log, clock, texts, otp_windows, otp_keys, append),
-            dispatch=Dispatch(log, clock, texts),
+            dispatch=Dispatch(log, clock, texts, sending),
             webhooks=Webhooks(log, clock, sealer, webhook_history),
             history=History(log, texts),
             people=People(log, clock, hasher, sign_in_tries, sealer, sessions),

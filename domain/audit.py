@@ -24,6 +24,7 @@ ACTIONS: dict[type, str] = {
     Workspace.TextsShredded: "workspace.texts_shredded",
     Workspace.TotpRequirementSet: "workspace.totp_requirement_set",
     Workspace.PromoHoursSet: "workspace.promo_hours_set",
+    Workspace.RepliesSet: "workspace.replies_set",
     Client.Created: "client.created",
     Client.KeyRotated: "client.key_rotated",
     Client.SecretRotated: "client.secret_rotated",

@@ -12,11 +12,31 @@ from .aggregate import Aggregate
 from .credentials import new_id
 from .errors import InvalidInput, InvalidTransition
 from .promo_hours import DEFAULT as DEFAULT_PROMO_HOURS, PromoHours, shown
+from .segments import segment
 
 PENDING, ACTIVE, SUSPENDED = "pending", "active", "suspended"
 
 
+# The release whose finalized log every process reads a workspace's replies in (domain/events.py).
+REPLIES_FROM = "0.4.0"
+HELP_SEGMENTS = 3  # a help text is at most this many SMS
+
+
+def check_help_text(text: str) -> str | None:
+    """A help text as it is kept ('' or spaces: none)."""
+    text = text.strip()
+    if not text:
+        return None
+    parts = segment(text)
+    if parts.segments > HELP_SEGMENTS:
+        raise InvalidInput(f"the help text needs {parts.segments} SMS ({parts.encoding}); at most {HELP_SEGMENTS}")
+    return text
+
+
 class Workspace(Aggregate):
+    help_text: str | None = None  # what a help word is answered with (None: it is not)
+    confirmations = False  # whether a recipient's opt-out or opt-in is confirmed by SMS
+
     @staticmethod
     def create_id(**_: object) -> str:
         return new_id("ws")
@@ -74,6 +94,24 @@ class Workspace(Aggregate):
     @event("TotpRequirementSet")
     def _totp_requirement_set(self, required: bool, actor: str, at: float) -> None:
         self.totp_required = required
+
+    class RepliesSet(Aggregate.Event):
+        """What the workspace answers a recipient's words with (domain/optout.py): its help text
+        (None: help words are not answered), and whether an opt-out or opt-in is confirmed."""
+        written_from = REPLIES_FROM
+
+        help_text: str | None
+        confirmations: bool
+        actor: str
+        at: float
+
+    def set_replies(self, help_text: str | None, confirmations: bool, actor: str, at: float) -> None:
+        if (help_text, confirmations) != (self.help_text, self.confirmations):  # else: so already, nothing recorded
+            self._replies_set(help_text=help_text, confirmations=confirmations, actor=actor, at=at)
+
+    @event(RepliesSet)
+    def _replies_set(self, help_text: str | None, confirmations: bool, actor: str, at: float) -> None:
+        self.help_text, self.confirmations = help_text, confirmations
 
     def shred_texts(self, keys: int, actor: str, at: float) -> None:
         """The keys of the workspace's texts were destroyed (domain/ports.py Texts)."""

@@ -47,6 +47,8 @@ CREATE TABLE IF NOT EXISTS workspaces (
     balance bigint NOT NULL DEFAULT 0 CONSTRAINT balance_never_negative CHECK (balance >= 0),
     created_at double precision NOT NULL, updated_at double precision NOT NULL);
 ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS promo_hours text NOT NULL DEFAULT '08:00-20:00';
+ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS help_text text,
+    ADD COLUMN IF NOT EXISTS confirmations boolean NOT NULL DEFAULT false;
 CREATE TABLE IF NOT EXISTS clients (
     id text PRIMARY KEY, workspace_id text NOT NULL, brand text NOT NULL, webhook_url text,
     rate_limit integer NOT NULL, key_hash text NOT NULL UNIQUE, key_prefix text NOT NULL,
@@ -141,6 +143,12 @@ def _workspace_types(rows: Rows, e: Workspace.TypesSet) -> None:
 @OWN.on(Workspace.PromoHoursSet)
 def _workspace_promo_hours(rows: Rows, e: Workspace.PromoHoursSet) -> None:
     rows.update("workspaces", (e.originator_id,), {"promo_hours": e.hours, "updated_at": e.at})
+
+
+@OWN.on(Workspace.RepliesSet)
+def _workspace_replies(rows: Rows, e: Workspace.RepliesSet) -> None:
+    rows.update("workspaces", (e.originator_id,), {"help_text": e.help_text, "confirmations": e.confirmations,
+                                                   "updated_at": e.at})
 
 
 @OWN.on(Client.Created)
@@ -371,6 +379,7 @@ def workspace_view(row: dict[str, Any]) -> dict[str, Any]:
         "currency": "NPR", "rates": row["rates"], "allowedTypes": row["types"],
         "promotionalHours": promotional_hours(row["promo_hours"]),
         "createdAt": iso(row["created_at"]), "updatedAt": iso(row["updated_at"]),
+        "helpText": row["help_text"], "confirmations": row["confirmations"],
     }
 
 

@@ -4,15 +4,20 @@ STOP or START reply asks for."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Callable
 
 from eventsourcing.persistence import IntegrityError
 
 from ..client import first_word
-from ..clock import Clock
+from ..clock import NEPAL, Clock
+from ..errors import InsufficientBalance
 from ..inbound import Reply, reply_owner
 from ..message import TEXT_ERASED, Message
-from ..optout import RECIPIENT, REPLY, STOP, OptOut, optout_id, stop_word
+from ..optout import HELP, RECIPIENT, REPLY, START, STOP, HelpSent, OptOut, confirmation, help_id, optout_id, reply_word
+from ..sending import cost as send_cost, parse_send
+from ..workspace import ACTIVE, Workspace
+from .sending import Sending, text_key
 from ..ports import Texts
 from ..steps import Read, Steps, retried, run
 from .log import Log
@@ -38,8 +43,8 @@ class Submission:
 
 
 class Dispatch:
-    def __init__(self, log: Log, clock: Clock, texts: Texts):
-        self.log, self.clock, self.texts = log, clock, texts
+    def __init__(self, log: Log, clock: Clock, texts: Texts, sending: Sending):
+        self.log, self.clock, self.texts, self.sending = log, clock, texts, sending
 
     def submit_message(self, message_id: str, sim_id: str) -> Submission:
         """A SIM is about to send a message it leased.  Submitted is recorded before the first
@@ -97,11 +102,13 @@ class Dispatch:
         """The whole reply, its text sealed under the key of the workspace it is attributed to;
         the parts' own key is then destroyed.  A reply no one sent to keeps the parts' key.
         A reply whose first word is a client's keyword (`keyword_owner` tells whose) is that
-        client's, whatever it answers.  A STOP or START reply changes its sender's opt-out in
-        the same append, so a crash never records one without the other (docs/design.md, "Opt-outs")."""
-        owned = False
+        client's, whatever it answers.  A STOP or START reply changes its sender's opt-out, and
+        the workspace's answer to a word goes, in the same append, so a crash never records one
+        without the other (docs/design.md, "Opt-outs"); an answer the balance cannot pay is
+        left out."""
+        owned, answering = False, True
 
-        def attempt() -> Steps[tuple[tuple[Reply | OptOut, ...], Reply]]:
+        def attempt() -> Steps[tuple[tuple[Reply | OptOut | Message | HelpSent, ...], Reply]]:
             nonlocal owned
             reply = self.reply(reply_id)
             if reply.complete:  # finished elsewhere
@@ -118,25 +125,53 @@ class Dispatch:
             owner = attributed_to.workspace_id if attributed_to else reply_owner(reply.id)
             reply.finish(self.texts.seal(owner, text), attributed_to.client_id if attributed_to else None,
                          attributed_to.id if attributed_to else None, at=now)
-            return (reply, *self._opt_out_by_reply(reply.id, text, attributed_to, now)), reply
-            yield  # a generator: its reads are plain calls (the dispatcher only)
+            answered = yield from self._words(reply.id, text, attributed_to, answering, now)
+            return (reply, *answered), reply
 
-        reply = run(retried(attempt, f"reply {reply_id}"), self.log.save)
+        try:
+            reply = run(retried(attempt, f"reply {reply_id}"), self.log.save)
+        except InsufficientBalance:  # the workspace cannot pay its answer: the reply and its opt-out go alone
+            answering = False
+            reply = run(retried(attempt, f"reply {reply_id}"), self.log.save)
         if owned:
             self.texts.shred(reply_owner(reply.id))
         return reply
 
-    def reply_text(self, reply: Reply) -> str | None:
-        """A whole reply's text, opened (None: erased)."""
-        return self.texts.open(reply.text) if reply.text is not None else None
-
-    def _opt_out_by_reply(self, reply_id: str, text: str, attributed_to: Message | None, now: float) -> list[OptOut]:
-        """The change a STOP or START reply asks for (docs/api.md, "Opt-out"): to the promotional
-        messages of the workspace of the message it answers, for the number that message went to."""
-        word = stop_word(text)
+    def _words(self, reply_id: str, text: str, attributed_to: Message | None, answering: bool,
+               now: float) -> Steps[list[OptOut | Message | HelpSent]]:
+        """What a reply that is one of the words asks for (docs/api.md, "Opt-out"), of the
+        workspace of the message it answers, for the number that message went to: a STOP or
+        START changes the number's opt-out of its promotional messages, confirmed by SMS when
+        the workspace confirms; a HELP gets its help text, once a Nepal day.  Each answer is a
+        transactional message of the client that sent the message, charged as a send."""
+        word = reply_word(text)
         if word is None or attributed_to is None:
             return []
         workspace_id, number = attributed_to.workspace_id, attributed_to.to
-        optout = (self.log.find(optout_id(workspace_id, number), OptOut)
-                  or OptOut(workspace_id=workspace_id, number=number))
-        return [optout] if optout.change(word == STOP, REPLY, RECIPIENT, reply_id, at=now) else []
+        changed: list[OptOut | Message | HelpSent] = []
+        if word.meaning in (STOP, START):
+            optout = (self.log.find(optout_id(workspace_id, number), OptOut)
+                      or OptOut(workspace_id=workspace_id, number=number))
+            if not optout.change(word.meaning == STOP, REPLY, RECIPIENT, reply_id, at=now):
+                return []
+            changed.append(optout)
+        workspace = self.log.find(workspace_id, Workspace)
+        if not answering or workspace is None or workspace.status != ACTIVE:
+            return changed
+        if word.meaning == HELP:
+            day = datetime.fromtimestamp(now, NEPAL).date().isoformat()
+            if workspace.help_text is None or self.log.find(help_id(workspace_id, number, day), HelpSent):
+                return changed
+            answer = yield from self._answer(attributed_to, workspace, workspace.help_text, now)
+            return [answer, HelpSent(workspace_id=workspace_id, number=number, day=day, message_id=answer.id, at=now)]
+        if workspace.confirmations:
+            changed.append((yield from self._answer(attributed_to, workspace,
+                                                    confirmation(word.meaning, word.language, workspace.name), now)))
+        return changed
+
+    def _answer(self, answered: Message, workspace: Workspace, text: str, now: float) -> Steps[Message]:
+        request, problems = parse_send({"to": answered.to, "text": text, "messageType": "transactional"}, now)
+        assert request is not None and not problems, problems  # a number that was sent to, a text that was checked
+        key = yield from text_key(self.texts, workspace.id)
+        return self.sending.message(answered.client_id, workspace.id, request,
+                                    send_cost(workspace.rates, "transactional", request.segments), now, key)

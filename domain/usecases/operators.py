@@ -22,7 +22,7 @@ from ..promo_hours import parse as parse_promo_hours
 from ..sim import SMS_SWITCH_ID, SmsSwitch
 from ..steps import Steps, retried, run
 from ..types import MESSAGE_TYPES, default_rates
-from ..workspace import Workspace
+from ..workspace import REPLIES_FROM, Workspace, check_help_text
 from .log import Log
 
 T = TypeVar("T", Workspace, Client, SmsSwitch)
@@ -91,6 +91,19 @@ class Operators:
         """`sandesh workspace set-promo-hours WS 08:00-20:00|off` (docs/api.md, "Promotional hours")."""
         workspace = self._workspace(workspace_id)
         workspace.set_promo_hours(parse_promo_hours(hours), actor=actor, at=self.clock.now())
+        return self._saved(workspace)
+
+    def set_replies(self, workspace_id: str, help_text: str | None, confirmations: bool | None,
+                    actor: str) -> Workspace:
+        """What the workspace answers a recipient's words with (domain/optout.py): its help text
+        ('' for none) and whether opt-outs are confirmed; None leaves either as it is."""
+        if not self.log.writes(Workspace.RepliesSet):
+            raise InvalidTransition(f"A workspace's replies can be set once the upgrade to {REPLIES_FROM} is "
+                                    "finalized (`sandesh upgrade finalize`).")
+        workspace = self._workspace(workspace_id)
+        workspace.set_replies(check_help_text(help_text) if help_text is not None else workspace.help_text,
+                              confirmations if confirmations is not None else workspace.confirmations,
+                              actor=actor, at=self.clock.now())
         return self._saved(workspace)
 
     def require_totp(self, workspace_id: str, required: bool, actor: str) -> Workspace:

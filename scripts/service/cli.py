@@ -203,6 +203,15 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("workspace", metavar="WS")
     c.add_argument("hours", metavar="HOURS", help="HH:MM-HH:MM, e.g. 08:00-20:00 (an end before the start crosses "
                                                  "midnight), or off: promotions never wait")
+    c = ws.add_parser("set-help-text", help="what a recipient who replies HELP, SAHAYOG or सहयोग to the workspace's "
+                                            "messages is sent, once a day, charged as a transactional send "
+                                            "(none by default)")
+    c.add_argument("workspace", metavar="WS")
+    c.add_argument("text", metavar="TEXT", help="at most 3 SMS; '' for none")
+    c = ws.add_parser("set-confirmations", help="whether a recipient's opt-out or opt-in by reply is confirmed by "
+                                                "SMS, in the language of the word, charged as a transactional send")
+    c.add_argument("workspace", metavar="WS")
+    c.add_argument("state", choices=("on", "off"))
     c = ws.add_parser("set-types", help="set the allowed message types")
     c.add_argument("workspace", metavar="WS")
     c.add_argument("types", metavar="T,T")

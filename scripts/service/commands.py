@@ -204,6 +204,15 @@ def workspace_set_types(args: argparse.Namespace, settings: Settings, actor: str
     return _workspace_command(lambda ops: ops.set_types(args.workspace, parse_types(args.types), actor), args, settings)
 
 
+def workspace_set_help_text(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _workspace_command(lambda ops: ops.set_replies(args.workspace, args.text, None, actor), args, settings)
+
+
+def workspace_set_confirmations(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _workspace_command(lambda ops: ops.set_replies(args.workspace, None, args.state == "on", actor), args,
+                              settings)
+
+
 def workspace_set_promo_hours(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     return _workspace_command(lambda ops: ops.set_promo_hours(args.workspace, args.hours, actor), args, settings)
 
@@ -842,6 +851,8 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("workspace", "set-rates"): workspace_set_rates,
     ("workspace", "set-types"): workspace_set_types,
     ("workspace", "set-promo-hours"): workspace_set_promo_hours,
+    ("workspace", "set-help-text"): workspace_set_help_text,
+    ("workspace", "set-confirmations"): workspace_set_confirmations,
     ("workspace", "shred-texts"): workspace_shred_texts,
     ("workspace", "show"): workspace_show,
     ("workspace", "list"): workspace_list,

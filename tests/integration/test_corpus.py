@@ -63,6 +63,8 @@ ADDED_IN: dict[str, dict[str, str]] = {
         "clients.clients[].keywords": "its keyword services' keywords (none)",
         "clients.clients[].replyUrl": "its keyword services' reply URL (null: none)",
         "clients.clients[].defaultReply": "its keyword services' default reply (null: none)",
+        "workspaces.workspaces[].helpText": "what a HELP reply is answered with (null: none)",
+        "workspaces.workspaces[].confirmations": "whether a reply's opt-out or opt-in is confirmed (false)",
     },
 }
 

@@ -473,6 +473,18 @@ def test_a_developer_opts_a_number_out_and_back_in(page, server, sandesh, worksp
     actions = [(line["action"], line["actor"]) for line in map(orjson.loads, done.stdout.splitlines())]
     assert ("optout.added", "user:dev@example.com") in actions and ("optout.removed", "user:dev@example.com") in actions
 
+    # what the workspace answers a recipient's words with
+    page.get_by_label("Help text").fill("सहयोग " * 60)
+    page.get_by_role("button", name="Save replies").click()
+    expect(page.locator("#replies-error")).to_contain_text("the help text needs 6 SMS (UCS-2); at most 3")
+    page.get_by_label("Help text").fill("Phone the shop: 01-4412345")
+    page.get_by_label(re.compile("Confirm each opt-out")).check()
+    page.get_by_role("button", name="Save replies").click()
+    expect(page.get_by_label("Help text")).to_have_value("Phone the shop: 01-4412345")
+    expect(page.get_by_label(re.compile("Confirm each opt-out"))).to_be_checked()
+    shown = sandesh("workspace", "show", workspaces["acme"])
+    assert (shown["helpText"], shown["confirmations"]) == ("Phone the shop: 01-4412345", True)
+
 
 def test_a_developer_redelivers_a_webhook_of_their_workspace(page, server, sandesh, runtime, workspaces, developer):
     from sandesh.domain.webhook import new_delivery

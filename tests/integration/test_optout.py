@@ -10,6 +10,7 @@ import orjson
 import pytest
 import requests
 
+from sandesh.domain.optout import START, STOP, confirmation
 from sandesh.projections import optouts
 from tests.helpers import funded_workspace
 from sandesh.scripts.service.commands import register_emulated
@@ -252,3 +253,39 @@ def test_a_replay_rebuilds_the_opt_outs_from_the_log(runtime, server, phones, sa
     for number in (by_reply, by_operator):
         assert account.send(number, "promotional").json()["code"] == "recipient_opted_out"
     assert account.send(back_in, "promotional").status_code == 202
+
+
+def phone_got(phones, number):
+    return [m["text"] for m in phones.received if m["to"].lstrip("+") == number]
+
+
+def test_nepali_words_opt_out_and_in_with_confirmations_and_help_is_answered_once_a_day(runtime, server, phones,
+                                                                                        sandesh):
+    """BAND and बन्द opt out, SURU back in, each confirmed in its word's language once the
+    workspace confirms; HELP gets the help text once a day; each answer reaches the phone."""
+    school = Account(runtime, server, "Vidyalaya")
+    sandesh("workspace", "set-confirmations", school.workspace, "on")
+    shown = sandesh("workspace", "set-help-text", school.workspace, "Phone the office: 01-4412345")
+    assert (shown["helpText"], shown["confirmations"]) == ("Phone the office: 01-4412345", True)
+    for stop_word, language in (("BAND", "en"), ("बन्द", "ne")):
+        number = a_number()
+        notice = school.send(number, "promotional", "Admissions open")
+        assert notice.status_code == 202
+        delivered_and_replied(runtime, phones, notice.json()["messageId"], stop_word)
+        until(lambda: school.opted_out(number))
+        assert school.send(number, "promotional").json()["code"] == "recipient_opted_out"
+        until(lambda: len(phone_got(phones, number)) == 2)
+        assert phone_got(phones, number)[1] == confirmation(STOP, language, "Vidyalaya")
+        receipt = school.send(number, "transactional", "Fee received")
+        delivered_and_replied(runtime, phones, receipt.json()["messageId"], "suru")
+        until(lambda: not school.opted_out(number))
+        assert school.send(number, "promotional").status_code == 202
+        until(lambda: confirmation(START, "en", "Vidyalaya") in phone_got(phones, number))
+
+    asked = a_number()
+    notice = school.send(asked, "transactional", "Exam on Sunday")
+    for word in ("HELP", "सहयोग"):
+        delivered_and_replied(runtime, phones, notice.json()["messageId"], word)
+    until(lambda: phone_got(phones, asked)[1:] == ["Phone the office: 01-4412345"])
+    time.sleep(2)
+    assert phone_got(phones, asked)[1:] == ["Phone the office: 01-4412345"], "once a day"
