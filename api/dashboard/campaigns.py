@@ -10,6 +10,7 @@ from typing import Any
 
 import falcon.asgi
 
+from sandesh.domain.bs import bs_iso
 from sandesh.domain.clock import iso
 from sandesh.domain.errors import InvalidTransition, NotFound
 from sandesh.domain.person import actor_of, may_send
@@ -135,8 +136,9 @@ class CampaignAction(CampaignsPage):
             rows = campaigns.messages(conn, campaign_id, None, None)
         out = io.StringIO()
         writer = csv.writer(out)
-        writer.writerow(["number", "message id", "status", "error", "cost (NPR)", "created (UTC)"])
+        writer.writerow(["number", "message id", "status", "error", "cost (NPR)", "created (UTC)",
+                         "created (BS, Nepal day)"])
         for row in rows:
             writer.writerow([row["to"], row["id"], row["status"], row["error"] or "", f"{row['cost'] / 100:.2f}",
-                             iso(row["created_at"])])
+                             iso(row["created_at"]), bs_iso(row["created_at"])])
         return ("\ufeff" + out.getvalue()).encode()  # Excel opens UTF-8 with its BOM

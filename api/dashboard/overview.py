@@ -40,7 +40,7 @@ class Overview(Page):
         self.web.page(req, resp, "overview.html", title="Overview", person=person, workspace=workspace,
                       totp_required=totp_required, enrolled=enrolled,
                       may_require=may_manage_people(person["role"]), counters=totals, chart=hourly(last_day),
-                      outcomes=(*OUTCOMES, OTHER), rates=delivery_rates(last_day))
+                      outcomes=(*OUTCOMES, OTHER), rates=delivery_rates(last_day), now=self.sandesh.clock.now())
 
     def _workspace(self, workspace_id: str) -> dict[str, Any] | None:
         with self.connection() as conn:

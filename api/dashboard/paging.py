@@ -4,7 +4,7 @@ calendar days) and keyset pages of 50, newest first, with Previous (newer) and N
 links that keep the filters."""
 from __future__ import annotations
 
-from datetime import date
+from sandesh.domain.bs import typed_day
 from typing import Any, Callable
 from urllib.parse import urlencode
 
@@ -16,16 +16,17 @@ PAGE = 50
 
 
 def day_range(typed: dict[str, str]) -> tuple[float | None, float | None, dict[str, str]]:
-    """The `from` and `to` dates, Nepal calendar days, as [since, until) in epoch seconds (`to`
-    counts its whole day), and the problem of each field that is not a date."""
+    """The `from` and `to` dates, Nepal calendar days typed in AD or BS (domain/bs.py), as
+    [since, until) in epoch seconds (`to` counts its whole day), and the problem of each field
+    that is not a date."""
     bounds: dict[str, float | None] = {"from": None, "to": None}
     errors = {}
     for name in bounds:
         if typed.get(name):
             try:
-                day = date.fromisoformat(typed[name])
-            except ValueError:
-                errors[name] = f"{typed[name]!r} is not a date (YYYY-MM-DD)"
+                day = typed_day(typed[name])
+            except ValueError as problem:
+                errors[name] = str(problem)
                 continue
             bounds[name] = next_day_start(day) if name == "to" else day_start(day)
     return bounds["from"], bounds["to"], errors

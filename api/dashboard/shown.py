@@ -1,5 +1,6 @@
 """How the dashboard writes times and money for its people
-(docs/dashboard.md, "Times and money"): a time in Nepal time with its UTC instant on hover, an
+(docs/dashboard.md, "Times and money"): a time in Nepal time with its UTC instant on hover and
+its Bikram Sambat date beside it, an
 amount of paisa in NPR, a date or time typed in a form read as Nepal time, and a long id.  The
 templates use `npr`, `nepal` and `long_id` as filters (web.py); the read models and the API keep
 UTC and paisa."""
@@ -10,6 +11,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from sandesh.domain.bs import bs_text, nepal_day as nepal_date
 from sandesh.domain.clock import NEPAL, iso, parse_iso
 
 
@@ -27,12 +29,18 @@ def npr(paisa: int) -> str:
 
 def nepal(moment: float | str) -> Markup:
     """A time (epoch seconds, or ISO 8601 as the read models give it) in Nepal time, to the second,
-    in a <time> element whose title is the same instant in UTC."""
+    in a <time> element whose title is the same instant in UTC, and its day in Bikram Sambat beside it."""
     at = moment if isinstance(moment, (int, float)) else parse_iso(moment)
     local = datetime.fromtimestamp(at, NEPAL)
     utc = datetime.fromtimestamp(at, timezone.utc)
-    return Markup('<time datetime="{}" title="{} UTC">{}</time>').format(
-        iso(at), utc.strftime("%Y-%m-%d %H:%M:%S"), local.strftime("%Y-%m-%d %H:%M:%S"))
+    return Markup('<time datetime="{}" title="{} UTC">{}</time> <span class="bs">{}</span>').format(
+        iso(at), utc.strftime("%Y-%m-%d %H:%M:%S"), local.strftime("%Y-%m-%d %H:%M:%S"), bs_text(at))
+
+
+def nepal_day(at: float) -> Markup:
+    """The Nepal day of an instant, in AD and in Bikram Sambat."""
+    return Markup('<span class="day">{}</span> <span class="bs">{}</span>').format(nepal_date(at).isoformat(),
+                                                                                bs_text(at))
 
 
 def long_id(text: str) -> Markup:

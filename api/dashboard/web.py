@@ -24,11 +24,11 @@ from sandesh.projections.storage.keys import labelled
 from ..peers import calling_ip, over_tls
 from ..uploads.limits import MAX_UPLOAD
 from .gate import Gate
-from .shown import long_id, nepal, npr
+from .shown import long_id, nepal, nepal_day, npr
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
-TEMPLATES.filters.update(npr=npr, nepal=nepal, long_id=long_id)  # every amount, time and long id a page shows
+TEMPLATES.filters.update(npr=npr, nepal=nepal, nepal_day=nepal_day, long_id=long_id)  # every amount, time and long id a page shows
 
 # No inline script or style, nothing from another origin, never inside a frame.
 POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; "

@@ -12,6 +12,7 @@ import pytest
 import requests
 from playwright.sync_api import Page, expect
 
+from sandesh.domain.bs import bs_iso
 from sandesh.domain.signature import SignatureError, verify_signature
 from sandesh.domain.webhook import delivery_id
 from sandesh.projections import follower
@@ -108,6 +109,17 @@ def test_messages_are_filtered_by_status_type_client_and_dates(page, server, san
     page.get_by_label("To", exact=True).fill(earlier)
     page.get_by_role("button", name="Search").click()
     assert listed(page) == [failed]
+    # the same days in Bikram Sambat: with BS after them, or in Devanagari digits
+    later_bs = bs_iso(datetime.fromisoformat(today(sandesh)).replace(tzinfo=ZoneInfo("Asia/Kathmandu")).timestamp())
+    page.get_by_label("From").fill(later_bs + " BS")
+    page.get_by_label("To", exact=True).fill(later_bs.translate(str.maketrans("0123456789", "०१२३४५६७८९")))
+    page.get_by_role("button", name="Search").click()
+    assert listed(page) == [later_one]
+    page.get_by_label("From").fill("")
+    page.get_by_label("To", exact=True).fill(bs_iso(datetime.fromisoformat(earlier).replace(
+        tzinfo=ZoneInfo("Asia/Kathmandu")).timestamp()))
+    page.get_by_role("button", name="Search").click()
+    assert listed(page) == [failed]
     page.get_by_label("Search").fill("+9779841000003")
     page.get_by_role("button", name="Search").click()
     expect(page.get_by_role("row")).to_have_count(2)
@@ -115,7 +127,7 @@ def test_messages_are_filtered_by_status_type_client_and_dates(page, server, san
 
     response = page.goto(f"{server.url}/dashboard/w/{shop.id}/messages?from=yesterday")
     assert response.status == 400
-    expect(page.locator("#from-error")).to_have_text("'yesterday' is not a date (YYYY-MM-DD)")
+    expect(page.locator("#from-error")).to_have_text("'yesterday' is not a date (YYYY-MM-DD, AD or BS)")
     expect(page.get_by_label("From")).to_have_attribute("aria-invalid", "true")
 
 

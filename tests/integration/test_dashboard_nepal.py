@@ -13,6 +13,7 @@ import pytest
 import requests
 from playwright.sync_api import Page, expect
 
+from sandesh.domain.bs import bs_text
 from sandesh.projections import follower
 from tests.integration.test_dashboard import browser, page, sign_in  # noqa: F401 (fixtures)
 from tests.integration.test_dashboard_filters import FAILED, Workspace, ended, listed
@@ -51,6 +52,7 @@ def test_messages_show_nepal_time_with_utc_on_hover_and_their_cost_in_npr(page, 
     expect(page.get_by_role("columnheader", name="Created (Nepal time)")).to_be_visible()
     row = page.get_by_role("row", name=re.compile(message_id))
     expect(row.locator("td.money")).to_have_text("NPR 1.00")  # a segment at a new workspace's rate
+    expect(row.locator(".bs")).to_have_text(bs_text(runtime.clock.now()))  # today's date in Bikram Sambat
     assert times_read_in_nepal_with_utc_on_hover(page) >= 1
     speaks_no_utc_and_no_paisa(page)
 

@@ -16,6 +16,7 @@ import orjson
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from sandesh.domain.bs import bs_iso
 from sandesh.scripts.service.emulator import Emulator
 from tests.integration.test_dashboard import PASSWORD, add_person, browser, set_password, sign_in  # noqa: F401
 
@@ -173,8 +174,10 @@ def test_a_scheduled_campaign_canceled_is_refunded(owner_page, server, shop, san
     expect(page.get_by_role("status")).to_contain_text("3 messages canceled and refunded")
     assert balance(sandesh, shop) == before
     rows = list(csv.reader(io.StringIO(page.request.get(page.url.split("?")[0] + "/results.csv").text().lstrip("\ufeff"))))
-    assert rows[0] == ["number", "message id", "status", "error", "cost (NPR)", "created (UTC)"]
+    assert rows[0] == ["number", "message id", "status", "error", "cost (NPR)", "created (UTC)",
+                       "created (BS, Nepal day)"]
     assert [r[2] for r in rows[1:]] == ["canceled"] * 3
+    assert {r[6] for r in rows[1:]} == {bs_iso(datetime.datetime.fromisoformat(rows[1][5].replace("Z", "+00:00")).timestamp())}
 
 
 def test_a_viewer_cannot_send_nor_change_contacts_or_templates(browser, server, shop, people):

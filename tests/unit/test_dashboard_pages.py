@@ -36,7 +36,7 @@ def test_dates_are_whole_nepal_days_and_a_bad_one_is_said():
     """A Nepal day begins at 18:15 UTC the day before (UTC+05:45)."""
     since, until, errors = day_range({"from": "2026-11-24", "to": "2026-11-24"})
     assert (since, until, errors) == (1795457700.0, 1795544100.0, {})  # 2026-11-23T18:15Z, 2026-11-24T18:15Z
-    assert day_range({"from": "24/11/2026", "to": ""})[2] == {"from": "'24/11/2026' is not a date (YYYY-MM-DD)"}
+    assert day_range({"from": "24/11/2026", "to": ""})[2] == {"from": "'24/11/2026' is not a date (YYYY-MM-DD, AD or BS)"}
 
 
 def test_a_page_says_whether_there_are_newer_and_older_rows():

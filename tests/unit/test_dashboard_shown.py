@@ -14,10 +14,11 @@ def test_an_amount_of_paisa_reads_as_npr():
 
 
 def test_a_time_reads_in_nepal_time_with_utc_in_its_title():
-    """The same instant, given as the read models give it (ISO 8601 UTC) or as epoch seconds."""
+    """The same instant, given as the read models give it (ISO 8601 UTC) or as epoch seconds,
+    with its Nepal day in Bikram Sambat beside it."""
     shown = TEMPLATES.from_string("{{ at | nepal }}")
     expected = ('<time datetime="2026-11-24T00:00:00.000Z" title="2026-11-24 00:00:00 UTC">'
-                '2026-11-24 05:45:00</time>')
+                '2026-11-24 05:45:00</time> <span class="bs">8 Mangsir 2083</span>')
     assert shown.render(at="2026-11-24T00:00:00.000Z") == expected
     assert shown.render(at=MIDNIGHT_UTC) == expected
 

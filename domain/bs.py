@@ -1,0 +1,53 @@
+"""Bikram Sambat (BS), Nepal's calendar, beside the Gregorian (AD) one (docs/dashboard.md,
+"Times and money"): a Nepal day as BS, and a day typed in either calendar.  The calendar is
+nepali-datetime's table; nothing here computes a month's length."""
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+
+import nepali_datetime
+
+from .clock import NEPAL
+
+# A typed year from this one on is a BS year: no AD date that late is in any log (2060 BS is 2003 AD).
+BS_YEARS_FROM = 2060
+DEVANAGARI_DIGITS = str.maketrans("०१२३४५६७८९", "0123456789")
+TYPED_DAY = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})(?:\s*(BS|B\.S\.|AD|A\.D\.))?", re.I)
+
+
+def bs_day(day: date) -> nepali_datetime.date:
+    return nepali_datetime.date.from_datetime_date(day)
+
+
+def nepal_day(at: float) -> date:
+    """The Nepal calendar day (AD) of an instant."""
+    return datetime.fromtimestamp(at, NEPAL).date()
+
+
+def bs_text(at: float) -> str:
+    """The BS date of an instant's Nepal day, as "13 Mangsir 2083"."""
+    return bs_day(nepal_day(at)).strftime("%d %B %Y").lstrip("0")
+
+
+def bs_iso(at: float) -> str:
+    """The BS date of an instant's Nepal day, as "2083-08-13"."""
+    found = bs_day(nepal_day(at))
+    return f"{found.year:04d}-{found.month:02d}-{found.day:02d}"
+
+
+def typed_day(text: str) -> date:
+    """A day typed as YYYY-MM-DD, in AD, or in BS: with BS after it, in Devanagari digits, or
+    with a year of BS_YEARS_FROM or later.  ValueError when it is no day of either calendar."""
+    plain = text.strip().translate(DEVANAGARI_DIGITS)
+    found = TYPED_DAY.fullmatch(plain)
+    if found is None:
+        raise ValueError(f"{text!r} is not a date (YYYY-MM-DD, AD or BS)")
+    year, month, day = (int(n) for n in found.groups()[:3])
+    era = (found.group(4) or "").upper().replace(".", "")
+    bs = era == "BS" or (era != "AD" and (plain != text.strip() or year >= BS_YEARS_FROM))
+    try:
+        return nepali_datetime.date(year, month, day).to_datetime_date() if bs else date(year, month, day)
+    except (ValueError, OverflowError):
+        calendar = "BS" if bs else "AD"
+        raise ValueError(f"{text!r} is no day of the {calendar} calendar") from None
