@@ -25,9 +25,11 @@ def nepal_day(at: float) -> date:
     return datetime.fromtimestamp(at, NEPAL).date()
 
 
-def bs_text(at: float) -> str:
-    """The BS date of an instant's Nepal day, as "13 Mangsir 2083"."""
-    return bs_day(nepal_day(at)).strftime("%d %B %Y").lstrip("0")
+def bs_text(at: float, language: str = "en") -> str:
+    """The BS date of an instant's Nepal day: "13 Mangsir 2083", or in Nepali "13 मंसिर 2083"
+    (the month in Devanagari, the digits 0-9: docs/dashboard.md, "Languages")."""
+    found = bs_day(nepal_day(at))
+    return f"{found.day} {found.strftime('%N' if language == 'ne' else '%B')} {found.year}"
 
 
 def bs_iso(at: float) -> str:

@@ -79,7 +79,15 @@ def person_of_token(token: str) -> str:
     return token.partition(".")[0]
 
 
+# The languages the dashboard is written in (api/dashboard/i18n.py); the release whose finalized
+# log every process reads a person's choice of one in.
+LANGUAGES = ("en", "ne")
+LANGUAGE_FROM = "0.4.0"
+
+
 class Person(Aggregate):
+    language: str | None = None  # the dashboard's language they chose (None: their browser's)
+
     @staticmethod
     def create_id(email: str, **_: object) -> str:
         return person_id(email)
@@ -120,6 +128,23 @@ class Person(Aggregate):
             raise InvalidTransition("this link is not valid: it was used, replaced or is older than 24 hours")
         self._password_set(email=self.email, workspace_id=self.workspace_id, password_hash=password_hash,
                            actor=actor_of(self.email), at=at)
+
+    class LanguageChosen(Aggregate.Event):
+        """The person chose the dashboard's language: it holds in every browser they sign in on."""
+        written_from = LANGUAGE_FROM
+
+        language: str
+        at: float
+
+    def choose_language(self, language: str, at: float) -> None:
+        if language not in LANGUAGES:
+            raise InvalidInput(f"language must be one of {', '.join(LANGUAGES)}")
+        if language != self.language:
+            self._language_chosen(language=language, at=at)
+
+    @event(LanguageChosen)
+    def _language_chosen(self, language: str, at: float) -> None:
+        self.language = language
 
     def disable(self, actor: str, at: float) -> None:
         if self.disabled:

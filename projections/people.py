@@ -20,6 +20,7 @@ CREATE TABLE IF NOT EXISTS people (
     has_password boolean NOT NULL, disabled boolean NOT NULL,
     created_at double precision NOT NULL, updated_at double precision NOT NULL);
 CREATE INDEX IF NOT EXISTS people_workspace ON people (workspace_id);
+ALTER TABLE people ADD COLUMN IF NOT EXISTS language text;
 """
 MODEL = ReadModel(tables={"people": Table("people", ("id",))}, ddl=DDL)
 
@@ -34,6 +35,11 @@ def _added(rows: Rows, e: Person.Added) -> None:
 @MODEL.on(Person.PasswordSet)
 def _password_set(rows: Rows, e: Person.PasswordSet) -> None:
     rows.update("people", (e.originator_id,), {"has_password": True, "updated_at": e.at})
+
+
+@MODEL.on(Person.LanguageChosen)
+def _language_chosen(rows: Rows, e: Person.LanguageChosen) -> None:
+    rows.update("people", (e.originator_id,), {"language": e.language, "updated_at": e.at})
 
 
 @MODEL.on(Person.LinkIssued)

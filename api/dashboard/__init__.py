@@ -20,7 +20,7 @@ from .messages import Messages, Timeline
 from .ops import add_ops
 from .optouts import OptOuts
 from .overview import Overview, WorkspaceHome
-from .pages import Home, SetPassword, SignIn, SignOut, Static
+from .pages import Home, Language, SetPassword, SignIn, SignOut, Static
 from .people import People, PersonAction
 from .send import Hints, Send, SendConfirm
 from .totp import Code, Enroll, Requirement
@@ -39,6 +39,7 @@ def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[
     app.add_route("/dashboard/sign-in/code", Code(*parts))
     app.add_route("/dashboard/sign-in/enroll", Enroll(*parts, signing_in=True))
     app.add_route("/dashboard/authenticator", Enroll(*parts, signing_in=False))
+    app.add_route("/dashboard/language", Language(*parts))
     app.add_route("/dashboard/sign-out", SignOut(*parts))
     app.add_route("/dashboard/sign-out-everywhere", SignOut(*parts, everywhere=True))
     app.add_route("/dashboard/set-password/{token}", SetPassword(*parts))

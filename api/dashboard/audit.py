@@ -17,6 +17,7 @@ from sandesh.projections import audit, people, registry
 from .pages import Page
 from .paging import PAGE, Paged, choices, client_choices, day_range, key_of, parse_key, requested
 from .shown import details
+from .i18n import _
 
 FIELDS = ("action", "client", "person", "from", "to")
 KEY = (float, str, int)  # audit.ORDER's kinds
@@ -41,7 +42,7 @@ class AuditLog(Page):
         found, clients, persons = await self.blocking(self._search, workspace_id, typed, since, until, requested(req))
         actions = sorted({name for name in ACTIONS.values()
                           if name.startswith("person.") or (workspace_id is None) == name.startswith(SERVICE)})
-        self.web.page(req, resp, "audit.html", status=400 if errors else 200, title="Audit log", person=person,
+        self.web.page(req, resp, "audit.html", status=400 if errors else 200, title=_("Audit log"), person=person,
                       workspace_id=workspace_id, root=root, typed=typed, errors=errors,
                       lines=[readable(audit.line(row)) for row in found.rows], pages=found.links(root, typed),
                       options={"action": choices(actions), "client": client_choices(clients),

@@ -18,9 +18,13 @@ from sandesh.projections import campaigns
 
 from .pages import Page
 from .shown import npr
+from .i18n import _
 
 SHOWN_MESSAGES = 500
 FILTERS = {name: statuses for name, statuses in campaigns.COUNTED.items()}
+# The statuses' names, as the pages show them (`said(status)`): the filters' and the messages'
+STATUS_NAMES = (_("waiting"), _("scheduled"), _("queued"), _("submitted"), _("sent"), _("delivered"),
+                _("undelivered"), _("failed"), _("rejected"), _("canceled"))
 
 
 class CampaignsPage(Page):
@@ -51,7 +55,7 @@ class Campaigns(CampaignsPage):
         if person is None:
             return
         found = await self.blocking(self._list, workspace_id)
-        self.web.page(req, resp, "campaigns.html", title="Campaigns", person=person, workspace_id=workspace_id,
+        self.web.page(req, resp, "campaigns.html", title=_("Campaigns"), person=person, workspace_id=workspace_id,
                       campaigns=found, npr=npr, may_send=may_send(person["role"]))
 
     def _list(self, workspace_id: str) -> list[dict[str, Any]]:
@@ -72,7 +76,7 @@ class CampaignPage(CampaignsPage):
         if found is None:
             return self.web.not_found(req, resp, person)
         campaign, counts, listed, text = found
-        self.web.page(req, resp, "campaign.html", title="Campaign", person=person, workspace_id=workspace_id,
+        self.web.page(req, resp, "campaign.html", title=_("Campaign"), person=person, workspace_id=workspace_id,
                       campaign=campaign, counts=counts, messages=listed, text=text, chosen=chosen,
                       filters=list(FILTERS), npr=npr, shown_at_most=SHOWN_MESSAGES,
                       may_cancel=may_send(person["role"]) and counts["waiting"] > 0,
@@ -103,7 +107,7 @@ class CampaignAction(CampaignsPage):
             if found is None:
                 return self.web.not_found(req, resp, person)
             campaign, counts = found
-            self.web.page(req, resp, "campaign_counts.html", campaign=campaign, counts=counts, npr=npr)
+            self.web.page(req, resp, "campaign_counts.html", person=person, campaign=campaign, counts=counts, npr=npr)
         elif action == "results.csv":
             body = await self.blocking(self._csv, workspace_id, campaign_id)
             if body is None:
@@ -117,7 +121,7 @@ class CampaignAction(CampaignsPage):
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
                       campaign_id: str, action: str) -> None:
         posted = await self.change(req, resp, workspace_id, may_send,
-                                   "Owners, developers and senders cancel; viewers read only.")
+                                   _("Owners, developers and senders cancel; viewers read only."))
         if posted is None:
             return
         if action != "cancel":

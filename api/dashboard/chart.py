@@ -8,8 +8,12 @@ from typing import Any
 from sandesh.domain import operators
 from sandesh.domain.message import DELIVERED, FAILED, SENT, UNDELIVERED
 
+from .i18n import _
+
 OUTCOMES = (DELIVERED, SENT, FAILED, UNDELIVERED)
 OTHER = "other"  # waiting (scheduled, queued, submitted) or ended otherwise (rejected, canceled)
+# The outcomes' names, as the Overview shows them (`said(outcome)`)
+SHOWN = (_("delivered"), _("sent"), _("failed"), _("undelivered"), _("other"))
 HOURS, HEIGHT, BAR_WIDTH = 24, 120, 20
 
 
@@ -39,7 +43,7 @@ def delivery_rates(counted: list[dict[str, Any]]) -> list[dict[str, Any]]:
     found: dict[str, list[int]] = {}
     for row in counted:
         if row["status"] in OUTCOMES:
-            name = operators.NAMES.get(operators.of_number(row["prefix"]) or "", "Other numbers")
+            name = operators.NAMES.get(operators.of_number(row["prefix"]) or "", _("Other numbers"))
             tally = found.setdefault(name, [0, 0])
             tally[0] += row["n"]
             tally[1] += row["n"] if row["status"] == DELIVERED else 0

@@ -20,6 +20,7 @@ from sandesh.domain.person import actor_of, may_manage_clients
 from sandesh.projections import registry
 
 from .pages import VIEWERS_READ, Page
+from .i18n import Said, _
 
 
 class ClientsPage(Page):
@@ -30,7 +31,7 @@ class ClientsPage(Page):
                    workspace_id: str, *, status: int = 200, errors: dict[str, str] | None = None,
                    typed: dict[str, str] | None = None, shown: dict[str, str] | None = None) -> None:
         clients, workspace = await self.blocking(self._clients, workspace_id)
-        self.web.page(req, resp, "clients.html", status=status, title="API clients", person=person,
+        self.web.page(req, resp, "clients.html", status=status, title=_("API clients"), person=person,
                       workspace_id=workspace_id, clients=clients, errors=errors or {}, typed=typed or {},
                       shown=shown, manages=may_manage_clients(person["role"]), max_grace=MAX_GRACE_HOURS,
                       default_grace=DEFAULT_GRACE_HOURS, default_template=DEFAULT_TEMPLATE,
@@ -67,8 +68,8 @@ class Clients(ClientsPage):
             field = "webhook_url" if isinstance(problem, InvalidInput) else "create"
             return await self.show(req, resp, person, workspace_id, status=400, errors={field: str(problem)},
                                    typed=form)
-        await self.show(req, resp, person, workspace_id, shown={"title": f"{client.brand}: new client",
-                                                                 "API key": key, "Webhook secret": secret})
+        await self.show(req, resp, person, workspace_id, shown={"title": _("%(brand)s: new client", brand=client.brand),
+                                                                 _("API key"): key, _("Webhook secret"): secret})
 
 
 class ClientAction(ClientsPage):
@@ -91,12 +92,14 @@ class ClientAction(ClientsPage):
         try:
             if action == "rotate-key":
                 changed, key = await self.blocking(operators.rotate_key, client_id, actor)
-                shown = {"title": f"{changed.brand}: new API key (the old one stopped)", "API key": key}
+                shown = {"title": _("%(brand)s: new API key (the old one stopped)", brand=changed.brand),
+                         _("API key"): key}
             elif action == "rotate-secret":
                 grace = grace_hours(form.get("grace_hours", ""))
                 changed, secret = await self.blocking(operators.rotate_secret, client_id, grace, actor)
-                shown = {"title": f"{changed.brand}: new webhook secret (the old one signs for {grace:g} h)",
-                         "Webhook secret": secret}
+                shown = {"title": _("%(brand)s: new webhook secret (the old one signs for %(hours)s h)",
+                                    brand=changed.brand, hours=format(grace, "g")),
+                         _("Webhook secret"): secret}
             elif action == "update":
                 await self.blocking(operators.update_client, client_id, None, form.get("webhook_url", "").strip(),
                                     None, actor)
@@ -114,7 +117,7 @@ class ClientAction(ClientsPage):
                                     client_id, actor)
         except DomainError as problem:
             return await self.show(req, resp, person, workspace_id, status=400,
-                                   errors={f"{client_id}:{action}": str(problem)})
+                                   errors={f"{client_id}:{action}": told(problem)})
         if shown is None:  # nothing to show once: back to the list, so a reload posts nothing again
             return self.web.redirect(resp, f"/dashboard/w/{workspace_id}/clients")
         await self.show(req, resp, person, workspace_id, shown=shown)
@@ -141,7 +144,15 @@ def grace_hours(text: str) -> float:
     try:
         hours = float(text.strip() or DEFAULT_GRACE_HOURS)
     except ValueError:
-        raise InvalidInput(f"grace period must be a number of hours from 0 to {MAX_GRACE_HOURS}") from None
+        raise InvalidInput(_("grace period must be a number of hours from 0 to %(most)s",
+                             most=MAX_GRACE_HOURS)) from None
     if not 0 <= hours <= MAX_GRACE_HOURS:
-        raise InvalidInput(f"grace period must be 0 to {MAX_GRACE_HOURS} hours")
+        raise InvalidInput(_("grace period must be 0 to %(most)s hours", most=MAX_GRACE_HOURS))
     return hours
+
+
+def told(problem: DomainError) -> str:
+    """What a refused action says: the page's own sentence as marked (`grace_hours`, shown in the
+    page's language), else the domain's words."""
+    said = problem.args[0] if problem.args else None
+    return said if isinstance(said, Said) else str(problem)

@@ -19,8 +19,9 @@ from ..uploads.children import Readers
 from ..uploads.limits import MAX_COLUMNS, MAX_UPLOAD
 from .pages import Page, Posted
 from .web import LIST_FORM
+from .i18n import _
 
-SENDERS_CHANGE = "Owners, developers and senders change contact lists and templates; viewers read only."
+SENDERS_CHANGE = _("Owners, developers and senders change contact lists and templates; viewers read only.")
 SHOWN_CONTACTS = 500
 
 
@@ -64,8 +65,9 @@ class Contacts(ContactsPage):
         read = await self.listed(posted)
         errors = dict(read.errors)
         if not read.recipients and not errors:
-            errors["recipients"] = "Type the numbers, or upload a list." if not read.refused else \
-                f"No number in it reads as a Nepal mobile number (line {read.refused[0].line}: {read.refused[0].given!r})."
+            errors["recipients"] = _("Type the numbers, or upload a list.") if not read.refused else \
+                _("No number in it reads as a Nepal mobile number (line %(line)s: %(given)s).",
+                  line=read.refused[0].line, given=repr(read.refused[0].given))
         if not errors:
             try:
                 made = await self.blocking(self.sandesh.contacts.create_list, workspace_id, form.get("name", ""),
@@ -83,7 +85,7 @@ class Contacts(ContactsPage):
                    workspace_id: str, *, status: int = 200, errors: dict[str, str] | None = None,
                    typed: dict[str, str] | None = None, columns: list[str] | None = None) -> None:
         lists = await self.blocking(self._lists, workspace_id)
-        self.web.page(req, resp, "contacts.html", status=status, title="Contacts", person=person,
+        self.web.page(req, resp, "contacts.html", status=status, title=_("Contacts"), person=person,
                       workspace_id=workspace_id, lists=lists, errors=errors or {}, typed=typed or {},
                       columns=columns or [], changes=may_send(person["role"]), max_rows=MAX_ROWS,
                       max_mb=MAX_UPLOAD // 2**20, max_columns=MAX_COLUMNS)
@@ -140,7 +142,7 @@ class ContactListPage(ContactsPage):
         read = await self.listed(posted)
         errors = dict(read.errors)
         if not read.recipients and not errors:
-            errors["recipients"] = "Type the numbers, or upload a list."
+            errors["recipients"] = _("Type the numbers, or upload a list.")
         if not errors:
             try:
                 added = await self.blocking(self.sandesh.contacts.add, workspace_id, list_id, read.recipients,
@@ -216,7 +218,7 @@ class Templates(Page):
                    workspace_id: str, *, status: int = 200, error: str | None = None,
                    typed: dict[str, str] | None = None) -> None:
         found = await self.blocking(self._templates, workspace_id)
-        self.web.page(req, resp, "templates.html", status=status, title="Templates", person=person,
+        self.web.page(req, resp, "templates.html", status=status, title=_("Templates"), person=person,
                       workspace_id=workspace_id, templates=found, error=error, typed=typed or {},
                       changes=may_send(person["role"]), saved=req.get_param("saved"))
 

@@ -9,14 +9,20 @@ import math
 from typing import Callable
 
 import falcon.asgi
+from markupsafe import escape
 
 from sandesh.domain.signin import (ADDRESS_POSTS, ADDRESS_WINDOW, NETWORK_POSTS, NETWORK_WINDOW, address_group,
                                    address_network, gcra)
 
+from . import i18n
+from .i18n import _
+
 KEPT = 100_000  # keys remembered per table before the ones whose allowance is whole again are dropped
 
-REFUSED = ("<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>Too many tries</title>"
-           "<p>Too many sign-in tries from your network. Wait {} seconds and try again.</p></html>")
+REFUSED = ("<!doctype html><html lang=\"{language}\"><meta charset=\"utf-8\"><title>{title}</title>"
+           "<p>{text}</p></html>")
+# The refusal in each language (i18n.py): a catalog's lookup, nothing rendered
+SAYERS = {language: i18n.sayer(translations) for language, translations in i18n.CATALOGS.items()}
 
 
 class Gate:
@@ -59,8 +65,15 @@ class Gate:
             if len(table) > KEPT:
                 table.clear()
 
-    def refuse(self, resp: falcon.asgi.Response, wait: int) -> None:
+    def refuse(self, resp: falcon.asgi.Response, wait: int, language: str = i18n.ENGLISH) -> None:
+        """The short 429 page, in `language` (the browser's: its cookie, its Accept-Language)."""
+        language = language if language in SAYERS else i18n.ENGLISH
+        said = SAYERS[language]
         resp.status = falcon.HTTP_429
         resp.content_type = falcon.MEDIA_HTML
-        resp.text = REFUSED.format(wait)
+        resp.text = REFUSED.format(
+            language=language, title=escape(said(_("Too many tries"))),
+            text=escape(said(_("Too many sign-in tries from your network. Wait %(seconds)s seconds and try again.",
+                               seconds=wait))))
+        resp.set_header("Content-Language", language)
         resp.set_header("Retry-After", str(wait))

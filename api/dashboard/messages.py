@@ -18,9 +18,14 @@ from sandesh.projections import inbound, messages, registry
 from .pages import Page
 from .paging import PAGE, Paged, choices, client_choices, day_range, key_of, parse_key, requested
 from .shown import details
+from .i18n import _
 
 STATUSES = (SCHEDULED, QUEUED, SUBMITTED, SENT, DELIVERED, UNDELIVERED, FAILED, REJECTED, CANCELED)
 FIELDS = ("q", "status", "type", "client", "from", "to")
+# The statuses' and the types' names, as the page shows them (`said(message.status)`): the
+# names themselves are the domain's (domain/message.py, domain/types.py)
+NAMES = (_("scheduled"), _("queued"), _("submitted"), _("sent"), _("delivered"), _("undelivered"), _("failed"),
+         _("rejected"), _("canceled"), _("transactional"), _("otp"), _("promotional"))
 
 
 class Messages(Page):
@@ -35,7 +40,7 @@ class Messages(Page):
         typed = {name: (req.get_param(name) or "").strip() for name in FIELDS}
         since, until, errors = day_range(typed)
         found, clients = await self.blocking(self._search, workspace_id, typed, since, until, requested(req))
-        self.web.page(req, resp, "messages.html", status=400 if errors else 200, title="Messages", person=person,
+        self.web.page(req, resp, "messages.html", status=400 if errors else 200, title=_("Messages"), person=person,
                       workspace_id=workspace_id, typed=typed, errors=errors, page_size=PAGE,
                       options={"status": choices(STATUSES), "type": choices(MESSAGE_TYPES),
                                "client": client_choices(clients)},
@@ -71,7 +76,7 @@ class Timeline(Page):
         history = await self.blocking(self._history, workspace_id, message_id)
         if history is None:
             return self.web.not_found(req, resp, person)
-        self.web.page(req, resp, "timeline.html", title="Message timeline", person=person,
+        self.web.page(req, resp, "timeline.html", title=_("Message timeline"), person=person,
                       workspace_id=workspace_id, history=history, described=described)
 
     def _history(self, workspace_id: str, message_id: str) -> dict[str, Any] | None:

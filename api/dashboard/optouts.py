@@ -15,6 +15,10 @@ from sandesh.domain.person import actor_of, may_manage_clients
 from sandesh.projections import optouts, registry
 
 from .pages import VIEWERS_READ, Page
+from .i18n import _
+
+# Who made a change (domain/optout.py: REPLY, OPERATOR), as the page shows it (`said(optout.source)`)
+SOURCES = (_("reply"), _("operator"))
 
 
 class OptOuts(Page):
@@ -50,7 +54,7 @@ class OptOuts(Page):
                    workspace_id: str, *, status: int = 200, error: str | None = None,
                    replies_error: str | None = None, typed: dict[str, str] | None = None) -> None:
         listed, workspace = await self.blocking(self._listed, workspace_id)
-        self.web.page(req, resp, "optouts.html", status=status, title="Opt-outs", person=person,
+        self.web.page(req, resp, "optouts.html", status=status, title=_("Opt-outs"), person=person,
                       workspace_id=workspace_id, optouts=listed, error=error, typed=typed or {},
                       replies_error=replies_error, workspace=workspace, manages=may_manage_clients(person["role"]))
 

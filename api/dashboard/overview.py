@@ -12,6 +12,10 @@ from sandesh.projections import counters, messages, registry
 
 from .chart import OUTCOMES, OTHER, delivery_rates, hourly
 from .pages import Page, landing
+from .i18n import _
+
+# The words of a workspace's status and of its message types, as the Overview shows them (`said`)
+SHOWN = (_("pending"), _("active"), _("suspended"), _("transactional"), _("promotional"), _("otp"))
 
 
 class WorkspaceHome(Page):
@@ -37,7 +41,7 @@ class Overview(Page):
             return self.web.not_found(req, resp, person)
         totp_required, enrolled = await self.blocking(self._codes, workspace_id, person["id"])
         totals, last_day = await self.blocking(self._activity, workspace_id)
-        self.web.page(req, resp, "overview.html", title="Overview", person=person, workspace=workspace,
+        self.web.page(req, resp, "overview.html", title=_("Overview"), person=person, workspace=workspace,
                       totp_required=totp_required, enrolled=enrolled,
                       may_require=may_manage_people(person["role"]), counters=totals, chart=hourly(last_day),
                       outcomes=(*OUTCOMES, OTHER), rates=delivery_rates(last_day), now=self.sandesh.clock.now())

@@ -14,17 +14,18 @@ import falcon.asgi
 
 from sandesh.domain.application import Sandesh
 from sandesh.domain.errors import InvalidInput, InvalidTransition
-from sandesh.domain.person import OPERATOR, SENDER, sees
+from sandesh.domain.person import MAX_PASSWORD, MIN_PASSWORD, OPERATOR, SENDER, sees
 from sandesh.domain.signin import SignInRefused
 from sandesh.domain.usecases.people import SignInTry
 from sandesh.projections.storage import sessions
 
 from ..waiting import Blocking, Busy, Hashing
+from . import i18n
 from .web import HERE, SESSION, TooLarge, Upload, Web
+from .i18n import _
 
 SIGN_IN = "/dashboard/sign-in"
-WRONG = "Email or password is wrong."
-BUSY = "Many people are signing in just now. Try again in {} seconds."
+WRONG = _("Email or password is wrong.")
 
 
 def landing(role: str) -> str:
@@ -32,14 +33,43 @@ def landing(role: str) -> str:
     return "send" if role == SENDER else "overview"
 
 
-def waiting_time(seconds: int) -> str:
+def too_busy(seconds: int) -> str:
+    """What a sign-in form says when every thread that checks passwords is busy (`Page.busy`)."""
+    return _("Many people are signing in just now. Try again in %(seconds)s seconds.", seconds=seconds)
+
+
+def too_many_sign_ins(seconds: int) -> str:
+    """The throttle's refusal of a password or a code (domain/signin.py): wait `seconds`, said
+    in seconds under a minute, else in whole minutes rounded up."""
     minutes = -(-seconds // 60)
-    return f"{seconds} seconds" if seconds < 60 else f"{minutes} minute{'s' if minutes != 1 else ''}"
+    if seconds < 60:
+        return _("Too many failed sign-ins. Wait %(seconds)s seconds and try again.", seconds=seconds)
+    if minutes == 1:
+        return _("Too many failed sign-ins. Wait 1 minute and try again.")
+    return _("Too many failed sign-ins. Wait %(minutes)s minutes and try again.", minutes=minutes)
 
 
-SENDERS_SEE = "Senders see the Send, Campaigns, Contacts, Templates and Messages pages of their workspace."
+def too_many_tries(seconds: int) -> str:
+    """The throttle's refusal of setting up an authenticator app, as `too_many_sign_ins`."""
+    minutes = -(-seconds // 60)
+    if seconds < 60:
+        return _("Too many failed tries. Wait %(seconds)s seconds and try again.", seconds=seconds)
+    if minutes == 1:
+        return _("Too many failed tries. Wait 1 minute and try again.")
+    return _("Too many failed tries. Wait %(minutes)s minutes and try again.", minutes=minutes)
+
+
+def password_said(problem: str) -> str:
+    """The domain's words for a refused new password (domain/person.py, `password_problem`),
+    marked for the catalog; any other problem as it is."""
+    known = {f"Use at least {MIN_PASSWORD} characters.": _("Use at least %(count)s characters.", count=MIN_PASSWORD),
+             f"Use at most {MAX_PASSWORD} characters.": _("Use at most %(count)s characters.", count=MAX_PASSWORD)}
+    return known.get(problem, problem)
+
+
+SENDERS_SEE = _("Senders see the Send, Campaigns, Contacts, Templates and Messages pages of their workspace.")
 # What a viewer is told when a form changes what only owners and developers may.
-VIEWERS_READ = "Viewers read only: ask an owner or a developer of the workspace."
+VIEWERS_READ = _("Viewers read only: ask an owner or a developer of the workspace.")
 
 
 @dataclass(frozen=True)
@@ -105,7 +135,7 @@ class Page:
             self.web.not_found(req, resp, person)
             return None
         if not sees(person["role"], self.section):
-            self.web.page(req, resp, "message.html", status=403, title="Forbidden", person=person, text=SENDERS_SEE)
+            self.web.page(req, resp, "message.html", status=403, title=_("Forbidden"), person=person, text=SENDERS_SEE)
             return None
         return person
 
@@ -154,7 +184,7 @@ class Page:
         or 403 (`refusal` says why)."""
         person = await self.member(req, resp, workspace_id)
         if person is not None and not allowed(person["role"]):
-            self.web.page(req, resp, "message.html", status=403, title="Forbidden", person=person, text=refusal)
+            self.web.page(req, resp, "message.html", status=403, title=_("Forbidden"), person=person, text=refusal)
             return None
         return person
 
@@ -165,7 +195,7 @@ class Page:
         ip = self.web.calling_ip(req)
         wait = self.web.gate.wait(ip) if req.method == "POST" else self.web.gate.waiting(ip)
         if wait:
-            self.web.gate.refuse(resp, wait)
+            self.web.gate.refuse(resp, wait, self.web.language(req, None))
             self.web.secure_headers(resp)
         return bool(wait)
 
@@ -174,7 +204,7 @@ class Page:
         """The form again, 503 with Retry-After: every thread that checks passwords is busy and
         more wait for one already (api/waiting.py, Hashing); nothing was tried or recorded."""
         resp.set_header("Retry-After", str(busy.retry_after))
-        self.web.page(req, resp, template, status=503, error=BUSY.format(busy.retry_after), **fields)
+        self.web.page(req, resp, template, status=503, error=too_busy(busy.retry_after), **fields)
 
     async def turn(self, attempt: SignInTry) -> None:
         """Wait for a paced try's turn (domain/signin.py): on the event loop, holding no thread."""
@@ -212,8 +242,8 @@ class SignIn(Page):
             return
         if await self.signed_in(req) is not None:
             return self.web.redirect(resp, "/dashboard")
-        notice = "Your password is set. Sign in with it." if req.get_param("password") == "set" else None
-        self.web.page(req, resp, "sign_in.html", title="Sign in", email="", error=None, notice=notice)
+        notice = _("Your password is set. Sign in with it.") if req.get_param("password") == "set" else None
+        self.web.page(req, resp, "sign_in.html", title=_("Sign in"), email="", error=None, notice=notice)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         posted = await self.sign_in_form(req, resp)
@@ -232,16 +262,35 @@ class SignIn(Page):
         except Busy as busy:
             if attempt is not None:  # filled while the try waited its turn: it was no guess
                 await self.blocking(self.sandesh.people.withdraw_try, attempt)
-            return self.busy(req, resp, busy, "sign_in.html", title="Sign in", email=email, notice=None)
+            return self.busy(req, resp, busy, "sign_in.html", title=_("Sign in"), email=email, notice=None)
         except SignInRefused as refused:
-            error = (f"Too many failed sign-ins. Wait {waiting_time(refused.wait)} and try again." if refused.wait
-                     else WRONG)
+            error = too_many_sign_ins(refused.wait) if refused.wait else WRONG
             if refused.wait:
                 resp.set_header("Retry-After", str(refused.wait))
-            return self.web.page(req, resp, "sign_in.html", status=429 if refused.wait else 200, title="Sign in",
+            return self.web.page(req, resp, "sign_in.html", status=429 if refused.wait else 200, title=_("Sign in"),
                                  email=email, error=error, notice=None)
         owed = await self.blocking(self.sandesh.people.second_factor, person)
         await self.begin(req, resp, person.id, person.email, owed or sessions.SIGNED_IN)
+
+
+class Language(Page):
+    """POST /dashboard/language: the language the dashboard is drawn in (i18n.py), kept in the
+    browser's cookie for a year and, for a person signed in, with them (every browser they sign
+    in on); back to the page it was chosen on."""
+
+    async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
+        posted = await self.posted(req, resp, None)
+        if posted is None:
+            return
+        language = posted.fields.get("language", "")
+        if language not in i18n.NAMES:
+            return self.web.redirect(resp, "/dashboard")
+        self.web.set_cookie(req, resp, i18n.LANGUAGE_COOKIE, language, max_age=365 * 86400)
+        person = await self.signed_in(req)
+        if person is not None:
+            await self.blocking(self.sandesh.people.choose_language, person["id"], language)
+        back = posted.fields.get("back", "")
+        self.web.redirect(resp, back if back.startswith("/dashboard") and "//" not in back else "/dashboard")
 
 
 class SignOut(Page):
@@ -279,7 +328,7 @@ class SetPassword(Page):
         person = await self.blocking(self.sandesh.people.person_of_link, token)
         if person is None:
             return self._invalid(req, resp)
-        self.web.page(req, resp, "set_password.html", title="Set your password", email=person.email, error=None)
+        self.web.page(req, resp, "set_password.html", title=_("Set your password"), email=person.email, error=None)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, token: str) -> None:
         posted = await self.sign_in_form(req, resp)
@@ -290,22 +339,22 @@ class SetPassword(Page):
             person = await self.hashing(self.sandesh.people.set_password, token, form.get("password", ""))
         except Busy as busy:
             found = await self.blocking(self.sandesh.people.person_of_link, token)
-            return self.busy(req, resp, busy, "set_password.html", title="Set your password",
+            return self.busy(req, resp, busy, "set_password.html", title=_("Set your password"),
                              email=found.email if found else "")
         except InvalidInput as problem:
             found = await self.blocking(self.sandesh.people.person_of_link, token)
             if found is None:
                 return self._invalid(req, resp)
-            return self.web.page(req, resp, "set_password.html", status=400, title="Set your password",
-                                 email=found.email, error=str(problem))
+            return self.web.page(req, resp, "set_password.html", status=400, title=_("Set your password"),
+                                 email=found.email, error=password_said(str(problem)))
         except InvalidTransition:
             return self._invalid(req, resp)
         await self.blocking(self._end_all, person.id)  # a new password ends every session of the old one
         self.web.redirect(resp, SIGN_IN + "?password=set")
 
     def _invalid(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
-        self.web.page(req, resp, "message.html", status=404, title="Link not valid",
-                      text="This link was used, replaced or is older than 24 hours. Ask for a new one.")
+        self.web.page(req, resp, "message.html", status=404, title=_("Link not valid"),
+                      text=_("This link was used, replaced or is older than 24 hours. Ask for a new one."))
 
     def _end_all(self, person_id: str) -> None:
         with self.connection() as conn:

@@ -13,11 +13,12 @@ from sandesh.domain.person import (WORKSPACE_ROLES, actor_of, check_name, check_
 from sandesh.projections import people
 
 from .pages import Page
+from .i18n import _
 
-OWNERS_ONLY = "Only an owner of the workspace manages its people."
+OWNERS_ONLY = _("Only an owner of the workspace manages its people.")
 # Whether the address is of this workspace, of another or of the operator team is not said: an
 # owner learns nothing of other workspaces' people (docs/dashboard.md, "People page").
-TAKEN = "This address cannot be invited. Use another address, or ask the operator team."
+TAKEN = _("This address cannot be invited. Use another address, or ask the operator team.")
 
 
 class PeoplePage(Page):
@@ -27,7 +28,7 @@ class PeoplePage(Page):
                    workspace_id: str, *, status: int = 200, errors: dict[str, str] | None = None,
                    typed: dict[str, str] | None = None, link: dict[str, str] | None = None) -> None:
         listed = await self.blocking(self._people, workspace_id)
-        self.web.page(req, resp, "people.html", status=status, title="People", person=person,
+        self.web.page(req, resp, "people.html", status=status, title=_("People"), person=person,
                       workspace_id=workspace_id, people=listed, roles=WORKSPACE_ROLES, errors=errors or {},
                       typed=typed or {}, link=link, manages=may_manage_people(person["role"]))
 

@@ -25,10 +25,13 @@ from ..uploads.limits import MAX_COLUMNS, MAX_UPLOAD
 from .pages import Page, Posted
 from .shown import npr
 from .web import LIST_FORM
+from .i18n import _
 
 SHOWN = 10  # messages shown in a preview, exactly as they will be sent
 SHOWN_REFUSED = 200
-SENDERS_ONLY = "Owners, developers and senders send from the dashboard; viewers read only."
+SENDERS_ONLY = _("Owners, developers and senders send from the dashboard; viewers read only.")
+# The types' names, as the form offers them (`said(t)`): the catalog's copy of TYPES
+TYPE_NAMES = (_("transactional"), _("promotional"))
 FIELDS = ("recipients", "text", "type", "send_at", "number_column", "list", "template")
 
 
@@ -41,7 +44,7 @@ class SendingPage(Page):
                    columns: list[str] | None = None, source: str = "") -> None:
         """The form (with the workspace's lists and templates to choose from), or a preview."""
         lists, templates = ([], []) if plan else await self.blocking(self._choices, workspace_id)
-        self.web.page(req, resp, "send.html", status=status, title="Send", person=person, workspace_id=workspace_id,
+        self.web.page(req, resp, "send.html", status=status, title=_("Send"), person=person, workspace_id=workspace_id,
                       typed=typed or {"type": TYPES[0]}, errors=errors or {}, types=TYPES, plan=plan,
                       shown=plan.messages[:SHOWN] if plan else (), refused=plan.refused[:SHOWN_REFUSED] if plan else (),
                       token=token, columns=columns or [], source=source, npr=npr, nepal_input=nepal_input,

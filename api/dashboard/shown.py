@@ -20,27 +20,32 @@ MONEY = {"amount", "cost", "refund", "min_credit", "rates"}
 TIMES = {"expiresAt", "sendAt", "notBefore", "since", "until", "previous_until"}
 
 
-def npr(paisa: int) -> str:
-    """`NPR 1,234.56` for 123456 paisa."""
-    sign = "-" if paisa < 0 else ""
-    rupees, rest = divmod(abs(paisa), 100)
-    return f"NPR {sign}{rupees:,}.{rest:02d}"
+def npr(paisa: int, language: str = "en") -> str:
+    """`NPR 1,234.56` for 123456 paisa, `NPR 1,23,456.78` for 12345678 (Indian grouping, Babel's:
+    i18n.py); `नेरू 1,234.56` in Nepali; a debit as `NPR -1.00`."""
+    from .i18n import npr as formatted
+    shown = formatted(abs(paisa), language)
+    return shown.replace(" ", " -", 1) if paisa < 0 else shown
 
 
-def nepal(moment: float | str) -> Markup:
+def nepal(moment: float | str, language: str = "en") -> Markup:
     """A time (epoch seconds, or ISO 8601 as the read models give it) in Nepal time, to the second,
-    in a <time> element whose title is the same instant in UTC, and its day in Bikram Sambat beside it."""
+    in a <time> element whose title is the same instant in UTC, and its day in Bikram Sambat
+    beside it: after it in English, first in Nepali."""
     at = moment if isinstance(moment, (int, float)) else parse_iso(moment)
     local = datetime.fromtimestamp(at, NEPAL)
     utc = datetime.fromtimestamp(at, timezone.utc)
-    return Markup('<time datetime="{}" title="{} UTC">{}</time> <span class="bs">{}</span>').format(
-        iso(at), utc.strftime("%Y-%m-%d %H:%M:%S"), local.strftime("%Y-%m-%d %H:%M:%S"), bs_text(at))
+    shown = Markup('<time datetime="{}" title="{} UTC">{}</time>').format(
+        iso(at), utc.strftime("%Y-%m-%d %H:%M:%S"), local.strftime("%Y-%m-%d %H:%M:%S"))
+    bs = Markup('<span class="bs">{}</span>').format(bs_text(at, language))
+    return bs + Markup(" ") + shown if language == "ne" else shown + Markup(" ") + bs
 
 
-def nepal_day(at: float) -> Markup:
-    """The Nepal day of an instant, in AD and in Bikram Sambat."""
-    return Markup('<span class="day">{}</span> <span class="bs">{}</span>').format(nepal_date(at).isoformat(),
-                                                                                bs_text(at))
+def nepal_day(at: float, language: str = "en") -> Markup:
+    """The Nepal day of an instant, in AD and in Bikram Sambat (first in Nepali)."""
+    ad = Markup('<span class="day">{}</span>').format(nepal_date(at).isoformat())
+    bs = Markup('<span class="bs">{}</span>').format(bs_text(at, language))
+    return bs + Markup(" ") + ad if language == "ne" else ad + Markup(" ") + bs
 
 
 def long_id(text: str) -> Markup:

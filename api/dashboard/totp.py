@@ -17,10 +17,15 @@ from sandesh.domain.usecases.people import SECOND_FACTOR_CODE, SECOND_FACTOR_ENR
 from sandesh.projections.storage import sessions
 
 from ..waiting import Busy
-from .pages import BUSY, SIGN_IN, Page, waiting_time
+from .pages import SIGN_IN, Page, too_busy, too_many_sign_ins, too_many_tries
 from .web import TOTP_USE
+from .i18n import _
 
-WRONG_CODE = "That code is not right: type the 6 digits the app shows now."
+WRONG_CODE = _("That code is not right: type the 6 digits the app shows now.")
+# The domain's other refusals of setting up an app (domain/usecases/people.py, `enroll_totp`;
+# domain/person.py, `use_totp`), marked for the catalog: the page says them with `said`.
+REFUSALS = (_("To replace your app, type a code it shows now, or your password."),
+            _("To set up an app, type your password too."), _("this code was used already"))
 
 
 class Code(Page):
@@ -29,7 +34,7 @@ class Code(Page):
     async def on_get(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         if await self.waiting(req, SECOND_FACTOR_CODE) is None:
             return self.web.redirect(resp, SIGN_IN)
-        self.web.page(req, resp, "code.html", title="Authentication code", error=None)
+        self.web.page(req, resp, "code.html", title=_("Authentication code"), error=None)
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
         posted = await self.sign_in_form(req, resp)
@@ -47,12 +52,11 @@ class Code(Page):
             signed = await self.blocking(self.sandesh.people.verify_code, person["id"], form.get("code", ""), ip,
                                          attempt)
         except SignInRefused as refused:
-            error = (f"Too many failed sign-ins. Wait {waiting_time(refused.wait)} and try again." if refused.wait
-                     else WRONG_CODE)
+            error = too_many_sign_ins(refused.wait) if refused.wait else WRONG_CODE
             if refused.wait:
                 resp.set_header("Retry-After", str(refused.wait))
             return self.web.page(req, resp, "code.html", status=429 if refused.wait else 200,
-                                 title="Authentication code", error=error)
+                                 title=_("Authentication code"), error=error)
         # An app set up before a rotation for a leaked key is set up again before the session begins.
         due = await self.blocking(self.sandesh.secrets.app_due, signed)
         await self.begin(req, resp, person["id"], person["email"], SECOND_FACTOR_ENROLL if due else sessions.SIGNED_IN)
@@ -89,11 +93,11 @@ class Enroll(Page):
                                                  ip=self.web.calling_ip(req), after_password=self.signing_in))
         except Busy as busy:
             resp.set_header("Retry-After", str(busy.retry_after))
-            return await self._show(req, resp, person, status=503, error=BUSY.format(busy.retry_after))
+            return await self._show(req, resp, person, status=503, error=too_busy(busy.retry_after))
         except SignInRefused as refused:
             resp.set_header("Retry-After", str(max(1, refused.wait)))
             return await self._show(req, resp, person, status=429,
-                                    error=f"Too many failed tries. Wait {waiting_time(refused.wait)} and try again.")
+                                    error=too_many_tries(refused.wait))
         except (InvalidInput, InvalidTransition) as problem:
             return await self._show(req, resp, person, status=400, error=str(problem))
         if self.signing_in:
@@ -108,7 +112,7 @@ class Enroll(Page):
         enrolled, due = await self.blocking(self._enrolled, person["id"])
         secret = self._secret(req)
         qr = segno.make(provisioning_uri(secret, person["email"]), error="m").svg_data_uri(scale=4)
-        self.web.page(req, resp, "enroll.html", status=status, title="Set up an authenticator app",
+        self.web.page(req, resp, "enroll.html", status=status, title=_("Set up an authenticator app"),
                       person=None if self.signing_in else person, enrolled=enrolled, secret=secret, qr=qr,
                       error=error, password_asked=not (enrolled or self.signing_in), due=due)
 
@@ -130,7 +134,7 @@ class Requirement(Page):
 
     async def on_post(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str) -> None:
         posted = await self.change(req, resp, workspace_id, may_manage_people,
-                                   "Only an owner of the workspace decides this.")
+                                   _("Only an owner of the workspace decides this."))
         if posted is None:
             return
         form, person = posted.fields, posted.person

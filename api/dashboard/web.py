@@ -23,12 +23,29 @@ from sandesh.projections.storage.keys import labelled
 
 from ..peers import calling_ip, over_tls
 from ..uploads.limits import MAX_UPLOAD
+from . import i18n
 from .gate import Gate
 from .shown import long_id, nepal, nepal_day, npr
+from .i18n import _
 
 HERE = Path(__file__).resolve().parent
-TEMPLATES = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
-TEMPLATES.filters.update(npr=npr, nepal=nepal, nepal_day=nepal_day, long_id=long_id)  # every amount, time and long id a page shows
+
+
+def environment(language: str) -> Environment:
+    """The templates drawn in `language`: its catalog's gettext, its money."""
+    made = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]),
+                       extensions=["jinja2.ext.i18n"])
+    made.install_gettext_translations(i18n.CATALOGS[language], newstyle=True)  # type: ignore[attr-defined]
+    made.policies["ext.i18n.trimmed"] = True  # a {% trans %} block's lines are one line, as the catalog has it
+    # every amount, time and long id a page shows
+    made.filters.update(npr=lambda paisa: npr(paisa, language), nepal=lambda at: nepal(at, language),
+                        nepal_day=lambda at: nepal_day(at, language), long_id=long_id)
+    made.globals.update(lang=language, language_names=i18n.NAMES, said=i18n.sayer(i18n.CATALOGS[language]))
+    return made
+
+
+ENVIRONMENTS = {language: environment(language) for language in i18n.CATALOGS}
+TEMPLATES = ENVIRONMENTS[i18n.ENGLISH]
 
 # No inline script or style, nothing from another origin, never inside a frame.
 POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
@@ -42,8 +59,8 @@ MULTIPART = falcon.media.MultipartFormHandler()
 MULTIPART.parse_options.max_body_part_count = 16  # our largest form has 9 fields
 
 
-TITLES = {404: "Not found", 405: "Not allowed", 500: "Something went wrong", 503: "Unavailable"}
-NOT_FOUND = "There is no such page, or it is not yours to see."
+TITLES = {404: _("Not found"), 405: _("Not allowed"), 500: _("Something went wrong"), 503: _("Unavailable")}
+NOT_FOUND = _("There is no such page, or it is not yours to see.")
 
 
 @dataclass(frozen=True)
@@ -61,8 +78,12 @@ class TooLarge(Exception):
     """A form's body is larger than its cap (`most` bytes): it is answered 413, unread."""
 
     def __init__(self, most: int):
-        super().__init__(f"The form is larger than {most // 2**20} MB: upload a smaller file.")
+        self.message = _("The form is larger than %(megabytes)s MB: upload a smaller file.", megabytes=most // 2**20)
+        super().__init__(self.message)
         self.most = most
+
+    def __str__(self) -> str:
+        return self.message  # the Said itself: a page shows it in its language (i18n.py, `said`)
 
 
 async def _at_most(stream: AsyncIterator[bytes], most: int) -> AsyncIterator[bytes]:
@@ -85,7 +106,7 @@ def error_page(resp: falcon.Response, status: int, text: str, headers: dict[str,
     resp.status = status
     resp.content_type = falcon.MEDIA_HTML
     resp.text = TEMPLATES.get_template("message.html").render(
-        title=TITLES.get(status, "Error"), text=NOT_FOUND if status == 404 else text, person=None, csrf="")
+        title=TITLES.get(status, _("Error")), text=NOT_FOUND if status == 404 else text, person=None, csrf="")
     for name, value in headers.items():
         resp.set_header(name, value)
     Web.secure_headers(resp)
@@ -110,17 +131,26 @@ class Web:
         """A page, with a CSRF token for its forms (the browser's nonce cookie is set when missing)."""
         nonce = req.cookies.get(self.cookie(req, NONCE)) or self._new_nonce(req, resp)
         values.setdefault("person", None)
+        language = self.language(req, values["person"])
         resp.status = status
         resp.content_type = falcon.MEDIA_HTML
-        resp.text = TEMPLATES.get_template(template).render(csrf=self.csrf_token(nonce, req), **values)
+        resp.text = ENVIRONMENTS[language].get_template(template).render(
+            csrf=self.csrf_token(nonce, req), here=req.relative_uri, **values)
+        resp.set_header("Content-Language", language)
+        resp.append_header("Vary", "Accept-Language, Cookie")
         self.secure_headers(resp)
 
+    def language(self, req: falcon.asgi.Request, person: Any) -> str:
+        """The language the page is drawn in (i18n.py): the person's choice, the browser's switch, its Accept-Language."""
+        return i18n.language_of(person if isinstance(person, dict) else None,
+                                req.cookies.get(self.cookie(req, i18n.LANGUAGE_COOKIE)), req.get_header("Accept-Language"))
+
     def not_found(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: Any = None) -> None:
-        self.page(req, resp, "message.html", status=404, title="Not found", person=person, text=NOT_FOUND)
+        self.page(req, resp, "message.html", status=404, title=_("Not found"), person=person, text=NOT_FOUND)
 
     def forbidden(self, req: falcon.asgi.Request, resp: falcon.asgi.Response) -> None:
-        self.page(req, resp, "message.html", status=403, title="Forbidden",
-                  text="This form had no valid security token. Go back, reload the page and try again.")
+        self.page(req, resp, "message.html", status=403, title=_("Forbidden"),
+                  text=_("This form had no valid security token. Go back, reload the page and try again."))
 
     @staticmethod
     def redirect(resp: falcon.asgi.Response, to: str) -> None:
@@ -242,15 +272,15 @@ class Web:
                 if part.filename:
                     data = await part.stream.read(max_file + 1)
                     if len(data) > max_file:
-                        return fields, files, f"The file is larger than {max_file // 2**20} MB."
+                        return fields, files, _("The file is larger than %(megabytes)s MB.", megabytes=max_file // 2**20)
                     files[part.name] = (part.filename, data)
                 else:
                     data = await part.stream.read(max_field + 1)
                     if len(data) > max_field:
-                        return fields, files, f"The field {part.name!r} is too long."
+                        return fields, files, _("The field %(name)s is too long.", name=repr(part.name))
                     fields.setdefault(part.name, data.decode("utf-8", "replace"))
         except falcon.HTTPError as error:  # a malformed form: the parser's 400, said as a problem of the form
-            return fields, files, f"The form could not be read: {error.title}."
+            return fields, files, _("The form could not be read: %(problem)s.", problem=error.title)
         return fields, files, None
 
     def calling_ip(self, req: falcon.asgi.Request) -> str:

@@ -17,10 +17,14 @@ from sandesh.projections import registry, webhooks
 from .pages import VIEWERS_READ, Page
 from .paging import choices, client_choices
 from .shown import typed_moment
+from .i18n import _
 
 SHOWN = 200
 STATES = (ATTEMPTING, WAITING, DELIVERED, DEAD)
 OUTAGE_FIELDS = ("outage_client", "since", "until", "outage_state")
+# The states' names, as the page shows them (`said(delivery.state)`: domain/webhook.py), and the
+# domain's problem of an outage's span (Webhooks.redeliver_outage), for the catalog
+NAMES = (_("attempting"), _("waiting"), _("delivered"), _("dead"), _("since must not be later than until"))
 
 
 class Webhooks(Page):
@@ -39,7 +43,7 @@ class Webhooks(Page):
                    outage: dict[str, str] | None = None, errors: dict[str, str] | None = None) -> None:
         deliveries, clients = await self.blocking(self._deliveries, workspace_id, typed)
         outage = outage or {name: "" for name in OUTAGE_FIELDS}
-        self.web.page(req, resp, "webhooks.html", status=status, title="Webhooks", person=person,
+        self.web.page(req, resp, "webhooks.html", status=status, title=_("Webhooks"), person=person,
                       workspace_id=workspace_id, deliveries=deliveries, manages=may_manage_clients(person["role"]),
                       typed={**typed, **outage}, redelivered=redelivered, errors=errors or {},
                       options={"state": choices(STATES), "client": client_choices(clients),
@@ -66,7 +70,7 @@ class Delivery(Page):
         delivery = await self.blocking(self._delivery, workspace_id, delivery_id)
         if delivery is None:
             return self.web.not_found(req, resp, person)
-        self.web.page(req, resp, "delivery.html", title="Webhook delivery", person=person, workspace_id=workspace_id,
+        self.web.page(req, resp, "delivery.html", title=_("Webhook delivery"), person=person, workspace_id=workspace_id,
                       delivery=delivery, manages=may_manage_clients(person["role"]))
 
     def _delivery(self, workspace_id: str, delivery_id: str) -> dict[str, Any] | None:
@@ -110,17 +114,17 @@ class Outage(Webhooks):
             return
         form, person = posted.fields, posted.person
         typed = {name: form.get(name, "").strip() for name in OUTAGE_FIELDS}
-        errors = {} if typed["outage_client"] else {"outage_client": "choose the client whose receiver was down"}
+        errors = {} if typed["outage_client"] else {"outage_client": _("choose the client whose receiver was down")}
         since, until = (_moment(typed, name, errors) for name in ("since", "until"))
         if since is None and "since" not in errors:
-            errors["since"] = "give the time the outage began (Nepal time)"
+            errors["since"] = _("give the time the outage began (Nepal time)")
         if not errors:
             try:
                 count = await self.blocking(self.sandesh.webhooks.redeliver_outage, typed["outage_client"], since, until,
                                             typed["outage_state"] or None, actor_of(person["email"]), workspace_id)
                 return self.web.redirect(resp, f"/dashboard/w/{workspace_id}/webhooks?redelivered={count}")
             except NotFound:
-                errors["outage_client"] = "no such client in this workspace"
+                errors["outage_client"] = _("no such client in this workspace")
             except InvalidInput as problem:
                 errors["outage_state" if "state" in str(problem) else "until"] = str(problem)
         await self.show(req, resp, person, workspace_id, {"state": "", "client": ""}, status=400, outage=typed,
@@ -134,5 +138,5 @@ def _moment(typed: dict[str, str], name: str, errors: dict[str, str]) -> float |
     try:
         return typed_moment(typed[name])
     except ValueError:
-        errors[name] = f"{typed[name]!r} is not a time (YYYY-MM-DDTHH:MM, Nepal time)"
+        errors[name] = _("%(typed)s is not a time (YYYY-MM-DDTHH:MM, Nepal time)", typed=repr(typed[name]))
         return None

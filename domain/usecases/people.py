@@ -156,6 +156,16 @@ class People:
         assert person is not None
         return person
 
+    def choose_language(self, person_id: str, language: str) -> None:
+        """The dashboard's language the person chose, kept for every browser they sign in on
+        (once the upgrade is finalized; before, the browser's cookie alone keeps it)."""
+        person = self.log.find(person_id, Person)
+        if person is None or not self.log.writes(Person.LanguageChosen):
+            return
+        person.choose_language(language, at=self.clock.now())
+        if person.pending_events:
+            self.log.save(person)
+
     def person(self, id: str) -> Person | None:
         return self.log.find(id, Person)
 

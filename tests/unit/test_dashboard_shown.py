@@ -10,7 +10,7 @@ MIDNIGHT_UTC = 1795478400.0  # 2026-11-24T00:00:00Z, 05:45 in Nepal
 
 def test_an_amount_of_paisa_reads_as_npr():
     assert [npr(p) for p in (0, 5, 100, 123456, 100_000_000, -250)] == [
-        "NPR 0.00", "NPR 0.05", "NPR 1.00", "NPR 1,234.56", "NPR 1,000,000.00", "NPR -2.50"]
+        "NPR 0.00", "NPR 0.05", "NPR 1.00", "NPR 1,234.56", "NPR 10,00,000.00", "NPR -2.50"]
 
 
 def test_a_time_reads_in_nepal_time_with_utc_in_its_title():
