@@ -5,7 +5,8 @@
 LINK is the set-password link `sandesh up` prints for the demo owner. It sets the password,
 signs in, creates a client, sends two messages with its key, sends a campaign from an uploaded
 CSV file, keeps a contact list and a template, and saves a PNG of each page; then the Overview
-and the Send page again as a phone shows them (360 by 740).
+and the Send page again as a phone shows them (360 by 740); then the Overview, Send, the
+campaign and Messages in Nepali (`ne-*.png`), at desktop and phone width, and English again.
 With --operator, LINK and --email are a member of the operator team's, and the pages are the
 operator team's (scripts/devtools/screenshots_ops.py).
 Needs Playwright (the test extras), Chromium at /usr/bin/chromium, and a Devanagari font for the
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         page.goto(root + "/messages")
         page.locator("a[href*='/messages/msg_']").first.click()
         page.screenshot(path=str(out / "timeline.png"), full_page=True)
-        sending(page, root, out)
+        campaign = sending(page, root, out)
         phone = browser.new_context(viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True,
                                     device_scale_factor=2).new_page()
         phone.goto(base + "/dashboard/sign-in")
@@ -94,14 +95,33 @@ def main(argv: list[str] | None = None) -> int:
         phone.screenshot(path=str(out / "phone-menu.png"))
         phone.goto(root + "/send")
         phone.screenshot(path=str(out / "phone-send.png"), full_page=True)
+        in_nepali(page, phone, root, campaign, out)
         browser.close()
     print(f"screenshots in {out}: sign-in, client-created, timeline, " + ", ".join(p for p, _ in PAGES)
-          + ", send, send-preview, campaign, contacts, contact-list, templates, phone-overview, phone-menu, phone-send")
+          + ", send, send-preview, campaign, contacts, contact-list, templates, phone-overview, phone-menu, phone-send"
+          + ", and ne-overview, ne-send, ne-campaign, ne-messages, ne-phone-overview, ne-phone-send")
     return 0
 
 
-def sending(page: Any, root: str, out: Path) -> None:
-    """A template, a contact list from a CSV file, and a campaign to it: each page saved."""
+def in_nepali(page: Any, phone: Any, root: str, campaign: str, out: Path) -> None:
+    """The person chooses नेपाली (kept with them: the phone's session shows it too), the pages
+    are saved, and English is chosen again, so that the next run's labels are English."""
+    page.goto(root + "/overview")
+    page.get_by_role("button", name="नेपाली").click()
+    for path, name in (("overview", "ne-overview"), ("send", "ne-send"), ("messages", "ne-messages")):
+        page.goto(f"{root}/{path}")
+        page.screenshot(path=str(out / f"{name}.png"), full_page=True)
+    page.goto(campaign)
+    page.screenshot(path=str(out / "ne-campaign.png"), full_page=True)
+    for path in ("overview", "send"):
+        phone.goto(f"{root}/{path}")
+        phone.screenshot(path=str(out / f"ne-phone-{path}.png"), full_page=path == "send")
+    page.get_by_role("button", name="English").click()
+
+
+def sending(page: Any, root: str, out: Path) -> str:
+    """A template, a contact list from a CSV file, and a campaign to it: each page saved; the
+    campaign's address."""
     page.goto(root + "/templates")
     page.get_by_label("Name").fill("Holiday")
     page.get_by_label("Text").fill("नमस्ते {नाम}, भोलि बिदा छ। Tomorrow is a holiday.")
@@ -128,6 +148,7 @@ def sending(page: Any, root: str, out: Path) -> None:
     page.reload()
     page.screenshot(path=str(out / "campaign.png"), full_page=True)
     listed.unlink()
+    return page.url.split("?")[0]
 
 
 if __name__ == "__main__":
