@@ -9,6 +9,7 @@ from typing import Callable
 from .clock import Clock
 from .ports import (CampaignProgress, ContactBook, Drafts, IdempotencyKeys, OptOuts, OtpWindows, PasswordHasher, Sealer,
                     SendingStates, Sessions, SignInTries, Texts, WebhookHistory)
+from .usecases.alerts import Alerts
 from .usecases.campaigns import Campaigns
 from .usecases.contacts import Contacts
 from .usecases.dispatch import Dispatch
@@ -41,6 +42,7 @@ class Sandesh:
     campaigns: Campaigns
     contacts: Contacts
     services: KeywordServices
+    alerts: Alerts
 
     @classmethod
     def build(cls, log: Log, *, clock: Clock, sealer: Sealer, texts: Texts, idempotency: IdempotencyKeys,
@@ -73,6 +75,7 @@ class Sandesh:
                                 campaign_progress),
             contacts=Contacts(log, clock, texts),
             services=KeywordServices(log, clock, texts, sending),
+            alerts=Alerts(log, clock, sealer),
         )
 
     def close(self) -> None:

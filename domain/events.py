@@ -24,6 +24,7 @@ from eventsourcing.persistence import Cipher, Compressor, Mapper, MapperDeserial
 from eventsourcing.utils import TopicError, get_topic, resolve_topic
 
 from . import release
+from .alerts import Alert, Destination, Tuning
 from .batch import Batch
 from .campaign import Campaign
 from .contacts import ContactList, Template
@@ -31,7 +32,7 @@ from .client import Client
 from .errors import NeedsNewerRelease
 from .inbound import Reply
 from .message import Message
-from .optout import OptOut
+from .optout import HelpSent, OptOut
 from .otp import Otp
 from .person import Person
 from .redelivery import Redelivery
@@ -40,7 +41,7 @@ from .webhook import WebhookDelivery
 from .workspace import Workspace
 
 AGGREGATES = (Workspace, Client, Person, Sim, SmsSwitch, Message, Batch, Otp, Reply, OptOut, WebhookDelivery,
-              Redelivery, Campaign, ContactList, Template)
+              Redelivery, Campaign, ContactList, Template, HelpSent, Alert, Destination, Tuning)
 
 
 def persisted() -> list[type]:

@@ -12,7 +12,8 @@ The projection's other tables are written by their owners' handlers: dispatch.py
 (`dispatch_queue`, `sent_parts`, `awaiting_reports`, `scheduled_sends`), idempotency.py
 (`idempotency_keys`), inbound.py (`replies`), optouts.py (`opt_outs`), otp_limits.py
 (`otp_issues`), webhooks.py (`webhook_deliveries`), people.py (`people`), contacts.py
-(`contact_lists`, `contacts`, `message_templates`).  An event several of them record has its
+(`contact_lists`, `contacts`, `message_templates`), alerts.py (`alerts`, `alert_destinations`,
+`alert_tuning`).  An event several of them record has its
 handler here, which writes them in a fixed order: an acceptance debits, keeps its key, then
 queues; a failure leaves the queue, then refunds.
 """
@@ -22,7 +23,7 @@ from typing import Any, Callable, ContextManager, Sequence
 
 from psycopg.types.json import Jsonb
 
-from . import contacts, dispatch, idempotency, inbound, optouts, otp_limits, people, webhooks
+from . import alerts, contacts, dispatch, idempotency, inbound, optouts, otp_limits, people, webhooks
 from .storage import channels
 from .contract import Projection, ReadModel
 from .rows import Add, Batching, Key, Old, Rows, Table
@@ -360,11 +361,12 @@ def _notices(events: Sequence[Any]) -> list[str]:
 
 PROJECTION = Projection.composed(
     "registry", (OWN, idempotency.MODEL, dispatch.MODEL, inbound.MODEL, otp_limits.MODEL, webhooks.MODEL, optouts.MODEL,
-                 people.MODEL, contacts.MODEL),
+                 people.MODEL, contacts.MODEL, alerts.MODEL),
     # the order `sandesh replay registry` locks them (projections/engine/replay.py)
     order=("workspaces", "clients", "client_keywords", "sims", "sms_switch", "idempotency_keys", "otp_issues", "dispatch_queue",
            "sent_parts", "replies", "awaiting_reports", "scheduled_sends", "webhook_deliveries", "opt_outs",
-           "people", "contact_lists", "contacts", "message_templates"),
+           "people", "contact_lists", "contacts", "message_templates", "alerts", "alert_destinations",
+           "alert_tuning"),
     inline=True, notices=_notices)
 
 # What the application hands to the recorder (scripts/service/bootstrap.py): write an append's rows on its cursor.

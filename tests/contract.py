@@ -115,7 +115,8 @@ def record_webhook(path: str, headers: dict[str, str], body: bytes) -> None:
 _installed = False
 
 
-# The devices' own web APIs (the HiLink emulator's host:port): not Sandesh, not checked.
+# The devices' own web APIs (the HiLink emulator's host:port), and the alerts' json:// receiver:
+# not Sandesh, not checked.
 devices: set[str] = set()
 
 

@@ -19,7 +19,7 @@ from sandesh.domain.errors import NeedsNewerRelease
 from sandesh.domain.settings import Settings
 from sandesh.projections.storage.runtime import Runtime
 
-from . import dispatcher, projections, webhooks
+from . import dispatcher, notifier, projections, webhooks
 
 logger = logging.getLogger("sandesh.supervisor")
 
@@ -44,7 +44,8 @@ class Worker:
 
 WORKERS: dict[str, Worker] = {"projections": Worker(projections.run, projections.POOL_SIZE),
                               "dispatch": Worker(_dispatch, 4),
-                              "webhooks": Worker(webhooks.run, webhooks.POOL_SIZE)}
+                              "webhooks": Worker(webhooks.run, webhooks.POOL_SIZE),
+                              "notifier": Worker(notifier.run, notifier.POOL_SIZE)}
 
 
 # A worker that met an event only a newer release can read exits with this status, and is not

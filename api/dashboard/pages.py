@@ -22,7 +22,7 @@ from sandesh.projections.storage import sessions
 from ..waiting import Blocking, Busy, Hashing
 from . import i18n
 from .web import HERE, SESSION, TooLarge, Upload, Web
-from .i18n import _
+from .i18n import Said, _
 
 SIGN_IN = "/dashboard/sign-in"
 WRONG = _("Email or password is wrong.")
@@ -38,25 +38,32 @@ def too_busy(seconds: int) -> str:
     return _("Many people are signing in just now. Try again in %(seconds)s seconds.", seconds=seconds)
 
 
-def too_many_sign_ins(seconds: int) -> str:
-    """The throttle's refusal of a password or a code (domain/signin.py): wait `seconds`, said
-    in seconds under a minute, else in whole minutes rounded up."""
+# A throttle's refusal, by what it refuses: its wait in seconds, in one minute, in minutes
+SIGN_INS = (_("Too many failed sign-ins. Wait %(seconds)s seconds and try again."),
+            _("Too many failed sign-ins. Wait 1 minute and try again."),
+            _("Too many failed sign-ins. Wait %(minutes)s minutes and try again."))
+TRIES = (_("Too many failed tries. Wait %(seconds)s seconds and try again."),
+         _("Too many failed tries. Wait 1 minute and try again."),
+         _("Too many failed tries. Wait %(minutes)s minutes and try again."))
+
+
+def _wait_said(sentences: tuple[Said, Said, Said], seconds: int) -> Said:
+    """Wait `seconds`, said in seconds under a minute, else in whole minutes rounded up."""
+    in_seconds, one_minute, in_minutes = sentences
     minutes = -(-seconds // 60)
     if seconds < 60:
-        return _("Too many failed sign-ins. Wait %(seconds)s seconds and try again.", seconds=seconds)
-    if minutes == 1:
-        return _("Too many failed sign-ins. Wait 1 minute and try again.")
-    return _("Too many failed sign-ins. Wait %(minutes)s minutes and try again.", minutes=minutes)
+        return Said(in_seconds.english, seconds=seconds)
+    return one_minute if minutes == 1 else Said(in_minutes.english, minutes=minutes)
+
+
+def too_many_sign_ins(seconds: int) -> str:
+    """The throttle's refusal of a password or a code (domain/signin.py)."""
+    return _wait_said(SIGN_INS, seconds)
 
 
 def too_many_tries(seconds: int) -> str:
-    """The throttle's refusal of setting up an authenticator app, as `too_many_sign_ins`."""
-    minutes = -(-seconds // 60)
-    if seconds < 60:
-        return _("Too many failed tries. Wait %(seconds)s seconds and try again.", seconds=seconds)
-    if minutes == 1:
-        return _("Too many failed tries. Wait 1 minute and try again.")
-    return _("Too many failed tries. Wait %(minutes)s minutes and try again.", minutes=minutes)
+    """The throttle's refusal of setting up an authenticator app."""
+    return _wait_said(TRIES, seconds)
 
 
 def password_said(problem: str) -> str:

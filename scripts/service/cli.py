@@ -1,17 +1,21 @@
 """The `sandesh` command: operator and run commands (docs/operations.md, "The sandesh command")."""
 from __future__ import annotations
 
+
 import argparse
 import getpass
 import os
 import sys
 from pathlib import Path
 
+from sandesh.domain.alerts import CONDITIONS
 from sandesh.domain.errors import DomainError, NeedsNewerRelease
 from sandesh.domain.release import VERSION
 from sandesh.domain.settings import ConfigurationError, Settings
 
 from .output import fail
+
+ALERT_CONDITIONS = tuple(CONDITIONS)
 
 LOCAL_ENV = Path("var/sandesh.env")  # written by `sandesh up`, read when a variable is not set
 
@@ -254,6 +258,26 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--default-reply", metavar="TEXT",
                    help="the one SMS sent back when the reply URL fails or there is none; '' removes it")
 
+    al = sub.add_parser("alerts", help="alerts that reach the operators: a SIM down, no route, OTPs waiting, the "
+                                       "read models lagging (docs/operations.md, \"Alerts\")").add_subparsers(
+        dest="command", required=True)
+    c = al.add_parser("add", help="a destination: an Apprise URL (mailto://, tgram://, ntfy://, json://…)")
+    c.add_argument("url", metavar="URL")
+    c.add_argument("--only", metavar="CONDITION,…", default="",
+                   help="only these conditions (default: all): " + ", ".join(ALERT_CONDITIONS))
+    al.add_parser("list", help="the destinations (their passwords hidden)")
+    al.add_parser("remove", help="remove a destination").add_argument("destination", metavar="ID")
+    c = al.add_parser("test", help="send a test message to every destination, or one")
+    c.add_argument("destination", metavar="ID", nargs="?")
+    al.add_parser("status", help="the alerts that hold now, and since when, and the last ended ones")
+    c = al.add_parser("tune", help="how long a condition must hold before it alerts, or turn it off or on")
+    c.add_argument("condition", choices=ALERT_CONDITIONS, metavar="CONDITION",
+                   help=", ".join(ALERT_CONDITIONS))
+    tuned = c.add_mutually_exclusive_group(required=True)
+    tuned.add_argument("--after", type=float, metavar="SECONDS", help="hold this long first")
+    tuned.add_argument("--off", action="store_true", help="never alert on it")
+    tuned.add_argument("--default", action="store_true", help="back to its default delay")
+
     us = sub.add_parser("user", help="people who sign in to the dashboard").add_subparsers(dest="command",
                                                                                            required=True)
     c = us.add_parser("add", help="add a person to a workspace (or the operator team); prints their one-time "
@@ -387,10 +411,10 @@ def parser() -> argparse.ArgumentParser:
                         "once and closed (default: 1000)")
 
     w = sub.add_parser("worker", help="run workers that follow the log (until SIGTERM or Ctrl-C)")
-    w.add_argument("command", choices=["dispatch", "webhooks", "projections", "all"], metavar="NAME",
+    w.add_argument("command", choices=["dispatch", "webhooks", "projections", "notifier", "all"], metavar="NAME",
                    help="dispatch: drive the SIMs and send queued messages; webhooks: sign and deliver events to "
-                        "clients' webhook URLs, with retries; projections: keep the read models up to date; all: "
-                        "every worker, each in its own process")
+                        "clients' webhook URLs, with retries; projections: keep the read models up to date; "
+                        "notifier: raise and clear the operators' alerts; all: every worker, each in its own process")
     w.add_argument("--host", help="the host whose SIMs a dispatcher drives (default: every SIM)")
 
     r = sub.add_parser("replay", help="rebuild read models from the log, beside the live ones, then swap")

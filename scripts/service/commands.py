@@ -13,7 +13,8 @@ from sandesh.domain.settings import Settings
 from sandesh.domain.types import parse_rates, parse_types
 from sandesh.domain.usecases.operators import Operators, Services
 from sandesh.domain.usecases.sims import Sims
-from sandesh.projections import people, registry
+from sandesh.domain.alerts import CONDITIONS, delay_of
+from sandesh.projections import alerts as alert_rows, people, registry
 from sandesh.projections.storage.runtime import Runtime
 
 from . import metrics_dir
@@ -647,6 +648,64 @@ def _link(settings: Settings, token: str) -> str:
     return f"{settings.public_url}/dashboard/set-password/{token}"
 
 
+# Alerts (docs/operations.md, "Alerts")
+
+def alerts_add(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from sandesh.workers.notifier import check_url
+    shown = check_url(args.url)
+    with opened(settings) as runtime:
+        added = runtime.sandesh.alerts.add_destination(args.url, shown, args.only.split(","), actor)
+        emit({"id": added.id, "url": added.shown, "conditions": added.conditions or "all"})
+    return 0
+
+
+def alerts_list(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime, runtime.connection() as conn:
+        rows = alert_rows.destinations(conn)
+    emit({"destinations": [{"id": r["id"], "url": r["shown"], "conditions": r["conditions"] or "all"} for r in rows]})
+    return 0
+
+
+def alerts_remove(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime:
+        removed = runtime.sandesh.alerts.remove_destination(args.destination, actor)
+        emit({"id": removed.id, "removed": True})
+    return 0
+
+
+def alerts_test(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from sandesh.workers.notifier import tell
+    with opened(settings) as runtime:
+        with runtime.connection() as conn:
+            rows = [r for r in alert_rows.destinations(conn) if args.destination in (None, r["id"])]
+        if not rows:
+            return fail("no destination to test: add one with `sandesh alerts add URL`")
+        told = [{"id": r["id"], "url": r["shown"],
+                 "error": tell(runtime.sandesh.alerts.opened(r["url_sealed"]), "Sandesh: a test alert")}
+                for r in rows]
+    emit({"told": told})
+    return 0 if all(t["error"] is None for t in told) else 1
+
+
+def alerts_status(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime, runtime.connection() as conn:
+        holding = [alert_rows.view(r) for r in alert_rows.open_alerts(conn)]
+        latest = [alert_rows.view(r) for r in alert_rows.history(conn, 20) if r["cleared_at"] is not None]
+        tuning = alert_rows.tuning(conn)
+    emit({"holding": holding, "ended": latest,
+          "conditions": {name: {"after": delay_of(tuning, name), "on": delay_of(tuning, name) is not None}
+                         for name in CONDITIONS}})
+    return 0
+
+
+def alerts_tune(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    delay = None if args.off else CONDITIONS[args.condition].delay if args.default else args.after
+    with opened(settings) as runtime:
+        runtime.sandesh.alerts.tune(args.condition, delay, actor)
+    emit({"condition": args.condition, "after": delay, "on": delay is not None})
+    return 0
+
+
 def user_add(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     with opened(settings) as runtime:
         person, token = runtime.sandesh.people.add_person(args.email, args.name, args.workspace, args.role,
@@ -726,28 +785,14 @@ def _open_worker_runtime(settings: Settings, pool_size: int, name: str) -> Runti
     return bootstrap(settings, pool_size=pool_size, process=name)
 
 
-def worker_projections(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+def worker(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    """`sandesh worker NAME`: one worker in this process (`--host` for the dispatcher's SIMs)."""
     metrics_dir.use(settings)  # before the workers import prometheus_client
     from sandesh.workers.supervisor import run_one
 
     configure_logging(settings)
-    return run_one("projections", settings, _open_worker_runtime)
-
-
-def worker_dispatch(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    metrics_dir.use(settings)  # before the workers import prometheus_client
-    from sandesh.workers.supervisor import run_one
-
-    configure_logging(settings)
-    return run_one("dispatch", settings, _open_worker_runtime, host=args.host)
-
-
-def worker_webhooks(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    metrics_dir.use(settings)  # before the workers import prometheus_client
-    from sandesh.workers.supervisor import run_one
-
-    configure_logging(settings)
-    return run_one("webhooks", settings, _open_worker_runtime)
+    options = {"host": args.host} if args.command == "dispatch" else {}
+    return run_one(args.command, settings, _open_worker_runtime, **options)
 
 
 def worker_all(args: argparse.Namespace, settings: Settings, actor: str) -> int:
@@ -856,6 +901,12 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("workspace", "shred-texts"): workspace_shred_texts,
     ("workspace", "show"): workspace_show,
     ("workspace", "list"): workspace_list,
+    ("alerts", "add"): alerts_add,
+    ("alerts", "list"): alerts_list,
+    ("alerts", "remove"): alerts_remove,
+    ("alerts", "test"): alerts_test,
+    ("alerts", "status"): alerts_status,
+    ("alerts", "tune"): alerts_tune,
     ("client", "create"): client_create,
     ("client", "rotate-key"): client_rotate_key,
     ("client", "rotate-secret"): client_rotate_secret,
@@ -895,9 +946,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("key", "retire"): key_retire,
     ("clock", "show"): clock_show,
     ("clock", "advance"): clock_advance,
-    ("worker", "projections"): worker_projections,
-    ("worker", "dispatch"): worker_dispatch,
-    ("worker", "webhooks"): worker_webhooks,
+    **{("worker", name): worker for name in ("projections", "dispatch", "webhooks", "notifier")},
     ("worker", "all"): worker_all,
     ("replay",): replay,
     ("checkpoint",): checkpoint,

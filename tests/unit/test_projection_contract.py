@@ -7,7 +7,7 @@ import typing
 
 import pytest
 
-from sandesh.projections import (contacts, dispatch, idempotency, inbound, optouts, otp_limits, people, registry,
+from sandesh.projections import (alerts, contacts, dispatch, idempotency, inbound, optouts, otp_limits, people, registry,
                                  webhooks)
 from sandesh.projections.contract import Handlers, Projection, ReadModel
 from sandesh.projections.engine.replay import NAMES, PROJECTIONS
@@ -45,7 +45,7 @@ def test_the_inline_projection_is_every_inline_read_model():
     """The registry's projection holds each inline module's tables and handlers, and no table
     belongs to two projections."""
     models = (registry.OWN, idempotency.MODEL, dispatch.MODEL, inbound.MODEL, otp_limits.MODEL, webhooks.MODEL,
-              optouts.MODEL, people.MODEL, contacts.MODEL)
+              optouts.MODEL, people.MODEL, contacts.MODEL, alerts.MODEL)
     projection = registry.PROJECTION
     assert projection.inline and NAMES[0] == projection.name
     assert sorted(projection.tables) == sorted(t for m in models for t in m.tables)

@@ -1,0 +1,193 @@
+"""Alerts that reach a person (docs/operations.md, "Alerts"): the conditions the notifier
+watches, an alert raised when one starts to hold and cleared when it ends, and the operators'
+destinations.
+
+A condition holds of a subject (a SIM, or the pool); it must hold for its delay before an alert
+is raised: one message when it starts, one when it ends ("recovered", with how long it lasted),
+none between, and no second alert for the same condition and subject within the interval after
+the last one ended.  An alert and each message of it are events: the history survives a replay.
+Every text is one SMS and names its subject."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eventsourcing.domain import event
+
+from .aggregate import Aggregate
+from .credentials import new_id
+from .errors import InvalidInput
+from .segments import segment
+
+ALERTS_FROM = "0.4.0"  # the release whose finalized log every process reads these events in
+INTERVAL = 10 * 60  # seconds after an alert ended in which the same one is not raised again
+POOL = "pool"  # the subject of a condition of the whole pool
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    delay: float  # seconds it must hold before an alert is raised
+    text: str     # the alert's words, with {subject} and {detail}
+    per_sim: bool = False
+
+
+CONDITIONS = {c.name: c for c in (
+    Condition("sim_unusable", 300, "Sandesh: SIM {subject} unusable: {detail}", per_sim=True),
+    Condition("no_route", 60, "Sandesh: no usable SIM in the pool: messages wait"),
+    Condition("otp_waiting", 0, "Sandesh: an OTP has waited {detail} for a SIM"),
+    Condition("queue_stuck", 0, "Sandesh: a message has waited {detail} for a SIM"),
+    Condition("projections_lag", 60, "Sandesh: the read models lag the log by {detail}"),
+)}
+OTP_WAIT, QUEUE_WAIT = 60, 30 * 60  # seconds the oldest waiting OTP, and any message, may wait
+
+
+def check_condition(name: str) -> str:
+    if name not in CONDITIONS:
+        raise InvalidInput(f"unknown condition {name!r}; the conditions are {', '.join(CONDITIONS)}")
+    return name
+
+
+def check_conditions(names: list[str]) -> list[str]:
+    return [check_condition(n.strip()) for n in names if n.strip()]
+
+
+def lasted(seconds: float) -> str:
+    """'45 s', '12 min', '3 h 5 min'."""
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+
+
+def one_sms(text: str) -> str:
+    """The text cut to one SMS (160 GSM-7 characters, or 70 others)."""
+    while segment(text).segments > 1:
+        text = text[:-2] + "…"
+    return text
+
+
+def raised_text(condition: str, subject: str, detail: str) -> str:
+    return one_sms(CONDITIONS[condition].text.format(subject=subject, detail=detail))
+
+
+def cleared_text(condition: str, subject: str, seconds: float) -> str:
+    what = f"SIM {subject}" if CONDITIONS[condition].per_sim else condition.replace("_", " ")
+    return one_sms(f"Sandesh: recovered: {what}, after {lasted(seconds)}")
+
+
+class Alert(Aggregate):
+    """One occurrence of a condition of a subject: raised, each destination told, cleared."""
+
+    class Raised(Aggregate.Created):
+        written_from = ALERTS_FROM
+
+        condition: str
+        subject: str
+        text: str
+        at: float
+
+    @staticmethod
+    def create_id(**_: object) -> str:
+        return new_id("al")
+
+    @event(Raised)
+    def __init__(self, condition: str, subject: str, text: str, at: float):
+        self.condition, self.subject, self.text, self.raised_at = condition, subject, text, at
+        self.cleared_at: float | None = None
+        self.cleared_text: str | None = None
+
+    class Cleared(Aggregate.Event):
+        written_from = ALERTS_FROM
+
+        text: str
+        at: float
+
+    def clear(self, at: float) -> None:
+        if self.cleared_at is None:
+            self._cleared(text=cleared_text(self.condition, self.subject, at - self.raised_at), at=at)
+
+    @event(Cleared)
+    def _cleared(self, text: str, at: float) -> None:
+        self.cleared_at, self.cleared_text = at, text
+
+    class Told(Aggregate.Event):
+        """A destination was given the alert's message (`cleared`: the one of its end), or
+        failed to be (`error`)."""
+        written_from = ALERTS_FROM
+
+        destination_id: str
+        cleared: bool
+        error: str | None
+        at: float
+
+    @event(Told)
+    def tell(self, destination_id: str, cleared: bool, error: str | None, at: float) -> None:
+        pass
+
+
+class Destination(Aggregate):
+    """Where alerts go: an Apprise URL (mailto://, tgram://, json://…) or sms:+977…, kept
+    sealed (it may hold a password); all conditions, or those named."""
+
+    class Added(Aggregate.Created):
+        written_from = ALERTS_FROM
+
+        url_sealed: str
+        shown: str  # the URL without its password, for `sandesh alerts list`
+        conditions: list[str]
+        actor: str
+        at: float
+
+    @staticmethod
+    def create_id(**_: object) -> str:
+        return new_id("ad")
+
+    @event(Added)
+    def __init__(self, url_sealed: str, shown: str, conditions: list[str], actor: str, at: float):
+        self.url_sealed, self.shown, self.conditions = url_sealed, shown, list(conditions)
+        self.removed = False
+
+    class Removed(Aggregate.Event):
+        written_from = ALERTS_FROM
+
+        actor: str
+        at: float
+
+    @event(Removed)
+    def remove(self, actor: str, at: float) -> None:
+        self.removed = True
+
+
+class Tuning(Aggregate):
+    """The operators' tuning of the conditions: a delay of each, or off (one aggregate)."""
+    ID = "alert_tuning"
+
+    class Installed(Aggregate.Created):
+        written_from = ALERTS_FROM
+
+    @staticmethod
+    def create_id(**_: object) -> str:
+        return Tuning.ID
+
+    @event(Installed)
+    def __init__(self) -> None:
+        self.delays: dict[str, float | None] = {}  # condition -> seconds; None: off
+
+    class Tuned(Aggregate.Event):
+        written_from = ALERTS_FROM
+
+        condition: str
+        delay: float | None  # None: off
+        actor: str
+        at: float
+
+    @event(Tuned)
+    def tune(self, condition: str, delay: float | None, actor: str, at: float) -> None:
+        self.delays[condition] = delay
+
+
+def delay_of(tuning: dict[str, float | None], condition: str) -> float | None:
+    """The condition's delay as tuned, or its default; None when it is off."""
+    return tuning[condition] if condition in tuning else CONDITIONS[condition].delay

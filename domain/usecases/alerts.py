@@ -1,0 +1,82 @@
+"""The operators' alerts (docs/operations.md, "Alerts"): destinations added and removed,
+conditions tuned, and what the notifier records: an alert raised, cleared, and each
+destination told (domain/alerts.py)."""
+from __future__ import annotations
+
+from eventsourcing.persistence import IntegrityError
+
+from ..alerts import Alert, Destination, Tuning, check_condition, check_conditions
+from ..clock import Clock
+from ..errors import InvalidInput, InvalidTransition, NotFound
+from ..ports import Sealer
+from .log import Log
+
+
+class Alerts:
+    def __init__(self, log: Log, clock: Clock, sealer: Sealer):
+        self.log, self.clock, self.sealer = log, clock, sealer
+
+    def _writes(self) -> None:
+        if not self.log.writes(Destination.Added):
+            raise InvalidTransition("Alerts start once the upgrade to 0.4.0 is finalized (`sandesh upgrade finalize`).")
+
+    def add_destination(self, url: str, shown: str, conditions: list[str], actor: str) -> Destination:
+        """`url` checked by the caller (workers/notify.py knows the channels); `shown`: it
+        without its password."""
+        self._writes()
+        if not url.strip():
+            raise InvalidInput("give the destination's URL: sms:+977…, mailto://…, tgram://…, json://…")
+        destination = Destination(url_sealed=self.sealer.seal(url.strip()), shown=shown,
+                                  conditions=check_conditions(conditions), actor=actor, at=self.clock.now())
+        self.log.save(destination)
+        return destination
+
+    def remove_destination(self, destination_id: str, actor: str) -> Destination:
+        destination = self.log.find(destination_id, Destination)
+        if destination is None or destination.removed:
+            raise NotFound(f"no destination {destination_id!r}")
+        destination.remove(actor=actor, at=self.clock.now())
+        self.log.save(destination)
+        return destination
+
+    def opened(self, url_sealed: str) -> str:
+        """A destination's URL, as the notifier sends to it."""
+        return self.sealer.open(url_sealed)
+
+    def tune(self, condition: str, delay: float | None, actor: str) -> Tuning:
+        """A condition's delay in seconds, or None to turn it off."""
+        self._writes()
+        check_condition(condition)
+        if delay is not None and not 0 <= delay <= 7 * 86400:
+            raise InvalidInput("a delay is 0 to 604800 seconds")
+        tuning = self.log.find(Tuning.ID, Tuning) or Tuning()
+        tuning.tune(condition=condition, delay=delay, actor=actor, at=self.clock.now())
+        self.log.save(tuning)
+        return tuning
+
+    def raise_alert(self, condition: str, subject: str, text: str) -> Alert:
+        alert = Alert(condition=condition, subject=subject, text=text, at=self.clock.now())
+        self.log.save(alert)
+        return alert
+
+    def clear(self, alert_id: str) -> Alert:
+        alert = self.log.get(alert_id, Alert, "alert")
+        alert.clear(at=self.clock.now())
+        self.log.save(alert)
+        return alert
+
+    def told(self, alert_id: str, destination_id: str, cleared: bool, error: str | None) -> None:
+        """Record that a destination was told (or failed to be); a conflict with another
+        record of the same alert is read again and recorded after it."""
+        for _ in range(3):
+            alert = self.log.get(alert_id, Alert, "alert")
+            alert.tell(destination_id=destination_id, cleared=cleared, error=error, at=self.clock.now())
+            try:
+                self.log.save(alert)
+                return
+            except IntegrityError:
+                continue
+
+    def alert(self, alert_id: str) -> Alert:
+        return self.log.get(alert_id, Alert, "alert")
+

@@ -1,0 +1,97 @@
+"""The alerts' read model (domain/alerts.py; docs/operations.md, "Alerts"): `alerts` (each
+raised, its end, how many destinations were told of each), `alert_destinations` and
+`alert_tuning`.  An inline read model of the registry's projection: written in the append of
+its events, rebuilt by `sandesh replay registry`, so the history of alerts survives a replay."""
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from sandesh.domain.alerts import Alert, Destination, Tuning
+
+from .contract import ReadModel
+from .rows import Add, Rows, Table
+
+DDL = """
+CREATE TABLE IF NOT EXISTS alerts (
+    id text PRIMARY KEY, condition text NOT NULL, subject text NOT NULL, text text NOT NULL,
+    raised_at double precision NOT NULL, cleared_at double precision, cleared_text text,
+    told integer NOT NULL DEFAULT 0, told_cleared integer NOT NULL DEFAULT 0, failed integer NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS alerts_open ON alerts (condition, subject) WHERE cleared_at IS NULL;
+CREATE INDEX IF NOT EXISTS alerts_latest ON alerts (condition, subject, raised_at);
+CREATE TABLE IF NOT EXISTS alert_destinations (
+    id text PRIMARY KEY, url_sealed text NOT NULL, shown text NOT NULL, conditions jsonb NOT NULL,
+    added_at double precision NOT NULL, removed boolean NOT NULL DEFAULT false);
+CREATE TABLE IF NOT EXISTS alert_tuning (condition text PRIMARY KEY, delay double precision, off boolean NOT NULL);
+"""
+
+MODEL = ReadModel(tables={"alerts": Table("alerts", ("id",)),
+                          "alert_destinations": Table("alert_destinations", ("id",)),
+                          "alert_tuning": Table("alert_tuning", ("condition",))}, ddl=DDL)
+
+
+@MODEL.on(Alert.Raised)
+def _raised(rows: Rows, e: Alert.Raised) -> None:
+    rows.insert("alerts", {"id": e.originator_id, "condition": e.condition, "subject": e.subject, "text": e.text,
+                           "raised_at": e.at})
+
+
+@MODEL.on(Alert.Cleared)
+def _cleared(rows: Rows, e: Alert.Cleared) -> None:
+    rows.update("alerts", (e.originator_id,), {"cleared_at": e.at, "cleared_text": e.text})
+
+
+@MODEL.on(Alert.Told)
+def _told(rows: Rows, e: Alert.Told) -> None:
+    column = "failed" if e.error else ("told_cleared" if e.cleared else "told")
+    rows.update("alerts", (e.originator_id,), {column: Add(1)})
+
+
+@MODEL.on(Destination.Added)
+def _destination_added(rows: Rows, e: Destination.Added) -> None:
+    rows.insert("alert_destinations", {"id": e.originator_id, "url_sealed": e.url_sealed, "shown": e.shown,
+                                       "conditions": Jsonb(e.conditions), "added_at": e.at})
+
+
+@MODEL.on(Destination.Removed)
+def _destination_removed(rows: Rows, e: Destination.Removed) -> None:
+    rows.update("alert_destinations", (e.originator_id,), {"removed": True})
+
+
+@MODEL.on(Tuning.Tuned)
+def _tuned(rows: Rows, e: Tuning.Tuned) -> None:
+    rows.insert("alert_tuning", {"condition": e.condition, "delay": e.delay, "off": e.delay is None},
+                on_conflict="update")
+
+
+def open_alerts(conn: Any) -> list[dict[str, Any]]:
+    return conn.execute("SELECT * FROM alerts WHERE cleared_at IS NULL ORDER BY raised_at").fetchall()
+
+
+def last_cleared(conn: Any, since: float) -> dict[tuple[str, str], float]:
+    """(condition, subject) -> when its last alert ended, for those that ended since `since`."""
+    rows = conn.execute("SELECT condition, subject, max(cleared_at) AS at FROM alerts WHERE cleared_at >= %s"
+                        " GROUP BY condition, subject", (since,)).fetchall()
+    return {(r["condition"], r["subject"]): r["at"] for r in rows}
+
+
+def destinations(conn: Any) -> list[dict[str, Any]]:
+    return conn.execute("SELECT * FROM alert_destinations WHERE NOT removed ORDER BY added_at").fetchall()
+
+
+def tuning(conn: Any) -> dict[str, float | None]:
+    """condition -> its delay as tuned (None: off)."""
+    return {r["condition"]: None if r["off"] else r["delay"]
+            for r in conn.execute("SELECT * FROM alert_tuning").fetchall()}
+
+
+def history(conn: Any, limit: int = 50) -> list[dict[str, Any]]:
+    return conn.execute("SELECT * FROM alerts ORDER BY raised_at DESC LIMIT %s", (limit,)).fetchall()
+
+
+def view(row: dict[str, Any]) -> dict[str, Any]:
+    from sandesh.domain.clock import iso
+    return {"id": row["id"], "condition": row["condition"], "subject": row["subject"], "text": row["text"],
+            "since": iso(row["raised_at"]), "clearedAt": iso(row["cleared_at"]) if row["cleared_at"] else None,
+            "told": row["told"], "toldCleared": row["told_cleared"], "failed": row["failed"]}

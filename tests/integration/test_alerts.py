@@ -1,0 +1,145 @@
+"""Alerts that reach a person (docs/operations.md, "Alerts"), on real PostgreSQL and the test
+clock: the notifier (workers/notifier.py) raises an alert once a condition has held for its
+delay and tells each destination through Apprise, here `json://` to a real local HTTP receiver;
+one message when it starts, one "recovered" when it ends, none between; the alerts survive a
+replay; `sandesh alerts` adds, lists, tests, tunes and shows them."""
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterator
+
+import pytest
+
+from sandesh.domain.sending import parse_send
+from sandesh.projections import sim_health
+from sandesh.workers.notifier import Notifier
+from tests import contract
+from tests.helpers import funded_workspace
+
+
+class JsonReceiver:
+    """What Apprise's json:// posts: {"title", "message", "type", …}, kept in order."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                receiver.messages.append(json.loads(body)["message"])
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"json://127.0.0.1:{self.server.server_address[1]}/alerts"
+        contract.devices.add(f"127.0.0.1:{self.server.server_address[1]}")  # not Sandesh's answers
+
+    def about(self, words: str) -> list[str]:
+        return [m for m in self.messages if words in m]
+
+
+@pytest.fixture(scope="module")
+def receiver_json() -> Iterator[JsonReceiver]:
+    made = JsonReceiver()
+    yield made
+    made.server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def notifier(runtime: Any, sandesh: Any, receiver_json: JsonReceiver) -> Notifier:
+    added = sandesh("alerts", "add", receiver_json.url)
+    assert added["conditions"] == "all"
+    return Notifier(runtime)
+
+
+def heartbeat(runtime: Any, sim_id: str, healthy: bool) -> None:
+    with runtime.connection() as conn:
+        sim_health.record(conn, sim_id, healthy=healthy, registered=healthy, signal_dbm=-70 if healthy else None,
+                          last_error=None if healthy else "no answer to AT", dispatcher="tests",
+                          at=runtime.clock.now(), reachable=healthy)
+
+
+def test_a_destination_is_checked_and_listed_without_its_password(sandesh: Any):
+    bogus = sandesh.run("alerts", "add", "carrier-pigeon://coop")
+    assert bogus.returncode != 0 and "is not an Apprise URL" in bogus.stderr
+    sms = sandesh.run("alerts", "add", "sms:+9779812345678")
+    assert sms.returncode != 0 and "sms: destinations are not built yet" in sms.stderr
+    unknown = sandesh.run("alerts", "add", "json://127.0.0.1:9/x", "--only", "sim_unusable,moon_phase")
+    assert unknown.returncode != 0 and "unknown condition 'moon_phase'" in unknown.stderr
+    mail = sandesh("alerts", "add", "mailtos://owner:hunter2@mail.example.com", "--only", "no_route")
+    listed = {d["id"]: d for d in sandesh("alerts", "list")["destinations"]}
+    assert listed[mail["id"]]["url"] == "mailtos://owner:***@mail.example.com"
+    assert listed[mail["id"]]["conditions"] == ["no_route"]
+    assert "hunter2" not in str(listed)
+    sandesh("alerts", "remove", mail["id"])
+    assert mail["id"] not in {d["id"] for d in sandesh("alerts", "list")["destinations"]}
+
+
+def test_no_usable_sim_alerts_once_after_its_delay_and_once_when_it_ends(runtime, sandesh, notifier, receiver_json):
+    sim = sandesh("sim", "add", "--name", "alert-1", "--port", "loop://")
+    heartbeat(runtime, sim["id"], healthy=False)
+    notifier.step()
+    assert receiver_json.about("no usable SIM") == [], "it must hold for a minute first"
+    sandesh("clock", "advance", "61")
+    heartbeat(runtime, sim["id"], healthy=False)
+    notifier.step()
+    notifier.step()
+    assert receiver_json.about("no usable SIM") == ["Sandesh: no usable SIM in the pool: messages wait"]
+    holding = sandesh("alerts", "status")["holding"]
+    assert [(a["condition"], a["told"]) for a in holding if a["condition"] == "no_route"] == [("no_route", 1)]
+    sandesh("clock", "advance", "30")
+    heartbeat(runtime, sim["id"], healthy=True)
+    notifier.step()
+    notifier.step()
+    assert receiver_json.about("recovered: no route") == ["Sandesh: recovered: no route, after 30 s"]
+    assert not [a for a in sandesh("alerts", "status")["holding"] if a["condition"] == "no_route"]
+    heartbeat(runtime, sim["id"], healthy=False)  # again at once: within the interval, no second alert
+    sandesh("clock", "advance", "120")
+    heartbeat(runtime, sim["id"], healthy=False)
+    notifier.step()
+    assert len(receiver_json.about("no usable SIM")) == 1
+    heartbeat(runtime, sim["id"], healthy=True)
+
+
+def test_an_otp_waiting_past_a_minute_alerts(runtime, sandesh, notifier, receiver_json):
+    app = runtime.sandesh
+    workspace = funded_workspace(app, "Alerted", 10_000)
+    client = app.operators.create_client(workspace, "A", None, 100, "t")[0].id
+    request, problems = parse_send({"to": "9779841000123", "text": "123456 is your code", "messageType": "otp"})
+    assert not problems
+    app.sending.send(client, workspace, request, 100)
+    notifier.step()
+    assert receiver_json.about("OTP") == []
+    sandesh("clock", "advance", "75")
+    notifier.step()
+    [told] = receiver_json.about("an OTP has waited")
+    assert told.startswith("Sandesh: an OTP has waited 1 min")
+
+
+def test_a_condition_turned_off_does_not_alert(sandesh):
+    assert sandesh("alerts", "tune", "projections_lag", "--off") == {"condition": "projections_lag", "after": None,
+                                                                      "on": False}
+    status = sandesh("alerts", "status")["conditions"]
+    assert status["projections_lag"] == {"after": None, "on": False} and status["no_route"]["after"] == 60
+    assert sandesh("alerts", "tune", "projections_lag", "--default")["after"] == 60
+
+
+def test_the_alerts_survive_a_replay(runtime, sandesh, notifier):
+    before = sandesh("alerts", "status")
+    assert before["ended"], "an alert has ended by now"
+    sandesh("replay", "registry")
+    after = sandesh("alerts", "status")
+    assert (after["holding"], after["ended"]) == (before["holding"], before["ended"])
+
+
+def test_alerts_test_sends_to_each_destination(sandesh, notifier, receiver_json):
+    told = sandesh("alerts", "test")["told"]
+    assert [t["error"] for t in told] == [None] and receiver_json.messages[-1] == "Sandesh: a test alert"

@@ -1,0 +1,137 @@
+"""`sandesh worker notifier` (docs/operations.md, "Alerts"): every second, reads what holds of
+the pool, the queue and the projections (the read models GET /metrics reads), raises an alert
+for a condition that has held for its delay, clears one that stopped holding, and tells the
+operators' destinations of each, through Apprise (mailto://, tgram://, ntfy://, json:// and the
+rest: no channel is written here).  Edge-triggered: one message when a condition starts, one
+when it ends, none between, and none again for INTERVAL after one ended.
+
+What the notifier remembers between seconds is only when each condition started to hold; after a
+restart a condition holding already waits its delay again.  The alerts themselves are events."""
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from typing import Any
+
+import apprise
+
+from sandesh.domain.alerts import (CONDITIONS, INTERVAL, OTP_WAIT, POOL, QUEUE_WAIT, Alert, delay_of, lasted,
+                                   raised_text)
+from sandesh.domain.errors import InvalidInput
+from sandesh.projections import alerts, dispatch, follower, sim_health
+from sandesh.projections.storage.runtime import Runtime
+from sandesh.projections.storage.health import is_outage
+
+logger = logging.getLogger("sandesh.worker.notifier")
+
+EVERY = 1.0  # seconds between two looks
+POOL_SIZE = 2
+LAG_CAP = 100_000  # events of lag counted at most
+
+
+def check_url(url: str) -> str:
+    """The URL as a destination takes it, or InvalidInput with why; its form without a password."""
+    url = url.strip()
+    if url.startswith("sms:"):
+        raise InvalidInput("sms: destinations are not built yet: use an Apprise URL (mailto://, tgram://, ntfy://, "
+                           "json://…)")
+    if not apprise.Apprise().add(url):
+        raise InvalidInput(f"{shown(url)!r} is not an Apprise URL Sandesh can send to (https://appriseit.com)")
+    return shown(url)
+
+
+def shown(url: str) -> str:
+    """The URL with the password of its user part hidden."""
+    return re.sub(r"(://[^:/@]+:)[^@/]+@", r"\1***@", url)
+
+
+def tell(url: str, text: str) -> str | None:
+    """Send `text` to one destination; None when it went, else why not."""
+    sender = apprise.Apprise()
+    if not sender.add(url):
+        return "not an Apprise URL"
+    try:
+        return None if sender.notify(body=text, title="Sandesh") else "the channel refused or did not answer"
+    except Exception as error:  # noqa: BLE001 - a channel's own failure is recorded, never kills the loop
+        return f"{type(error).__name__}: {error}"[:300]
+
+
+class Notifier:
+    def __init__(self, runtime: Runtime):
+        self.runtime, self.sandesh, self.clock = runtime, runtime.sandesh, runtime.clock
+        self.holding_since: dict[tuple[str, str], float] = {}
+
+    def holding(self, conn: Any, now: float) -> dict[tuple[str, str], str]:
+        """(condition, subject) -> the detail of each condition that holds now."""
+        found: dict[tuple[str, str], str] = {}
+        pool = sim_health.pool(conn, now, self.runtime.settings.route_window)
+        for sim in pool:
+            if sim["enabled"] and sim["state"] in ("unreachable", "quarantined"):
+                found[("sim_unusable", sim["name"])] = f"{sim['state']}, {sim['reason'] or 'no reason given'}"
+        if pool and not any(sim["usable"] for sim in pool if sim["enabled"]):
+            found[("no_route", POOL)] = ""
+        waiting = dispatch.waiting(conn, 1)
+        _, oldest_otp = waiting.get("otp", (0, None))
+        if oldest_otp is not None and now - oldest_otp > OTP_WAIT:
+            found[("otp_waiting", POOL)] = lasted(now - oldest_otp)
+        oldest = min((o for _, o in waiting.values() if o is not None), default=None)
+        if oldest is not None and now - oldest > QUEUE_WAIT:
+            found[("queue_stuck", POOL)] = lasted(now - oldest)
+        events_table = self.sandesh.log.recorder.events_table_name  # type: ignore[attr-defined]
+        lags = {name: events for name, events in follower.lags(conn, events_table, LAG_CAP).items() if events}
+        if lags:
+            found[("projections_lag", POOL)] = ", ".join(f"{name} {events} events" for name, events in lags.items())
+        return found
+
+    def step(self) -> None:
+        now = self.clock.now()
+        with self.runtime.connection() as conn:
+            holding = self.holding(conn, now)
+            opened = {(a["condition"], a["subject"]): a for a in alerts.open_alerts(conn)}
+            ended = alerts.last_cleared(conn, now - INTERVAL)
+            tuning = alerts.tuning(conn)
+            destinations = alerts.destinations(conn)
+        for key in list(self.holding_since):
+            if key not in holding:
+                del self.holding_since[key]
+        for key, detail in holding.items():
+            since = self.holding_since.setdefault(key, now)
+            delay = delay_of(tuning, key[0])
+            if key in opened or delay is None or now - since < delay or key in ended:
+                continue
+            alert = self.sandesh.alerts.raise_alert(key[0], key[1], raised_text(key[0], key[1], detail))
+            logger.warning("alert %s: %s", alert.id, alert.text)
+            self.tell_all(alert, destinations, cleared=False)
+        for key, row in opened.items():
+            if key not in holding:
+                alert = self.sandesh.alerts.clear(row["id"])
+                logger.info("alert %s ended: %s", alert.id, alert.cleared_text)
+                self.tell_all(alert, destinations, cleared=True)
+
+    def tell_all(self, alert: Alert, destinations: list[dict[str, Any]], cleared: bool) -> None:
+        text = alert.cleared_text if cleared else alert.text
+        for destination in destinations:
+            if destination["conditions"] and alert.condition not in destination["conditions"]:
+                continue
+            error = tell(self.sandesh.alerts.opened(destination["url_sealed"]), text or "")
+            if error:
+                logger.warning("alert %s not told to %s: %s", alert.id, destination["shown"], error)
+            self.sandesh.alerts.told(alert.id, destination["id"], cleared, error)
+
+    def run(self, stop: threading.Event) -> None:
+        """Until `stop`, a look every second; an outage is waited out, any other error logged."""
+        while not stop.is_set():
+            try:
+                self.step()
+            except Exception as error:  # noqa: BLE001 - no loop dies
+                if is_outage(error):
+                    self.runtime.health.failed(error)
+                else:
+                    logger.exception("the notifier's look failed; it looks again in a second")
+            stop.wait(EVERY)
+
+
+def run(runtime: Runtime, stop: threading.Event) -> None:
+    logger.info("watching %d conditions", len(CONDITIONS))
+    Notifier(runtime).run(stop)
