@@ -13,6 +13,7 @@ from urllib.parse import parse_qs
 import orjson
 import pytest
 
+from sandesh.projections import sim_health
 from tests.conftest import ROOT
 from tests.helpers import funded_workspace, until
 
@@ -53,8 +54,17 @@ def school(runtime, sandesh, receiver, phones, webhooks_worker):
     return {"workspace": workspace, "id": made["id"]}
 
 
-def texted(phones, number: str, text: str) -> None:
-    phones.modems[0].inject_inbound(number, text)
+def texted(runtime, phones, number: str, text: str) -> str:
+    """`text` from `number` to a SIM of the pool that is usable now (a modem whose port another
+    process still holds is not, until it lets go); the SIM's name."""
+    def usable() -> list[str]:
+        with runtime.connection() as conn:
+            pool = sim_health.pool(conn, runtime.clock.now(), runtime.settings.route_window)
+        return sorted(sim["name"] for sim in pool if sim["usable"] and sim["name"].startswith("emu-"))
+
+    name = until(usable, timeout=120, every=0.2)[0]
+    phones.modem(name).inject_inbound(number, text)
+    return name
 
 
 def reached(phones, number: str, count: int = 1, timeout: float = 30.0) -> list[str]:
@@ -71,9 +81,9 @@ def balance(runtime, workspace: str) -> int:
 def test_a_keyword_sms_reaches_the_webhook_and_the_reply_url_whose_answer_reaches_the_phone_once(
         runtime, receiver, phones, school):
     receiver.answer("/school/results", (200, "Roll 1234: passed, GPA 3.6\n"))
-    texted(phones, "+9779841999001", "result 1234")
+    sim = texted(runtime, phones, "+9779841999001", "result 1234")
     [call] = receiver.wait("/school/results", 1, timeout=30)
-    assert parse_qs(call.body.decode()) == {"from": ["+9779841999001"], "to": ["emu-1"], "text": ["result 1234"],
+    assert parse_qs(call.body.decode()) == {"from": ["+9779841999001"], "to": [sim], "text": ["result 1234"],
                                             "keyword": ["RESULT"]}
     [hook] = receiver.wait("/school/hooks", 1, timeout=30)
     event = orjson.loads(hook.body)
@@ -88,22 +98,22 @@ def test_a_keyword_sms_reaches_the_webhook_and_the_reply_url_whose_answer_reache
         assert conn.execute("SELECT service FROM replies WHERE id = %s", (event["id"],)).fetchone()["service"] is None
 
 
-def test_a_failing_reply_url_gives_the_default_reply(receiver, phones, school):
+def test_a_failing_reply_url_gives_the_default_reply(runtime, receiver, phones, school):
     receiver.answer("/school/results", (500, "oops"))
-    texted(phones, "+9779841999002", "RESULT 99")
+    texted(runtime, phones, "+9779841999002", "RESULT 99")
     receiver.wait("/school/results", 2, timeout=30)
     assert reached(phones, "9779841999002") == ["Results are not out yet."]
 
 
-def test_an_answer_longer_than_one_sms_is_not_sent_and_the_default_reply_is(receiver, phones, school):
+def test_an_answer_longer_than_one_sms_is_not_sent_and_the_default_reply_is(runtime, receiver, phones, school):
     receiver.answer("/school/results", (200, "x" * 161))
-    texted(phones, "+9779841999003", "Result 7")
+    texted(runtime, phones, "+9779841999003", "Result 7")
     receiver.wait("/school/results", 3, timeout=30)
     assert reached(phones, "9779841999003") == ["Results are not out yet."]
 
 
-def test_an_sms_whose_first_word_is_no_keyword_calls_nothing(receiver, phones, school):
-    texted(phones, "+9779841999004", "resulting in nothing")
+def test_an_sms_whose_first_word_is_no_keyword_calls_nothing(runtime, receiver, phones, school):
+    texted(runtime, phones, "+9779841999004", "resulting in nothing")
     time.sleep(3)
     assert len(receiver.at("/school/results")) == 3
     assert not [m for m in phones.received if m["to"].endswith("9841999004")]
@@ -123,9 +133,9 @@ def test_a_keyword_already_taken_is_refused(runtime, sandesh, school):
 
 
 def test_a_sender_killed_while_the_url_answers_gives_the_default_reply_once_after_its_restart(
-        sandesh, receiver, phones, school, webhooks_worker):
+        runtime, sandesh, receiver, phones, school, webhooks_worker):
     receiver.answer("/school/results", ("hang", 6, 200, "Too late to be sent"))
-    texted(phones, "+9779841999005", "result 5")
+    texted(runtime, phones, "+9779841999005", "result 5")
     receiver.wait("/school/results", 4, timeout=30)
     webhooks_worker.kill()  # kill -9 while the URL is answering: its answer is never read
     webhooks_worker.start()
