@@ -1,6 +1,7 @@
 """The examples of docs/api.md, "Moving from Sparrow or Aakash", run as they stand in the doc
 (Debian's php-cli, and Python with requests) against a real `sandesh serve`, with only their
-base URL and key filled in: their messages reach emulated phones through a real dispatcher."""
+base URL and key filled in: their messages reach emulated phones through a real dispatcher, as
+Sparrow sends by GET and by JSON do."""
 from __future__ import annotations
 
 import re
@@ -8,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import requests
 
 from tests.conftest import ROOT
 from tests.helpers import funded_workspace, until
@@ -53,3 +55,12 @@ def test_the_python_written_for_aakash_sends_the_valid_number(server, phones, ke
     answer = run([sys.executable], examples(server, key)["python"], tmp_path, "send.py")
     assert answer == "1 messages have been queued for delivery."
     assert phones_got(phones, ["9779841000003"]) == ["9779841000003"]
+
+
+def test_sparrow_sends_by_get_and_by_json_reach_the_phones_too(server, phones, key):
+    by_get = requests.get(server.url + "/compat/sparrow/v2/sms/", timeout=10,
+                          params={"token": key, "from": "InfoSMS", "to": "9841000004", "text": "By GET"})
+    by_json = requests.post(server.url + "/compat/sparrow/v2/sms/", timeout=10,
+                            json={"token": key, "from": "InfoSMS", "to": "+9779841000005", "text": "By JSON"})
+    assert (by_get.json()["count"], by_json.json()["count"]) == (1, 1)
+    assert phones_got(phones, ["9779841000004", "9779841000005"]) == ["9779841000004", "9779841000005"]
