@@ -25,6 +25,7 @@ from ..uploads.limits import MAX_COLUMNS, MAX_UPLOAD
 from .pages import Page, Posted
 from .shown import npr
 from .web import LIST_FORM
+from . import i18n
 from .i18n import _
 
 SHOWN = 10  # messages shown in a preview, exactly as they will be sent
@@ -134,13 +135,35 @@ class Hints(SendingPage):
                                         posted.fields.get("type", ""))
         except NotFound:
             return self.web.not_found(req, resp, posted.person)
+        language = self.web.language(req, posted.person)
         resp.content_type = falcon.MEDIA_JSON
         resp.data = orjson.dumps({
             "segments": found.segmentation.segments, "encoding": found.segmentation.encoding,
             "cost": npr(found.cost), "sendable": found.sendable,
             "characters": [{"position": c.position, "character": c.character, "replacement": c.replacement}
                            for c in found.characters],
-            "gsm7Segments": found.gsm7.segments if found.gsm7 else None})
+            "gsm7Segments": found.gsm7.segments if found.gsm7 else None,
+            "said": hint_said(found, language)})
+
+
+def hint_said(found: Any, language: str) -> str:
+    """The hint under the message, as the page shows it, in the page's language: segments,
+    encoding and cost, whether it is too long, and the stand-ins that would make it GSM-7."""
+    said = i18n.CATALOGS[language]
+    segments = found.segmentation.segments
+    text = " · ".join((said.ngettext("%(n)s segment", "%(n)s segments", segments) % {"n": segments},
+                       found.segmentation.encoding,
+                       said.gettext("%(cost)s a recipient") % {"cost": npr(found.cost, language)}))
+    if not found.sendable:
+        text += " · " + said.gettext("over 6 segments: shorten it")
+    stand_ins = [c for c in found.characters if c.replacement is not None]
+    if stand_ins:
+        pairs = ", ".join(f"“{c.character}” → “{c.replacement}”" for c in stand_ins)
+        text += " · " + said.gettext("%(pairs)s would make it GSM-7") % {"pairs": pairs}
+        if found.gsm7:
+            n = found.gsm7.segments
+            text += " (" + said.ngettext("%(n)s segment", "%(n)s segments", n) % {"n": n} + ")"
+    return text
 
 
 def nepal_input(moment: float) -> str:

@@ -81,3 +81,15 @@ def test_each_nepali_string_keeps_the_placeholders_of_its_english():
                    (message.id if isinstance(message.id, tuple) else (message.id,))}
         for nepali in message.string if isinstance(message.string, tuple) else (message.string,):
             assert tuple(sorted(re.findall(r"%\(\w+\)s", nepali))) in english, message.id
+
+
+def test_the_send_pages_hint_is_said_in_the_pages_language():
+    from types import SimpleNamespace
+
+    from sandesh.api.dashboard.send import hint_said
+
+    found = SimpleNamespace(segmentation=SimpleNamespace(segments=2, encoding="UCS-2"), cost=200, sendable=True,
+                            characters=[SimpleNamespace(character="’", replacement="'")],
+                            gsm7=SimpleNamespace(segments=1))
+    assert hint_said(found, "en") == "2 segments · UCS-2 · NPR 2.00 a recipient · “’” → “'” would make it GSM-7 (1 segment)"
+    assert hint_said(found, "ne") == "2 भाग · UCS-2 · प्रति प्राप्तकर्ता नेरू 2.00 · “’” → “'” राखे GSM-7 हुन्छ (1 भाग)"

@@ -1,6 +1,6 @@
 // The Send page (docs/dashboard.md, "Sending").  As one types the message: its segments,
 // encoding and cost for one recipient, and the characters that make it UCS-2 with their GSM-7
-// stand-ins, from the page's hints (the rules of POST /v1/sms/preview).  A template chosen fills
+// stand-ins, as the page's hints say them in its language (the rules of POST /v1/sms/preview).  A template chosen fills
 // the message.  On "Send N messages":
 // the button is disabled and says what goes on, so that a second click sends nothing more.
 "use strict";
@@ -22,18 +22,7 @@ if (form) {
         return;
       }
       const found = await answer.json();
-      let said = `${found.segments} segment${found.segments === 1 ? "" : "s"} · ${found.encoding} · ${found.cost} a recipient`;
-      if (!found.sendable) {
-        said += " · over 6 segments: shorten it";
-      }
-      const standIns = found.characters.filter((c) => c.replacement !== null);
-      if (standIns.length) {
-        said += ` · ${standIns.map((c) => `“${c.character}” → “${c.replacement}”`).join(", ")} would make it GSM-7`;
-        if (found.gsm7Segments !== null) {
-          said += ` (${found.gsm7Segments} segment${found.gsm7Segments === 1 ? "" : "s"})`;
-        }
-      }
-      hints.textContent = said;
+      hints.textContent = found.said;  // written by the server, in the page's language
     } catch (error) {
       // the server is away for a moment: the hint waits for the next keystroke
     }
