@@ -14,13 +14,12 @@ from ..clock import NEPAL, Clock
 from ..errors import InsufficientBalance
 from ..inbound import Reply, reply_owner
 from ..message import TEXT_ERASED, Message
-from ..optout import HELP, RECIPIENT, REPLY, START, STOP, HelpSent, OptOut, confirmation, help_id, optout_id, reply_word
-from ..sending import cost as send_cost, parse_send
-from ..workspace import ACTIVE, Workspace
-from .sending import Sending, text_key
+from ..optout import HELP, RECIPIENT, REPLY, STOP, HelpSent, OptOut, confirmation, help_id, optout_id, reply_word
 from ..ports import Texts
 from ..steps import Read, Steps, retried, run
+from ..workspace import ACTIVE, Workspace
 from .log import Log
+from .sending import Sending
 
 SEND, RELEASE, SKIP = "send", "release", "skip"
 
@@ -149,7 +148,7 @@ class Dispatch:
             return []
         workspace_id, number = attributed_to.workspace_id, attributed_to.to
         changed: list[OptOut | Message | HelpSent] = []
-        if word.meaning in (STOP, START):
+        if word.meaning != HELP:
             optout = (self.log.find(optout_id(workspace_id, number), OptOut)
                       or OptOut(workspace_id=workspace_id, number=number))
             if not optout.change(word.meaning == STOP, REPLY, RECIPIENT, reply_id, at=now):
@@ -170,8 +169,7 @@ class Dispatch:
         return changed
 
     def _answer(self, answered: Message, workspace: Workspace, text: str, now: float) -> Steps[Message]:
-        request, problems = parse_send({"to": answered.to, "text": text, "messageType": "transactional"}, now)
-        assert request is not None and not problems, problems  # a number that was sent to, a text that was checked
-        key = yield from text_key(self.texts, workspace.id)
-        return self.sending.message(answered.client_id, workspace.id, request,
-                                    send_cost(workspace.rates, "transactional", request.segments), now, key)
+        message, problems = yield from self.sending.answer_steps(answered.client_id, workspace.id, workspace.rates,
+                                                                 answered.to, text, now)
+        assert message is not None, problems  # a number that was sent to, a text that was checked
+        return message

@@ -17,7 +17,7 @@ from ..optout import held_back
 from ..preview import Preview, preview
 from ..promo_hours import scheduled
 from ..ports import Caller, IdempotencyKeys, OptOuts, Prior, Texts
-from ..sending import ItemRefused, Problem, SendRequest, cost as send_cost, refusal as send_refusal
+from ..sending import ItemRefused, Problem, SendRequest, cost as send_cost, parse_send, refusal as send_refusal
 from ..steps import Append, Blocks, Read, Steps, retried, run
 from .log import Log
 
@@ -224,6 +224,19 @@ class Sending:
             expires_at=start + request.valid_for if request.valid_for is not None else None,
             send_at=request.send_at,
         )
+
+
+    def answer_steps(self, client_id: str, workspace_id: str, rates: dict[str, int], to: str, text: str,
+                     now: float) -> Steps[tuple[Message | None, list[Problem]]]:
+        """A transactional message of the client that answers an SMS from `to` (a keyword's
+        reply, a help text, a confirmation), charged at the workspace's rate, not yet appended;
+        None and the problems when `to` or `text` cannot be sent."""
+        request, problems = parse_send({"to": to, "text": text, "messageType": "transactional"}, now)
+        if request is None or problems:
+            return None, problems
+        key = yield from text_key(self.texts, workspace_id)
+        return self.message(client_id, workspace_id, request, send_cost(rates, "transactional", request.segments),
+                            now, key), []
 
 
 def text_key(texts: Texts, owner: str) -> Steps[Any]:

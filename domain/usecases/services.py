@@ -17,10 +17,10 @@ from ..errors import InsufficientBalance
 from ..inbound import Reply
 from ..message import Message
 from ..ports import Caller, Texts
-from ..sending import cost as send_cost, parse_send, refusal as send_refusal
+from ..sending import refusal as send_refusal
 from ..steps import Read, Steps, retried, run
 from .log import Log
-from .sending import Sending, text_key
+from .sending import Sending
 
 # What went back to the sender (Reply.ServiceAnswered's `answer`)
 SERVICE, DEFAULT, NOTHING = "service", "default", "none"
@@ -71,18 +71,15 @@ class KeywordServices:
             return (), reply
         now = self.clock.now()
         message = None
-        if text is not None:
-            refused = self._refused(caller)
-            request, problems = parse_send({"to": reply.sender.lstrip("+"), "text": text,
-                                            "messageType": "transactional"}, now)
-            if refused or request is None or problems:
-                answer, outcome = NOTHING, f"{outcome}; not sent: " + (
-                    refused or "; ".join(p.message for p in problems) or "not one SMS")
-            else:
-                assert caller is not None
-                key = yield from text_key(self.texts, caller.workspace_id)
-                message = self.sending.message(caller.client_id, caller.workspace_id, request,
-                                               send_cost(caller.rates, "transactional", request.segments), now, key)
+        refused = self._refused(caller) if text is not None else None
+        if refused:
+            outcome = f"{outcome}; not sent: {refused}"
+        elif text is not None:
+            assert caller is not None
+            message, problems = yield from self.sending.answer_steps(caller.client_id, caller.workspace_id,
+                                                                     caller.rates, reply.sender.lstrip("+"), text, now)
+            if message is None:
+                outcome = f"{outcome}; not sent: " + ("; ".join(p.message for p in problems) or "not one SMS")
         reply.answer_service(message.id if message else None, answer if message else NOTHING, outcome, at=now)
         return ((message, reply) if message else (reply,)), reply
 
