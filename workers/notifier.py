@@ -42,8 +42,10 @@ def check_url(url: str) -> str:
 
 
 def shown(url: str) -> str:
-    """The URL with the password of its user part hidden."""
-    return re.sub(r"(://[^:/@]+:)[^@/]+@", r"\1***@", url)
+    """The URL with its secrets hidden, as Apprise hides them (a password, a bot's token),
+    without the options Apprise adds."""
+    plugin = apprise.Apprise.instantiate(url)
+    return plugin.url(privacy=True).split("?")[0].rstrip("/") if plugin else re.sub(r"://.*", "://…", url)
 
 
 def tell(url: str, text: str) -> str | None:

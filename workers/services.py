@@ -10,6 +10,7 @@ their own, so that a slow reply URL holds one thread and neither the webhooks no
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -113,7 +114,8 @@ class KeywordCalls:
             except requests.RequestException as error:
                 if time.monotonic() - started >= DEADLINE:
                     return None, f"no answer within {DEADLINE:.0f} s"
-                return None, webhook_guard.describe(error)
+                # the URL's query holds the sender's number and SMS: kept out of the log and the event
+                return None, re.sub(r"\?\S*", "", webhook_guard.describe(error))
         if time.monotonic() - started > DEADLINE or body is None:
             return None, f"no answer within {DEADLINE:.0f} s"
         if response.status_code not in (200, 202):

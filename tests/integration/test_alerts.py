@@ -76,9 +76,12 @@ def test_a_destination_is_checked_and_listed_without_its_password(sandesh: Any):
     assert unknown.returncode != 0 and "unknown condition 'moon_phase'" in unknown.stderr
     mail = sandesh("alerts", "add", "mailtos://owner:hunter2@mail.example.com", "--only", "no_route")
     listed = {d["id"]: d for d in sandesh("alerts", "list")["destinations"]}
-    assert listed[mail["id"]]["url"] == "mailtos://owner:***@mail.example.com"
+    assert listed[mail["id"]]["url"] == "mailtos://owner:****@mail.example.com"
     assert listed[mail["id"]]["conditions"] == ["no_route"]
     assert "hunter2" not in str(listed)
+    bot = sandesh("alerts", "add", "tgram://123456789:AAHsecretbottoken/987654")
+    assert "AAHsecretbottoken" not in str(sandesh("alerts", "list"))
+    sandesh("alerts", "remove", bot["id"])
     sandesh("alerts", "remove", mail["id"])
     assert mail["id"] not in {d["id"] for d in sandesh("alerts", "list")["destinations"]}
 
