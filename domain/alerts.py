@@ -16,11 +16,17 @@ from eventsourcing.domain import event
 from .aggregate import Aggregate
 from .credentials import new_id
 from .errors import InvalidInput
+from .phone import normalise
 from .segments import segment
 
 ALERTS_FROM = "0.4.0"  # the release whose finalized log every process reads these events in
 INTERVAL = 10 * 60  # seconds after an alert ended in which the same one is not raised again
 POOL = "pool"  # the subject of a condition of the whole pool
+# An alert's SMS belongs to this client of this workspace, neither of which exists: it is
+# charged nothing, and no workspace's lists, balance or webhooks see it.
+SMS_CLIENT, SMS_WORKSPACE = "alerts", "operators"
+TEST_ALERT = "Sandesh: a test alert"
+SMS_PER_HOUR = 20  # alert SMS to one number in an hour, at most; the rest are recorded as not sent
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,17 @@ def check_condition(name: str) -> str:
 
 def check_conditions(names: list[str]) -> list[str]:
     return [check_condition(n.strip()) for n in names if n.strip()]
+
+
+def sms_number(url: str) -> str | None:
+    """The number of an `sms:` destination (9779812345678), None for any other URL, or
+    InvalidInput when it is not a Nepali mobile number."""
+    if not url.strip().lower().startswith("sms:"):
+        return None
+    number = normalise(url.strip()[4:].strip())
+    if number is None:
+        raise InvalidInput(f"{url.strip()!r} is not an SMS destination: write sms:+977 and a Nepali mobile number")
+    return number
 
 
 def lasted(seconds: float) -> str:
@@ -124,6 +141,21 @@ class Alert(Aggregate):
 
     @event(Told)
     def tell(self, destination_id: str, cleared: bool, error: str | None, at: float) -> None:
+        pass
+
+    class Texted(Aggregate.Event):
+        """An `sms:` destination's message was queued, in the same append, to go out through
+        the pool; by another SIM than `avoid_sim` (the alert's subject) while another can send."""
+        written_from = ALERTS_FROM
+
+        destination_id: str
+        cleared: bool
+        message_id: str
+        avoid_sim: str | None
+        at: float
+
+    @event(Texted)
+    def texted(self, destination_id: str, cleared: bool, message_id: str, avoid_sim: str | None, at: float) -> None:
         pass
 
 

@@ -75,7 +75,7 @@ class Sandesh:
                                 campaign_progress),
             contacts=Contacts(log, clock, texts),
             services=KeywordServices(log, clock, texts, sending),
-            alerts=Alerts(log, clock, sealer),
+            alerts=Alerts(log, clock, sealer, sending),
         )
 
     def close(self) -> None:

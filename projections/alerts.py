@@ -24,11 +24,17 @@ CREATE TABLE IF NOT EXISTS alert_destinations (
     id text PRIMARY KEY, url_sealed text NOT NULL, shown text NOT NULL, conditions jsonb NOT NULL,
     added_at double precision NOT NULL, removed boolean NOT NULL DEFAULT false);
 CREATE TABLE IF NOT EXISTS alert_tuning (condition text PRIMARY KEY, delay double precision, off boolean NOT NULL);
+CREATE TABLE IF NOT EXISTS alert_texts (
+    message_id text PRIMARY KEY, alert_id text NOT NULL, destination_id text NOT NULL, cleared boolean NOT NULL,
+    at double precision NOT NULL);
+CREATE INDEX IF NOT EXISTS alert_texts_destination ON alert_texts (destination_id, at);
+CREATE INDEX IF NOT EXISTS alert_texts_alert ON alert_texts (alert_id);
 """
 
 MODEL = ReadModel(tables={"alerts": Table("alerts", ("id",)),
                           "alert_destinations": Table("alert_destinations", ("id",)),
-                          "alert_tuning": Table("alert_tuning", ("condition",))}, ddl=DDL)
+                          "alert_tuning": Table("alert_tuning", ("condition",)),
+                          "alert_texts": Table("alert_texts", ("message_id",))}, ddl=DDL)
 
 
 @MODEL.on(Alert.Raised)
@@ -46,6 +52,13 @@ def _cleared(rows: Rows, e: Alert.Cleared) -> None:
 def _told(rows: Rows, e: Alert.Told) -> None:
     column = "failed" if e.error else ("told_cleared" if e.cleared else "told")
     rows.update("alerts", (e.originator_id,), {column: Add(1)})
+
+
+def texted(rows: Rows, e: Alert.Texted) -> None:
+    """An alert's SMS queued (registry.py writes it with the queue row's SIM to avoid)."""
+    rows.insert("alert_texts", {"message_id": e.message_id, "alert_id": e.originator_id,
+                                "destination_id": e.destination_id, "cleared": e.cleared, "at": e.at})
+    rows.update("alerts", (e.originator_id,), {"told_cleared" if e.cleared else "told": Add(1)})
 
 
 @MODEL.on(Destination.Added)
@@ -84,6 +97,21 @@ def tuning(conn: Any) -> dict[str, float | None]:
     """condition -> its delay as tuned (None: off)."""
     return {r["condition"]: None if r["off"] else r["delay"]
             for r in conn.execute("SELECT * FROM alert_tuning").fetchall()}
+
+
+def texts_since(conn: Any, destination_id: str, since: float) -> int:
+    """Alert SMS queued to a destination since `since`."""
+    return conn.execute("SELECT count(*) AS n FROM alert_texts WHERE destination_id = %s AND at > %s",
+                        (destination_id, since)).fetchone()["n"]
+
+
+def messages_of(conn: Any, alert_ids: list[str]) -> dict[str, list[str]]:
+    """alert id -> the ids of its SMS, oldest first."""
+    found: dict[str, list[str]] = {}
+    for r in conn.execute("SELECT alert_id, message_id FROM alert_texts WHERE alert_id = ANY(%s) ORDER BY at",
+                          (alert_ids,)).fetchall():
+        found.setdefault(r["alert_id"], []).append(r["message_id"])
+    return found
 
 
 def history(conn: Any, limit: int = 50) -> list[dict[str, Any]]:

@@ -190,6 +190,12 @@ def _join_queue(rows: Rows, e: Message.Accepted | Message.Released) -> None:
         "not_before": e.at, "expires_at": e.expires_at, "turn": turn(e.client_id, priority)})
 
 
+def avoid(rows: Rows, message_id: str, sim_id: str) -> None:
+    """A SIM the queued message should not go through while another can send it (an alert's
+    SMS about that SIM): counted as one it failed on, whose retry time has come."""
+    rows.update("dispatch_queue", (message_id,), {"failed_sims": AppendNew(sim_id)})
+
+
 def dequeue(rows: Rows, e: Message.Failed | Message.Rejected | Message.Canceled) -> None:
     """A failed, rejected or canceled message leaves the queue, or the schedule (registry.py
     writes it with the refund)."""

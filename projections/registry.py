@@ -29,6 +29,7 @@ from .contract import Projection, ReadModel
 from .rows import Add, Batching, Key, Old, Rows, Table
 from .sim_health import ROUTE_UNTIL
 
+from sandesh.domain.alerts import Alert
 from sandesh.domain.batch import Batch
 from sandesh.domain.client import Client
 from sandesh.domain.message import Message
@@ -299,8 +300,10 @@ def _sms_switch(rows: Rows, e: SmsSwitch.Disabled | SmsSwitch.Enabled) -> None:
 
 def _debit(rows: Rows, workspace_id: str, amount: int) -> None:
     """The charge at acceptance (an append's charges and refunds are summed per workspace:
-    `_add_to_balances`); the CHECK on the balance refuses it, and the whole append, when short."""
-    rows.update("workspaces", (workspace_id,), {"balance": Add(-amount)})
+    `_add_to_balances`); the CHECK on the balance refuses it, and the whole append, when short.
+    A message charged nothing (an alert's SMS, domain/alerts.py) touches no balance."""
+    if amount:
+        rows.update("workspaces", (workspace_id,), {"balance": Add(-amount)})
 
 
 # The events several inline read models record.
@@ -319,6 +322,13 @@ def _message_ended(rows: Rows, e: Message.Failed | Message.Rejected | Message.Ca
     dispatch.dequeue(rows, e)
     if e.refund:
         rows.update("workspaces", (e.workspace_id,), {"balance": Add(e.refund)})
+
+
+@OWN.on(Alert.Texted)
+def _alert_texted(rows: Rows, e: Alert.Texted) -> None:
+    alerts.texted(rows, e)
+    if e.avoid_sim:
+        dispatch.avoid(rows, e.message_id, e.avoid_sim)
 
 
 @OWN.on(Batch.Accepted)
@@ -366,7 +376,7 @@ PROJECTION = Projection.composed(
     order=("workspaces", "clients", "client_keywords", "sims", "sms_switch", "idempotency_keys", "otp_issues", "dispatch_queue",
            "sent_parts", "replies", "awaiting_reports", "scheduled_sends", "webhook_deliveries", "opt_outs",
            "people", "contact_lists", "contacts", "message_templates", "alerts", "alert_destinations",
-           "alert_tuning"),
+           "alert_tuning", "alert_texts"),
     inline=True, notices=_notices)
 
 # What the application hands to the recorder (scripts/service/bootstrap.py): write an append's rows on its cursor.

@@ -341,6 +341,8 @@ class Modem:
                     if line.startswith(prefix):
                         value = int(line.split(":", 1)[1].split(",")[1])
                         stat = value if stat is None or registered(value) else stat
+            except CommandTimeout:
+                raise  # a modem that does not answer, not one that does not take the command
             except (ModemError, ValueError, IndexError):
                 continue
         rssi = None

@@ -1,8 +1,9 @@
 """`sandesh worker notifier` (docs/operations.md, "Alerts"): every second, reads what holds of
 the pool, the queue and the projections (the read models GET /metrics reads), raises an alert
 for a condition that has held for its delay, clears one that stopped holding, and tells the
-operators' destinations of each, through Apprise (mailto://, tgram://, ntfy://, json:// and the
-rest: no channel is written here).  Edge-triggered: one message when a condition starts, one
+operators' destinations of each: an `sms:` destination by an SMS through the pool itself, every
+other through Apprise (mailto://, tgram://, ntfy://, json:// and the rest: no channel is
+written here).  Edge-triggered: one message when a condition starts, one
 when it ends, none between, and none again for INTERVAL after one ended.
 
 What the notifier remembers between seconds is only when each condition started to hold; after a
@@ -16,9 +17,9 @@ from typing import Any
 
 import apprise
 
-from sandesh.domain.alerts import (CONDITIONS, INTERVAL, OTP_WAIT, POOL, QUEUE_WAIT, Alert, delay_of, lasted,
-                                   raised_text)
-from sandesh.domain.errors import InvalidInput
+from sandesh.domain.alerts import (CONDITIONS, INTERVAL, OTP_WAIT, POOL, QUEUE_WAIT, SMS_PER_HOUR, Alert, delay_of,
+                                   lasted, raised_text, sms_number)
+from sandesh.domain.errors import DomainError, InvalidInput
 from sandesh.projections import alerts, dispatch, follower, sim_health
 from sandesh.projections.storage.runtime import Runtime
 from sandesh.projections.storage.health import is_outage
@@ -33,9 +34,9 @@ LAG_CAP = 100_000  # events of lag counted at most
 def check_url(url: str) -> str:
     """The URL as a destination takes it, or InvalidInput with why; its form without a password."""
     url = url.strip()
-    if url.startswith("sms:"):
-        raise InvalidInput("sms: destinations are not built yet: use an Apprise URL (mailto://, tgram://, ntfy://, "
-                           "json://…)")
+    number = sms_number(url)
+    if number is not None:
+        return f"sms:+{number}"
     if not apprise.Apprise().add(url):
         raise InvalidInput(f"{shown(url)!r} is not an Apprise URL Sandesh can send to (https://appriseit.com)")
     return shown(url)
@@ -63,11 +64,13 @@ class Notifier:
     def __init__(self, runtime: Runtime):
         self.runtime, self.sandesh, self.clock = runtime, runtime.sandesh, runtime.clock
         self.holding_since: dict[tuple[str, str], float] = {}
+        self.sim_ids: dict[str, str] = {}  # a SIM's name -> its id, as the last look saw the pool
 
     def holding(self, conn: Any, now: float) -> dict[tuple[str, str], str]:
         """(condition, subject) -> the detail of each condition that holds now."""
         found: dict[tuple[str, str], str] = {}
         pool = sim_health.pool(conn, now, self.runtime.settings.route_window)
+        self.sim_ids = {sim["name"]: sim["id"] for sim in pool}
         for sim in pool:
             if sim["enabled"] and sim["state"] in ("unreachable", "quarantined"):
                 found[("sim_unusable", sim["name"])] = f"{sim['state']}, {sim['reason'] or 'no reason given'}"
@@ -116,10 +119,30 @@ class Notifier:
         for destination in destinations:
             if destination["conditions"] and alert.condition not in destination["conditions"]:
                 continue
-            error = tell(self.sandesh.alerts.opened(destination["url_sealed"]), text or "")
+            url = self.sandesh.alerts.opened(destination["url_sealed"])
+            number = sms_number(url)
+            error = tell(url, text or "") if number is None else self.text(alert, destination["id"], number, cleared)
             if error:
                 logger.warning("alert %s not told to %s: %s", alert.id, destination["shown"], error)
-            self.sandesh.alerts.told(alert.id, destination["id"], cleared, error)
+                self.sandesh.alerts.told(alert.id, destination["id"], cleared, error)
+            elif number is None:
+                self.sandesh.alerts.told(alert.id, destination["id"], cleared, None)
+
+    def text(self, alert: Alert, destination_id: str, number: str, cleared: bool) -> str | None:
+        """Queue the alert's SMS through the pool (Alert.Texted records it); None when it was
+        queued, else why not.  At most SMS_PER_HOUR to a destination in an hour, so that a
+        flapping pool cannot crowd out the OTPs."""
+        with self.runtime.connection() as conn:
+            sent = alerts.texts_since(conn, destination_id, self.clock.now() - 3600)
+        if sent >= SMS_PER_HOUR:
+            return f"not texted: {SMS_PER_HOUR} alert SMS went to this number in the last hour"
+        avoid = self.sim_ids.get(alert.subject) if CONDITIONS[alert.condition].per_sim else None
+        try:
+            message = self.sandesh.alerts.text(alert.id, destination_id, number, cleared, avoid)
+        except DomainError as error:
+            return f"not texted: {error}"
+        logger.info("alert %s texted to +%s as %s", alert.id, number, message.id)
+        return None
 
     def run(self, stop: threading.Event) -> None:
         """Until `stop`, a look every second; an outage is waited out, any other error logged."""

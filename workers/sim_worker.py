@@ -93,6 +93,7 @@ class SimWorker:
         self.credit_code: str | None = sim.get("balance_ussd")  # the code that credit was asked with
         self.parts_since_credit = 0
         self.refusals_in_row = 0
+        self.answering = True        # its last heartbeat was answered: a modem gone silent is unreachable
         self.last_error: str | None = None
         self.reported_at = 0.0
         # Written by the SIM's thread alone; `searching` is read by the others (Driver.held_ports).
@@ -113,7 +114,8 @@ class SimWorker:
 
     @property
     def usable(self) -> bool:
-        return self.ready and self.registered and self.quarantine is None and not self.retiring.is_set()
+        return (self.ready and self.answering and self.registered and self.quarantine is None
+                and not self.retiring.is_set())
 
     @property
     def plan(self) -> Plan:
@@ -239,7 +241,7 @@ class SimWorker:
                              Usage(day_start(now), dispatch.parts_since(conn, self.id, day_start(now)),
                                    month_start(now), dispatch.parts_since(conn, self.id, month_start(now))))
         self.dispatcher.reconcile(self.id)
-        self.ready = True
+        self.ready = self.answering = True  # it answered its initialisation
         self._heartbeat()
         try:
             self.link.collect(self.arrivals, everything=True)  # what came while nobody listened
@@ -348,8 +350,16 @@ class SimWorker:
                 self._registration(health.registered)
                 self.link.collect(self.arrivals)  # what came in that nothing announced
                 self._credit_if_due()
+                if not self.answering:
+                    logger.warning("SIM %s: the modem answers again", self.name)
+                self.answering = True
             except PortGone as error:
                 self._lost(error)
+            except CommandTimeout as error:  # the port is there and the modem says nothing
+                if self.answering:
+                    logger.warning("SIM %s: the modem stopped answering (%s); unreachable until it answers", self.name,
+                                   error)
+                self.answering, self.last_error = False, str(error)
             except ModemError as error:
                 self.last_error = str(error)
         elif self.ready:
@@ -363,7 +373,7 @@ class SimWorker:
         with self.runtime.connection() as conn:
             sim_health.record(conn, self.id, healthy=self.available(now), registered=registered, signal_dbm=signal,
                               last_error=self.last_error, dispatcher=self.dispatcher.me, at=now,
-                              reachable=self.ready, resting_until=resting_until, resting_reason=why,
+                              reachable=self.ready and self.answering, resting_until=resting_until, resting_reason=why,
                               parts_today=parts_today, parts_month=parts_month)
         self.reported_at = time.monotonic()
 

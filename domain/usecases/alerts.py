@@ -5,16 +5,20 @@ from __future__ import annotations
 
 from eventsourcing.persistence import IntegrityError
 
-from ..alerts import Alert, Destination, Tuning, check_condition, check_conditions
+from ..alerts import SMS_CLIENT, SMS_WORKSPACE, Alert, Destination, Tuning, check_condition, check_conditions
 from ..clock import Clock
 from ..errors import InvalidInput, InvalidTransition, NotFound
+from ..message import Message
 from ..ports import Sealer
+from ..sending import parse_send
+from ..steps import Read, Steps, retried, run
 from .log import Log
+from .sending import Sending, text_key
 
 
 class Alerts:
-    def __init__(self, log: Log, clock: Clock, sealer: Sealer):
-        self.log, self.clock, self.sealer = log, clock, sealer
+    def __init__(self, log: Log, clock: Clock, sealer: Sealer, sending: Sending):
+        self.log, self.clock, self.sealer, self.sending = log, clock, sealer, sending
 
     def _writes(self) -> None:
         if not self.log.writes(Destination.Added):
@@ -76,6 +80,27 @@ class Alerts:
                 return
             except IntegrityError:
                 continue
+
+    def text(self, alert_id: str, destination_id: str, number: str, cleared: bool, avoid_sim: str | None) -> Message:
+        """Queue the alert's message (or its end's) to `number` through the pool, charged to no
+        workspace, in one append with the record of it (Alert.Texted): a transactional message,
+        behind every waiting OTP, by another SIM than `avoid_sim` while another can send."""
+        return run(retried(lambda: self._text(alert_id, destination_id, number, cleared, avoid_sim),
+                           f"the SMS of alert {alert_id}"), self.log.save)
+
+    def _text(self, alert_id: str, destination_id: str, number: str, cleared: bool,
+              avoid_sim: str | None) -> Steps[tuple[tuple[Message | Alert, ...], Message]]:
+        alert = yield Read(self.log.get, (alert_id, Alert, "alert"))
+        now = self.clock.now()
+        request, problems = parse_send({"to": number, "text": alert.cleared_text if cleared else alert.text,
+                                        "messageType": "transactional"}, now)
+        if request is None or problems:  # the number was checked when added, the text is one SMS
+            raise InvalidInput("; ".join(p.message for p in problems))
+        key = yield from text_key(self.sending.texts, SMS_WORKSPACE)
+        message = self.sending.message(SMS_CLIENT, SMS_WORKSPACE, request, 0, now, key)
+        alert.texted(destination_id=destination_id, cleared=cleared, message_id=message.id, avoid_sim=avoid_sim,
+                     at=now)
+        return (message, alert), message
 
     def alert(self, alert_id: str) -> Alert:
         return self.log.get(alert_id, Alert, "alert")

@@ -261,7 +261,8 @@ def parser() -> argparse.ArgumentParser:
     al = sub.add_parser("alerts", help="alerts that reach the operators: a SIM down, no route, OTPs waiting, the "
                                        "read models lagging (docs/operations.md, \"Alerts\")").add_subparsers(
         dest="command", required=True)
-    c = al.add_parser("add", help="a destination: an Apprise URL (mailto://, tgram://, ntfy://, json://…)")
+    c = al.add_parser("add", help="a destination: sms:+977… (an SMS through the pool, charged to no one), or an "
+                                  "Apprise URL (mailto://, tgram://, ntfy://, json://…)")
     c.add_argument("url", metavar="URL")
     c.add_argument("--only", metavar="CONDITION,…", default="",
                    help="only these conditions (default: all): " + ", ".join(ALERT_CONDITIONS))
