@@ -35,6 +35,7 @@ class Condition:
     delay: float  # seconds it must hold before an alert is raised
     text: str     # the alert's words, with {subject} and {detail}
     per_sim: bool = False
+    per_workspace: bool = False  # told to the workspace's owners by e-mail; operators only when they ask
 
 
 CONDITIONS = {c.name: c for c in (
@@ -43,6 +44,7 @@ CONDITIONS = {c.name: c for c in (
     Condition("otp_waiting", 0, "Sandesh: an OTP has waited {detail} for a SIM"),
     Condition("queue_stuck", 0, "Sandesh: a message has waited {detail} for a SIM"),
     Condition("projections_lag", 60, "Sandesh: the read models lag the log by {detail}"),
+    Condition("balance_low", 0, "Sandesh: low balance: workspace {detail}", per_workspace=True),
 )}
 OTP_WAIT, QUEUE_WAIT = 60, 30 * 60  # seconds the oldest waiting OTP, and any message, may wait
 
@@ -68,6 +70,15 @@ def sms_number(url: str) -> str | None:
     return number
 
 
+def npr(paisa: int) -> str:
+    return f"NPR {paisa // 100}.{paisa % 100:02d}"
+
+
+def low_balance(name: str, balance: int, threshold: int) -> str:
+    """The detail of a workspace's balance_low alert."""
+    return f"{name}, {npr(balance)}, below {npr(threshold)}"
+
+
 def lasted(seconds: float) -> str:
     """'45 s', '12 min', '3 h 5 min'."""
     seconds = int(seconds)
@@ -89,8 +100,11 @@ def raised_text(condition: str, subject: str, detail: str) -> str:
     return one_sms(CONDITIONS[condition].text.format(subject=subject, detail=detail))
 
 
-def cleared_text(condition: str, subject: str, seconds: float) -> str:
+def cleared_text(condition: str, subject: str, seconds: float, about: str | None = None) -> str:
+    """The end's words; `about` names the subject when its id would not (a workspace's name)."""
     what = f"SIM {subject}" if CONDITIONS[condition].per_sim else condition.replace("_", " ")
+    if about:
+        what = f"{what}, {about}"
     return one_sms(f"Sandesh: recovered: {what}, after {lasted(seconds)}")
 
 
@@ -121,9 +135,9 @@ class Alert(Aggregate):
         text: str
         at: float
 
-    def clear(self, at: float) -> None:
+    def clear(self, at: float, about: str | None = None) -> None:
         if self.cleared_at is None:
-            self._cleared(text=cleared_text(self.condition, self.subject, at - self.raised_at), at=at)
+            self._cleared(text=cleared_text(self.condition, self.subject, at - self.raised_at, about), at=at)
 
     @event(Cleared)
     def _cleared(self, text: str, at: float) -> None:

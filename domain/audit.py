@@ -25,6 +25,7 @@ ACTIONS: dict[type, str] = {
     Workspace.TotpRequirementSet: "workspace.totp_requirement_set",
     Workspace.PromoHoursSet: "workspace.promo_hours_set",
     Workspace.RepliesSet: "workspace.replies_set",
+    Workspace.BalanceAlertSet: "workspace.balance_alert_set",
     Client.Created: "client.created",
     Client.KeyRotated: "client.key_rotated",
     Client.SecretRotated: "client.secret_rotated",

@@ -38,6 +38,17 @@ def _positive(env: Mapping[str, str], name: str, default: int) -> int:
     return int(text)
 
 
+def _smtp_url(text: str) -> str | None:
+    text = text.strip()
+    if not text:
+        return None
+    scheme, _, rest = text.partition("://")
+    if scheme.lower() not in ("smtp", "smtps") or not rest.rsplit("@", 1)[-1].split(":")[0].strip("/"):
+        raise ConfigurationError("SANDESH_SMTP_URL must be smtp://[USER:PASSWORD@]HOST[:PORT] or "
+                                 "smtps://[USER:PASSWORD@]HOST[:PORT]")
+    return text
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
@@ -58,6 +69,8 @@ class Settings:
     modem_ports: str | None = None  # a glob of this host's modem ports: where a SIM whose port is gone is looked for
     feed_polls: int = 10  # long polls of GET /v1/events one client may hold waiting, over every API process
     runtime_dir: str = "var"  # what the processes of one machine share while they run: systemd's RuntimeDirectory
+    smtp_url: str | None = None  # where the notifier hands e-mail: smtp://host:25, smtps://user:password@host:465
+    mail_from: str = "sandesh@localhost"  # the From of the e-mail Sandesh sends
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -88,6 +101,8 @@ class Settings:
             modem_ports=(env.get("SANDESH_MODEM_PORTS") or "").strip() or None,
             feed_polls=_positive(env, "SANDESH_FEED_POLLS", 10),
             runtime_dir=(env.get("RUNTIME_DIRECTORY") or "var").split(":")[0],
+            smtp_url=_smtp_url(env.get("SANDESH_SMTP_URL") or ""),
+            mail_from=(env.get("SANDESH_MAIL_FROM") or "").strip() or "sandesh@localhost",
         )
 
     def require_secret_key(self) -> str:

@@ -13,6 +13,7 @@ from .credentials import new_id
 from .errors import InvalidInput, InvalidTransition
 from .promo_hours import DEFAULT as DEFAULT_PROMO_HOURS, PromoHours, shown
 from .segments import segment
+from .types import parse_npr
 
 PENDING, ACTIVE, SUSPENDED = "pending", "active", "suspended"
 
@@ -20,6 +21,9 @@ PENDING, ACTIVE, SUSPENDED = "pending", "active", "suspended"
 # The release whose finalized log every process reads a workspace's replies in (domain/events.py).
 REPLIES_FROM = "0.4.0"
 HELP_SEGMENTS = 3  # a help text is at most this many SMS
+# The release whose finalized log every process reads a workspace's balance alert in.
+BALANCE_ALERT_FROM = "0.4.0"
+MAX_BALANCE_ALERT = 10_000_000 * 100  # paisa: NPR 1 crore
 
 
 def check_help_text(text: str) -> str | None:
@@ -33,7 +37,18 @@ def check_help_text(text: str) -> str | None:
     return text
 
 
+def balance_alert(text: str) -> int | None:
+    """A balance alert's threshold as the owners write it, in NPR ("500", "99.50"), in paisa;
+    "off" (or "" or 0): none."""
+    written = text.strip().lower()
+    paisa = None if written in ("", "off") else parse_npr(written)
+    if paisa is not None and paisa > MAX_BALANCE_ALERT:
+        raise InvalidInput("a balance alert is at most NPR 1,00,00,000")
+    return paisa or None
+
+
 class Workspace(Aggregate):
+    balance_alert: int | None = None  # paisa: its owners are told when the balance falls below it
     help_text: str | None = None  # what a help word is answered with (None: it is not)
     confirmations = False  # whether a recipient's opt-out or opt-in is confirmed by SMS
 
@@ -112,6 +127,23 @@ class Workspace(Aggregate):
     @event(RepliesSet)
     def _replies_set(self, help_text: str | None, confirmations: bool, actor: str, at: float) -> None:
         self.help_text, self.confirmations = help_text, confirmations
+
+    class BalanceAlertSet(Aggregate.Event):
+        """Below this balance (paisa; None: never) the owners are told by e-mail and on the
+        Overview (docs/operations.md, "Alerts")."""
+        written_from = BALANCE_ALERT_FROM
+
+        threshold: int | None
+        actor: str
+        at: float
+
+    def set_balance_alert(self, threshold: int | None, actor: str, at: float) -> None:
+        if threshold != self.balance_alert:  # else: so already, nothing recorded
+            self._balance_alert_set(threshold=threshold, actor=actor, at=at)
+
+    @event(BalanceAlertSet)
+    def _balance_alert_set(self, threshold: int | None, actor: str, at: float) -> None:
+        self.balance_alert = threshold
 
     def shred_texts(self, keys: int, actor: str, at: float) -> None:
         """The keys of the workspace's texts were destroyed (domain/ports.py Texts)."""

@@ -114,6 +114,25 @@ def messages_of(conn: Any, alert_ids: list[str]) -> dict[str, list[str]]:
     return found
 
 
+def low_balances(conn: Any) -> list[dict[str, Any]]:
+    """The active workspaces whose balance is below the alert their owners set (a scan of
+    `workspaces`: an index on the balance would cost every send a write, docs/performance.md)."""
+    return conn.execute("SELECT id, name, balance, balance_alert FROM workspaces WHERE balance_alert IS NOT NULL"
+                        " AND balance < balance_alert AND status = 'active'").fetchall()
+
+
+def owners(conn: Any, workspace_id: str) -> list[dict[str, Any]]:
+    """The owners of a workspace who may sign in: whom its balance alerts are e-mailed to."""
+    return conn.execute("SELECT id, email, name, language FROM people WHERE workspace_id = %s AND role = 'owner'"
+                        " AND NOT disabled ORDER BY created_at", (workspace_id,)).fetchall()
+
+
+def holding_for(conn: Any, condition: str, subject: str) -> dict[str, Any] | None:
+    """The alert of this condition and subject that holds now, if one does."""
+    return conn.execute("SELECT * FROM alerts WHERE condition = %s AND subject = %s AND cleared_at IS NULL",
+                        (condition, subject)).fetchone()
+
+
 def history(conn: Any, limit: int = 50) -> list[dict[str, Any]]:
     return conn.execute("SELECT * FROM alerts ORDER BY raised_at DESC LIMIT %s", (limit,)).fetchall()
 

@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS workspaces (
 ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS promo_hours text NOT NULL DEFAULT '08:00-20:00';
 ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS help_text text,
     ADD COLUMN IF NOT EXISTS confirmations boolean NOT NULL DEFAULT false;
+ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS balance_alert bigint;
 CREATE TABLE IF NOT EXISTS clients (
     id text PRIMARY KEY, workspace_id text NOT NULL, brand text NOT NULL, webhook_url text,
     rate_limit integer NOT NULL, key_hash text NOT NULL UNIQUE, key_prefix text NOT NULL,
@@ -151,6 +152,11 @@ def _workspace_promo_hours(rows: Rows, e: Workspace.PromoHoursSet) -> None:
 def _workspace_replies(rows: Rows, e: Workspace.RepliesSet) -> None:
     rows.update("workspaces", (e.originator_id,), {"help_text": e.help_text, "confirmations": e.confirmations,
                                                    "updated_at": e.at})
+
+
+@OWN.on(Workspace.BalanceAlertSet)
+def _workspace_balance_alert(rows: Rows, e: Workspace.BalanceAlertSet) -> None:
+    rows.update("workspaces", (e.originator_id,), {"balance_alert": e.threshold, "updated_at": e.at})
 
 
 @OWN.on(Client.Created)
@@ -391,7 +397,7 @@ def workspace_view(row: dict[str, Any]) -> dict[str, Any]:
         "currency": "NPR", "rates": row["rates"], "allowedTypes": row["types"],
         "promotionalHours": promotional_hours(row["promo_hours"]),
         "createdAt": iso(row["created_at"]), "updatedAt": iso(row["updated_at"]),
-        "helpText": row["help_text"], "confirmations": row["confirmations"],
+        "helpText": row["help_text"], "confirmations": row["confirmations"], "balanceAlert": row["balance_alert"],
     }
 
 

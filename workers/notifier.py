@@ -18,11 +18,13 @@ from typing import Any
 import apprise
 
 from sandesh.domain.alerts import (CONDITIONS, INTERVAL, OTP_WAIT, POOL, QUEUE_WAIT, SMS_PER_HOUR, Alert, delay_of,
-                                   lasted, raised_text, sms_number)
+                                   lasted, low_balance, raised_text, sms_number)
 from sandesh.domain.errors import DomainError, InvalidInput
-from sandesh.projections import alerts, dispatch, follower, sim_health
+from sandesh.projections import alerts, dispatch, follower, registry, sim_health
 from sandesh.projections.storage.runtime import Runtime
 from sandesh.projections.storage.health import is_outage
+
+from . import mail
 
 logger = logging.getLogger("sandesh.worker.notifier")
 
@@ -62,9 +64,10 @@ def tell(url: str, text: str) -> str | None:
 
 class Notifier:
     def __init__(self, runtime: Runtime):
-        self.runtime, self.sandesh, self.clock = runtime, runtime.sandesh, runtime.clock
+        self.runtime, self.sandesh, self.clock, self.settings = runtime, runtime.sandesh, runtime.clock, runtime.settings
         self.holding_since: dict[tuple[str, str], float] = {}
         self.sim_ids: dict[str, str] = {}  # a SIM's name -> its id, as the last look saw the pool
+        self.names: dict[str, str] = {}  # a workspace's id -> its name, for the end of its alert
 
     def holding(self, conn: Any, now: float) -> dict[tuple[str, str], str]:
         """(condition, subject) -> the detail of each condition that holds now."""
@@ -87,6 +90,10 @@ class Notifier:
         lags = {name: events for name, events in follower.lags(conn, events_table, LAG_CAP).items() if events}
         if lags:
             found[("projections_lag", POOL)] = ", ".join(f"{name} {events} events" for name, events in lags.items())
+        for workspace in alerts.low_balances(conn):
+            self.names[workspace["id"]] = workspace["name"]
+            found[("balance_low", workspace["id"])] = low_balance(workspace["name"], workspace["balance"],
+                                                                  workspace["balance_alert"])
         return found
 
     def step(self) -> None:
@@ -110,14 +117,26 @@ class Notifier:
             self.tell_all(alert, destinations, cleared=False)
         for key, row in opened.items():
             if key not in holding:
-                alert = self.sandesh.alerts.clear(row["id"])
+                about = self.workspace_name(key[1]) if CONDITIONS[key[0]].per_workspace else None
+                alert = self.sandesh.alerts.clear(row["id"], about)
                 logger.info("alert %s ended: %s", alert.id, alert.cleared_text)
                 self.tell_all(alert, destinations, cleared=True)
 
+    def workspace_name(self, workspace_id: str) -> str:
+        if workspace_id not in self.names:
+            with self.runtime.connection() as conn:
+                row = registry.fetch_one(conn, "workspaces", "id", workspace_id)
+            self.names[workspace_id] = row["name"] if row else workspace_id
+        return self.names[workspace_id]
+
     def tell_all(self, alert: Alert, destinations: list[dict[str, Any]], cleared: bool) -> None:
         text = alert.cleared_text if cleared else alert.text
+        per_workspace = CONDITIONS[alert.condition].per_workspace
+        if per_workspace:
+            self.mail_owners(alert, text or "", cleared)
         for destination in destinations:
-            if destination["conditions"] and alert.condition not in destination["conditions"]:
+            # a workspace's alerts go to operators who asked for them by name, all others to all
+            if (destination["conditions"] or per_workspace) and alert.condition not in destination["conditions"]:
                 continue
             url = self.sandesh.alerts.opened(destination["url_sealed"])
             number = sms_number(url)
@@ -127,6 +146,21 @@ class Notifier:
                 self.sandesh.alerts.told(alert.id, destination["id"], cleared, error)
             elif number is None:
                 self.sandesh.alerts.told(alert.id, destination["id"], cleared, None)
+
+    def mail_owners(self, alert: Alert, text: str, cleared: bool) -> None:
+        """One e-mail to each owner of the alert's workspace (Alert.Told names the person)."""
+        settings = self.settings
+        with self.runtime.connection() as conn:
+            owners = alerts.owners(conn, alert.subject)
+        overview = f"{settings.public_url}/dashboard/w/{alert.subject}/overview"
+        body = (f"{text}\n\nThe workspace's balance, its top-ups and this alert's threshold are on its Overview:\n"
+                f"{overview}\n")
+        for owner in owners:
+            error = (mail.send(settings.smtp_url, settings.mail_from, owner["email"], text, body)
+                     if settings.smtp_url else "not e-mailed: SANDESH_SMTP_URL is not set")
+            if error:
+                logger.warning("alert %s not e-mailed to %s: %s", alert.id, owner["id"], error)
+            self.sandesh.alerts.told(alert.id, owner["id"], cleared, error)
 
     def text(self, alert: Alert, destination_id: str, number: str, cleared: bool) -> str | None:
         """Queue the alert's SMS through the pool (Alert.Texted records it); None when it was

@@ -63,9 +63,9 @@ class Alerts:
         self.log.save(alert)
         return alert
 
-    def clear(self, alert_id: str) -> Alert:
+    def clear(self, alert_id: str, about: str | None = None) -> Alert:
         alert = self.log.get(alert_id, Alert, "alert")
-        alert.clear(at=self.clock.now())
+        alert.clear(at=self.clock.now(), about=about)
         self.log.save(alert)
         return alert
 

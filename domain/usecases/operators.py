@@ -22,7 +22,7 @@ from ..promo_hours import parse as parse_promo_hours
 from ..sim import SMS_SWITCH_ID, SmsSwitch
 from ..steps import Steps, retried, run
 from ..types import MESSAGE_TYPES, default_rates
-from ..workspace import REPLIES_FROM, Workspace, check_help_text
+from ..workspace import BALANCE_ALERT_FROM, REPLIES_FROM, Workspace, balance_alert, check_help_text
 from .log import Log
 
 T = TypeVar("T", Workspace, Client, SmsSwitch)
@@ -104,6 +104,17 @@ class Operators:
         workspace.set_replies(check_help_text(help_text) if help_text is not None else workspace.help_text,
                               confirmations if confirmations is not None else workspace.confirmations,
                               actor=actor, at=self.clock.now())
+        return self._saved(workspace)
+
+    def set_balance_alert(self, workspace_id: str, npr: str, actor: str) -> Workspace:
+        """`sandesh workspace set-balance-alert WS NPR|off`, or an owner on the Overview: below
+        it, the owners are told by e-mail, and the Overview says so."""
+        if not self.log.writes(Workspace.BalanceAlertSet):
+            raise InvalidTransition(f"A balance alert can be set once the upgrade to {BALANCE_ALERT_FROM} is "
+                                    "finalized (`sandesh upgrade finalize`).")
+        threshold = balance_alert(npr)
+        workspace = self._workspace(workspace_id)
+        workspace.set_balance_alert(threshold, actor=actor, at=self.clock.now())
         return self._saved(workspace)
 
     def require_totp(self, workspace_id: str, required: bool, actor: str) -> Workspace:

@@ -212,6 +212,10 @@ def parser() -> argparse.ArgumentParser:
                                             "(none by default)")
     c.add_argument("workspace", metavar="WS")
     c.add_argument("text", metavar="TEXT", help="at most 3 SMS; '' for none")
+    c = ws.add_parser("set-balance-alert", help="below this balance the workspace's owners are e-mailed "
+                                                "(SANDESH_SMTP_URL) and their Overview says so (none by default)")
+    c.add_argument("workspace", metavar="WS")
+    c.add_argument("npr", metavar="NPR", help="an amount in NPR, such as 500 or 99.50, or off")
     c = ws.add_parser("set-confirmations", help="whether a recipient's opt-out or opt-in by reply is confirmed by "
                                                 "SMS, in the language of the word, charged as a transactional send")
     c.add_argument("workspace", metavar="WS")

@@ -215,6 +215,10 @@ def workspace_set_confirmations(args: argparse.Namespace, settings: Settings, ac
                               settings)
 
 
+def workspace_set_balance_alert(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    return _workspace_command(lambda ops: ops.set_balance_alert(args.workspace, args.npr, actor), args, settings)
+
+
 def workspace_set_promo_hours(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     return _workspace_command(lambda ops: ops.set_promo_hours(args.workspace, args.hours, actor), args, settings)
 
@@ -907,6 +911,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("workspace", "set-types"): workspace_set_types,
     ("workspace", "set-promo-hours"): workspace_set_promo_hours,
     ("workspace", "set-help-text"): workspace_set_help_text,
+    ("workspace", "set-balance-alert"): workspace_set_balance_alert,
     ("workspace", "set-confirmations"): workspace_set_confirmations,
     ("workspace", "shred-texts"): workspace_shred_texts,
     ("workspace", "show"): workspace_show,

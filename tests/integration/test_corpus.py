@@ -65,6 +65,7 @@ ADDED_IN: dict[str, dict[str, str]] = {
         "clients.clients[].defaultReply": "its keyword services' default reply (null: none)",
         "workspaces.workspaces[].helpText": "what a HELP reply is answered with (null: none)",
         "workspaces.workspaces[].confirmations": "whether a reply's opt-out or opt-in is confirmed (false)",
+        "workspaces.workspaces[].balanceAlert": "the balance below which its owners are told (null: none)",
     },
 }
 
