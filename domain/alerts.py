@@ -29,24 +29,38 @@ TEST_ALERT = "Sandesh: a test alert"
 SMS_PER_HOUR = 20  # alert SMS to one number in an hour, at most; the rest are recorded as not sent
 
 
+SIM, WORKSPACE, CLIENT = "sim", "workspace", "client"  # what a condition holds of, besides the pool
+
+
 @dataclass(frozen=True)
 class Condition:
     name: str
     delay: float  # seconds it must hold before an alert is raised
     text: str     # the alert's words, with {subject} and {detail}
-    per_sim: bool = False
-    per_workspace: bool = False  # told to the workspace's owners by e-mail; operators only when they ask
+    of: str = POOL  # its subject: the pool, a SIM (by name), a workspace or a client (by id)
+
+    @property
+    def per_workspace(self) -> bool:
+        """Told to the workspace's owners by e-mail; to operators only when they ask by name."""
+        return self.of == WORKSPACE
 
 
 CONDITIONS = {c.name: c for c in (
-    Condition("sim_unusable", 300, "Sandesh: SIM {subject} unusable: {detail}", per_sim=True),
+    Condition("sim_unusable", 300, "Sandesh: SIM {subject} unusable: {detail}", SIM),
+    Condition("sim_credit_low", 0, "Sandesh: SIM {subject} credit low: {detail}", SIM),
+    Condition("sim_validity_ending", 0, "Sandesh: SIM {subject} validity ends {detail}", SIM),
+    Condition("sim_cap_reached", 0, "Sandesh: SIM {subject} at its plan's cap: {detail}", SIM),
     Condition("no_route", 60, "Sandesh: no usable SIM in the pool: messages wait"),
     Condition("otp_waiting", 0, "Sandesh: an OTP has waited {detail} for a SIM"),
     Condition("queue_stuck", 0, "Sandesh: a message has waited {detail} for a SIM"),
+    Condition("webhooks_failing", 1800, "Sandesh: webhooks of client {detail}", CLIENT),
+    Condition("webhooks_dead", 0, "Sandesh: webhooks of client {detail}", CLIENT),
     Condition("projections_lag", 60, "Sandesh: the read models lag the log by {detail}"),
-    Condition("balance_low", 0, "Sandesh: low balance: workspace {detail}", per_workspace=True),
+    Condition("balance_low", 0, "Sandesh: low balance: workspace {detail}", WORKSPACE),
 )}
 OTP_WAIT, QUEUE_WAIT = 60, 30 * 60  # seconds the oldest waiting OTP, and any message, may wait
+VALIDITY_DAYS = 3  # a SIM whose validity ends within this many days alerts
+DEAD_WITHIN = 3600  # a client's deliveries given up within this many seconds hold webhooks_dead
 
 
 def check_condition(name: str) -> str:
@@ -101,10 +115,12 @@ def raised_text(condition: str, subject: str, detail: str) -> str:
 
 
 def cleared_text(condition: str, subject: str, seconds: float, about: str | None = None) -> str:
-    """The end's words; `about` names the subject when its id would not (a workspace's name)."""
-    what = f"SIM {subject}" if CONDITIONS[condition].per_sim else condition.replace("_", " ")
-    if about:
-        what = f"{what}, {about}"
+    """The end's words; `about` names the subject when its id would not (a workspace's or a
+    client's name)."""
+    if CONDITIONS[condition].of == SIM:
+        what = f"SIM {subject} {condition.removeprefix('sim_').replace('_', ' ')}"
+    else:
+        what = condition.replace("_", " ") + (f", {about}" if about else "")
     return one_sms(f"Sandesh: recovered: {what}, after {lasted(seconds)}")
 
 

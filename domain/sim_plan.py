@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from .clock import NEPAL
 from .pacing import PARTS_PER_WINDOW
@@ -113,3 +113,37 @@ def credit_of(reply: str) -> int | None:
         return None
     rupees, _, paisa = match.group(1).replace(",", "").partition(".")
     return int(rupees) * 100 + int((paisa + "00")[:2])
+
+
+# A date after "valid", "validity", "expiry", "expires" or "till"/"until" (a few words between at
+# most): year first (2027-12-31, 2027/12/31) or day first (31-12-2027, 31/12/2027, 31.12.2027,
+# 31-Dec-2027), as Nepal writes dates; the answers' wording is the operators' and not published.
+_MONTHS = {m: n for n, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov",
+                                       "dec"), 1)}
+_VALIDITY = re.compile(
+    r"\b(?:valid(?:ity)?|expir(?:y|es|ing)|exp|till|until)\b[^0-9]{0,30}?"
+    r"(?:(?P<y1>[0-9]{4})[-/.](?P<m1>[0-9]{1,2})[-/.](?P<d1>[0-9]{1,2})"
+    r"|(?P<d2>[0-9]{1,2})[-/. ](?P<m2>[0-9]{1,2}|[A-Za-z]{3})[A-Za-z]*[-/. ,]+(?P<y2>[0-9]{4}))",
+    re.IGNORECASE)
+
+
+def validity_of(reply: str) -> date | None:
+    """The day a SIM's validity ends, read from a balance query's answer; None when it names none."""
+    match = _VALIDITY.search(reply)
+    if not match:
+        return None
+    if match["y1"]:
+        year, month, day = int(match["y1"]), int(match["m1"]), int(match["d1"])
+    else:
+        month_text = match["m2"].lower()
+        month = int(month_text) if month_text.isdigit() else _MONTHS.get(month_text[:3], 0)
+        year, day = int(match["y2"]), int(match["d2"])
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+def days_left(valid_until: date, now: float) -> int:
+    """Whole days from today in Nepal to the last day of validity (0: it ends today)."""
+    return (valid_until - datetime.fromtimestamp(now, NEPAL).date()).days

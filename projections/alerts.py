@@ -121,6 +121,36 @@ def low_balances(conn: Any) -> list[dict[str, Any]]:
                         " AND balance < balance_alert AND status = 'active'").fetchall()
 
 
+# The clients with deliveries waiting (one index entry each, webhook_deliveries_client_due), and
+# the latest delivery of each that was tried: a client whose latest try failed is failing now.
+_FAILING = """
+WITH RECURSIVE waiting(client_id) AS (
+    (SELECT client_id FROM webhook_deliveries WHERE next_at IS NOT NULL ORDER BY client_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT d.client_id FROM webhook_deliveries d WHERE d.next_at IS NOT NULL AND d.client_id > w.client_id
+            ORDER BY d.client_id LIMIT 1)
+    FROM waiting w WHERE w.client_id IS NOT NULL)
+SELECT w.client_id, c.brand
+FROM waiting w JOIN clients c ON c.id = w.client_id
+CROSS JOIN LATERAL (SELECT d.state FROM webhook_deliveries d WHERE d.client_id = w.client_id AND d.attempts >= 1
+                    ORDER BY d.created_at DESC LIMIT 1) latest
+WHERE latest.state <> 'delivered'
+"""
+
+
+def failing_webhooks(conn: Any) -> list[dict[str, Any]]:
+    """The clients with deliveries waiting whose latest tried delivery was not delivered: their
+    receiver is failing now."""
+    return conn.execute(_FAILING).fetchall()
+
+
+def dead_webhooks(conn: Any, since: float) -> list[dict[str, Any]]:
+    """The clients with deliveries given up since `since`, and how many (webhook_deliveries_dead)."""
+    return conn.execute("SELECT d.client_id, c.brand, count(*) AS n FROM webhook_deliveries d"
+                        " JOIN clients c ON c.id = d.client_id WHERE d.state = 'dead' AND d.updated_at > %s"
+                        " GROUP BY d.client_id, c.brand", (since,)).fetchall()
+
+
 def owners(conn: Any, workspace_id: str) -> list[dict[str, Any]]:
     """The owners of a workspace who may sign in: whom its balance alerts are e-mailed to."""
     return conn.execute("SELECT id, email, name, language FROM people WHERE workspace_id = %s AND role = 'owner'"

@@ -35,6 +35,8 @@ CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (next_at
 CREATE INDEX IF NOT EXISTS webhook_deliveries_client ON webhook_deliveries (client_id, created_at);
 CREATE INDEX IF NOT EXISTS webhook_deliveries_client_due ON webhook_deliveries (client_id, next_at)
     WHERE next_at IS NOT NULL;
+-- The deliveries given up, by when (the notifier's webhooks_dead, projections/alerts.py).
+CREATE INDEX IF NOT EXISTS webhook_deliveries_dead ON webhook_deliveries (updated_at) WHERE state = 'dead';
 """
 
 

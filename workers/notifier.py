@@ -17,8 +17,11 @@ from typing import Any
 
 import apprise
 
-from sandesh.domain.alerts import (CONDITIONS, INTERVAL, OTP_WAIT, POOL, QUEUE_WAIT, SMS_PER_HOUR, Alert, delay_of,
-                                   lasted, low_balance, raised_text, sms_number)
+from sandesh.domain.alerts import (CLIENT, CONDITIONS, DEAD_WITHIN, INTERVAL, OTP_WAIT, POOL, QUEUE_WAIT, SIM,
+                                   SMS_PER_HOUR, VALIDITY_DAYS, WORKSPACE, Alert, delay_of, lasted, low_balance, npr,
+                                   raised_text, sms_number)
+from sandesh.domain.sim import DEFAULT_MIN_CREDIT
+from sandesh.domain.sim_plan import days_left, validity_of
 from sandesh.domain.errors import DomainError, InvalidInput
 from sandesh.projections import alerts, dispatch, follower, registry, sim_health
 from sandesh.projections.storage.runtime import Runtime
@@ -62,12 +65,31 @@ def tell(url: str, text: str) -> str | None:
         return f"{type(error).__name__}: {error}"[:300]
 
 
+def of_sim(sim: dict[str, Any], now: float) -> dict[str, str]:
+    """condition -> detail, of the conditions that hold of one enabled SIM (a row of the pool)."""
+    found = {}
+    if sim["state"] in ("unreachable", "quarantined"):
+        found["sim_unusable"] = f"{sim['state']}, {sim['reason'] or 'no reason given'}"
+    floor = sim["min_credit"] if sim["min_credit"] is not None else DEFAULT_MIN_CREDIT
+    if sim["credit"] is not None and sim["credit"] < floor:
+        found["sim_credit_low"] = f"{npr(sim['credit'])}, below {npr(floor)}"
+    valid_until = validity_of(sim["credit_reply"] or "")
+    left = days_left(valid_until, now) if valid_until is not None else None
+    if valid_until is not None and left is not None and left <= VALIDITY_DAYS:
+        found["sim_validity_ending"] = f"{valid_until.isoformat()}" + (" (ended)" if left < 0 else
+                                                                       f" (in {left} days)" if left > 1 else
+                                                                       " (tomorrow)" if left == 1 else " (today)")
+    if sim["resting_until"] is not None and sim["resting_until"] > now:
+        found["sim_cap_reached"] = sim["resting_reason"] or "resting"
+    return found
+
+
 class Notifier:
     def __init__(self, runtime: Runtime):
         self.runtime, self.sandesh, self.clock, self.settings = runtime, runtime.sandesh, runtime.clock, runtime.settings
         self.holding_since: dict[tuple[str, str], float] = {}
         self.sim_ids: dict[str, str] = {}  # a SIM's name -> its id, as the last look saw the pool
-        self.names: dict[str, str] = {}  # a workspace's id -> its name, for the end of its alert
+        self.names: dict[str, str] = {}  # a workspace's or client's id -> its name, for the end of its alert
 
     def holding(self, conn: Any, now: float) -> dict[tuple[str, str], str]:
         """(condition, subject) -> the detail of each condition that holds now."""
@@ -75,8 +97,8 @@ class Notifier:
         pool = sim_health.pool(conn, now, self.runtime.settings.route_window)
         self.sim_ids = {sim["name"]: sim["id"] for sim in pool}
         for sim in pool:
-            if sim["enabled"] and sim["state"] in ("unreachable", "quarantined"):
-                found[("sim_unusable", sim["name"])] = f"{sim['state']}, {sim['reason'] or 'no reason given'}"
+            if sim["enabled"]:
+                found.update({(condition, sim["name"]): detail for condition, detail in of_sim(sim, now).items()})
         if pool and not any(sim["usable"] for sim in pool if sim["enabled"]):
             found[("no_route", POOL)] = ""
         waiting = dispatch.waiting(conn, 1)
@@ -90,6 +112,13 @@ class Notifier:
         lags = {name: events for name, events in follower.lags(conn, events_table, LAG_CAP).items() if events}
         if lags:
             found[("projections_lag", POOL)] = ", ".join(f"{name} {events} events" for name, events in lags.items())
+        for client in alerts.failing_webhooks(conn):
+            self.names[client["client_id"]] = client["brand"]
+            found[("webhooks_failing", client["client_id"])] = f"{client['brand']} failing: deliveries retried"
+        for client in alerts.dead_webhooks(conn, now - DEAD_WITHIN):
+            self.names[client["client_id"]] = client["brand"]
+            found[("webhooks_dead", client["client_id"])] = (f"{client['brand']}: {client['n']} given up in the last "
+                                                             "hour")
         for workspace in alerts.low_balances(conn):
             self.names[workspace["id"]] = workspace["name"]
             found[("balance_low", workspace["id"])] = low_balance(workspace["name"], workspace["balance"],
@@ -117,17 +146,20 @@ class Notifier:
             self.tell_all(alert, destinations, cleared=False)
         for key, row in opened.items():
             if key not in holding:
-                about = self.workspace_name(key[1]) if CONDITIONS[key[0]].per_workspace else None
+                about = self.name_of(key[1], CONDITIONS[key[0]].of)
                 alert = self.sandesh.alerts.clear(row["id"], about)
                 logger.info("alert %s ended: %s", alert.id, alert.cleared_text)
                 self.tell_all(alert, destinations, cleared=True)
 
-    def workspace_name(self, workspace_id: str) -> str:
-        if workspace_id not in self.names:
+    def name_of(self, subject: str, of: str) -> str | None:
+        """A workspace's or a client's name, as the end of its alert gives it; None for the others."""
+        if of not in (WORKSPACE, CLIENT):
+            return None
+        if subject not in self.names:
             with self.runtime.connection() as conn:
-                row = registry.fetch_one(conn, "workspaces", "id", workspace_id)
-            self.names[workspace_id] = row["name"] if row else workspace_id
-        return self.names[workspace_id]
+                row = registry.fetch_one(conn, "workspaces" if of == WORKSPACE else "clients", "id", subject)
+            self.names[subject] = (row["name"] if of == WORKSPACE else row["brand"]) if row else subject
+        return self.names[subject]
 
     def tell_all(self, alert: Alert, destinations: list[dict[str, Any]], cleared: bool) -> None:
         text = alert.cleared_text if cleared else alert.text
@@ -170,7 +202,7 @@ class Notifier:
             sent = alerts.texts_since(conn, destination_id, self.clock.now() - 3600)
         if sent >= SMS_PER_HOUR:
             return f"not texted: {SMS_PER_HOUR} alert SMS went to this number in the last hour"
-        avoid = self.sim_ids.get(alert.subject) if CONDITIONS[alert.condition].per_sim else None
+        avoid = self.sim_ids.get(alert.subject) if CONDITIONS[alert.condition].of == SIM else None
         try:
             message = self.sandesh.alerts.text(alert.id, destination_id, number, cleared, avoid)
         except DomainError as error:

@@ -73,7 +73,7 @@ def test_a_silent_modem_texts_the_operator_once_through_the_other_sim_and_once_w
     until(lambda: "emu-1" in usable(runtime), timeout=60, every=0.2)
     until(lambda: notifier.step() or not sandesh("alerts", "status")["holding"], timeout=10, every=0.5)
     texted = until(lambda: len(got := texts_to(modems, OPERATOR)) == 2 and got, timeout=30, every=0.2)
-    assert texted[1]["text"].startswith("Sandesh: recovered: SIM emu-1, after ")
+    assert texted[1]["text"].startswith("Sandesh: recovered: SIM emu-1 unusable, after ")
     assert texted[1]["sim"] == "emu-2", "the SIM it is about is usable again, and the other is preferred"
     [ended] = [a for a in sandesh("alerts", "status")["ended"] if a["id"] == alert["id"]]
     assert (ended["told"], ended["toldCleared"], len(ended["messages"])) == (1, 1, 2)

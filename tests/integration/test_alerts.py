@@ -8,12 +8,15 @@ from __future__ import annotations
 import json
 import re
 import threading
+from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 
 import pytest
 
+from sandesh.domain.clock import NEPAL
 from sandesh.domain.sending import parse_send
+from sandesh.domain.webhook import new_delivery
 from sandesh.projections import sim_health
 from sandesh.workers.notifier import Notifier
 from tests import contract
@@ -146,3 +149,55 @@ def test_the_alerts_survive_a_replay(runtime, sandesh, notifier):
 def test_alerts_test_sends_to_each_destination(sandesh, notifier, receiver_json):
     told = sandesh("alerts", "test")["told"]
     assert [t["error"] for t in told] == [None] and receiver_json.messages[-1] == "Sandesh: a test alert"
+
+
+def test_a_sims_low_credit_ending_validity_and_cap_alert_naming_it(runtime, sandesh, notifier, receiver_json):
+    app = runtime.sandesh
+    sim = sandesh("sim", "add", "--name", "credit-1", "--port", "loop://")
+    ends = (datetime.fromtimestamp(runtime.clock.now(), NEPAL) + timedelta(days=2)).date().isoformat()
+    app.sims.record_sim_credit(sim["id"], 400, f"Your balance is Rs. 4.00. Valid till {ends}.", "tests")
+    heartbeat(runtime, sim["id"], healthy=True)
+    notifier.step()
+    assert receiver_json.about("SIM credit-1 credit low") == ["Sandesh: SIM credit-1 credit low: NPR 4.00, below NPR 10.00"]
+    assert receiver_json.about("SIM credit-1 validity") == [f"Sandesh: SIM credit-1 validity ends {ends} (in 2 days)"]
+    with runtime.connection() as conn:
+        sim_health.record(conn, sim["id"], healthy=False, registered=True, signal_dbm=-70, last_error=None,
+                          dispatcher="tests", at=runtime.clock.now(), resting_until=runtime.clock.now() + 3600,
+                          resting_reason="its daily cap of 100 parts is reached")
+    notifier.step()
+    assert receiver_json.about("cap") == ["Sandesh: SIM credit-1 at its plan's cap: its daily cap of 100 parts is reached"]
+    app.sims.record_sim_credit(sim["id"], 50_000, "Your balance is Rs. 500.00. Valid till 2099-12-31.", "tests")
+    heartbeat(runtime, sim["id"], healthy=True)
+    notifier.step()
+    assert [m.split(", after")[0] for m in receiver_json.about("recovered: SIM credit-1")] == [
+        "Sandesh: recovered: SIM credit-1 credit low", "Sandesh: recovered: SIM credit-1 validity ending",
+        "Sandesh: recovered: SIM credit-1 cap reached"]
+    sandesh("sim", "disable", sim["id"])
+
+
+def test_a_clients_failing_webhooks_alert_after_30_minutes_and_a_given_up_delivery_at_once(runtime, sandesh, notifier,
+                                                                                         receiver_json):
+    app = runtime.sandesh
+    workspace = funded_workspace(app, "Hooked", 1000)
+    client = app.operators.create_client(workspace, "HookedShop", "https://hooks.example/in", 100, "t")[0].id
+    deliveries = [new_delivery(client, "message.status", f"msg_{n}", "delivered", {"n": n}, at=runtime.clock.now())
+                  for n in range(2)]
+    app.webhooks.add_deliveries(deliveries)
+    app.webhooks.record_attempt(app.webhooks.delivery(deliveries[0].id), 500, None, 0.1)
+    notifier.step()
+    sandesh("clock", "advance", "1000")
+    notifier.step()
+    assert receiver_json.about("HookedShop") == [], "failing for 30 minutes first"
+    sandesh("clock", "advance", "801")
+    notifier.step()
+    assert receiver_json.about("HookedShop") == ["Sandesh: webhooks of client HookedShop failing: deliveries retried"]
+    delivery = app.webhooks.delivery(deliveries[1].id)
+    while delivery.state != "dead":
+        delivery = app.webhooks.record_attempt(app.webhooks.delivery(delivery.id), 410, None, 0.1)
+    notifier.step()
+    assert receiver_json.about("given up") == ["Sandesh: webhooks of client HookedShop: 1 given up in the last hour"]
+    sandesh("clock", "advance", "3601")
+    app.webhooks.record_attempt(app.webhooks.delivery(deliveries[0].id), 200, None, 0.1)
+    notifier.step()
+    assert [m.split(", after")[0] for m in receiver_json.about("recovered: webhooks")] == [
+        "Sandesh: recovered: webhooks failing, HookedShop", "Sandesh: recovered: webhooks dead, HookedShop"]

@@ -322,6 +322,17 @@ def test_a_host_whose_sims_went_silent_shows_at_a_glance(ops, server, sandesh, r
     expect(host).not_to_have_class(re.compile("silent"), timeout=5000)
 
 
+def test_the_alerts_that_hold_show_on_the_sim_pool_page(ops, server, runtime):
+    ops.goto(server.url + "/dashboard/ops/sims")
+    alerts = ops.locator("ul.alerts")
+    expect(alerts).to_contain_text("No alert holds now")
+    alert = runtime.sandesh.alerts.raise_alert("sim_unusable", "route-1", "Sandesh: SIM route-1 unusable: no answer")
+    expect(alerts.locator("li.sim_unusable")).to_contain_text("Sandesh: SIM route-1 unusable: no answer since ",
+                                                              timeout=5000)  # the page refreshes itself
+    runtime.sandesh.alerts.clear(alert.id)
+    expect(alerts).to_contain_text("No alert holds now", timeout=5000)
+
+
 def test_a_sim_quarantined_by_a_failing_modem_shows_its_reason_and_is_released_from_the_page(ops, server, sandesh,
                                                                                              runtime, route):
     workspace = funded_workspace(runtime.sandesh, "Quarantine", 10**6, "t")

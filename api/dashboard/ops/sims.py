@@ -1,5 +1,6 @@
 """The SIM pool page (docs/dashboard.md, "SIM pool"): every SIM as `sandesh sim list` shows it,
-grouped by host so a host whose SIMs went silent stands out, refreshed in place every few
+grouped by host so a host whose SIMs went silent stands out, under the alerts that hold now
+(docs/operations.md, "Alerts": what `sandesh alerts status` lists), refreshed in place every few
 seconds by a script served from the package (static/live.js polls the table's fragment);
 Disable, Enable and Release through the use cases of `sandesh sim` (Add SIM and a SIM's own
 page: ops/sim.py)."""
@@ -12,7 +13,7 @@ import falcon.asgi
 from sandesh.domain.errors import DomainError
 from sandesh.domain.pacing import PARTS_PER_WINDOW
 from sandesh.domain.sim_plan import day_start
-from sandesh.projections import console, registry, sim_health
+from sandesh.projections import alerts, console, registry, sim_health
 
 from .page import OpsPage
 
@@ -29,22 +30,23 @@ class PoolPage(OpsPage):
     async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any],
                    template: str, *, status: int = 200, errors: dict[str, str] | None = None,
                    typed: dict[str, str] | None = None) -> None:
-        now, sims = await self.blocking(self._pool)
-        self.web.page(req, resp, template, status=status, title="SIM pool", person=person, sims=sims,
+        now, sims, holding = await self.blocking(self._pool)
+        self.web.page(req, resp, template, status=status, title="SIM pool", person=person, sims=sims, alerts=holding,
                       hosts=hosts(sims), now=now, errors=errors or {}, typed=typed or {"baud": "115200"},
                       refresh=REFRESH_SECONDS, window=PARTS_PER_WINDOW)
 
-    def _pool(self) -> tuple[float, list[dict[str, Any]]]:
+    def _pool(self) -> tuple[float, list[dict[str, Any]], list[dict[str, Any]]]:
         now = self.sandesh.clock.now()
         with self.connection() as conn:
             rows = sim_health.pool(conn, now, self.route_window)
             today = console.sent_since(conn, day_start(now))
+            holding = alerts.open_alerts(conn)
         for row in rows:
             row["today"] = today.get(row["id"], {"messages": 0, "parts": 0})
             row["actions"] = [("disable", "Disable") if row["enabled"] else ("enable", "Enable")]
             if row["state"] == "quarantined":
                 row["actions"].append(("release", "Release"))
-        return now, rows
+        return now, rows, holding
 
 
 def hosts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
