@@ -5,8 +5,8 @@ import pytest
 
 from sandesh.domain.errors import InvalidInput
 from sandesh.domain.sim import CLEAR, CREDIT, Sim, check_pin, check_settings
-from sandesh.domain.sim_plan import (CREDIT_EVERY, Plan, Usage, credit_due, credit_of, day_start, month_start,
-                                     next_day, next_month)
+from sandesh.domain.sim_plan import (CREDIT_EVERY, Plan, Usage, credit_due, credit_of, day_start, days_left,
+                                     month_start, next_day, next_month, validity_of)
 
 NEPAL = timezone(timedelta(hours=5, minutes=45))
 
@@ -105,3 +105,24 @@ def test_a_setting_can_be_removed_and_a_pin_is_4_to_8_digits():
     for bad in ("123", "123456789", "12a4", None):
         with pytest.raises(InvalidInput):
             check_pin(bad)
+
+
+@pytest.mark.parametrize("reply, day", [
+    ("Your balance is Rs. 500.00. Valid till 2027-12-31.", "2027-12-31"),
+    ("Bal Rs 45.60, expiry date 15/01/2027", "2027-01-15"),
+    ("Main balance: Rs 10. Validity: 05-Feb-2027", "2027-02-05"),
+    ("Rs 5 valid until 31.12.2026", "2026-12-31"),
+    ("Your balance is Rs 20", None),        # no date
+    ("Valid till 2027-02-30", None),        # no such day
+    ("Call 2027-01-01 for offers", None),   # a date, not of validity
+])
+def test_the_validity_is_read_from_a_balance_answer(reply, day):
+    found = validity_of(reply)
+    assert (found.isoformat() if found else None) == day
+
+
+def test_days_left_count_in_nepal():
+    from datetime import date
+    # 2026-12-07 18:30 UTC is 2026-12-08 00:15 in Nepal: a validity ending on the 8th ends today
+    now = datetime(2026, 12, 7, 18, 30, tzinfo=timezone.utc).timestamp()
+    assert (days_left(date(2026, 12, 8), now), days_left(date(2026, 12, 11), now)) == (0, 3)
