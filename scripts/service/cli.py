@@ -262,8 +262,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--default-reply", metavar="TEXT",
                    help="the one SMS sent back when the reply URL fails or there is none; '' removes it")
 
-    al = sub.add_parser("alerts", help="alerts that reach the operators: a SIM down, no route, OTPs waiting, the "
-                                       "read models lagging (docs/operations.md, \"Alerts\")").add_subparsers(
+    al = sub.add_parser("alerts", help="alerts that reach the operators: a SIM down or low on credit, no route, "
+                                       "OTPs waiting, webhooks failing, the read models lagging, a workspace's "
+                                       "balance low (docs/operations.md, \"Alerts\")").add_subparsers(
         dest="command", required=True)
     c = al.add_parser("add", help="a destination: sms:+977… (an SMS through the pool, charged to no one), or an "
                                   "Apprise URL (mailto://, tgram://, ntfy://, json://…)")
