@@ -20,7 +20,8 @@ from .phone import normalise
 from .segments import segment
 
 ALERTS_FROM = "0.4.0"  # the release whose finalized log every process reads these events in
-INTERVAL = 10 * 60  # seconds after an alert ended in which the same one is not raised again
+INTERVAL = 10 * 60  # seconds after an alert ended in which the same one is not raised again (a setting)
+INTERVAL_KEY = "interval"  # the tuning's row of the interval, beside the conditions' rows
 POOL = "pool"  # the subject of a condition of the whole pool
 # An alert's SMS belongs to this client of this workspace, neither of which exists: it is
 # charged nothing, and no workspace's lists, balance or webhooks see it.
@@ -236,6 +237,7 @@ class Tuning(Aggregate):
     @event(Installed)
     def __init__(self) -> None:
         self.delays: dict[str, float | None] = {}  # condition -> seconds; None: off
+        self.interval: float | None = None  # None: INTERVAL
 
     class Tuned(Aggregate.Event):
         written_from = ALERTS_FROM
@@ -248,6 +250,24 @@ class Tuning(Aggregate):
     @event(Tuned)
     def tune(self, condition: str, delay: float | None, actor: str, at: float) -> None:
         self.delays[condition] = delay
+
+    class IntervalSet(Aggregate.Event):
+        """How long after an alert ended the same one is not raised again (None: INTERVAL)."""
+        written_from = ALERTS_FROM
+
+        seconds: float | None
+        actor: str
+        at: float
+
+    @event(IntervalSet)
+    def set_interval(self, seconds: float | None, actor: str, at: float) -> None:
+        self.interval = seconds
+
+
+def interval_of(tuning: dict[str, float | None]) -> float:
+    """The interval as tuned, or its default."""
+    interval = tuning.get(INTERVAL_KEY)
+    return INTERVAL if interval is None else interval
 
 
 def delay_of(tuning: dict[str, float | None], condition: str) -> float | None:

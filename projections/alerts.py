@@ -8,7 +8,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from sandesh.domain.alerts import Alert, Destination, Tuning
+from sandesh.domain.alerts import INTERVAL_KEY, Alert, Destination, Tuning
 
 from .contract import ReadModel
 from .rows import Add, Rows, Table
@@ -72,6 +72,11 @@ def _destination_removed(rows: Rows, e: Destination.Removed) -> None:
     rows.update("alert_destinations", (e.originator_id,), {"removed": True})
 
 
+@MODEL.on(Tuning.IntervalSet)
+def _interval_set(rows: Rows, e: Tuning.IntervalSet) -> None:
+    rows.insert("alert_tuning", {"condition": INTERVAL_KEY, "delay": e.seconds, "off": False}, on_conflict="update")
+
+
 @MODEL.on(Tuning.Tuned)
 def _tuned(rows: Rows, e: Tuning.Tuned) -> None:
     rows.insert("alert_tuning", {"condition": e.condition, "delay": e.delay, "off": e.delay is None},
@@ -94,7 +99,7 @@ def destinations(conn: Any) -> list[dict[str, Any]]:
 
 
 def tuning(conn: Any) -> dict[str, float | None]:
-    """condition -> its delay as tuned (None: off)."""
+    """condition -> its delay as tuned (None: off); INTERVAL_KEY -> the interval (None: default)."""
     return {r["condition"]: None if r["off"] else r["delay"]
             for r in conn.execute("SELECT * FROM alert_tuning").fetchall()}
 

@@ -4,7 +4,7 @@ for a condition that has held for its delay, clears one that stopped holding, an
 operators' destinations of each: an `sms:` destination by an SMS through the pool itself, every
 other through Apprise (mailto://, tgram://, ntfy://, json:// and the rest: no channel is
 written here).  Edge-triggered: one message when a condition starts, one
-when it ends, none between, and none again for INTERVAL after one ended.
+when it ends, none between, and none again for the interval after one ended (a setting).
 
 What the notifier remembers between seconds is only when each condition started to hold; after a
 restart a condition holding already waits its delay again.  The alerts themselves are events."""
@@ -17,8 +17,8 @@ from typing import Any
 
 import apprise
 
-from sandesh.domain.alerts import (CLIENT, CONDITIONS, DEAD_WITHIN, INTERVAL, OTP_WAIT, POOL, QUEUE_WAIT, SIM,
-                                   SMS_PER_HOUR, VALIDITY_DAYS, WORKSPACE, Alert, delay_of, lasted, low_balance, npr,
+from sandesh.domain.alerts import (CLIENT, CONDITIONS, DEAD_WITHIN, OTP_WAIT, POOL, QUEUE_WAIT, SIM, SMS_PER_HOUR,
+                                   VALIDITY_DAYS, WORKSPACE, Alert, delay_of, interval_of, lasted, low_balance, npr,
                                    raised_text, sms_number)
 from sandesh.domain.sim import DEFAULT_MIN_CREDIT
 from sandesh.domain.sim_plan import days_left, validity_of
@@ -130,8 +130,8 @@ class Notifier:
         with self.runtime.connection() as conn:
             holding = self.holding(conn, now)
             opened = {(a["condition"], a["subject"]): a for a in alerts.open_alerts(conn)}
-            ended = alerts.last_cleared(conn, now - INTERVAL)
             tuning = alerts.tuning(conn)
+            ended = alerts.last_cleared(conn, now - interval_of(tuning))
             destinations = alerts.destinations(conn)
         for key in list(self.holding_since):
             if key not in holding:

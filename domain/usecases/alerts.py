@@ -58,6 +58,16 @@ class Alerts:
         self.log.save(tuning)
         return tuning
 
+    def set_interval(self, seconds: float | None, actor: str) -> Tuning:
+        """How long after an alert ended the same one is not raised again; None: the default."""
+        self._writes()
+        if seconds is not None and not 0 <= seconds <= 7 * 86400:
+            raise InvalidInput("an interval is 0 to 604800 seconds")
+        tuning = self.log.find(Tuning.ID, Tuning) or Tuning()
+        tuning.set_interval(seconds=seconds, actor=actor, at=self.clock.now())
+        self.log.save(tuning)
+        return tuning
+
     def raise_alert(self, condition: str, subject: str, text: str) -> Alert:
         alert = Alert(condition=condition, subject=subject, text=text, at=self.clock.now())
         self.log.save(alert)

@@ -283,6 +283,11 @@ def parser() -> argparse.ArgumentParser:
     tuned.add_argument("--after", type=float, metavar="SECONDS", help="hold this long first")
     tuned.add_argument("--off", action="store_true", help="never alert on it")
     tuned.add_argument("--default", action="store_true", help="back to its default delay")
+    c = al.add_parser("interval", help="how long after an alert ended the same one is not raised again "
+                                       "(default 600 seconds)")
+    spaced = c.add_mutually_exclusive_group(required=True)
+    spaced.add_argument("seconds", type=float, metavar="SECONDS", nargs="?")
+    spaced.add_argument("--default", action="store_true", help="back to 600 seconds")
 
     us = sub.add_parser("user", help="people who sign in to the dashboard").add_subparsers(dest="command",
                                                                                            required=True)

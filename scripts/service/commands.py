@@ -14,7 +14,8 @@ from sandesh.domain.sending import parse_send
 from sandesh.domain.types import parse_rates, parse_types
 from sandesh.domain.usecases.operators import Operators, Services
 from sandesh.domain.usecases.sims import Sims
-from sandesh.domain.alerts import CONDITIONS, SMS_CLIENT, SMS_WORKSPACE, TEST_ALERT, delay_of, sms_number
+from sandesh.domain.alerts import (CONDITIONS, INTERVAL, SMS_CLIENT, SMS_WORKSPACE, TEST_ALERT, delay_of, interval_of,
+                                   sms_number)
 from sandesh.projections import alerts as alert_rows, people, registry
 from sandesh.projections.storage.runtime import Runtime
 
@@ -706,7 +707,7 @@ def alerts_status(args: argparse.Namespace, settings: Settings, actor: str) -> i
         tuning = alert_rows.tuning(conn)
     for alert in holding + latest:
         alert["messages"] = texts.get(alert["id"], [])
-    emit({"holding": holding, "ended": latest,
+    emit({"holding": holding, "ended": latest, "interval": interval_of(tuning),
           "conditions": {name: {"after": delay_of(tuning, name), "on": delay_of(tuning, name) is not None}
                          for name in CONDITIONS}})
     return 0
@@ -717,6 +718,13 @@ def alerts_tune(args: argparse.Namespace, settings: Settings, actor: str) -> int
     with opened(settings) as runtime:
         runtime.sandesh.alerts.tune(args.condition, delay, actor)
     emit({"condition": args.condition, "after": delay, "on": delay is not None})
+    return 0
+
+
+def alerts_interval(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    with opened(settings) as runtime:
+        runtime.sandesh.alerts.set_interval(None if args.default else args.seconds, actor)
+    emit({"interval": INTERVAL if args.default else args.seconds})
     return 0
 
 
@@ -917,6 +925,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("workspace", "show"): workspace_show,
     ("workspace", "list"): workspace_list,
     ("alerts", "add"): alerts_add,
+    ("alerts", "interval"): alerts_interval,
     ("alerts", "list"): alerts_list,
     ("alerts", "remove"): alerts_remove,
     ("alerts", "test"): alerts_test,

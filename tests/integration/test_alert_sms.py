@@ -86,3 +86,12 @@ def test_alerts_test_texts_the_operator(sandesh, modems):
     told = sandesh("alerts", "test")["told"]
     assert [t["error"] for t in told] == [None] and told[0]["messageId"].startswith("msg_")
     until(lambda: [m for m in texts_to(modems, OPERATOR) if m["text"] == "Sandesh: a test alert"], timeout=30)
+
+
+def test_the_alerts_and_their_sms_survive_a_replay(sandesh, modems):
+    before = sandesh("alerts", "status")
+    assert any(alert["messages"] for alert in before["ended"])
+    sandesh("replay", "registry")
+    after = sandesh("alerts", "status")
+    assert (after["holding"], after["ended"]) == (before["holding"], before["ended"])
+    assert sandesh("replay", "--check", "registry")["ok"] is True

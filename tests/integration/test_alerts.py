@@ -201,3 +201,21 @@ def test_a_clients_failing_webhooks_alert_after_30_minutes_and_a_given_up_delive
     notifier.step()
     assert [m.split(", after")[0] for m in receiver_json.about("recovered: webhooks")] == [
         "Sandesh: recovered: webhooks failing, HookedShop", "Sandesh: recovered: webhooks dead, HookedShop"]
+
+
+def test_the_interval_before_the_same_alert_again_is_a_setting(runtime, sandesh, notifier, receiver_json):
+    assert sandesh("alerts", "status")["interval"] == 600
+    assert sandesh("alerts", "interval", "30") == {"interval": 30}
+    sim = sandesh("sim", "add", "--name", "flap-1", "--port", "loop://")
+    credit = runtime.sandesh.sims.record_sim_credit
+    for amount, wait in ((400, 0), (50_000, 0), (400, 0), (400, 31), (50_000, 0)):  # low again at once, then later
+        if wait:
+            sandesh("clock", "advance", str(wait))
+        credit(sim["id"], amount, f"Your balance is Rs. {amount / 100:.2f}", "tests")
+        notifier.step()
+    told = [m.split(", after")[0] for m in receiver_json.messages if "flap-1" in m]
+    assert told == ["Sandesh: SIM flap-1 credit low: NPR 4.00, below NPR 10.00", "Sandesh: recovered: SIM flap-1 credit low",
+                    "Sandesh: SIM flap-1 credit low: NPR 4.00, below NPR 10.00", "Sandesh: recovered: SIM flap-1 credit low"]
+    assert sandesh("alerts", "interval", "--default") == {"interval": 600}
+    assert sandesh("alerts", "status")["interval"] == 600
+    sandesh("sim", "disable", sim["id"])
