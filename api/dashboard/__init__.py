@@ -16,7 +16,7 @@ from .audit import AuditLog
 from .campaigns import CampaignAction, CampaignPage, Campaigns
 from .contacts import ContactListPage, Contacts, Templates
 from .clients import ClientAction, Clients
-from .messages import Messages, Timeline
+from .messages import Messages, MessagesCsv, Timeline
 from .ops import add_ops
 from .optouts import OptOuts
 from .overview import Overview, WorkspaceHome
@@ -52,6 +52,7 @@ def add_dashboard(app: falcon.asgi.App, sandesh: Sandesh, connection: Callable[[
     app.add_route("/dashboard/w/{workspace_id}/people", People(*parts))
     app.add_route("/dashboard/w/{workspace_id}/people/{person_id}/{action}", PersonAction(*parts))
     app.add_route("/dashboard/w/{workspace_id}/messages", Messages(*parts))
+    app.add_route("/dashboard/w/{workspace_id}/messages.csv", MessagesCsv(*parts))
     app.add_route("/dashboard/w/{workspace_id}/messages/{message_id}", Timeline(*parts))
     app.add_route("/dashboard/w/{workspace_id}/webhooks", Webhooks(*parts))
     app.add_route("/dashboard/w/{workspace_id}/webhooks/outage", Outage(*parts))

@@ -3,6 +3,8 @@
 against a real `sandesh serve`, with messages sent through the real API."""
 from __future__ import annotations
 
+import csv
+import io
 import re
 from datetime import datetime
 from typing import Any
@@ -13,6 +15,7 @@ import requests
 from playwright.sync_api import Page, expect
 
 from sandesh.domain.bs import bs_iso
+from sandesh.domain.sending import parse_send
 from sandesh.domain.signature import SignatureError, verify_signature
 from sandesh.domain.webhook import delivery_id
 from sandesh.projections import follower
@@ -129,6 +132,34 @@ def test_messages_are_filtered_by_status_type_client_and_dates(page, server, san
     assert response.status == 400
     expect(page.locator("#from-error")).to_have_text("'yesterday' is not a date (YYYY-MM-DD, AD or BS)")
     expect(page.get_by_label("From")).to_have_attribute("aria-invalid", "true")
+
+
+def test_every_message_that_matches_downloads_as_csv_with_its_bs_day(page, server, sandesh, runtime, route, browser):
+    shop = Workspace(sandesh, server, browser, "Exported")
+    earlier = shop.send("Beta", "9779841000009")
+    sandesh("clock", "advance", str(2 * 86_400))
+    workspace, client = shop.id, shop.clients["Alpha"]["id"]
+    request, _ = parse_send({"to": "9779841000010", "text": "Sale", "messageType": "transactional"})
+    many = [runtime.sandesh.sending.send(client, workspace, request, 100).id for _ in range(1_005)]  # past a read's 1,000
+    follower.catch_up(runtime)
+    shop.page_of(page, "messages")
+    later_bs = bs_iso(datetime.fromisoformat(today(sandesh)).replace(tzinfo=ZoneInfo("Asia/Kathmandu")).timestamp())
+    page.get_by_label("From").fill(later_bs + " BS")
+    page.get_by_role("button", name="Search").click()
+    with page.expect_download() as downloading:
+        page.get_by_role("link", name="Download every message that matches (CSV, with BS dates)").click()
+    download = downloading.value
+    assert download.suggested_filename == f"messages-{workspace}.csv"
+    text = open(download.path(), encoding="utf-8-sig").read()
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0] == ["number", "message id", "client", "type", "status", "error", "segments", "cost (NPR)",
+                       "created (UTC)", "created (BS, Nepal day)"]
+    assert sorted(row[1] for row in rows[1:]) == sorted(many), "every one from that BS day, none before"
+    assert {(row[0], row[2], row[3], row[6], row[7], row[9]) for row in rows[1:]} == {
+        ("9779841000010", "Alpha", "transactional", "1", "1.00", later_bs)}
+    assert earlier not in text
+    wrong = page.request.get(f"{server.url}/dashboard/w/{workspace}/messages.csv?from=yesterday")
+    assert wrong.status == 400 and "is not a date" in wrong.text()
 
 
 def test_messages_come_50_a_page_with_next_and_previous(page, server, sandesh, runtime, route, browser):
