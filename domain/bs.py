@@ -9,6 +9,7 @@ from datetime import date, datetime
 import nepali_datetime
 
 from .clock import NEPAL
+from .said import _
 
 # A typed year from this one on is a BS year: no AD date that late is in any log (2060 BS is 2003 AD).
 BS_YEARS_FROM = 2060
@@ -44,12 +45,12 @@ def typed_day(text: str) -> date:
     plain = text.strip().translate(DEVANAGARI_DIGITS)
     found = TYPED_DAY.fullmatch(plain)
     if found is None:
-        raise ValueError(f"{text!r} is not a date (YYYY-MM-DD, AD or BS)")
+        raise ValueError(_("%(typed)s is not a date (YYYY-MM-DD, AD or BS)", typed=repr(text)))
     year, month, day = (int(n) for n in found.groups()[:3])
     era = (found.group(4) or "").upper().replace(".", "")
     bs = era == "BS" or (era != "AD" and (plain != text.strip() or year >= BS_YEARS_FROM))
     try:
         return nepali_datetime.date(year, month, day).to_datetime_date() if bs else date(year, month, day)
     except (ValueError, OverflowError):
-        calendar = "BS" if bs else "AD"
-        raise ValueError(f"{text!r} is no day of the {calendar} calendar") from None
+        raise ValueError(_("%(typed)s is no day of the BS calendar", typed=repr(text)) if bs
+                         else _("%(typed)s is no day of the AD calendar", typed=repr(text))) from None

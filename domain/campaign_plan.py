@@ -17,11 +17,12 @@ from .errors import InvalidRequest, Refused
 from .ports import SendingState
 from .promo_hours import scheduled
 from .recipients import OPTED_OUT, Listed, Recipient, Refusal, placeholders, render, without_duplicates
+from .said import _
 from .segments import MAX_SEGMENTS, segment
 from .sending import SCHEDULE_AHEAD_MAX, SendRequest, cost, refusal
 
 TYPES = ("transactional", "promotional")  # what the Send page sends
-TYPED, FILE, LIST = "the numbers typed", "a file", "a contact list"  # where recipients come from
+TYPED, FILE, LIST = _("the numbers typed"), _("a file"), _("a contact list")  # where recipients come from
 
 
 @dataclass(frozen=True)
@@ -53,21 +54,22 @@ def problems(form: SendForm, text: str, listed: Listed, now: float) -> dict[str,
     message (a template's, when the field was left empty), `listed` its recipients."""
     errors = dict(listed.errors)
     if not form.sources:
-        errors["recipients"] = "Type or paste the numbers, upload a list, or choose a contact list."
+        errors["recipients"] = _("Type or paste the numbers, upload a list, or choose a contact list.")
     if form.message_type not in TYPES:
-        errors["type"] = "Choose transactional or promotional."
-    missing = [name for name in placeholders(text) if name not in listed.columns]
+        errors["type"] = _("Choose transactional or promotional.")
+    missing = ", ".join("{" + name + "}" for name in placeholders(text) if name not in listed.columns)
     if missing and "file" not in errors:
-        errors["text"] = ("The list has no column " + ", ".join("{" + m + "}" for m in missing)
-                          + (": the columns are " + ", ".join(listed.columns) + "." if listed.columns
-                             else ": placeholders need an uploaded list with columns."))
+        errors["text"] = (_("The list has no column %(missing)s: the columns are %(columns)s.", missing=missing,
+                            columns=", ".join(listed.columns)) if listed.columns else
+                          _("The list has no column %(missing)s: placeholders need an uploaded list with columns.",
+                            missing=missing))
     if form.send_at.strip():
         if form.moment is None:
-            errors["send_at"] = "A date and time, Nepal time."
+            errors["send_at"] = _("A date and time, Nepal time.")
         elif form.moment <= now or form.moment > now + SCHEDULE_AHEAD_MAX:
-            errors["send_at"] = "A time from now to 30 days ahead, Nepal time."
+            errors["send_at"] = _("A time from now to 30 days ahead, Nepal time.")
     if not text.strip():
-        errors["text"] = "Type the message."
+        errors["text"] = _("Type the message.")
     return errors
 
 
@@ -106,7 +108,7 @@ def plan(state: SendingState, recipients: Sequence[Recipient], refused: Sequence
     if code:
         raise Refused(code)
     if not text.strip():
-        raise InvalidRequest(["text"], "Type the message.", "empty")
+        raise InvalidRequest(["text"], _("Type the message."), "empty")
     first = scheduled(SendRequest("", text, message_type, 1, "GSM-7", send_at=send_at), state.promo_hours, now)
     kept, duplicates = without_duplicates(list(recipients))
     planned: list[Planned] = []
@@ -117,12 +119,13 @@ def plan(state: SendingState, recipients: Sequence[Recipient], refused: Sequence
             continue
         body, empty = render(text, recipient.fields)
         if empty:
-            declined.append(Refusal(recipient.line, recipient.number,
-                                    "empty placeholder " + ", ".join("{" + name + "}" for name in empty)))
+            names = ", ".join("{" + name + "}" for name in empty)
+            declined.append(Refusal(recipient.line, recipient.number, _("empty placeholder %(names)s", names=names)))
             continue
         parts = segment(body)
         if parts.segments > MAX_SEGMENTS:
-            declined.append(Refusal(recipient.line, recipient.number, f"over {MAX_SEGMENTS} segments ({parts.segments})"))
+            declined.append(Refusal(recipient.line, recipient.number, _("over %(most)s segments (%(segments)s)",
+                                                                        most=MAX_SEGMENTS, segments=parts.segments)))
             continue
         planned.append(Planned(recipient.line, recipient.number, body, parts.segments, parts.encoding,
                                cost(state.rates, message_type, parts.segments)))

@@ -22,6 +22,7 @@ from .aggregate import Aggregate, Switched
 
 from .credentials import new_id
 from .errors import InvalidInput, InvalidTransition
+from .said import Said, _
 from .segments import SINGLE_PART_CAPACITY, segment
 from .types import MESSAGE_TYPES
 
@@ -39,14 +40,15 @@ KEYWORD = re.compile(r"[A-Z0-9]{2,20}")
 RESERVED_WORDS = frozenset({"STOP", "UNSUBSCRIBE", "START", "HELP", "BAND", "RADDA", "SURU", "SAHAYOG", "INFO"})
 
 
-def check_webhook_url(url: str | None, what: str = "webhook URL", schemes: tuple[str, ...] = ("https",)) -> str | None:
-    """A webhook URL, or a keyword's reply URL (which may be http://: the guard allows it only
-    where private addresses are, workers/webhook_guard.py); None for none."""
+def check_webhook_url(url: str | None, reply: bool = False) -> str | None:
+    """A webhook URL, or a keyword's reply URL (`reply`: it may be http://, which the guard allows
+    only where private addresses are, workers/webhook_guard.py); None for none."""
     if url is None or url == "":
         return None
     parts = urlsplit(url)
-    if parts.scheme not in schemes or not parts.hostname:
-        raise InvalidInput(f"{what} must begin with {' or '.join(s + '://' for s in schemes)} and name a host")
+    if parts.scheme not in (("https", "http") if reply else ("https",)) or not parts.hostname:
+        raise InvalidInput(_("reply URL must begin with https:// or http:// and name a host") if reply
+                           else _("webhook URL must begin with https:// and name a host"))
     return url
 
 
@@ -56,11 +58,11 @@ def check_rate_limit(rate: int) -> int:
     return rate
 
 
-def brand_problem(brand: str) -> str | None:
+def brand_problem(brand: str) -> Said | None:
     """Why a brand may not go out in a code's message (domain/phishing.py), or None."""
     if not 1 <= len(brand) <= BRAND_MAX:
-        return f"brand name must be 1 to {BRAND_MAX} characters"
-    return phishing.problem(brand, "the brand")
+        return _("brand name must be 1 to %(most)s characters", most=BRAND_MAX)
+    return phishing.problem(brand, _("the brand"))
 
 
 def check_brand(brand: str) -> str:
@@ -75,9 +77,10 @@ def check_keyword(word: str) -> str:
     """A keyword as it is kept: one word of capitals and digits."""
     kept = word.strip().upper()
     if not KEYWORD.fullmatch(kept):
-        raise InvalidInput(f"keyword {word!r} must be one word of 2 to 20 letters A-Z or digits")
+        raise InvalidInput(_("keyword %(typed)s must be one word of 2 to 20 letters A-Z or digits", typed=repr(word)))
     if kept in RESERVED_WORDS:
-        raise InvalidInput(f"{kept} is a word Sandesh answers itself (opt-out and help words); choose another keyword")
+        raise InvalidInput(_("%(word)s is a word Sandesh answers itself (opt-out and help words); choose another "
+                             "keyword", word=kept))
     return kept
 
 
@@ -93,14 +96,14 @@ def check_compat_type(message_type: str) -> str:
     return message_type
 
 
-def one_sms_problem(text: str) -> str | None:
+def one_sms_problem(text: str) -> Said | None:
     """Why `text` is not one SMS that a keyword's reply can be (None: it is)."""
     if not text.strip():
-        return "it is empty"
+        return _("it is empty")
     parts = segment(text)
     if parts.segments > 1:
-        return (f"it is longer than one SMS ({SINGLE_PART_CAPACITY[parts.encoding]} characters in "
-                f"{parts.encoding})")
+        return _("it is longer than one SMS (%(most)s characters in %(encoding)s)",
+                 most=SINGLE_PART_CAPACITY[parts.encoding], encoding=parts.encoding)
     return None
 
 
@@ -109,7 +112,7 @@ def check_default_reply(text: str) -> str | None:
         return None
     problem = one_sms_problem(text)
     if problem:
-        raise InvalidInput(f"default reply: {problem}")
+        raise InvalidInput(_("default reply: %(problem)s", problem=problem))
     return text
 
 
@@ -148,7 +151,7 @@ class Client(Switched, Aggregate):
 
     def rotate_secret(self, sealed: str, secret_hash: str, grace_hours: float, actor: str, at: float) -> None:
         if not 0 <= grace_hours <= MAX_GRACE_HOURS:
-            raise InvalidInput(f"grace period must be 0 to {MAX_GRACE_HOURS} hours")
+            raise InvalidInput(_("grace period must be 0 to %(most)s hours", most=MAX_GRACE_HOURS))
         self._secret_rotated(
             secret_sealed=sealed, secret_hash=secret_hash, grace_hours=grace_hours,
             previous_until=at + grace_hours * 3600, actor=actor, at=at,
@@ -172,7 +175,7 @@ class Client(Switched, Aggregate):
     def request_brand(self, brand: str, actor: str, at: float) -> None:
         """Ask for `brand` (a request asked before is replaced)."""
         if brand == self.brand:
-            raise InvalidInput(f"{brand!r} is the client's brand already")
+            raise InvalidInput(_("%(brand)s is the client's brand already", brand=repr(brand)))
         self._brand_requested(brand=brand, actor=actor, at=at)
 
     @event(BrandRequested)
@@ -223,9 +226,9 @@ class Client(Switched, Aggregate):
         removed = [w for w in dict.fromkeys(map(check_keyword, remove)) if w in self.keywords and w not in added]
         unknown = [w for w in map(check_keyword, remove) if w not in self.keywords]
         if unknown:
-            raise InvalidInput(f"{', '.join(unknown)}: not a keyword of this client")
+            raise InvalidInput(_("%(words)s: not a keyword of this client", words=", ".join(unknown)))
         if not added and not removed:
-            raise InvalidInput("the client has these keywords already")
+            raise InvalidInput(_("the client has these keywords already"))
         keywords = [w for w in self.keywords if w not in removed] + added
         self._keywords_changed(keywords=keywords, added=added, removed=removed, actor=actor, at=at)
 

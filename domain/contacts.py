@@ -14,6 +14,7 @@ from eventsourcing.domain import event
 
 from .aggregate import Aggregate
 from .errors import InvalidInput
+from .said import _
 
 # The release whose finalized log every process reads these events in (domain/events.py).
 CONTACTS_FROM = "0.4.0"
@@ -22,9 +23,11 @@ MAX_CONTACTS = 10_000  # of one list: what one campaign sends (domain/recipients
 
 
 def check_name(name: str, what: str) -> str:
+    """The name of a list (`what`: "list") or of a template, its spaces tidied."""
     name = " ".join(name.split())
     if not name or len(name) > MAX_NAME:
-        raise InvalidInput(f"Give the {what} a name of 1 to {MAX_NAME} characters.")
+        raise InvalidInput(_("Give the list a name of 1 to %(most)s characters.", most=MAX_NAME) if what == "list"
+                           else _("Give the template a name of 1 to %(most)s characters.", most=MAX_NAME))
     return name
 
 
@@ -60,8 +63,9 @@ class ContactList(Aggregate):
     def add(self, contacts: list[list[str]], actor: str, at: float) -> None:
         new = {number for number, _ in contacts} - self.numbers
         if len(self.numbers) + len(new) > MAX_CONTACTS:
-            raise InvalidInput(f"A list holds at most {MAX_CONTACTS:,} contacts: this one has "
-                               f"{len(self.numbers):,}, and {len(new):,} more are new.")
+            raise InvalidInput(_("A list holds at most %(most)s contacts: this one has %(held)s, and %(new)s more "
+                                 "are new.", most=format(MAX_CONTACTS, ","),
+                                 held=format(len(self.numbers), ","), new=format(len(new), ",")))
         self._added(workspace_id=self.workspace_id, contacts=contacts, actor=actor, at=at)
 
     @event(Added)
@@ -78,7 +82,7 @@ class ContactList(Aggregate):
 
     def remove(self, number: str, actor: str, at: float) -> None:
         if number not in self.numbers:
-            raise InvalidInput(f"{number} is not in the list.")
+            raise InvalidInput(_("%(number)s is not in the list.", number=number))
         self._removed(workspace_id=self.workspace_id, number=number, actor=actor, at=at)
 
     @event(Removed)

@@ -19,6 +19,7 @@ from .aggregate import Aggregate
 from .client import brand_problem
 from .credentials import same_secret
 from .errors import InvalidInput
+from .said import Said, _
 from .segments import MAX_SEGMENTS, segment
 
 LIFETIME = 5 * 60
@@ -77,34 +78,38 @@ def code_text(code: str, brand: str, template: str | None = None, web_domain: st
     return text
 
 
-def template_problem(template: str) -> str | None:
+def template_problem(template: str) -> Said | None:
     """Why a client's OTP template may not go out, or None: it is one line of at most
     TEMPLATE_MAX characters, holds `{code}` exactly once and only PLACEHOLDERS, and nothing a
     phishing message is made of (domain/phishing.py): no link, no WebOTP line of its own (a
     browser would hand the code to the site it names), no phone number to call."""
     if not template.strip():
-        return "the OTP template is empty: give an empty value to use the default"
+        return _("the OTP template is empty: give an empty value to use the default")
     if len(template) > TEMPLATE_MAX:
-        return f"the OTP template must be at most {TEMPLATE_MAX} characters (it has {len(template)})"
+        return _("the OTP template must be at most %(most)s characters (it has %(count)s)", most=TEMPLATE_MAX,
+                 count=len(template))
     names = _PLACEHOLDER.findall(template)
     unknown = sorted({n for n in names if n not in PLACEHOLDERS})
+    allowed = ", ".join(f"{{{n}}}" for n in PLACEHOLDERS)
     if unknown:
-        return (f"unknown placeholder {{{unknown[0]}}} in the OTP template: it may hold "
-                + ", ".join(f"{{{n}}}" for n in PLACEHOLDERS))
+        return _("unknown placeholder %(name)s in the OTP template: it may hold %(allowed)s",
+                 name="{" + unknown[0] + "}", allowed=allowed)
     if "{" in _PLACEHOLDER.sub("", template) or "}" in _PLACEHOLDER.sub("", template):
-        return "a brace in the OTP template that is not a placeholder: it may hold " + ", ".join(
-            f"{{{n}}}" for n in PLACEHOLDERS)
+        return _("a brace in the OTP template that is not a placeholder: it may hold %(allowed)s", allowed=allowed)
     if names.count("code") != 1:
-        return f"the OTP template must hold {{code}} exactly once (it holds it {names.count('code')} times)"
-    lured = phishing.problem(template, "the OTP template", _PLACEHOLDER.sub(lambda m: "a" * len(m.group(0)), template))
+        return _("the OTP template must hold {code} exactly once (it holds it %(count)s times)",
+                 count=names.count("code"))
+    lured = phishing.problem(template, _("the OTP template"),
+                             _PLACEHOLDER.sub(lambda m: "a" * len(m.group(0)), template))
     if lured:
         return lured
     if _WEBOTP_LINE.search(template):
-        return ("the OTP template holds '@' followed by '#', the line that tells a browser which site may read "
-                "the code (WebOTP): Sandesh adds it from the client's web domain")
+        return _("the OTP template holds '@' followed by '#', the line that tells a browser which site may read "
+                 "the code (WebOTP): Sandesh adds it from the client's web domain")
     phone = _PHONE.search(_PLACEHOLDER.sub(lambda m: " " * len(m.group(0)), template))
     if phone:
-        return f"the OTP template holds a phone number ({phone.group(0)!r}): a code's message asks no one to call"
+        return _("the OTP template holds a phone number (%(number)s): a code's message asks no one to call",
+                 number=repr(phone.group(0)))
     return None
 
 
@@ -122,7 +127,8 @@ def check_web_domain(host: str) -> str:
     """A client's web domain for the WebOTP line: a host name, kept in lower case."""
     host = host.strip().lower()
     if not _HOST.fullmatch(host):
-        raise InvalidInput(f"{host!r} is not a host name: letters, digits, hyphens and dots, such as shop.example.com")
+        raise InvalidInput(_("%(typed)s is not a host name: letters, digits, hyphens and dots, such as "
+                             "shop.example.com", typed=repr(host)))
     return host
 
 
@@ -130,8 +136,9 @@ def check_fits(template: str | None, brand: str, web_domain: str | None) -> None
     """The longest message of these settings (with an app hash) is at most MAX_SEGMENTS."""
     longest = segment(code_text("000000", brand, template, web_domain, "A" * 11))
     if longest.segments > MAX_SEGMENTS:
-        raise InvalidInput(f"the OTP message would take {longest.segments} segments ({longest.encoding}) with "
-                           f"the brand, the web domain and an app hash; at most {MAX_SEGMENTS} are allowed")
+        raise InvalidInput(_("the OTP message would take %(segments)s segments (%(encoding)s) with the brand, the "
+                             "web domain and an app hash; at most %(most)s are allowed", segments=longest.segments,
+                             encoding=longest.encoding, most=MAX_SEGMENTS))
 
 
 def hash_code(key: bytes, otp: str, code: str) -> str:

@@ -20,6 +20,7 @@ from eventsourcing.domain import event
 from .aggregate import Aggregate
 from .credentials import same_secret, sha256_hex
 from .errors import InvalidInput, InvalidTransition
+from .said import Said, _
 
 OWNER, DEVELOPER, VIEWER, OPERATOR = "owner", "developer", "viewer", "operator"
 SENDER = "sender"  # sends from the dashboard and sees what was sent, nothing else (docs/dashboard.md, "Sending")
@@ -35,7 +36,7 @@ def normalise_email(text: str) -> str:
     """The email as it is kept and compared: trimmed, lower case; InvalidInput when it is not one."""
     email = text.strip().lower()
     if len(email) > 254 or not _EMAIL.match(email):
-        raise InvalidInput(f"{text!r} is not an email address")
+        raise InvalidInput(_("%(typed)s is not an email address", typed=repr(text)))
     return email
 
 
@@ -51,22 +52,23 @@ def actor_of(email: str) -> str:
 
 def check_name(name: str) -> str:
     if not name.strip() or len(name.strip()) > 200:
-        raise InvalidInput("a name must be 1 to 200 characters")
+        raise InvalidInput(_("a name must be 1 to 200 characters"))
     return name.strip()
 
 
 def check_role(role: str) -> str:
     if role not in WORKSPACE_ROLES:
-        raise InvalidInput(f"role must be one of {', '.join(WORKSPACE_ROLES)}, not {role!r}")
+        raise InvalidInput(_("role must be one of %(roles)s, not %(typed)s", roles=", ".join(WORKSPACE_ROLES),
+                             typed=repr(role)))
     return role
 
 
-def password_problem(password: str) -> str | None:
+def password_problem(password: str) -> Said | None:
     """Why a new password is refused, in words fit to show beside the field; None when it is fine."""
     if len(password) < MIN_PASSWORD:
-        return f"Use at least {MIN_PASSWORD} characters."
+        return _("Use at least %(count)s characters.", count=MIN_PASSWORD)
     if len(password) > MAX_PASSWORD:
-        return f"Use at most {MAX_PASSWORD} characters."
+        return _("Use at most %(count)s characters.", count=MAX_PASSWORD)
     return None
 
 
@@ -125,7 +127,7 @@ class Person(Aggregate):
     def set_password(self, token: str, password_hash: str, at: float) -> None:
         """Through a valid link, once: the link is spent."""
         if not self.link_valid(token, at):
-            raise InvalidTransition("this link is not valid: it was used, replaced or is older than 24 hours")
+            raise InvalidTransition(_("this link is not valid: it was used, replaced or is older than 24 hours"))
         self._password_set(email=self.email, workspace_id=self.workspace_id, password_hash=password_hash,
                            actor=actor_of(self.email), at=at)
 
@@ -160,15 +162,16 @@ class Person(Aggregate):
         """Another role in the same workspace (an owner's People page)."""
         role = check_role(role)
         if self.operator:
-            raise InvalidTransition(f"{self.email} is of the operator team, which has no workspace role")
-        if role == self.role:
-            raise InvalidTransition(f"{self.email} is {role} already")
+            raise InvalidTransition(_("%(email)s is of the operator team, which has no workspace role",
+                                      email=self.email))
+        if role == self.role:  # the role said in the page's language: the catalog has its name
+            raise InvalidTransition(_("%(email)s is %(role)s already", email=self.email, role=Said(role)))
         self._role_changed(email=self.email, workspace_id=self.workspace_id, role=role, actor=actor, at=at)
 
     def remove(self, actor: str, at: float) -> None:
         """Out of the workspace: no sign-in, no link; the email may be added again (`rejoin`)."""
         if self.removed:
-            raise InvalidTransition(f"{self.email} was removed already")
+            raise InvalidTransition(_("%(email)s was removed already", email=self.email))
         self._removed(email=self.email, workspace_id=self.workspace_id, actor=actor, at=at)
 
     def rejoin(self, name: str, workspace_id: str | None, role: str, token: str, actor: str, at: float) -> None:
@@ -188,7 +191,7 @@ class Person(Aggregate):
     def use_totp(self, step: int, at: float) -> None:
         """A code accepted at sign-in; an earlier or equal step is never accepted again."""
         if step <= self.totp_step:
-            raise InvalidTransition("this code was used already")
+            raise InvalidTransition(_("this code was used already"))
         self._totp_used(step=step, actor=actor_of(self.email), at=at)
 
     @event("TotpEnrolled")

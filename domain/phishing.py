@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from .said import Said, _
+
 # Unicode's bidirectional controls (UAX #9): they make text read in another order than it is sent.
 DIRECTION_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
 # The zero-width non-joiner and joiner: Devanagari writes half forms with them.
@@ -18,24 +20,30 @@ LINE_BREAKS = frozenset("\n\r\x0b\x0c\x85\u2028\u2029")
 _ADDRESS = re.compile(r"[a-z][a-z0-9+.-]*://|\bwww[.。．｡]|[^\W_][.。．｡][^\W\d_]{2}", re.IGNORECASE)
 
 
-def problem(text: str, what: str, masked: str | None = None) -> str | None:
+def problem(text: str, what: Said, masked: str | None = None) -> Said | None:
     """Why `text` may not go out as `what` ("the brand", "the OTP template"), or None.  `masked`:
     the text with each placeholder as letters of its length, so that `{brand}.com` is a domain."""
     for char in text:
         if char in LINE_BREAKS:
-            return f"{what} must be one line: it holds a line break"
+            return _("%(what)s must be one line: it holds a line break", what=what)
         if char in DIRECTION_CONTROLS:
-            return (f"{what} holds a direction control (U+{ord(char):04X}): it would make the message read in "
-                    "another order than it is sent")
+            return _("%(what)s holds a direction control (%(code)s): it would make the message read in another "
+                     "order than it is sent", what=what, code=code_point(char))
         category = unicodedata.category(char)
         if category == "Cc":
-            return f"{what} holds a control character (U+{ord(char):04X})"
+            return _("%(what)s holds a control character (%(code)s)", what=what, code=code_point(char))
         if category in ("Cf", "Co", "Cs") and char not in JOINERS:
-            return f"{what} holds an invisible character (U+{ord(char):04X})"
+            return _("%(what)s holds an invisible character (%(code)s)", what=what, code=code_point(char))
     address = web_address(text, masked)
     if address:
-        return f"{what} holds a web address or domain name ({address!r}): links are how phishing works"
+        return _("%(what)s holds a web address or domain name (%(address)s): links are how phishing works",
+                 what=what, address=repr(address))
     return None
+
+
+def code_point(char: str) -> str:
+    """A character as Unicode names it: U+202E."""
+    return f"U+{ord(char):04X}"
 
 
 def web_address(text: str, masked: str | None = None) -> str | None:

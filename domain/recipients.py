@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from .phone import normalise
+from .said import _
 
 # Headers that name the number column, compared without case and spaces around.
 NUMBER_HEADERS = ("phone", "mobile", "number", "phone number", "mobile number", "contact", "फोन", "मोबाइल",
@@ -22,7 +23,7 @@ MAX_FIELD = 500  # characters of one cell
 PLACEHOLDER = re.compile(r"\{([^{}\n]{1,64})\}")
 _SEPARATORS = re.compile(r"[\s\-.()\u00a0]")
 
-BAD_NUMBER, DUPLICATE, OPTED_OUT = "not a Nepal mobile number", "a duplicate", "opted out of promotional messages"
+BAD_NUMBER, OPTED_OUT = _("not a Nepal mobile number"), _("opted out of promotional messages")
 
 
 def local_number(text: str) -> str | None:
@@ -70,7 +71,8 @@ def pasted(text: str) -> tuple[list[Recipient], list[Refusal]]:
     for n, line in enumerate(text.splitlines(), start=1):
         for part in _parts(line):
             if len(found) + len(refused) == MAX_ROWS:
-                raise ValueError(f"More than {MAX_ROWS:,} numbers: at most {MAX_ROWS:,} are sent at once.")
+                raise ValueError(_("More than %(most)s numbers: at most %(most)s are sent at once.",
+                                   most=format(MAX_ROWS, ",")))
             number = local_number(part)
             if number is None:
                 refused.append(Refusal(n, part, BAD_NUMBER))
@@ -81,11 +83,11 @@ def pasted(text: str) -> tuple[list[Recipient], list[Refusal]]:
 
 def read_typed(typed: str) -> Listed:
     """The numbers typed in a form, or why not, under "recipients"."""
-    found = Listed(source="the numbers typed")
+    found = Listed(source=_("the numbers typed"))
     try:
         found.recipients, found.refused = pasted(typed)
     except ValueError as problem:
-        found.errors["recipients"] = str(problem)
+        found.errors["recipients"] = problem.args[0]
     return found
 
 
@@ -119,16 +121,17 @@ def table(rows: list[list[str]], chosen: str | None = None) -> tuple[list[Recipi
     column but the number's), the refused rows, the columns, and the number column.
     ValueError says what is wrong with the table as a whole."""
     if not rows or not any(cell.strip() for cell in rows[0]):
-        raise ValueError("The file is empty: its first row must name the columns.")
+        raise ValueError(_("The file is empty: its first row must name the columns."))
     header = [h.strip() for h in rows[0]]
     if len(set(h for h in header if h)) < len([h for h in header if h]):
-        raise ValueError("Two columns have the same name: rename one.")
+        raise ValueError(_("Two columns have the same name: rename one."))
     column = number_column(header, chosen)
     if column is None:
-        raise ValueError(f"No column {chosen!r}." if chosen else
-                         "No column is named phone, mobile or number: choose the number column.")
+        raise ValueError(_("No column %(name)s.", name=repr(chosen)) if chosen else
+                         _("No column is named phone, mobile or number: choose the number column."))
     if len(rows) - 1 > MAX_ROWS:
-        raise ValueError(f"The list has {len(rows) - 1:,} rows; at most {MAX_ROWS:,} are sent at once.")
+        raise ValueError(_("The list has %(rows)s rows; at most %(most)s are sent at once.",
+                           rows=format(len(rows) - 1, ","), most=format(MAX_ROWS, ",")))
     at = header.index(column)
     found: list[Recipient] = []
     refused: list[Refusal] = []
@@ -151,7 +154,8 @@ def without_duplicates(recipients: list[Recipient]) -> tuple[list[Recipient], li
     refused: list[Refusal] = []
     for recipient in recipients:
         if recipient.number in first:
-            refused.append(Refusal(recipient.line, recipient.number, f"{DUPLICATE} of line {first[recipient.number]}"))
+            refused.append(Refusal(recipient.line, recipient.number,
+                                   _("a duplicate of line %(line)s", line=first[recipient.number])))
         else:
             first[recipient.number] = recipient.line
             kept.append(recipient)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 
 from .errors import InvalidInput
+from .said import _
 
 MESSAGE_TYPES = ("transactional", "otp", "promotional")
 DEFAULT_RATE_PAISA = 100  # NPR 1.00 per segment until the operator sets rates
@@ -42,5 +43,5 @@ def parse_npr(text: str) -> int:
     except InvalidOperation:
         value = Decimal(-1)
     if not value.is_finite() or value < 0 or value != value.quantize(Decimal("0.01")):
-        raise InvalidInput(f"{text!r} is not an amount in NPR (e.g. 10 or 12.50)")
+        raise InvalidInput(_("%(typed)s is not an amount in NPR (e.g. 10 or 12.50)", typed=repr(text)))
     return int(value * 100)

@@ -12,6 +12,7 @@ from .aggregate import Aggregate
 from .credentials import new_id
 from .errors import InvalidInput, InvalidTransition
 from .promo_hours import DEFAULT as DEFAULT_PROMO_HOURS, PromoHours, shown
+from .said import _
 from .segments import segment
 from .types import parse_npr
 
@@ -33,7 +34,8 @@ def check_help_text(text: str) -> str | None:
         return None
     parts = segment(text)
     if parts.segments > HELP_SEGMENTS:
-        raise InvalidInput(f"the help text needs {parts.segments} SMS ({parts.encoding}); at most {HELP_SEGMENTS}")
+        raise InvalidInput(_("the help text needs %(segments)s SMS (%(encoding)s); at most %(most)s",
+                             segments=parts.segments, encoding=parts.encoding, most=HELP_SEGMENTS))
     return text
 
 
@@ -43,7 +45,7 @@ def balance_alert(text: str) -> int | None:
     written = text.strip().lower()
     paisa = None if written in ("", "off") else parse_npr(written)
     if paisa is not None and paisa > MAX_BALANCE_ALERT:
-        raise InvalidInput("a balance alert is at most NPR 1,00,00,000")
+        raise InvalidInput(_("a balance alert is at most NPR 1,00,00,000"))
     return paisa or None
 
 

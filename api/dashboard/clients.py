@@ -20,7 +20,7 @@ from sandesh.domain.person import actor_of, may_manage_clients
 from sandesh.projections import registry
 
 from .pages import VIEWERS_READ, Page
-from .i18n import Said, _
+from .i18n import _, told
 
 
 class ClientsPage(Page):
@@ -66,7 +66,7 @@ class Clients(ClientsPage):
                                                       webhook_url, None, actor_of(person["email"]))
         except DomainError as problem:  # the URL's; or the workspace's name, which cannot be a brand
             field = "webhook_url" if isinstance(problem, InvalidInput) else "create"
-            return await self.show(req, resp, person, workspace_id, status=400, errors={field: str(problem)},
+            return await self.show(req, resp, person, workspace_id, status=400, errors={field: told(problem)},
                                    typed=form)
         await self.show(req, resp, person, workspace_id, shown={"title": _("%(brand)s: new client", brand=client.brand),
                                                                  _("API key"): key, _("Webhook secret"): secret})
@@ -141,18 +141,9 @@ def otp_example(brand: str, template: str | None, web_domain: str | None, rate: 
 
 
 def grace_hours(text: str) -> float:
+    """The hours typed (none: the default); the domain checks they are 0 to MAX_GRACE_HOURS."""
     try:
-        hours = float(text.strip() or DEFAULT_GRACE_HOURS)
+        return float(text.strip() or DEFAULT_GRACE_HOURS)
     except ValueError:
         raise InvalidInput(_("grace period must be a number of hours from 0 to %(most)s",
                              most=MAX_GRACE_HOURS)) from None
-    if not 0 <= hours <= MAX_GRACE_HOURS:
-        raise InvalidInput(_("grace period must be 0 to %(most)s hours", most=MAX_GRACE_HOURS))
-    return hours
-
-
-def told(problem: DomainError) -> str:
-    """What a refused action says: the page's own sentence as marked (`grace_hours`, shown in the
-    page's language), else the domain's words."""
-    said = problem.args[0] if problem.args else None
-    return said if isinstance(said, Said) else str(problem)

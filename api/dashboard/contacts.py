@@ -19,7 +19,7 @@ from ..uploads.children import Readers
 from ..uploads.limits import MAX_COLUMNS, MAX_UPLOAD
 from .pages import Page, Posted
 from .web import LIST_FORM
-from .i18n import _
+from .i18n import _, told
 
 SENDERS_CHANGE = _("Owners, developers and senders change contact lists and templates; viewers read only.")
 SHOWN_CONTACTS = 500
@@ -73,9 +73,9 @@ class Contacts(ContactsPage):
                 made = await self.blocking(self.sandesh.contacts.create_list, workspace_id, form.get("name", ""),
                                            read.recipients, actor_of(person["email"]))
             except InvalidInput as problem:
-                errors["name"] = str(problem)
+                errors["name"] = told(problem)
             except InvalidTransition as problem:
-                errors["recipients"] = str(problem)
+                errors["recipients"] = told(problem)
             else:
                 return self.web.redirect(resp, f"/dashboard/w/{workspace_id}/contacts/{made.id}"
                                                f"?added={len(read.recipients)}&refused={len(read.refused)}")
@@ -127,7 +127,8 @@ class ContactListPage(ContactsPage):
         except NotFound:
             return self.web.not_found(req, resp, person)
         except (InvalidInput, InvalidTransition) as problem:
-            return await self.show(req, resp, person, workspace_id, list_id, status=400, errors={"remove": str(problem)})
+            return await self.show(req, resp, person, workspace_id, list_id, status=400,
+                                   errors={"remove": told(problem)})
         self.web.redirect(resp, f"/dashboard/w/{workspace_id}/contacts?deleted={held}")
 
     async def _add(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, workspace_id: str,
@@ -150,7 +151,7 @@ class ContactListPage(ContactsPage):
             except NotFound:
                 return self.web.not_found(req, resp, person)
             except (InvalidInput, InvalidTransition) as problem:
-                errors["recipients"] = str(problem)
+                errors["recipients"] = told(problem)
             else:
                 return self.web.redirect(resp, f"/dashboard/w/{workspace_id}/contacts/{list_id}"
                                                f"?added={added}&refused={len(read.refused)}")
@@ -211,7 +212,7 @@ class Templates(Page):
         except NotFound:
             return self.web.not_found(req, resp, person)
         except (InvalidInput, InvalidTransition) as problem:
-            return await self.show(req, resp, person, workspace_id, status=400, error=str(problem), typed=form)
+            return await self.show(req, resp, person, workspace_id, status=400, error=told(problem), typed=form)
         self.web.redirect(resp, f"/dashboard/w/{workspace_id}/templates?saved=1")
 
     async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any],

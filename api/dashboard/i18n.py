@@ -2,11 +2,11 @@
 with Babel, one Jinja2 environment per language with Jinja2's i18n extension, and the language
 a request is answered in.
 
-A page's strings are marked in its template (`{% trans %}`, `_()`) or in Python (`_()` below, for
-`lazy` strings translated when the page is drawn); `python -m scripts.devtools.catalog`
-extracts them into locale/messages.pot and merges them into locale/ne/LC_MESSAGES/messages.po,
-where the Nepali is written.  The .po file is read as it is when the process starts: no
-compiled .mo file is kept.
+A page's strings are marked in its template (`{% trans %}`, `_()`) or in Python (`_()`, a Said
+translated when the page draws it; the domain marks its refusals the same way, domain/said.py);
+`python -m scripts.devtools.catalog` extracts them into locale/messages.pot and merges them into
+locale/ne/LC_MESSAGES/messages.po, where the Nepali is written.  The .po file is read as it is
+when the process starts: no compiled .mo file is kept.
 
 The language: the one the signed-in person chose (kept with them: Person.LanguageChosen), else
 the browser's cookie of the switch, else its Accept-Language, else English.  The operator
@@ -25,6 +25,7 @@ from babel.support import NullTranslations, Translations
 from markupsafe import Markup, escape
 
 from sandesh.domain.person import LANGUAGES, OPERATOR
+from sandesh.domain.said import Said, _
 
 ENGLISH, NEPALI = "en", "ne"
 LOCALE = Path(__file__).resolve().parent / "locale"
@@ -86,31 +87,23 @@ def language_of(person: dict[str, Any] | None, cookie: str | None, accept_langua
     return from_header(accept_language) or ENGLISH
 
 
-class Said(str):
-    """A sentence of a page written in Python, marked for the catalog by `_`: English as a str
-    (logs, tests), translated with its values when the page draws it (`said`)."""
-    english: str
-    values: dict[str, Any]
-
-    def __new__(cls, english: str, **values: Any) -> "Said":
-        made = super().__new__(cls, english % values if values else english)
-        made.english, made.values = english, values
-        return made
-
-
-def _(english: str, **values: Any) -> Said:
-    """Mark a page's sentence for the catalog (`python -m scripts.devtools.catalog` finds the
-    calls); `values` fill its %(name)s places."""
-    return Said(english, **values)
+def told(problem: Exception) -> str:
+    """What a refused action says on a page: the sentence it was raised with, as marked (shown
+    in the page's language), else its English."""
+    sentence = problem.args[0] if problem.args else None
+    return sentence if isinstance(sentence, Said) else str(problem)
 
 
 def sayer(translations: NullTranslations) -> Callable[[Any], Any]:
-    """The templates' `said(value)`: a Said in the page's language, its values escaped; any
-    other string translated when the catalog has it (a title, a domain's fixed sentence)."""
+    """The templates' `said(value)`: a Said in the page's language, its values escaped (a value
+    that is a Said said too); any other string translated when the catalog has it (a title, a
+    domain's fixed sentence)."""
     def said(value: Any) -> Any:
         if isinstance(value, Said):
-            return Markup(escape(translations.gettext(value.english))) % value.values if value.values \
-                else translations.gettext(value.english)
+            if not value.values:
+                return translations.gettext(value.english)
+            values = {name: said(v) if isinstance(v, Said) else v for name, v in value.values.items()}
+            return Markup(escape(translations.gettext(value.english))) % values
         if isinstance(value, str) and value:
             return translations.gettext(value)
         return value

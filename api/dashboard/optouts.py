@@ -15,7 +15,7 @@ from sandesh.domain.person import actor_of, may_manage_clients
 from sandesh.projections import optouts, registry
 
 from .pages import VIEWERS_READ, Page
-from .i18n import _
+from .i18n import _, told
 
 # Who made a change (domain/optout.py: REPLY, OPERATOR), as the page shows it (`said(optout.source)`)
 SOURCES = (_("reply"), _("operator"))
@@ -40,14 +40,14 @@ class OptOuts(Page):
                 await self.blocking(self.sandesh.operators.set_replies, workspace_id, form.get("help_text", ""),
                                     form.get("confirmations") == "on", actor_of(person["email"]))
             except DomainError as problem:
-                return await self.show(req, resp, person, workspace_id, status=400, replies_error=str(problem),
+                return await self.show(req, resp, person, workspace_id, status=400, replies_error=told(problem),
                                        typed=form)
             return self.web.redirect(resp, f"/dashboard/w/{workspace_id}/opt-outs")
         use_case = self.sandesh.operators.opt_in if form.get("change") == "in" else self.sandesh.operators.opt_out
         try:
             await self.blocking(use_case, workspace_id, form.get("number", ""), OPERATOR, actor_of(person["email"]))
         except InvalidInput as problem:
-            return await self.show(req, resp, person, workspace_id, status=400, error=str(problem), typed=form)
+            return await self.show(req, resp, person, workspace_id, status=400, error=told(problem), typed=form)
         self.web.redirect(resp, f"/dashboard/w/{workspace_id}/opt-outs")
 
     async def show(self, req: falcon.asgi.Request, resp: falcon.asgi.Response, person: dict[str, Any],

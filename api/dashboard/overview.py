@@ -13,7 +13,7 @@ from sandesh.projections import alerts, counters, messages, registry
 
 from .chart import OUTCOMES, OTHER, delivery_rates, hourly
 from .pages import Page, landing
-from .i18n import _
+from .i18n import _, told
 
 # The words of a workspace's status and of its message types, as the Overview shows them (`said`)
 SHOWN = (_("pending"), _("active"), _("suspended"), _("transactional"), _("promotional"), _("otp"))
@@ -49,7 +49,7 @@ class Overview(Page):
             await self.blocking(self.sandesh.operators.set_balance_alert, workspace_id,
                                 form.get("balance_alert", ""), actor_of(person["email"]))
         except DomainError as problem:
-            return await self.show(req, resp, person, workspace_id, status=400, alert_error=str(problem),
+            return await self.show(req, resp, person, workspace_id, status=400, alert_error=told(problem),
                                    typed=form.get("balance_alert", ""))
         self.web.redirect(resp, f"/dashboard/w/{workspace_id}/overview")
 

@@ -14,7 +14,7 @@ import falcon.asgi
 
 from sandesh.domain.application import Sandesh
 from sandesh.domain.errors import InvalidInput, InvalidTransition
-from sandesh.domain.person import MAX_PASSWORD, MIN_PASSWORD, OPERATOR, SENDER, sees
+from sandesh.domain.person import OPERATOR, SENDER, sees
 from sandesh.domain.signin import SignInRefused
 from sandesh.domain.usecases.people import SignInTry
 from sandesh.projections.storage import sessions
@@ -22,7 +22,7 @@ from sandesh.projections.storage import sessions
 from ..waiting import Blocking, Busy, Hashing
 from . import i18n
 from .web import HERE, SESSION, TooLarge, Upload, Web
-from .i18n import Said, _
+from .i18n import Said, _, told
 
 SIGN_IN = "/dashboard/sign-in"
 WRONG = _("Email or password is wrong.")
@@ -64,14 +64,6 @@ def too_many_sign_ins(seconds: int) -> str:
 def too_many_tries(seconds: int) -> str:
     """The throttle's refusal of setting up an authenticator app."""
     return _wait_said(TRIES, seconds)
-
-
-def password_said(problem: str) -> str:
-    """The domain's words for a refused new password (domain/person.py, `password_problem`),
-    marked for the catalog; any other problem as it is."""
-    known = {f"Use at least {MIN_PASSWORD} characters.": _("Use at least %(count)s characters.", count=MIN_PASSWORD),
-             f"Use at most {MAX_PASSWORD} characters.": _("Use at most %(count)s characters.", count=MAX_PASSWORD)}
-    return known.get(problem, problem)
 
 
 SENDERS_SEE = _("Senders see the Send, Campaigns, Contacts, Templates and Messages pages of their workspace.")
@@ -353,7 +345,7 @@ class SetPassword(Page):
             if found is None:
                 return self._invalid(req, resp)
             return self.web.page(req, resp, "set_password.html", status=400, title=_("Set your password"),
-                                 email=found.email, error=password_said(str(problem)))
+                                 email=found.email, error=told(problem))
         except InvalidTransition:
             return self._invalid(req, resp)
         await self.blocking(self._end_all, person.id)  # a new password ends every session of the old one

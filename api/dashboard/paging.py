@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 import falcon.asgi
 
-from .i18n import Said, _
+from .i18n import told
 from .shown import day_start, next_day_start
 
 PAGE = 50
@@ -27,21 +27,10 @@ def day_range(typed: dict[str, str]) -> tuple[float | None, float | None, dict[s
             try:
                 day = typed_day(typed[name])
             except ValueError as problem:
-                errors[name] = _day_problem(typed[name], str(problem))
+                errors[name] = told(problem)
                 continue
             bounds[name] = next_day_start(day) if name == "to" else day_start(day)
     return bounds["from"], bounds["to"], errors
-
-
-def _day_problem(text: str, problem: str) -> Said | str:
-    """The problem domain/bs.py found with a typed day, as the page says it (the same English)."""
-    shown = repr(text)
-    for said in (_("%(typed)s is not a date (YYYY-MM-DD, AD or BS)", typed=shown),
-                 _("%(typed)s is no day of the BS calendar", typed=shown),
-                 _("%(typed)s is no day of the AD calendar", typed=shown)):
-        if said == problem:
-            return said
-    return problem
 
 
 def requested(req: falcon.asgi.Request) -> tuple[str, str] | None:

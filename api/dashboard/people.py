@@ -13,7 +13,7 @@ from sandesh.domain.person import (WORKSPACE_ROLES, actor_of, check_name, check_
 from sandesh.projections import people
 
 from .pages import Page
-from .i18n import _
+from .i18n import _, told
 
 OWNERS_ONLY = _("Only an owner of the workspace manages its people.")
 # Whether the address is of this workspace, of another or of the operator team is not said: an
@@ -60,7 +60,7 @@ class People(PeoplePage):
         except NameTaken:  # the same words whichever workspace the address is of: none is named
             return await self.show(req, resp, person, workspace_id, status=400, errors={"email": TAKEN}, typed=form)
         except DomainError as problem:
-            return await self.show(req, resp, person, workspace_id, status=400, errors={"email": str(problem)},
+            return await self.show(req, resp, person, workspace_id, status=400, errors={"email": told(problem)},
                                    typed=form)
         link = self.web.link(f"/dashboard/set-password/{token}")
         await self.show(req, resp, person, workspace_id, link={"email": invited.email, "url": link})
@@ -89,7 +89,7 @@ class PersonAction(PeoplePage):
             return self.web.not_found(req, resp, person)
         except DomainError as problem:
             return await self.show(req, resp, person, workspace_id, status=400,
-                                   errors={f"{person_id}:{action}": str(problem)})
+                                   errors={f"{person_id}:{action}": told(problem)})
         self.web.redirect(resp, f"/dashboard/w/{workspace_id}/people")
 
 
@@ -100,5 +100,5 @@ def problems(form: dict[str, str]) -> dict[str, str]:
         try:
             check(form.get(field, ""))
         except InvalidInput as problem:
-            found[field] = str(problem)
+            found[field] = told(problem)
     return found

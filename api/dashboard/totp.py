@@ -19,13 +19,9 @@ from sandesh.projections.storage import sessions
 from ..waiting import Busy
 from .pages import SIGN_IN, Page, too_busy, too_many_sign_ins, too_many_tries
 from .web import TOTP_USE
-from .i18n import _
+from .i18n import _, told
 
 WRONG_CODE = _("That code is not right: type the 6 digits the app shows now.")
-# The domain's other refusals of setting up an app (domain/usecases/people.py, `enroll_totp`;
-# domain/person.py, `use_totp`), marked for the catalog: the page says them with `said`.
-REFUSALS = (_("To replace your app, type a code it shows now, or your password."),
-            _("To set up an app, type your password too."), _("this code was used already"))
 
 
 class Code(Page):
@@ -99,7 +95,7 @@ class Enroll(Page):
             return await self._show(req, resp, person, status=429,
                                     error=too_many_tries(refused.wait))
         except (InvalidInput, InvalidTransition) as problem:
-            return await self._show(req, resp, person, status=400, error=str(problem))
+            return await self._show(req, resp, person, status=400, error=told(problem))
         if self.signing_in:
             return await self.begin(req, resp, person["id"], person["email"])
         self.web.redirect(resp, "/dashboard")

@@ -17,14 +17,13 @@ from sandesh.projections import registry, webhooks
 from .pages import VIEWERS_READ, Page
 from .paging import choices, client_choices
 from .shown import typed_moment
-from .i18n import _
+from .i18n import _, told
 
 SHOWN = 200
 STATES = (ATTEMPTING, WAITING, DELIVERED, DEAD)
 OUTAGE_FIELDS = ("outage_client", "since", "until", "outage_state")
-# The states' names, as the page shows them (`said(delivery.state)`: domain/webhook.py), and the
-# domain's problem of an outage's span (Webhooks.redeliver_outage), for the catalog
-NAMES = (_("attempting"), _("waiting"), _("delivered"), _("dead"), _("since must not be later than until"))
+# The states' names, as the page shows them (`said(delivery.state)`: domain/webhook.py), for the catalog
+NAMES = (_("attempting"), _("waiting"), _("delivered"), _("dead"))
 
 
 class Webhooks(Page):
@@ -126,7 +125,7 @@ class Outage(Webhooks):
             except NotFound:
                 errors["outage_client"] = _("no such client in this workspace")
             except InvalidInput as problem:
-                errors["outage_state" if "state" in str(problem) else "until"] = str(problem)
+                errors["outage_state" if "state" in str(problem) else "until"] = told(problem)
         await self.show(req, resp, person, workspace_id, {"state": "", "client": ""}, status=400, outage=typed,
                         errors=errors)
 

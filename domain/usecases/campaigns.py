@@ -26,6 +26,7 @@ from ..ports import (CampaignProgress, ContactBook, Drafts, KeptTemplate, OptOut
                      Texts)
 from ..preview import Preview as TextPreview, preview as text_preview
 from ..recipients import Listed, Recipient, read_typed
+from ..said import Said, _
 from ..sending import SendRequest
 from ..steps import Read, Steps, retried, run
 from .contacts import open_fields
@@ -34,9 +35,10 @@ from .sending import Sending, text_key
 
 CANCEL_BATCH = 500  # messages canceled in one append
 DASHBOARD_BRAND = "Dashboard"
-REFUSED = {"forbidden": "This workspace may not send {type} messages: ask the operators.",
-           "sms_disabled": "Sending is switched off for now by the operators. Try again later.",
-           "unavailable": "No SIM can send right now. Try again in a few minutes."}
+# A send's refusal (domain/sending.py, `refusal`) by its code, as the Send page says it
+REFUSED = {"forbidden": _("This workspace may not send %(type)s messages: ask the operators."),
+           "sms_disabled": _("Sending is switched off for now by the operators. Try again later."),
+           "unavailable": _("No SIM can send right now. Try again in a few minutes.")}
 
 
 def dashboard_client_id(workspace_id: str) -> str:
@@ -85,7 +87,7 @@ class Campaigns:
         recipient, at the workspace's rates, as POST /v1/sms/preview answers them."""
         state = self.states.of(workspace_id)
         if state is None:
-            raise NotFound(f"no workspace {workspace_id!r}")
+            raise NotFound(_("no workspace %(id)s", id=repr(workspace_id)))
         return text_preview(text, state.rates, message_type if message_type in TYPES else TYPES[0])
 
     def preview(self, workspace_id: str, person_id: str, form: SendForm) -> Preview:
@@ -94,12 +96,12 @@ class Campaigns:
         else the form's problems.  Nothing is charged."""
         sources = form.sources
         if len(sources) > 1:
-            return Preview(form.text, {"recipients": f"Send to one of {', '.join(sources)}, not to {len(sources)} at once."})
+            return Preview(form.text, {"recipients": too_many_sources(sources)})
         text, template = form.text, None
         if form.template_id:
             template = self._template(workspace_id, form.template_id)
             if template is None:
-                return Preview(text, {"template": "That template is gone: choose another."})
+                return Preview(text, {"template": _("That template is gone: choose another.")})
             text = text if text.strip() else template.text
         listed = self._listed(workspace_id, form)
         errors = problems(form, text, listed, self.clock.now())
@@ -125,11 +127,11 @@ class Campaigns:
         draft = self._draft(workspace_id, person_id, token)
         try:
             if draft is None:
-                raise InvalidTransition("This preview is older than an hour: preview again.")
+                raise InvalidTransition(_("This preview is older than an hour: preview again."))
             self._ready()
             planned = self._plan(workspace_id, draft)
             if not planned.messages:
-                raise InvalidRequest(["recipients"], "No recipient is left to send to.", "empty")
+                raise InvalidRequest(["recipients"], _("No recipient is left to send to."), "empty")
         except (InvalidTransition, InvalidRequest, Refused) as problem:
             made = self.log.find(wanted, Campaign)  # sent by the same form before (its draft may be gone since)
             return Sent(made.id) if made is not None else NotSent(said(problem, draft.message_type if draft else ""))
@@ -139,7 +141,8 @@ class Campaigns:
                                f"the campaign {wanted}"), self.log.save)
         except InsufficientBalance:
             short = (planned.total - planned.balance) / 100
-            return NotSent(f"The balance is short of the campaign's cost by NPR {short:,.2f}; nothing was sent.", planned)
+            return NotSent(_("The balance is short of the campaign's cost by NPR %(short)s; nothing was sent.",
+                             short=format(short, ",.2f")), planned)
 
     def find(self, workspace_id: str, campaign_id_: str) -> Campaign | None:
         found = self.log.find(campaign_id_, Campaign)
@@ -152,7 +155,7 @@ class Campaigns:
         self._ready()
         campaign = self.find(workspace_id, campaign_id_)
         if campaign is None:
-            raise NotFound(f"no campaign {campaign_id_!r}")
+            raise NotFound(_("no campaign %(id)s", id=repr(campaign_id_)))
         gone = self.progress.gone(campaign.id)
         wanted = [m for m in campaign.message_ids if m not in gone]
         done: list[Message] = []
@@ -167,15 +170,16 @@ class Campaigns:
     def _ready(self) -> None:
         """InvalidTransition until every running process reads a campaign (the upgrade gate)."""
         if not self.log.writes(Campaign.Created):
-            raise InvalidTransition("Sending from the dashboard starts once the upgrade to this release is "
-                                    "finalized (`sandesh upgrade finalize`).")
+            raise InvalidTransition(_("Sending from the dashboard starts once the upgrade to this release is "
+                                      "finalized (`sandesh upgrade finalize`)."))
 
     def _state(self, workspace_id: str) -> SendingState:
         state = self.states.of(workspace_id)
         if state is None:
-            raise InvalidTransition("no such workspace")
-        if state.status != "active":
-            raise InvalidTransition(f"The workspace is {state.status}: it sends once the operators activate it.")
+            raise InvalidTransition(_("no such workspace"))
+        if state.status != "active":  # the status said in the page's language: the catalog has its name
+            raise InvalidTransition(_("The workspace is %(status)s: it sends once the operators activate it.",
+                                      status=Said(state.status)))
         return state
 
     def _template(self, workspace_id: str, template_id: str) -> KeptTemplate | None:
@@ -195,8 +199,8 @@ class Campaigns:
         """The recipients of a contact list, numbered as the list shows them, with their columns."""
         found = self.book.contact_list(workspace_id, list_id)
         if found is None:
-            return Listed(errors={"list": "That contact list is gone: choose another."})
-        listed = Listed(source=f"the contact list {found.name!r}")
+            return Listed(errors={"list": _("That contact list is gone: choose another.")})
+        listed = Listed(source=_("the contact list %(name)s", name=repr(found.name)))
         columns: dict[str, None] = {}
         for n, contact in enumerate(found.contacts, start=1):
             fields = open_fields(self.texts, contact.fields)
@@ -278,7 +282,17 @@ class Campaigns:
 
 
 def said(problem: InvalidTransition | InvalidRequest | Refused, message_type: str) -> str:
-    """Why nothing is planned or sent, as the Send page says it."""
+    """Why nothing is planned or sent, as the Send page says it (the type's name in the page's
+    language too: the catalog has it)."""
     if isinstance(problem, Refused):
-        return REFUSED.get(problem.code, problem.code).format(type=message_type)
-    return str(problem)
+        found = REFUSED.get(problem.code)
+        return Said(found.english, type=Said(message_type)) if found is not None else problem.code
+    return problem.args[0]
+
+
+def too_many_sources(sources: list[str]) -> Said:
+    """The recipients come from one place at a time: the typed numbers, a file or a list."""
+    if len(sources) == 2:
+        return _("Send to one of %(first)s, %(second)s, not to 2 at once.", first=sources[0], second=sources[1])
+    return _("Send to one of %(first)s, %(second)s, %(third)s, not to 3 at once.", first=sources[0],
+             second=sources[1], third=sources[2])

@@ -15,6 +15,7 @@ from ..contacts import ContactList, Template, check_name, new_list, new_template
 from ..errors import InvalidInput, InvalidTransition, NotFound
 from ..ports import Texts
 from ..recipients import Recipient
+from ..said import _
 from .log import Log
 
 ADDED_EVENT = 1000  # contacts in one Added event; a list of 10,000 is ten of them in one append
@@ -28,8 +29,8 @@ class Contacts:
     def ready(self) -> None:
         """InvalidTransition until every running process reads these events (the upgrade gate)."""
         if not self.log.writes(ContactList.Created):
-            raise InvalidTransition("Contact lists and templates start once the upgrade to this release is "
-                                    "finalized (`sandesh upgrade finalize`).")
+            raise InvalidTransition(_("Contact lists and templates start once the upgrade to this release is "
+                                      "finalized (`sandesh upgrade finalize`)."))
 
     def create_list(self, workspace_id: str, name: str, contacts: Sequence[Recipient], actor: str) -> ContactList:
         """A new list, with its first contacts in the same append."""
@@ -67,9 +68,9 @@ class Contacts:
         self.ready()
         name = check_name(name, "template")
         if not text.strip():
-            raise InvalidInput("Type the template's text.")
+            raise InvalidInput(_("Type the template's text."))
         if len(text) > MAX_TEMPLATE:
-            raise InvalidInput(f"A template holds at most {MAX_TEMPLATE:,} characters.")
+            raise InvalidInput(_("A template holds at most %(most)s characters.", most=format(MAX_TEMPLATE, ",")))
         sealed = self.texts.seal(workspace_id, text)
         now = self.clock.now()
         found = self.log.find(template_id(workspace_id, name), Template)
@@ -85,20 +86,20 @@ class Contacts:
         self.ready()
         found = self.log.find(template, Template)
         if found is None or found.workspace_id != workspace_id or found.deleted:
-            raise NotFound(f"no template {template!r}")
+            raise NotFound(_("no template %(id)s", id=repr(template)))
         found.delete(actor, self.clock.now())
         self.log.save(found)
 
     def _list(self, workspace_id: str, list_id: str) -> ContactList:
         found = self.log.find(list_id, ContactList)
         if found is None or found.workspace_id != workspace_id or found.deleted:
-            raise NotFound(f"no contact list {list_id!r}")
+            raise NotFound(_("no contact list %(id)s", id=repr(list_id)))
         return found
 
     def _add(self, contact_list: ContactList, contacts: Sequence[Recipient], actor: str) -> None:
         """The contacts, each number once (its last row's columns), in events of ADDED_EVENT."""
         if not contacts:
-            raise InvalidInput("No contact to add: type numbers, or upload a list.")
+            raise InvalidInput(_("No contact to add: type numbers, or upload a list."))
         last = {c.number: c.fields for c in contacts}
         key = self.texts.key(contact_list.workspace_id)
         sealed = [[number, self.texts.seal_with(key, orjson.dumps(fields).decode()) if fields else ""]

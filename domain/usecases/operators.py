@@ -19,6 +19,7 @@ from ..optout import OptOut, optout_id
 from ..otp import OTP_MESSAGE_FROM, check_fits, check_template, check_web_domain
 from ..ports import Sealer, Texts
 from ..promo_hours import parse as parse_promo_hours
+from ..said import _
 from ..sim import SMS_SWITCH_ID, SmsSwitch
 from ..steps import Steps, retried, run
 from ..types import MESSAGE_TYPES, default_rates
@@ -98,8 +99,8 @@ class Operators:
         """What the workspace answers a recipient's words with (domain/optout.py): its help text
         ('' for none) and whether opt-outs are confirmed; None leaves either as it is."""
         if not self.log.writes(Workspace.RepliesSet):
-            raise InvalidTransition(f"A workspace's replies can be set once the upgrade to {REPLIES_FROM} is "
-                                    "finalized (`sandesh upgrade finalize`).")
+            raise InvalidTransition(_("A workspace's replies can be set once the upgrade to %(release)s is finalized "
+                                      "(`sandesh upgrade finalize`).", release=REPLIES_FROM))
         workspace = self._workspace(workspace_id)
         workspace.set_replies(check_help_text(help_text) if help_text is not None else workspace.help_text,
                               confirmations if confirmations is not None else workspace.confirmations,
@@ -110,8 +111,8 @@ class Operators:
         """`sandesh workspace set-balance-alert WS NPR|off`, or an owner on the Overview: below
         it, the owners are told by e-mail, and the Overview says so."""
         if not self.log.writes(Workspace.BalanceAlertSet):
-            raise InvalidTransition(f"A balance alert can be set once the upgrade to {BALANCE_ALERT_FROM} is "
-                                    "finalized (`sandesh upgrade finalize`).")
+            raise InvalidTransition(_("A balance alert can be set once the upgrade to %(release)s is finalized "
+                                      "(`sandesh upgrade finalize`).", release=BALANCE_ALERT_FROM))
         threshold = balance_alert(npr)
         workspace = self._workspace(workspace_id)
         workspace.set_balance_alert(threshold, actor=actor, at=self.clock.now())
@@ -141,8 +142,8 @@ class Operators:
         if brand is None:
             brand = workspace.name
             if problem := brand_problem(brand.strip()):
-                raise InvalidTransition(f"the workspace's name cannot be a brand ({problem}): the operator team "
-                                        "creates this workspace's clients")
+                raise InvalidTransition(_("the workspace's name cannot be a brand (%(problem)s): the operator team "
+                                          "creates this workspace's clients", problem=problem))
         key, secret = new_api_key(), new_webhook_secret()
         client = Client(
             workspace_id=workspace_id, brand=check_brand(brand), webhook_url=self._webhook_url(webhook_url),
@@ -195,11 +196,13 @@ class Operators:
             changes["rate_limit"] = check_rate_limit(rate_limit)
         client = self._client(client_id)
         if (otp_template is not None or otp_web_domain is not None) and not self.log.finalized_at(OTP_MESSAGE_FROM):
-            raise InvalidTransition(f"A client's OTP message can be set once the upgrade to {OTP_MESSAGE_FROM} is "
-                                    "finalized (`sandesh upgrade finalize`): earlier releases do not know it.")
+            raise InvalidTransition(_("A client's OTP message can be set once the upgrade to %(release)s is finalized "
+                                      "(`sandesh upgrade finalize`): earlier releases do not know it.",
+                                      release=OTP_MESSAGE_FROM))
         if services.given and not self.log.finalized_at(SERVICES_FROM):
-            raise InvalidTransition(f"A client's compat type, keywords, reply URL and default reply can be set once "
-                                    f"the upgrade to {SERVICES_FROM} is finalized (`sandesh upgrade finalize`).")
+            raise InvalidTransition(_("A client's compat type, keywords, reply URL and default reply can be set once "
+                                      "the upgrade to %(release)s is finalized (`sandesh upgrade finalize`).",
+                                      release=SERVICES_FROM))
         brand_then, domain_then, template_then = str(changes.get("brand", client.brand)), client.otp_web_domain, \
             client.otp_template
         if otp_web_domain is not None:
@@ -213,7 +216,7 @@ class Operators:
         if services.compat_type is not None:
             changes["compat_type"] = check_compat_type(services.compat_type)
         if services.reply_url is not None:
-            changes["reply_url"] = self._webhook_url(services.reply_url, "reply URL", ("https", "http"))
+            changes["reply_url"] = self._webhook_url(services.reply_url, reply=True)
         if services.default_reply is not None:
             changes["default_reply"] = check_default_reply(services.default_reply)
         now = self.clock.now()
@@ -227,8 +230,8 @@ class Operators:
     def request_brand(self, client_id: str, brand: str, actor: str) -> Client:
         """The workspace asks the operator team for a brand (docs/dashboard.md, "API clients")."""
         if not self.log.writes(Client.BrandRequested):
-            raise InvalidTransition(f"Asking for a brand starts once the upgrade to {BRAND_REQUESTS_FROM} is "
-                                    "finalized (`sandesh upgrade finalize`).")
+            raise InvalidTransition(_("Asking for a brand starts once the upgrade to %(release)s is finalized "
+                                      "(`sandesh upgrade finalize`).", release=BRAND_REQUESTS_FROM))
         client = self._client(client_id)
         client.request_brand(check_brand(brand), actor=actor, at=self.clock.now())
         return self._saved(client)
@@ -245,8 +248,8 @@ class Operators:
         client.dismiss_brand_request(brand, actor=actor, at=self.clock.now())
         return self._saved(client)
 
-    def _webhook_url(self, url: str | None, what: str = "webhook URL", schemes: tuple[str, ...] = ("https",)) -> str | None:
-        checked = check_webhook_url(url, what, schemes)
+    def _webhook_url(self, url: str | None, reply: bool = False) -> str | None:
+        checked = check_webhook_url(url, reply)
         if checked is not None:
             self.webhook_guard(checked)
         return checked
@@ -277,8 +280,8 @@ class Operators:
         self._workspace(workspace_id)
         normalised = phone.normalise(number.strip())
         if normalised is None:
-            raise InvalidInput(f"{number!r} is not a Nepal mobile number: 977 and 10 digits starting 96, 97 or 98, "
-                               "e.g. 9779812345678")
+            raise InvalidInput(_("%(typed)s is not a Nepal mobile number: 977 and 10 digits starting 96, 97 or 98, "
+                                 "e.g. 9779812345678", typed=repr(number)))
 
         def attempt() -> Steps[tuple[tuple[OptOut, ...], bool]]:
             optout = (self.log.find(optout_id(workspace_id, normalised), OptOut)

@@ -14,6 +14,7 @@ from ..errors import InvalidInput, InvalidTransition, NameTaken, NotFound
 from ..person import (LINK_HOURS, OPERATOR, OWNER, Person, actor_of, check_name, check_role, new_link_token,
                       normalise_email, password_problem, person_id, person_of_token)
 from ..ports import PasswordHasher, Sealer, Sessions, SignInTries
+from ..said import _
 from ..signin import SignInRefused, TryKeys, turn_of
 from ..totp import matching_step
 from ..workspace import Workspace
@@ -107,7 +108,7 @@ class People:
         if person is None or person.removed or person.workspace_id != workspace_id:
             raise NotFound(f"no person {target!r} in this workspace")
         if person.email == by:
-            raise InvalidTransition("you cannot change your own role or remove yourself; ask another owner")
+            raise InvalidTransition(_("you cannot change your own role or remove yourself; ask another owner"))
         return person
 
     def person_of_link(self, token: str) -> Person | None:
@@ -123,7 +124,7 @@ class People:
             raise InvalidInput(problem)
         person = self.person_of_link(token)
         if person is None:
-            raise InvalidTransition("this link is not valid: it was used, replaced or is older than 24 hours")
+            raise InvalidTransition(_("this link is not valid: it was used, replaced or is older than 24 hours"))
         person.set_password(token, self.hasher.hash(password), at=self.clock.now())
         self.log.save(person)
         return person
@@ -219,7 +220,7 @@ class People:
             self._proven(person, proof, ip, now)
         step = matching_step(secret, code, now, after=0)  # no code of this new secret was ever accepted
         if step is None:
-            raise InvalidInput("That code is not right: type the 6 digits the app shows now.")
+            raise InvalidInput(_("That code is not right: type the 6 digits the app shows now."))
         person.enroll_totp(self.sealer.seal(secret), max(step, person.totp_step), at=now)
         self.log.save(person)
         return person
@@ -232,8 +233,8 @@ class People:
         if step is not None:
             person.use_totp(step, at=now)  # a code is never accepted twice
         elif not (person.password_hash is not None and proof and self.hasher.verify(person.password_hash, proof)):
-            raise InvalidInput("To replace your app, type a code it shows now, or your password."
-                               if person.totp_sealed is not None else "To set up an app, type your password too.")
+            raise InvalidInput(_("To replace your app, type a code it shows now, or your password.")
+                               if person.totp_sealed is not None else _("To set up an app, type your password too."))
         self.tries.succeeded(attempt.id)
 
     def _try(self, email: str, ip: str, device: str | None = None) -> SignInTry:

@@ -12,6 +12,7 @@ from ..clock import Clock, iso
 from ..errors import InvalidInput, InvalidTransition, NotFound
 from ..ports import Sealer, WebhookHistory
 from ..redelivery import Redelivery
+from ..said import _
 from ..steps import Read, Steps, retried, run
 from ..webhook import DEAD, REDELIVERABLE, WebhookDelivery, new_delivery
 from .log import Log
@@ -86,7 +87,7 @@ class Webhooks:
         states = _states(state)
         until = now if until is None else until
         if since > until:
-            raise InvalidInput("since must not be later than until")
+            raise InvalidInput(_("since must not be later than until"))
         client = self.log.get(client_id, Client, "client")
         if workspace_id is not None and client.workspace_id != workspace_id:
             raise NotFound(f"no client {client_id!r} in workspace {workspace_id!r}")
@@ -116,5 +117,5 @@ def _states(state: str | None) -> tuple[str, ...]:
     if state is None:
         return REDELIVERABLE
     if state not in REDELIVERABLE:
-        raise InvalidInput(f"state must be one of {', '.join(REDELIVERABLE)}")
+        raise InvalidInput(_("state must be one of %(states)s", states=", ".join(REDELIVERABLE)))
     return (state,)

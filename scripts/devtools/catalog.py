@@ -1,6 +1,7 @@
 """The dashboard's message catalog (api/dashboard/i18n.py): `python -m scripts.devtools.catalog`
-extracts every marked string of the workspace's pages (their templates, and `_()` in the
-dashboard's Python; the operator console's are English and not extracted) into
+extracts every marked string of the workspace's pages (their templates, `_()` in the dashboard's
+Python, and `_()` in the domain's, whose refusals the pages show: domain/said.py; the operator
+console's are English and not extracted) into
 api/dashboard/locale/messages.pot, and merges it into the Nepali catalog, keeping what is
 translated.  `--check` changes nothing and lists the strings the Nepali catalog lacks; `--list
 FILE…` prints the strings of some files as JSON; `--fill FILE.json` writes Nepali strings
@@ -21,6 +22,7 @@ from jinja2.ext import babel_extract
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "api" / "dashboard"
+DOMAIN = ROOT / "domain"
 LOCALE = DASHBOARD / "locale"
 POT = LOCALE / "messages.pot"
 NEPALI = LOCALE / "ne" / "LC_MESSAGES" / "messages.po"
@@ -30,10 +32,11 @@ JINJA = {"extensions": "jinja2.ext.i18n", "newstyle_gettext": "true", "trimmed":
 
 
 def sources() -> Iterator[tuple[Path, str]]:
-    """The workspace pages' templates and Python modules (not the console's: templates/ops, ops/)."""
+    """The workspace pages' templates and Python modules (not the console's: templates/ops, ops/),
+    and the domain's modules, whose marked refusals the pages show."""
     for path in sorted((DASHBOARD / "templates").glob("*.html")):
         yield path, "jinja2"
-    for path in sorted(DASHBOARD.glob("*.py")):
+    for path in (*sorted(DASHBOARD.glob("*.py")), *sorted(DOMAIN.glob("*.py")), *sorted(DOMAIN.glob("usecases/*.py"))):
         yield path, "python"
 
 

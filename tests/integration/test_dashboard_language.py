@@ -1,7 +1,8 @@
 """The dashboard in Nepali and English (docs/dashboard.md, "Languages"), in Chromium against a
 real `sandesh serve`: the sign-in page follows Accept-Language; a person who chooses नेपाली sees
 every workspace page in Nepali, money in NPR's Nepali form, and keeps the choice in another
-browser after signing in again; no page at 360 px scrolls sideways in Nepali."""
+browser after signing in again; no page at 360 px scrolls sideways in Nepali; a refusal of the
+domain reads in Nepali with the value typed in it."""
 from __future__ import annotations
 
 import re
@@ -92,4 +93,23 @@ def test_no_workspace_page_scrolls_sideways_in_nepali_on_a_phone(browser: Browse
         expect(page.locator("html")).to_have_attribute("lang", "ne")
         wide = page.evaluate("document.documentElement.scrollWidth")
         assert wide <= 360, f"{name} is {wide} px wide at 360 px"
+    context.close()
+
+
+def test_a_refusal_of_the_domain_is_said_in_nepali_with_what_was_typed(browser: Browser, server: Any,  # noqa: F811
+                                                                      shop: dict[str, Any]):
+    """The domain marks its refusals (domain/said.py): the Overview's balance alert refuses `lots`
+    in the page's language, with `lots` in the sentence."""
+    context = browser.new_context(extra_http_headers={"Accept-Language": "en"})
+    page = context.new_page()
+    sign_in(page, server, shop["email"])
+    page.goto(f"{server.url}/dashboard/w/{shop['id']}/overview")
+    if page.locator("html").get_attribute("lang") != "ne":
+        page.get_by_role("button", name="नेपाली").click()
+    expect(page.locator("html")).to_have_attribute("lang", "ne")
+    page.get_by_label(NE("Balance alert: e-mail the owners when the balance falls below (NPR)")).fill("lots")
+    page.get_by_role("button", name=NE("Save the balance alert")).click()
+    said = NE("%(typed)s is not an amount in NPR (e.g. 10 or 12.50)") % {"typed": "'lots'"}
+    assert DEVANAGARI.search(said), said
+    expect(page.locator("#balance_alert_error")).to_have_text(said)
     context.close()

@@ -1,0 +1,28 @@
+"""A sentence a person of a workspace may read on the dashboard (docs/dashboard.md, "Languages"):
+a refusal the domain raises, kept with its English template and its values, so that a page can
+say it in the person's language (api/dashboard/i18n.py, `said`) while the API, the `sandesh`
+command and the logs read the English as before.
+
+`python -m scripts.devtools.catalog` finds every `_()` call of the domain's modules and puts its
+template in the dashboard's catalog, where the Nepali is written."""
+from __future__ import annotations
+
+from typing import Any
+
+
+class Said(str):
+    """The English sentence as a str, with the template (`english`) and the `values` of its
+    %(name)s places.  A value that is itself a Said (a role, a message type) is said in the
+    page's language too."""
+    english: str
+    values: dict[str, Any]
+
+    def __new__(cls, english: str, **values: Any) -> "Said":
+        made = super().__new__(cls, english % values if values else english)
+        made.english, made.values = english, values
+        return made
+
+
+def _(english: str, **values: Any) -> Said:
+    """Mark a sentence for the dashboard's catalog; `values` fill its %(name)s places."""
+    return Said(english, **values)
