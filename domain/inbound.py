@@ -10,6 +10,8 @@ service is asked (ServiceAsked, before the client's reply URL is called) and ans
 """
 from __future__ import annotations
 
+import hashlib
+
 from eventsourcing.domain import event
 
 from .aggregate import Aggregate
@@ -34,6 +36,12 @@ def sender_number(sender: str) -> str:
 def reply_owner(reply_id: str) -> str:
     """Who a reply's parts' key belongs to, until the reply is finished (domain/ports.py Texts)."""
     return f"reply:{reply_id}"
+
+
+def keyed_reply_id(sim_id: str, key: str) -> str:
+    """The id of the whole reply a device names by `key` (its inbox index and time, a phone's
+    message id): read twice, it is the same reply, which the log records once."""
+    return "in_" + hashlib.sha256(f"{sim_id}/{key}".encode()).hexdigest()[:32]
 
 
 class Reply(Aggregate):

@@ -9,7 +9,7 @@ from typing import Any
 from sandesh.domain.inbound import ATTRIBUTION_WINDOW
 from sandesh.domain.usecases.dispatch import KeywordOwner
 
-from . import device_cursors, dispatch, inbound, registry
+from . import dispatch, inbound, registry
 
 
 def record_part(runtime: Any, sim_id: str, sender: str, reference: int | None, total: int, sequence: int,
@@ -22,15 +22,13 @@ def record_part(runtime: Any, sim_id: str, sender: str, reference: int | None, t
 
 
 def record_once(runtime: Any, sim_id: str, key: str, sender: str, text: str) -> bool:
-    """A whole reply the device names by `key`: recorded unless the SIM recorded that key
-    before (a phone tells the same message by its webhook and in its inbox).  Whether it was."""
-    with runtime.connection() as conn:
-        if device_cursors.seen(conn, sim_id, key):
-            return False
-    record_part(runtime, sim_id, sender, None, 1, 1, text)
-    with runtime.connection() as conn:  # after: a crash between the two records it again, never loses it
-        device_cursors.mark(conn, sim_id, key)
-    return True
+    """A whole reply the device names by `key` (read from its inbox again after a crash, or told
+    by a phone's webhook and in its inbox): recorded once, its id being the key's, and finished
+    by whichever call finds it unfinished.  Whether this call recorded it."""
+    reply, recorded = runtime.sandesh.dispatch.store_keyed_reply(sim_id, key, sender, text)
+    if not reply.complete:
+        finish(runtime, reply.id)
+    return recorded
 
 
 def finish(runtime: Any, reply_id: str) -> None:

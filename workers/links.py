@@ -227,8 +227,8 @@ class HilinkLink(_NetworkLink):
     def collect(self, arrivals: Arrivals, everything: bool = False) -> None:
         def take(message: Inbound) -> None:
             sender = international(message.sender)
-            if message.report is None:
-                arrivals.reply(sender, message.text)
+            if message.report is None:  # named by its index and time: read again before its delete, the same reply
+                arrivals.reply(sender, message.text, key=f"{message.index} {message.received}")
             else:
                 arrivals.report(sender, message.report)
 

@@ -12,7 +12,7 @@ from eventsourcing.persistence import IntegrityError
 from ..client import first_word
 from ..clock import NEPAL, Clock
 from ..errors import InsufficientBalance
-from ..inbound import Reply, reply_owner
+from ..inbound import Reply, keyed_reply_id, reply_owner
 from ..message import TEXT_ERASED, Message
 from ..optout import HELP, RECIPIENT, REPLY, STOP, HelpSent, OptOut, confirmation, help_id, optout_id, reply_word
 from ..ports import Texts
@@ -92,6 +92,19 @@ class Dispatch:
         reply.store_part(sequence, self.texts.seal(reply_owner(reply.id), text), at=now)
         self.log.save(reply)
         return reply
+
+    def store_keyed_reply(self, sim_id: str, key: str, sender: str, text: str) -> tuple[Reply, bool]:
+        """A whole reply a device names by `key`, recorded once however often it is read (its id is
+        the key's, `keyed_reply_id`): the reply, and whether this call recorded it."""
+        reply_id, now = keyed_reply_id(sim_id, key), self.clock.now()
+        reply = Reply._create(Reply.Opened, id=reply_id, sim_id=sim_id, sender=sender, reference=None, total=1,
+                              at=now)
+        reply.store_part(1, self.texts.seal(reply_owner(reply_id), text), at=now)
+        try:
+            self.log.save(reply)
+            return reply, True
+        except IntegrityError:  # read before: by this SIM's thread, or posted by the phone
+            return self.reply(reply_id), False
 
     def reply(self, reply_id: str) -> Reply:
         return self.log.get(reply_id, Reply, "reply")
