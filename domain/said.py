@@ -26,3 +26,25 @@ class Said(str):
 def _(english: str, **values: Any) -> Said:
     """Mark a sentence for the dashboard's catalog; `values` fill its %(name)s places."""
     return Said(english, **values)
+
+
+def told(problem: Exception) -> str:
+    """What a refusal says: the sentence it was raised with, as marked (a page shows it in its
+    language), else its English."""
+    sentence = problem.args[0] if problem.args else None
+    return sentence if isinstance(sentence, Said) else str(problem)
+
+
+def packed(value: Any) -> Any:
+    """A Said as JSON keeps it ({"said": template, "values": …}), for a process that hands it to
+    another (the upload reader's child); anything else as it is."""
+    if isinstance(value, Said):
+        return {"said": value.english, "values": {name: packed(v) for name, v in value.values.items()}}
+    return value
+
+
+def unpacked(value: Any) -> Any:
+    """The Said that `packed` kept, made again; anything else as it is."""
+    if isinstance(value, dict) and "said" in value:
+        return Said(value["said"], **{name: unpacked(v) for name, v in value["values"].items()})
+    return value

@@ -25,7 +25,7 @@ from babel.support import NullTranslations, Translations
 from markupsafe import Markup, escape
 
 from sandesh.domain.person import LANGUAGES, OPERATOR
-from sandesh.domain.said import Said, _
+from sandesh.domain.said import Said, _, told  # noqa: F401 (told: the pages' import)
 
 ENGLISH, NEPALI = "en", "ne"
 LOCALE = Path(__file__).resolve().parent / "locale"
@@ -85,13 +85,6 @@ def language_of(person: dict[str, Any] | None, cookie: str | None, accept_langua
         if choice in LANGUAGES:
             return choice
     return from_header(accept_language) or ENGLISH
-
-
-def told(problem: Exception) -> str:
-    """What a refused action says on a page: the sentence it was raised with, as marked (shown
-    in the page's language), else its English."""
-    sentence = problem.args[0] if problem.args else None
-    return sentence if isinstance(sentence, Said) else str(problem)
 
 
 def sayer(translations: NullTranslations) -> Callable[[Any], Any]:

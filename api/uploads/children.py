@@ -31,6 +31,7 @@ from typing import Any
 import orjson
 
 from sandesh.domain.recipients import Listed, Recipient, Refusal
+from sandesh.domain.said import Said, _, packed, unpacked
 
 from .files import read_file
 
@@ -44,17 +45,19 @@ OUT_OF_TIME = 3  # a child's exit status when a file took its CPU_SECONDS
 OUT_OF_TIME_MARK = b"\xff"
 TAKEN = b"+"  # a child's first byte of each answer: it has read the whole file
 
-BUSY = "Other lists are being read just now: try again in a minute."
-LATE = "The file could not be read in time: try again in a minute."
-UNREADABLE = "The file could not be read: save it again from Excel, as XLSX or as CSV UTF-8."
+BUSY = _("Other lists are being read just now: try again in a minute.")
+LATE = _("The file could not be read in time: try again in a minute.")
+UNREADABLE = _("The file could not be read: save it again from Excel, as XLSX or as CSV UTF-8.")
 
 
-def too_slow(cpu_seconds: int) -> str:
-    return f"The file took more than {cpu_seconds} seconds to read: upload a smaller list, or save it as CSV."
+def too_slow(cpu_seconds: int) -> Said:
+    return _("The file took more than %(seconds)s seconds to read: upload a smaller list, or save it as CSV.",
+             seconds=cpu_seconds)
 
 
-def too_big(memory: int) -> str:
-    return f"The file took more than {memory // 2**20} MB to read: upload a smaller list, or save it as CSV."
+def too_big(memory: int) -> Said:
+    return _("The file took more than %(mb)s MB to read: upload a smaller list, or save it as CSV.",
+             mb=memory // 2**20)
 
 
 class Readers:
@@ -133,8 +136,9 @@ class Readers:
 
 def _read_of(answer: dict[str, Any]) -> Listed:
     return Listed(recipients=[Recipient(line, number, fields) for line, number, fields in answer["recipients"]],
-                refused=[Refusal(line, given, reason) for line, given, reason in answer["refused"]],
-                columns=answer["columns"], source=answer["source"], errors=answer["errors"])
+                refused=[Refusal(line, given, unpacked(reason)) for line, given, reason in answer["refused"]],
+                columns=answer["columns"], source=unpacked(answer["source"]),
+                errors={name: unpacked(error) for name, error in answer["errors"].items()})
 
 
 # The child
@@ -163,8 +167,9 @@ def main(memory: int, cpu_seconds: int) -> None:
             read = Listed(errors={"file": UNREADABLE})
         del data
         answer = orjson.dumps({"recipients": [[r.line, r.number, r.fields] for r in read.recipients],
-                               "refused": [[r.line, r.given, r.reason] for r in read.refused],
-                               "columns": read.columns, "source": read.source, "errors": read.errors})
+                               "refused": [[r.line, r.given, packed(r.reason)] for r in read.refused],
+                               "columns": read.columns, "source": packed(read.source),
+                               "errors": {name: packed(error) for name, error in read.errors.items()}})
         answers.write(struct.pack(">I", len(answer)) + answer)
         answers.flush()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 from sandesh.domain.recipients import MAX_FIELD, Listed, table
+from sandesh.domain.said import _, told
 
 from .limits import MAX_UPLOAD, TOO_LARGE, Table, Unread, too_long
 
@@ -33,9 +34,9 @@ def _csv(data: bytes, found: Table) -> list[list[str]]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise Unread("The file is not UTF-8 text: in Excel, save it as \"CSV UTF-8\", or upload the XLSX.") from None
+        raise Unread(_("The file is not UTF-8 text: in Excel, save it as \"CSV UTF-8\", or upload the XLSX.")) from None
     if "\x00" in text:
-        raise Unread("The file is not a CSV file: upload a CSV or an XLSX workbook.")
+        raise Unread(_("The file is not a CSV file: upload a CSV or an XLSX workbook."))
     try:
         dialect = csv.Sniffer().sniff(text[:SNIFFED], delimiters=",;\t")
     except csv.Error:
@@ -52,7 +53,7 @@ def _csv(data: bytes, found: Table) -> list[list[str]]:
     except csv.Error as error:
         if "field larger than field limit" in str(error):
             raise Unread(too_long(row + 1)) from None
-        raise Unread(f"Row {row + 1:,} of the file is not CSV: {error}.") from None
+        raise Unread(_("Row %(row)s of the file is not CSV: %(error)s.", row=format(row + 1, ","), error=error)) from None
     finally:
         csv.field_size_limit(previous)
     return found.rows
@@ -65,13 +66,13 @@ def read_file(filename: str, data: bytes, number_column: str) -> Listed:
     try:
         rows = rows_of(filename, data)
     except ValueError as problem:
-        found.errors["file"] = str(problem)
+        found.errors["file"] = told(problem)
         return found
     try:
         found.recipients, found.refused, found.columns, column = table(rows, number_column.strip() or None)
-        found.source = f"{filename}: numbers in the column {column!r}"
+        found.source = _("%(file)s: numbers in the column %(column)s", file=filename, column=repr(column))
     except ValueError as problem:
-        found.errors["file"] = str(problem)
+        found.errors["file"] = told(problem)
         found.columns = [c.strip() for c in rows[0]] if rows else []
     return found
 

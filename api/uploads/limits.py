@@ -3,6 +3,7 @@ refuses a file past it, and the table of rows built within them."""
 from __future__ import annotations
 
 from sandesh.domain.recipients import MAX_FIELD, MAX_ROWS
+from sandesh.domain.said import Said, _
 
 MAX_UPLOAD = 5 * 2**20  # bytes of one file
 MAX_UNZIPPED = 50 * 2**20  # bytes of a workbook's parts, unzipped
@@ -10,14 +11,15 @@ MAX_TEXT = 5 * 2**20  # bytes of text in a list's cells (UTF-8), as much as a CS
 MAX_COLUMNS = 50
 MAX_CELLS = 250_000  # every cell read, empty ones too
 
-TOO_LARGE = f"The file is larger than {MAX_UPLOAD // 2**20} MB."
-UNZIPPED = (f"The workbook is larger than {MAX_UNZIPPED // 2**20} MB unzipped: save its first sheet alone, "
-            "or as CSV.")
-TEXT = f"The list holds more than {MAX_TEXT // 2**20} MB of text."
-COLUMNS = f"The list has more than {MAX_COLUMNS} columns."
-CELLS = f"The list has more than {MAX_CELLS:,} cells, empty ones counted."
-ROWS = f"The list has more than {MAX_ROWS:,} rows; at most {MAX_ROWS:,} are sent at once."
-NOT_XLSX = "The file is not a readable XLSX workbook: open it in Excel and save it again, or upload a CSV."
+# Said in the page's language (domain/said.py), here and in the child that reads the file
+TOO_LARGE = _("The file is larger than %(mb)s MB.", mb=MAX_UPLOAD // 2**20)
+UNZIPPED = _("The workbook is larger than %(mb)s MB unzipped: save its first sheet alone, or as CSV.",
+             mb=MAX_UNZIPPED // 2**20)
+TEXT = _("The list holds more than %(mb)s MB of text.", mb=MAX_TEXT // 2**20)
+COLUMNS = _("The list has more than %(count)s columns.", count=MAX_COLUMNS)
+CELLS = _("The list has more than %(count)s cells, empty ones counted.", count=format(MAX_CELLS, ","))
+ROWS = _("The list has more than %(count)s rows; at most %(count)s are sent at once.", count=format(MAX_ROWS, ","))
+NOT_XLSX = _("The file is not a readable XLSX workbook: open it in Excel and save it again, or upload a CSV.")
 
 
 class Unread(ValueError):
@@ -59,5 +61,5 @@ class Table:
         cells[column - 1] = text
 
 
-def too_long(row: int) -> str:
-    return f"Row {row:,} has a cell longer than {MAX_FIELD} characters."
+def too_long(row: int) -> Said:
+    return _("Row %(row)s has a cell longer than %(most)s characters.", row=format(row, ","), most=MAX_FIELD)

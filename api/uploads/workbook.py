@@ -19,13 +19,15 @@ from xml.parsers import expat
 from openpyxl.styles.numbers import BUILTIN_FORMATS, is_date_format, is_timedelta_format
 from openpyxl.utils.datetime import CALENDAR_MAC_1904, WINDOWS_EPOCH, from_excel, from_ISO8601
 
+from sandesh.domain.said import _
+
 from .limits import CELLS, MAX_CELLS, MAX_FIELD, MAX_UNZIPPED, NOT_XLSX, UNZIPPED, Table, Unread, too_long
 
 CHUNK = 2**20  # fed to expat at a time: expat 2.5 scans an unfinished token again at each feed
 MAX_RELATIONSHIPS = 10_000  # of a part
 MAX_FORMAT = 255  # characters of a number format, as Excel's
 OFFICE = "/officeDocument"  # the relationship type that leads to the workbook part
-NO_SHEET = "The workbook has no sheet: add one with the list, or upload a CSV."
+NO_SHEET = _("The workbook has no sheet: add one with the list, or upload a CSV.")
 
 
 def first_sheet(data: bytes, table: Table) -> list[list[str]]:

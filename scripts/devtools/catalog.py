@@ -33,10 +33,11 @@ JINJA = {"extensions": "jinja2.ext.i18n", "newstyle_gettext": "true", "trimmed":
 
 def sources() -> Iterator[tuple[Path, str]]:
     """The workspace pages' templates and Python modules (not the console's: templates/ops, ops/),
-    and the domain's modules, whose marked refusals the pages show."""
+    and the domain's and the upload reader's modules, whose marked refusals the pages show."""
     for path in sorted((DASHBOARD / "templates").glob("*.html")):
         yield path, "jinja2"
-    for path in (*sorted(DASHBOARD.glob("*.py")), *sorted(DOMAIN.glob("*.py")), *sorted(DOMAIN.glob("usecases/*.py"))):
+    for path in (*sorted(DASHBOARD.glob("*.py")), *sorted(DOMAIN.glob("*.py")), *sorted(DOMAIN.glob("usecases/*.py")),
+                 *sorted((ROOT / "api" / "uploads").glob("*.py"))):
         yield path, "python"
 
 

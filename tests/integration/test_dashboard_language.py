@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from sandesh.api.dashboard.i18n import CATALOGS
+from sandesh.domain.recipients import MAX_FIELD
 from tests.integration.test_dashboard import add_person, browser, password_was_set, set_password, sign_in  # noqa: F401
 
 NE = CATALOGS["ne"].gettext
@@ -112,4 +113,25 @@ def test_a_refusal_of_the_domain_is_said_in_nepali_with_what_was_typed(browser: 
     said = NE("%(typed)s is not an amount in NPR (e.g. 10 or 12.50)") % {"typed": "'lots'"}
     assert DEVANAGARI.search(said), said
     expect(page.locator("#balance_alert_error")).to_have_text(said)
+    context.close()
+
+
+def test_a_refused_list_is_said_in_nepali_with_its_row(browser: Browser, server: Any,  # noqa: F811
+                                                       shop: dict[str, Any], tmp_path: Any):
+    """The upload reader's refusals are marked too (api/uploads), and keep their values across
+    the child process that reads the file (domain/said.py, `packed`)."""
+    context = browser.new_context(extra_http_headers={"Accept-Language": "en"})
+    page = context.new_page()
+    sign_in(page, server, shop["email"])
+    page.goto(f"{server.url}/dashboard/w/{shop['id']}/send")
+    if page.locator("html").get_attribute("lang") != "ne":
+        page.get_by_role("button", name="नेपाली").click()
+    expect(page.locator("html")).to_have_attribute("lang", "ne")
+    path = tmp_path / "long.csv"
+    path.write_text("phone,name\n9812345678,Sita\n9812345679," + "x" * (MAX_FIELD + 1) + "\n")
+    page.get_by_label(NE("Upload a list")).set_input_files(str(path))
+    page.get_by_role("button", name=NE("Preview"), exact=True).click()
+    said = NE("Row %(row)s has a cell longer than %(most)s characters.") % {"row": "3", "most": MAX_FIELD}
+    assert DEVANAGARI.search(said), said
+    expect(page.locator("#file-error")).to_have_text(said)
     context.close()
