@@ -234,11 +234,16 @@ SCHEMAS: dict[str, Any] = {
     }),
 }
 
+def _nullable(spec: dict[str, Any]) -> dict[str, Any]:
+    """A field whose null is taken as the field left out (domain/sending.py reads a missing
+    field and a null one alike)."""
+    return {**spec, "type": [spec["type"], "null"]}
+
+
 _SEND_FIELDS = SCHEMAS["SendRequest"]["properties"]
+_SEND_FIELDS.update({name: _nullable(_SEND_FIELDS[name]) for name in ("validFor", "sendAt")})
 SCHEMAS["PreviewRequest"] = {
     **SCHEMAS["SendRequest"], "required": ["text"],
-    # null is taken as a field left out (domain/sending.py reads a missing field and a null one alike)
-    "properties": {**_SEND_FIELDS, **{name: {**_SEND_FIELDS[name], "type": [_SEND_FIELDS[name]["type"], "null"]}
-                                      for name in ("to", "validFor", "sendAt")}},
+    "properties": {**_SEND_FIELDS, "to": _nullable(_SEND_FIELDS["to"])},
     "description": f"The body of a send; `to` may be left out, and a text over {MAX_SEGMENTS} segments is still "
                    "answered."}
