@@ -4,13 +4,15 @@ of a caller, and an operator's change still reaches every API process at once.
 docs/design.md, "Decisions: the sandesh command": operator changes reach every API process within a
 second; a key rotation at once.
 Each test first warms the cache of both gunicorn workers, then changes the state with the real
-`sandesh` command and asks again at once, over new connections (so both workers answer).
+`sandesh` command and asks again, over new connections (so both workers answer).
 """
 import time
 
 import psycopg
 import pytest
 import requests
+
+from tests.helpers import until
 
 TO = "9779812345678"
 
@@ -43,11 +45,15 @@ def test_a_rotated_key_is_refused_at_once_by_every_worker(server, sandesh, clien
     assert set(_balance(server, new_key)) == {200}
 
 
-def test_disabling_a_client_acts_at_once(server, sandesh, client):
+def test_disabling_and_enabling_a_client_act_within_a_second(server, sandesh, client):
+    """Each worker forgets the caller when the change's notification reaches it, which a busy
+    machine can delay: the promise is a second (docs/design.md, "Decisions: the sandesh command")."""
     assert set(_balance(server, client["key"])) == {200}
     sandesh("client", "disable", client["id"])
+    until(lambda: set(_balance(server, client["key"], 4)) == {403}, timeout=1.0, every=0.05)
     assert set(_balance(server, client["key"])) == {403}
     sandesh("client", "enable", client["id"])
+    until(lambda: set(_balance(server, client["key"], 4)) == {200}, timeout=1.0, every=0.05)
     assert set(_balance(server, client["key"])) == {200}
 
 
