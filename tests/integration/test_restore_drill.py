@@ -62,9 +62,10 @@ class Traffic:
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        """The n-th send is due n / SENDS_PER_SECOND after the first, however long the answers take."""
         session = requests.Session()
-        n = 0
-        while not self.stop.wait(1 / SENDS_PER_SECOND):
+        n, started = 0, time.monotonic()
+        while not self.stop.wait(max(0.0, started + n / SENDS_PER_SECOND - time.monotonic())):
             n += 1
             answer = session.post(f"{self.url}/v1/sms/send", timeout=10,
                                   headers={"x-api-key": self.key, "Idempotency-Key": f"drill-{n}"},
