@@ -42,6 +42,7 @@ logger = logging.getLogger("sandesh.dispatcher")
 
 REOPEN_BACKOFF = (0.5, 1.0, 2.0, 4.0, 5.0)
 NOT_REGISTERED = "not registered on the network"
+SILENT_AFTER = 2  # heartbeats in a row its modem leaves unanswered before the SIM is unreachable
 
 # GET /metrics (docs/design.md, "Metrics"): one submit is one part handed to the modem (AT+CMGS).
 # accepted: the network took it; cms_error: +CMS ERROR; not_submitted: the modem proved it was not
@@ -93,7 +94,8 @@ class SimWorker:
         self.credit_code: str | None = sim.get("balance_ussd")  # the code that credit was asked with
         self.parts_since_credit = 0
         self.refusals_in_row = 0
-        self.answering = True        # its last heartbeat was answered: a modem gone silent is unreachable
+        self.unanswered = 0          # heartbeats in a row its modem did not answer
+        self.answering = True        # fewer than SILENT_AFTER of them: a modem gone silent is unreachable
         self.last_error: str | None = None
         self.reported_at = 0.0
         # Written by the SIM's thread alone; `searching` is read by the others (Driver.held_ports).
@@ -242,6 +244,7 @@ class SimWorker:
                                    month_start(now), dispatch.parts_since(conn, self.id, month_start(now))))
         self.dispatcher.reconcile(self.id)
         self.ready = self.answering = True  # it answered its initialisation
+        self.unanswered = 0
         self._heartbeat()
         try:
             self.link.collect(self.arrivals, everything=True)  # what came while nobody listened
@@ -352,14 +355,16 @@ class SimWorker:
                 self._credit_if_due()
                 if not self.answering:
                     logger.warning("SIM %s: the modem answers again", self.name)
-                self.answering = True
+                self.answering, self.unanswered = True, 0
             except PortGone as error:
                 self._lost(error)
             except CommandTimeout as error:  # the port is there and the modem says nothing
-                if self.answering:
+                self.unanswered += 1
+                self.last_error = str(error)
+                if self.answering and self.unanswered >= SILENT_AFTER:  # one slow answer costs no route
                     logger.warning("SIM %s: the modem stopped answering (%s); unreachable until it answers", self.name,
                                    error)
-                self.answering, self.last_error = False, str(error)
+                    self.answering = False
             except ModemError as error:
                 self.last_error = str(error)
         elif self.ready:
