@@ -44,8 +44,7 @@ class Messages(Page):
         person = await self.member(req, resp, workspace_id)
         if person is None:
             return
-        typed = {name: (req.get_param(name) or "").strip() for name in FIELDS}
-        since, until, errors = day_range(typed)
+        typed, since, until, errors = asked(req)
         found, clients = await self.blocking(self._search, workspace_id, typed, since, until, requested(req))
         self.web.page(req, resp, "messages.html", status=400 if errors else 200, title=_("Messages"), person=person,
                       workspace_id=workspace_id, typed=typed, errors=errors, page_size=PAGE,
@@ -62,6 +61,13 @@ class Messages(Page):
             rows = messages.search(conn, workspace_id, filters(typed), since, until, page, PAGE + 1)
             clients = [registry.client_view(row) for row in registry.clients(conn, workspace_id)]
         return Paged(rows, page, lambda row: key_of(row, messages.ORDER)), clients
+
+
+def asked(req: falcon.asgi.Request) -> tuple[dict[str, str], float | None, float | None, dict[str, str]]:
+    """The form's fields as typed, and its days as [since, until) with the problem of each that
+    is not a date (paging.day_range)."""
+    typed = {name: (req.get_param(name) or "").strip() for name in FIELDS}
+    return (typed, *day_range(typed))
 
 
 def filters(typed: dict[str, str]) -> dict[str, str]:
@@ -85,8 +91,7 @@ class MessagesCsv(Messages):
         person = await self.member(req, resp, workspace_id)
         if person is None:
             return
-        typed = {name: (req.get_param(name) or "").strip() for name in FIELDS}
-        since, until, errors = day_range(typed)
+        typed, since, until, errors = asked(req)
         if errors:
             return await super().on_get(req, resp, workspace_id)  # the page says what is wrong
         brands = await self.blocking(self._brands, workspace_id)

@@ -97,36 +97,35 @@ def test_no_workspace_page_scrolls_sideways_in_nepali_on_a_phone(browser: Browse
     context.close()
 
 
+def in_nepali(browser: Browser, server: Any, shop: dict[str, Any], path: str) -> Page:  # noqa: F811
+    """The shop's page `path`, signed in, in Nepali (chosen with the header's button if it is not)."""
+    page = browser.new_context(extra_http_headers={"Accept-Language": "en"}).new_page()
+    sign_in(page, server, shop["email"])
+    page.goto(f"{server.url}/dashboard/w/{shop['id']}/{path}")
+    if page.locator("html").get_attribute("lang") != "ne":
+        page.get_by_role("button", name="नेपाली").click()
+    expect(page.locator("html")).to_have_attribute("lang", "ne")
+    return page
+
+
 def test_a_refusal_of_the_domain_is_said_in_nepali_with_what_was_typed(browser: Browser, server: Any,  # noqa: F811
                                                                       shop: dict[str, Any]):
     """The domain marks its refusals (domain/said.py): the Overview's balance alert refuses `lots`
     in the page's language, with `lots` in the sentence."""
-    context = browser.new_context(extra_http_headers={"Accept-Language": "en"})
-    page = context.new_page()
-    sign_in(page, server, shop["email"])
-    page.goto(f"{server.url}/dashboard/w/{shop['id']}/overview")
-    if page.locator("html").get_attribute("lang") != "ne":
-        page.get_by_role("button", name="नेपाली").click()
-    expect(page.locator("html")).to_have_attribute("lang", "ne")
+    page = in_nepali(browser, server, shop, "overview")
     page.get_by_label(NE("Balance alert: e-mail the owners when the balance falls below (NPR)")).fill("lots")
     page.get_by_role("button", name=NE("Save the balance alert")).click()
     said = NE("%(typed)s is not an amount in NPR (e.g. 10 or 12.50)") % {"typed": "'lots'"}
     assert DEVANAGARI.search(said), said
     expect(page.locator("#balance_alert_error")).to_have_text(said)
-    context.close()
+    page.context.close()
 
 
 def test_a_refused_list_is_said_in_nepali_with_its_row(browser: Browser, server: Any,  # noqa: F811
                                                        shop: dict[str, Any], tmp_path: Any):
     """The upload reader's refusals are marked too (api/uploads), and keep their values across
     the child process that reads the file (domain/said.py, `packed`)."""
-    context = browser.new_context(extra_http_headers={"Accept-Language": "en"})
-    page = context.new_page()
-    sign_in(page, server, shop["email"])
-    page.goto(f"{server.url}/dashboard/w/{shop['id']}/send")
-    if page.locator("html").get_attribute("lang") != "ne":
-        page.get_by_role("button", name="नेपाली").click()
-    expect(page.locator("html")).to_have_attribute("lang", "ne")
+    page = in_nepali(browser, server, shop, "send")
     path = tmp_path / "long.csv"
     path.write_text("phone,name\n9812345678,Sita\n9812345679," + "x" * (MAX_FIELD + 1) + "\n")
     page.get_by_label(NE("Upload a list")).set_input_files(str(path))
@@ -134,4 +133,4 @@ def test_a_refused_list_is_said_in_nepali_with_its_row(browser: Browser, server:
     said = NE("Row %(row)s has a cell longer than %(most)s characters.") % {"row": "3", "most": MAX_FIELD}
     assert DEVANAGARI.search(said), said
     expect(page.locator("#file-error")).to_have_text(said)
-    context.close()
+    page.context.close()
