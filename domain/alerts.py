@@ -237,7 +237,6 @@ class Tuning(Aggregate):
     @event(Installed)
     def __init__(self) -> None:
         self.delays: dict[str, float | None] = {}  # condition -> seconds; None: off
-        self.interval: float | None = None  # None: INTERVAL
 
     class Tuned(Aggregate.Event):
         written_from = ALERTS_FROM
@@ -261,7 +260,7 @@ class Tuning(Aggregate):
 
     @event(IntervalSet)
     def set_interval(self, seconds: float | None, actor: str, at: float) -> None:
-        self.interval = seconds
+        pass  # read from the tuning's read model (projections/alerts.py)
 
 
 def interval_of(tuning: dict[str, float | None]) -> float:

@@ -74,8 +74,7 @@ def of_sim(sim: dict[str, Any], now: float) -> dict[str, str]:
     if sim["credit"] is not None and sim["credit"] < floor:
         found["sim_credit_low"] = f"{npr(sim['credit'])}, below {npr(floor)}"
     valid_until = validity_of(sim["credit_reply"] or "")
-    left = days_left(valid_until, now) if valid_until is not None else None
-    if valid_until is not None and left is not None and left <= VALIDITY_DAYS:
+    if valid_until is not None and (left := days_left(valid_until, now)) <= VALIDITY_DAYS:
         found["sim_validity_ending"] = f"{valid_until.isoformat()}" + (" (ended)" if left < 0 else
                                                                        f" (in {left} days)" if left > 1 else
                                                                        " (tomorrow)" if left == 1 else " (today)")
@@ -175,9 +174,8 @@ class Notifier:
             error = tell(url, text or "") if number is None else self.text(alert, destination["id"], number, cleared)
             if error:
                 logger.warning("alert %s not told to %s: %s", alert.id, destination["shown"], error)
+            if error or number is None:  # an SMS queued is recorded by Alert.Texted
                 self.sandesh.alerts.told(alert.id, destination["id"], cleared, error)
-            elif number is None:
-                self.sandesh.alerts.told(alert.id, destination["id"], cleared, None)
 
     def mail_owners(self, alert: Alert, text: str, cleared: bool) -> None:
         """One e-mail to each owner of the alert's workspace (Alert.Told names the person)."""

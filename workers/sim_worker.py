@@ -95,7 +95,6 @@ class SimWorker:
         self.parts_since_credit = 0
         self.refusals_in_row = 0
         self.unanswered = 0          # heartbeats in a row its modem did not answer
-        self.answering = True        # fewer than SILENT_AFTER of them: a modem gone silent is unreachable
         self.last_error: str | None = None
         self.reported_at = 0.0
         # Written by the SIM's thread alone; `searching` is read by the others (Driver.held_ports).
@@ -113,6 +112,11 @@ class SimWorker:
     @property
     def operator(self) -> str | None:
         return self.sim.get("operator")
+
+    @property
+    def answering(self) -> bool:
+        """Fewer than SILENT_AFTER heartbeats in a row unanswered: a modem gone silent is unreachable."""
+        return self.unanswered < SILENT_AFTER
 
     @property
     def usable(self) -> bool:
@@ -243,8 +247,7 @@ class SimWorker:
                              Usage(day_start(now), dispatch.parts_since(conn, self.id, day_start(now)),
                                    month_start(now), dispatch.parts_since(conn, self.id, month_start(now))))
         self.dispatcher.reconcile(self.id)
-        self.ready = self.answering = True  # it answered its initialisation
-        self.unanswered = 0
+        self.ready, self.unanswered = True, 0  # it answered its initialisation
         self._heartbeat()
         try:
             self.link.collect(self.arrivals, everything=True)  # what came while nobody listened
@@ -355,16 +358,15 @@ class SimWorker:
                 self._credit_if_due()
                 if not self.answering:
                     logger.warning("SIM %s: the modem answers again", self.name)
-                self.answering, self.unanswered = True, 0
+                self.unanswered = 0
             except PortGone as error:
                 self._lost(error)
             except CommandTimeout as error:  # the port is there and the modem says nothing
                 self.unanswered += 1
                 self.last_error = str(error)
-                if self.answering and self.unanswered >= SILENT_AFTER:  # one slow answer costs no route
+                if self.unanswered == SILENT_AFTER:  # one slow answer costs no route
                     logger.warning("SIM %s: the modem stopped answering (%s); unreachable until it answers", self.name,
                                    error)
-                    self.answering = False
             except ModemError as error:
                 self.last_error = str(error)
         elif self.ready:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from eventsourcing.persistence import IntegrityError
 
-from ..alerts import SMS_CLIENT, SMS_WORKSPACE, Alert, Destination, Tuning, check_condition, check_conditions
+from ..alerts import SMS_CLIENT, SMS_WORKSPACE, TEST_ALERT, Alert, Destination, Tuning, check_condition, check_conditions
 from ..clock import Clock
 from ..errors import InvalidInput, InvalidTransition, NotFound
 from ..message import Message
@@ -97,6 +97,14 @@ class Alerts:
         behind every waiting OTP, by another SIM than `avoid_sim` while another can send."""
         return run(retried(lambda: self._text(alert_id, destination_id, number, cleared, avoid_sim),
                            f"the SMS of alert {alert_id}"), self.log.save)
+
+    def text_test(self, number: str) -> Message:
+        """`sandesh alerts test` of an `sms:` destination: a test SMS through the pool, charged
+        to no workspace."""
+        request, problems = parse_send({"to": number, "text": TEST_ALERT, "messageType": "transactional"})
+        if request is None or problems:
+            raise InvalidInput("; ".join(p.message for p in problems))
+        return self.sending.send(SMS_CLIENT, SMS_WORKSPACE, request, 0)
 
     def _text(self, alert_id: str, destination_id: str, number: str, cleared: bool,
               avoid_sim: str | None) -> Steps[tuple[tuple[Message | Alert, ...], Message]]:

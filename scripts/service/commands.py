@@ -10,12 +10,10 @@ from sandesh.domain.clock import iso, parse_iso
 from sandesh.domain.release import VERSION
 from sandesh.domain.errors import InvalidInput, NotFound
 from sandesh.domain.settings import Settings
-from sandesh.domain.sending import parse_send
 from sandesh.domain.types import parse_rates, parse_types
 from sandesh.domain.usecases.operators import Operators, Services
 from sandesh.domain.usecases.sims import Sims
-from sandesh.domain.alerts import (CONDITIONS, INTERVAL, SMS_CLIENT, SMS_WORKSPACE, TEST_ALERT, delay_of, interval_of,
-                                   sms_number)
+from sandesh.domain.alerts import CONDITIONS, INTERVAL, TEST_ALERT, delay_of, interval_of, sms_number
 from sandesh.projections import alerts as alert_rows, people, registry
 from sandesh.projections.storage.runtime import Runtime
 
@@ -689,9 +687,8 @@ def alerts_test(args: argparse.Namespace, settings: Settings, actor: str) -> int
         told = []
         for r in rows:
             url = runtime.sandesh.alerts.opened(r["url_sealed"])
-            if (number := sms_number(url)) is not None:  # queued through the pool, charged to no one
-                request, _ = parse_send({"to": number, "text": TEST_ALERT, "messageType": "transactional"})
-                message = runtime.sandesh.sending.send(SMS_CLIENT, SMS_WORKSPACE, request, 0)
+            if (number := sms_number(url)) is not None:
+                message = runtime.sandesh.alerts.text_test(number)
                 told.append({"id": r["id"], "url": r["shown"], "error": None, "messageId": message.id})
             else:
                 told.append({"id": r["id"], "url": r["shown"], "error": tell(url, TEST_ALERT)})
