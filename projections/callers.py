@@ -8,7 +8,10 @@ was a round trip per request; here they are kept in memory:
   (projections/storage/channels.py).  Every append that changes a client, a workspace's status, rates
   or types, or the SMS switch notifies CALLER in its transaction; every heartbeat and SIM event
   notifies ROUTE.  A notification empties what it names; a row read before it and stored after
-  it is not stored (the generation), and nothing is kept while the channel is down.  A key
+  it is not stored (the generation), and nothing is kept while the channel is down.  A route
+  the cache holds as lapsed is read again before a request is refused for it, so a heartbeat
+  whose notification is still on its way (or a test clock moved past the last one) never costs
+  a `503` that the database would not give.  A key
   rotation is therefore refused by every process as soon as its notification arrives, which
   PostgreSQL sends at the rotation's commit.
 - The request rate stays counted in the database (request_rate.take), shared by every process.
@@ -45,16 +48,15 @@ class Callers(channels.Remembered):
     def known(self, key_hash: str, now: float) -> tuple[dict[str, Any], bool] | None:
         """What `find` answers, when the cache holds it (no database read); else None."""
         row, route = self._rows.get(key_hash), self._route
-        if row is None or not route:
+        if row is None or not route or not _open(route[0], now):
             return None
-        until = route[0]
-        return row, until is not None and now < until
+        return row, True
 
     def find(self, key_hash: str, now: float) -> tuple[dict[str, Any], bool] | None:
         """The key's caller row (request_rate.CALLER) and whether a route exists at `now`;
         None for an unknown key."""
         row, route = self._rows.get(key_hash), self._route
-        if row is None or not route:
+        if row is None or not route or not _open(route[0], now):
             generation = self.generation
             with self._connection() as conn:
                 row = request_rate.caller(conn, key_hash, self._route_window)
@@ -62,8 +64,7 @@ class Callers(channels.Remembered):
                 return None
             route = [row["route_until"]]
             self.keep(generation, lambda: self._keep(key_hash, row, route))
-        until = route[0]
-        return row, until is not None and now < until
+        return row, _open(route[0], now)
 
     def _keep(self, key_hash: str, row: dict[str, Any], route: list[float | None]) -> None:
         self._rows[key_hash] = row
@@ -96,3 +97,8 @@ class Callers(channels.Remembered):
             self._route = []
         if payload != channels.ROUTE:
             self._rows, self._shares = {}, {}
+
+
+def _open(route_until: float | None, now: float) -> bool:
+    """Whether the route rule holds at `now` (sim_health.ROUTE_UNTIL)."""
+    return route_until is not None and now < route_until

@@ -95,6 +95,19 @@ def test_a_route_lost_and_found_acts_at_once(server, client, route):
     _within_a_second(lambda: _send(server, client["key"]), 202)
 
 
+def test_a_route_held_as_lapsed_is_read_again_before_a_send_is_refused(server, sandesh, client, route, env):
+    """The route's heartbeat stops and the test clock passes its window: every send is refused.
+    A heartbeat then recorded without its notification (one still on its way) is a route for
+    the very next send of every process, since a lapsed route is never refused from memory."""
+    with route.silent():
+        sandesh("clock", "advance", str(route.runtime.settings.route_window + 1))
+        assert {_send(server, client["key"]).status_code for _ in range(6)} == {503}
+        with psycopg.connect(env["DATABASE_URL"], autocommit=True) as conn:
+            conn.execute("UPDATE sim_health SET heartbeat_at = %s WHERE sim_id = %s",
+                         (route.runtime.clock.now(), route.sim_id))
+        assert {_send(server, client["key"]).status_code for _ in range(6)} == {202}
+
+
 def _within_a_second(request, status):
     deadline = time.monotonic() + 1.0
     while (answer := request()).status_code != status:
