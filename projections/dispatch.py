@@ -371,11 +371,15 @@ def awaiting_report_to(conn: Any, sim_id: str, number: str, since: float) -> str
     return row["message_id"] if row else None
 
 
-def awaiting_reports_of(conn: Any, sim_id: str, limit: int) -> list[str]:
-    """The messages sent through this SIM that await their reports, oldest first."""
-    return [r["message_id"] for r in conn.execute(
-        "SELECT a.message_id FROM awaiting_reports a WHERE EXISTS (SELECT 1 FROM sent_parts p"
-        " WHERE p.message_id = a.message_id AND p.sim_id = %s) ORDER BY a.sent_at LIMIT %s", (sim_id, limit)).fetchall()]
+def awaiting_reports_of(conn: Any, sim_id: str, limit: int, after: tuple[float, str] | None) -> list[tuple[float, str]]:
+    """The messages sent through this SIM that await their reports, as (sent at, id), oldest
+    first from just `after` one of them (from the oldest when None)."""
+    at, message_id = after if after is not None else (float("-inf"), "")
+    return [(r["sent_at"], r["message_id"]) for r in conn.execute(
+        "SELECT a.sent_at, a.message_id FROM awaiting_reports a"
+        " WHERE (a.sent_at, a.message_id) > (%(at)s, %(id)s) AND EXISTS (SELECT 1 FROM sent_parts p"
+        " WHERE p.message_id = a.message_id AND p.sim_id = %(sim)s) ORDER BY a.sent_at, a.message_id LIMIT %(limit)s",
+        {"at": at, "id": message_id, "sim": sim_id, "limit": limit}).fetchall()]
 
 
 def last_sent_to(conn: Any, sim_id: str, number: str, since: float) -> str | None:

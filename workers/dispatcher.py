@@ -74,9 +74,9 @@ class Arrivals:
         status, now = (0x00 if delivered else 0x40), self.dispatcher.sandesh.clock.now()
         self.dispatcher.record(message_id, lambda m: m.report_whole(status, at=now))
 
-    def awaiting(self, limit: int) -> list[str]:
+    def awaiting(self, limit: int, after: tuple[float, str] | None = None) -> list[tuple[float, str]]:
         with self.dispatcher.runtime.connection() as conn:
-            return dispatch.awaiting_reports_of(conn, self.worker.id, limit)
+            return dispatch.awaiting_reports_of(conn, self.worker.id, limit, after)
 
     def cursor(self) -> str | None:
         with self.dispatcher.runtime.connection() as conn:

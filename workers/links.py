@@ -51,8 +51,9 @@ class Arrivals(Protocol):
         ...
     def report(self, recipient: str, delivered: bool) -> None: ...
     def message_report(self, message_id: str, delivered: bool) -> None: ...
-    def awaiting(self, limit: int) -> list[str]:
-        """The messages sent through this SIM that await their reports, oldest first."""
+    def awaiting(self, limit: int, after: tuple[float, str] | None = None) -> list[tuple[float, str]]:
+        """The messages sent through this SIM that await their reports, as (sent at, id), oldest
+        first from just `after` one of them."""
         ...
     def cursor(self) -> str | None:
         """How far the device's inbox was read, as the link wrote it last (kept across restarts)."""
@@ -240,10 +241,14 @@ class AndroidLink(_NetworkLink):
     """A phone running SMS Gateway for Android: it keeps what it received (read from a cursor),
     and tells each message's state by its id, Sandesh's own."""
 
-    AWAITING_PER_LOOK = 50   # messages whose delivery is asked at each heartbeat, oldest first
+    # Messages whose state is asked at each heartbeat: the next ones after those asked last, from
+    # the oldest again once every one was asked, so a message whose report never comes holds no
+    # other's place.
+    AWAITING_PER_LOOK = 50
 
     def __init__(self, port: str, callbacks: str | None = None):
         super().__init__()
+        self.asked_up_to: tuple[float, str] | None = None
         self.device = Android(port)
         self.callbacks = callbacks if self.device.port.signing_key else None  # unsigned posts are not taken
 
@@ -265,10 +270,12 @@ class AndroidLink(_NetworkLink):
         raise ModemError("SMS Gateway for Android offers no USSD: the balance is not asked on a phone")
 
     def collect(self, arrivals: Arrivals, everything: bool = False) -> None:
-        for message_id in arrivals.awaiting(self.AWAITING_PER_LOOK):
+        awaiting = arrivals.awaiting(self.AWAITING_PER_LOOK, self.asked_up_to)
+        for _, message_id in awaiting:
             state = self.device.state(message_id)
             if state is not None and state[0] in ("Delivered", "Failed"):
                 arrivals.message_report(message_id, state[0] == "Delivered")
+        self.asked_up_to = awaiting[-1] if len(awaiting) == self.AWAITING_PER_LOOK else None
         cursor = arrivals.cursor()
         at, _, seen = (cursor or "").partition(" ")
         if cursor is None:  # a phone new to Sandesh: what it received before is not a reply to us

@@ -64,6 +64,7 @@ class AndroidPhone(DeviceServer):
     deliver_seconds: float = DELIVER_SECONDS
     refused_numbers: set[str] = field(default_factory=set)      # the network fails these
     undelivered_numbers: set[str] = field(default_factory=set)  # delivery reports say failed
+    unreported_numbers: set[str] = field(default_factory=set)   # no delivery report ever comes
     battery: int = 80
     signing_key: str = "Kf8Zq2Lp"
     webhooks: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -248,7 +249,7 @@ class AndroidPhone(DeviceServer):
         self._move(message, "Sent")
         self.sent.append({"to": message["recipients"][0]["phoneNumber"], "text": message["text"], "id": message["id"],
                           "parts": segment(message["text"]).segments, "posted_at": message["posted_at"]})
-        if message["withDeliveryReport"]:
+        if message["withDeliveryReport"] and number not in self.unreported_numbers:
             failed = number in self.undelivered_numbers
             threading.Timer(self.deliver_seconds, self._reported, (message, failed)).start()
 

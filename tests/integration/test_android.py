@@ -8,7 +8,7 @@ import pytest
 from sandesh.scripts.service.android_emulator import AndroidPhone
 from sandesh.scripts.service.commands import register_emulated
 from sandesh.scripts.service.emulator import Emulator
-from sandesh.workers import android
+from sandesh.workers import android, links
 from sandesh.workers.android import Android
 from sandesh.workers.modem import CommandTimeout, ModemError, NotSubmitted, PortGone
 from tests import contract
@@ -123,6 +123,22 @@ def test_a_phone_sends_reports_replies_once_across_a_restart_and_its_messages_fa
 
             fails_over(runtime, account, sandesh, phone, "phone", serial)
         sandesh("sim", "disable", "phone")
+
+
+def test_a_phone_is_asked_after_each_awaiting_message_in_turn_not_only_the_oldest(
+        runtime, account, sandesh, phone, monkeypatch):
+    """Two messages whose reports never come fill a look of two: the third is still asked after."""
+    monkeypatch.setattr(links.AndroidLink, "AWAITING_PER_LOOK", 2)
+    phone.unreported_numbers |= {"9779812340001", "9779812340002"}
+    sandesh("sim", "add", "--name", "patient", "--port", phone.port_url())
+    with running_dispatcher(runtime) as dispatcher:
+        dispatcher.heartbeat_seconds = 0.3
+        silent = [send(runtime, account, "no report comes", to=number) for number in sorted(phone.unreported_numbers)]
+        wait_for_status(runtime, [m.id for m in silent], {"sent"})
+        heard = send(runtime, account, "this one is reported")
+        wait_for_status(runtime, [heard.id], {"delivered"})
+        assert {m.id: runtime.sandesh.history.message(m.id).status for m in silent} == {m.id: "sent" for m in silent}
+    sandesh("sim", "disable", "patient")
 
 
 def test_a_signed_phone_posts_what_it_receives_and_each_fate_at_once_and_nothing_is_recorded_twice(
