@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 
 from serial.tools import list_ports
 
-from sandesh.domain.sim import discovered_name
+from sandesh.domain.sim import discovered_name, split_secret
 from sandesh.projections.storage.runtime import Runtime
 
 from .sims import FAILED, HELD, IDENTIFIED, NO_ANSWER, PIN_REQUIRED, identify_any
@@ -35,6 +35,7 @@ class Port:
     device: str               # the device it leads to
     named: bool               # the operator named exactly this port (a --ports without a wildcard)
     usb: dict[str, Any] | None
+    address: str | None = None  # what is asked and registered when it holds a login the name does not show
 
 
 def serial_ports() -> list[Port]:
@@ -60,10 +61,15 @@ def matching(patterns: Iterable[str]) -> list[Port]:
 
 
 def hilink_ports(hosts: Iterable[str] | None = None) -> list[Port]:
-    """Where a HiLink stick or router may answer: `hosts`, or its usual address and the gateways
-    of this host's network interfaces (a stick is the gateway of the network card it makes)."""
+    """Where a HiLink stick or router may answer: `hosts` (each `[USER:PASSWORD@]HOST[:PORT]`, a
+    router's login shown without its password), or its usual address and the gateways of this
+    host's network interfaces (a stick is the gateway of the network card it makes)."""
     found = list(hosts) if hosts is not None else [HILINK_ADDRESS, *gateways()]
-    return [Port(f"hilink://{host}", f"hilink://{host}", False, None) for host in dict.fromkeys(found)]
+    ports = []
+    for host in dict.fromkeys(found):
+        public, secret = split_secret(f"hilink://{host}")
+        ports.append(Port(public, public, False, None, f"hilink://{host}" if secret else None))
+    return ports
 
 
 def gateways(routes: str = "/proc/net/route") -> list[str]:
@@ -110,7 +116,7 @@ def discover(ports: list[Port], held: dict[str, str], baud: int = 115200,
 
     def one(index: int, port: Port) -> None:
         try:
-            found[index] = ask(port.name, baud)
+            found[index] = ask(port.address or port.name, baud)
         except Exception as error:  # noqa: BLE001 - one port's surprise is that port's answer, not the run's end
             found[index] = {"status": FAILED, "reason": f"{type(error).__name__}: {error}"}
 
@@ -177,15 +183,19 @@ def _shown(sim: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"id": sim["id"], "name": sim["name"], "port": sim["port"]} if sim else None
 
 
-def apply(runtime: Runtime, found: list[dict[str, Any]], baud: int, host: str | None, actor: str) -> None:
+def apply(runtime: Runtime, found: list[dict[str, Any]], ports: list[Port], baud: int, host: str | None,
+          actor: str) -> None:
     """Register the SIMs to add (`sim.added`) and record the new port of those to move
-    (`sim.port_changed`), each audited with `actor`."""
+    (`sim.port_changed`), each audited with `actor`; a router's login, given where to look, is
+    sealed with it."""
     sims = runtime.sandesh.sims
+    addresses = {port.name: port.address for port in ports if port.address}
     for row in found:
         if row["action"] == ADD:
-            sim = sims.place_sim(None, row["name"], row["port"], baud, host, actor)
+            sim = sims.place_sim(None, row["name"], addresses.get(row["port"], row["port"]), baud, host, actor)
             sims.identify_sim(sim.id, row["iccid"], row["imsi"])
             row["sim"] = {"id": sim.id, "name": sim.name, "port": sim.port}
         elif row["action"] == MOVE:
-            sim = sims.place_sim(row["sim"]["id"], row["name"], row["port"], baud, host, actor)
+            sim = sims.place_sim(row["sim"]["id"], row["name"], addresses.get(row["port"], row["port"]), baud, host,
+                                 actor)
             row["sim"] = {"id": sim.id, "name": sim.name, "port": sim.port}

@@ -169,8 +169,8 @@ def identify_any(port: str, baud: int = 115200) -> dict[str, Any]:
     except PortGone as error:
         return {**found, "reason": str(error)}
     except (ModemError, ResponseErrorException) as error:  # a router that asks for its login, say
-        return {**found, "status": FAILED, "reason": f"{error}: a router with a login is added with "
-                                                      "sim add --port hilink://USER:PASSWORD@HOST"}
+        return {**found, "status": FAILED, "reason": f"{error}: a router with a login is found with "
+                                                      "sim discover --hilink USER:PASSWORD@HOST"}
     finally:
         device.close()
     return {**found, "status": IDENTIFIED, "manufacturer": identity.manufacturer, "model": identity.model,

@@ -349,9 +349,10 @@ def parser() -> argparse.ArgumentParser:
                    help="ask these ports instead of the serial devices pyserial lists, e.g. "
                         "'/dev/serial/by-id/*' (symlinks kept as named; repeatable). A port named exactly, without a "
                         "wildcard, that a dispatcher holds is an error; a held port a wildcard found is shown as held")
-    c.add_argument("--hilink", metavar="HOST[,HOST...]",
+    c.add_argument("--hilink", metavar="[USER:PASSWORD@]HOST[,...]",
                    help="where to look for HiLink sticks and routers (default: 192.168.8.1 and this host's gateways, "
-                        "unless --ports is given; 'none' for nowhere)")
+                        "unless --ports is given; 'none' for nowhere), with a router's login where it needs one, "
+                        "which --apply seals and nothing prints; '-' reads the list from stdin")
     c.add_argument("--apply", action="store_true",
                    help="register the SIMs not registered yet and move registered ones whose ICCID answers on "
                         "another port (audited as sim.added and sim.port_changed)")

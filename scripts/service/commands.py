@@ -416,8 +416,9 @@ def sim_discover(args: argparse.Namespace, settings: Settings, actor: str) -> in
     from sandesh.workers import discover
 
     ports = discover.matching(args.ports) if args.ports else discover.serial_ports()
-    if args.hilink != "none" and (args.hilink or not args.ports):
-        ports += discover.hilink_ports(args.hilink.split(",") if args.hilink else None)
+    hilink = sys.stdin.readline().strip() if args.hilink == "-" else args.hilink
+    if hilink != "none" and (hilink or not args.ports):
+        ports += discover.hilink_ports([h.strip() for h in hilink.split(",") if h.strip()] if hilink else None)
     with opened(settings) as runtime:
         with runtime.connection() as conn:
             pool = sim_health.pool(conn, runtime.clock.now(), settings.route_window)
@@ -434,7 +435,7 @@ def sim_discover(args: argparse.Namespace, settings: Settings, actor: str) -> in
             return fail("; ".join(locked))
         discover.plan(found, pool, held, args.name_prefix)
         if args.apply:
-            discover.apply(runtime, found, args.baud, args.host, actor)
+            discover.apply(runtime, found, ports, args.baud, args.host, actor)
     if sys.stdout.isatty() and not args.json:
         _discovered_table(found, args.apply)
     else:

@@ -1,6 +1,7 @@
 """A HiLink stick in the pool beside a serial modem: registered with `sandesh sim add`, driven by
 the dispatcher through its link (workers/links.py), over real HTTP to the HiLink emulator and a
 real pseudo-terminal to the serial one, with real PostgreSQL."""
+import orjson
 import pytest
 
 from sandesh.scripts.service.commands import register_emulated
@@ -123,6 +124,35 @@ def test_discover_finds_a_stick_where_it_is_told_to_look_and_apply_registers_it(
         assert sims(sandesh)[row["name"]]["port"] == f"hilink://127.0.0.1:{found.port}"
         again = sandesh("sim", "discover", *where)["ports"][0]
         assert again["action"] is None and again["sim"]["name"] == row["name"], "registered: nothing more to do"
+        sandesh("sim", "disable", row["name"])
+
+
+def test_discover_finds_a_router_by_its_login_prints_no_password_and_apply_seals_it(sandesh, runtime):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    with HilinkDevice(name="locked", iccid="8997702000000009992", imsi="429020000009992",
+                      username="admin", password="r0uter-pw") as router:
+        contract.devices.add(f"127.0.0.1:{router.port}")
+        address, shown = f"127.0.0.1:{router.port}", f"hilink://admin@127.0.0.1:{router.port}"
+        bare = sandesh("sim", "discover", "--ports", "/dev/no-such-port-*", "--hilink", address)["ports"][0]
+        assert bare["status"] == "failed" and "--hilink USER:PASSWORD@HOST" in bare["reason"], bare
+        done = sandesh.run("sim", "discover", "--ports", "/dev/no-such-port-*", "--hilink", f"admin:r0uter-pw@{address}")
+        assert done.returncode == 0 and "r0uter-pw" not in done.stdout + done.stderr
+        row = orjson.loads(done.stdout)["ports"][0]
+        assert (row["port"], row["status"], row["iccid"], row["action"]) == (shown, "identified", router.iccid, "add")
+        applied = subprocess.run(  # the login from stdin, as a shell's history would not keep it
+            [sys.executable, "-m", "sandesh.scripts.service.cli", "sim", "discover", "--ports", "/dev/no-such-port-*",
+             "--hilink", "-", "--apply"], input=f"admin:r0uter-pw@{address}\n", capture_output=True, text=True,
+            env={**sandesh.env, "PYTHONPATH": str(ROOT)}, cwd=sandesh.cwd, timeout=60)
+        assert applied.returncode == 0 and "r0uter-pw" not in applied.stdout + applied.stderr, applied.stderr
+        listed = sims(sandesh)[row["name"]]
+        assert (listed["port"], listed["portSecret"], listed["iccid"]) == (shown, "set", router.iccid)
+        with running_dispatcher(runtime) as dispatcher:  # it signs in with the login sealed
+            dispatcher.heartbeat_seconds = 0.3
+            until(lambda: sims(sandesh)[row["name"]]["state"] == "active")
         sandesh("sim", "disable", row["name"])
 
 

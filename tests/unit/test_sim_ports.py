@@ -35,3 +35,12 @@ def test_a_hosts_gateways_are_read_from_the_kernels_routing_table(tmp_path):
     assert gateways(str(tmp_path / "absent")) == []
     assert [p.name for p in hilink_ports(["192.168.8.1", "10.0.0.1", "192.168.8.1"])] == [
         "hilink://192.168.8.1", "hilink://10.0.0.1"]
+
+
+def test_a_routers_login_is_asked_with_and_shown_without_its_password():
+    from sandesh.workers.discover import hilink_ports
+
+    router, stick = hilink_ports(["admin:pa:ss@10.0.0.1:8080", "192.168.8.1"])
+    assert (router.name, router.device, router.address) == (
+        "hilink://admin@10.0.0.1:8080", "hilink://admin@10.0.0.1:8080", "hilink://admin:pa:ss@10.0.0.1:8080")
+    assert (stick.name, stick.address) == ("hilink://192.168.8.1", None)
