@@ -17,6 +17,7 @@ from .aggregate import Aggregate
 from .credentials import new_id
 from .errors import InvalidInput
 from .phone import normalise
+from .said import Said, _
 from .segments import segment
 
 ALERTS_FROM = "0.4.0"  # the release whose finalized log every process reads these events in
@@ -85,8 +86,9 @@ def sms_number(url: str) -> str | None:
     return number
 
 
-def npr(paisa: int) -> str:
-    return f"NPR {paisa // 100}.{paisa % 100:02d}"
+def npr(paisa: int) -> Said:
+    """'NPR 4.00', said in an owner's language where it is e-mailed."""
+    return _("NPR %(rupees)d.%(paisa)02d", rupees=paisa // 100, paisa=paisa % 100)
 
 
 def low_balance(name: str, balance: int, threshold: int) -> str:
@@ -94,14 +96,28 @@ def low_balance(name: str, balance: int, threshold: int) -> str:
     return f"{name}, {npr(balance)}, below {npr(threshold)}"
 
 
-def lasted(seconds: float) -> str:
+def lasted(seconds: float) -> Said:
     """'45 s', '12 min', '3 h 5 min'."""
     seconds = int(seconds)
     if seconds < 60:
-        return f"{seconds} s"
+        return _("%(seconds)d s", seconds=seconds)
     if seconds < 3600:
-        return f"{seconds // 60} min"
-    return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+        return _("%(minutes)d min", minutes=seconds // 60)
+    return _("%(hours)d h %(minutes)d min", hours=seconds // 3600, minutes=seconds % 3600 // 60)
+
+
+# A workspace's balance alert as its owners are e-mailed it, each in the language they chose for
+# the dashboard: the subject (the alert's own words, whole), then where to see and change it.
+def balance_mail(name: str, balance: int, threshold: int) -> Said:
+    return _("Sandesh: low balance: workspace %(name)s, %(balance)s, below %(threshold)s",
+             name=name, balance=npr(balance), threshold=npr(threshold))
+
+
+def balance_mail_cleared(name: str, seconds: float) -> Said:
+    return _("Sandesh: recovered: balance low, %(name)s, after %(lasted)s", name=name, lasted=lasted(seconds))
+
+
+BALANCE_MAIL_BODY = _("The workspace's balance, its top-ups and this alert's threshold are on its Overview:")
 
 
 def one_sms(text: str) -> str:

@@ -13,13 +13,15 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import apprise
 
-from sandesh.domain.alerts import (CLIENT, CONDITIONS, DEAD_WITHIN, OTP_WAIT, POOL, QUEUE_WAIT, SIM, SMS_PER_HOUR,
-                                   VALIDITY_DAYS, WORKSPACE, Alert, delay_of, interval_of, lasted, low_balance, npr,
-                                   raised_text, sms_number)
+from sandesh.domain.alerts import (BALANCE_MAIL_BODY, CLIENT, CONDITIONS, DEAD_WITHIN, OTP_WAIT, POOL, QUEUE_WAIT,
+                                   SIM, SMS_PER_HOUR, VALIDITY_DAYS, WORKSPACE, Alert, balance_mail,
+                                   balance_mail_cleared, delay_of, interval_of, lasted, low_balance, npr, raised_text,
+                                   sms_number)
+from sandesh.domain.said import Said
 from sandesh.domain.sim import DEFAULT_MIN_CREDIT
 from sandesh.domain.sim_plan import days_left, validity_of
 from sandesh.domain.errors import DomainError, InvalidInput
@@ -83,9 +85,17 @@ def of_sim(sim: dict[str, Any], now: float) -> dict[str, str]:
     return found
 
 
+def in_english(said: Said, language: str | None) -> str:
+    return str(said)
+
+
 class Notifier:
-    def __init__(self, runtime: Runtime):
+    """`say(sentence, language)`: a sentence in a person's language (the dashboard's catalog,
+    given by the wiring: scripts/service/commands.py); English without it."""
+
+    def __init__(self, runtime: Runtime, say: Callable[[Said, str | None], str] = in_english):
         self.runtime, self.sandesh, self.clock, self.settings = runtime, runtime.sandesh, runtime.clock, runtime.settings
+        self.say = say
         self.holding_since: dict[tuple[str, str], float] = {}
         self.sim_ids: dict[str, str] = {}  # a SIM's name -> its id, as the last look saw the pool
         self.names: dict[str, str] = {}  # a workspace's or client's id -> its name, for the end of its alert
@@ -178,15 +188,22 @@ class Notifier:
                 self.sandesh.alerts.told(alert.id, destination["id"], cleared, error)
 
     def mail_owners(self, alert: Alert, text: str, cleared: bool) -> None:
-        """One e-mail to each owner of the alert's workspace (Alert.Told names the person)."""
+        """One e-mail to each owner of the alert's workspace (Alert.Told names the person), in
+        the language they chose for the dashboard."""
         settings = self.settings
         with self.runtime.connection() as conn:
             owners = alerts.owners(conn, alert.subject)
+            workspace = registry.fetch_one(conn, "workspaces", "id", alert.subject)
+        subject: Said | str = text
+        if workspace is not None and cleared:
+            subject = balance_mail_cleared(workspace["name"], (alert.cleared_at or self.clock.now()) - alert.raised_at)
+        elif workspace is not None and workspace["balance_alert"] is not None:
+            subject = balance_mail(workspace["name"], workspace["balance"], workspace["balance_alert"])
         overview = f"{settings.public_url}/dashboard/w/{alert.subject}/overview"
-        body = (f"{text}\n\nThe workspace's balance, its top-ups and this alert's threshold are on its Overview:\n"
-                f"{overview}\n")
         for owner in owners:
-            error = (mail.send(settings.smtp_url, settings.mail_from, owner["email"], text, body)
+            said = self.say(subject, owner["language"]) if isinstance(subject, Said) else subject
+            body = f"{said}\n\n{self.say(BALANCE_MAIL_BODY, owner['language'])}\n{overview}\n"
+            error = (mail.send(settings.smtp_url, settings.mail_from, owner["email"], said, body)
                      if settings.smtp_url else "not e-mailed: SANDESH_SMTP_URL is not set")
             if error:
                 logger.warning("alert %s not e-mailed to %s: %s", alert.id, owner["id"], error)
@@ -221,6 +238,6 @@ class Notifier:
             stop.wait(EVERY)
 
 
-def run(runtime: Runtime, stop: threading.Event) -> None:
+def run(runtime: Runtime, stop: threading.Event, say: Callable[[Said, str | None], str] = in_english) -> None:
     logger.info("watching %d conditions", len(CONDITIONS))
-    Notifier(runtime).run(stop)
+    Notifier(runtime, say).run(stop)

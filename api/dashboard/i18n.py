@@ -87,6 +87,14 @@ def language_of(person: dict[str, Any] | None, cookie: str | None, accept_langua
     return from_header(accept_language) or ENGLISH
 
 
+def spoken(value: Said, language: str | None) -> str:
+    """A sentence in `language` as plain text (an e-mail), its values that are sentences said
+    too; English for a language we do not write."""
+    translations = CATALOGS.get(language or ENGLISH, CATALOGS[ENGLISH])
+    values = {name: spoken(v, language) if isinstance(v, Said) else v for name, v in value.values.items()}
+    return translations.gettext(value.english) % values if values else translations.gettext(value.english)
+
+
 def sayer(translations: NullTranslations) -> Callable[[Any], Any]:
     """The templates' `said(value)`: a Said in the page's language, its values escaped (a value
     that is a Said said too); any other string translated when the catalog has it (a title, a

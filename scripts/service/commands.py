@@ -811,7 +811,11 @@ def worker(args: argparse.Namespace, settings: Settings, actor: str) -> int:
     from sandesh.workers.supervisor import run_one
 
     configure_logging(settings)
-    options = {"host": args.host} if args.command == "dispatch" else {}
+    options: dict[str, Any] = {"host": args.host} if args.command == "dispatch" else {}
+    if args.command == "notifier":  # a workspace's owners are e-mailed in their language
+        from sandesh.api.dashboard.i18n import spoken
+
+        options["say"] = spoken
     return run_one(args.command, settings, _open_worker_runtime, **options)
 
 

@@ -5,7 +5,9 @@ Overview says so; once more when the balance is topped up again; no one else is 
 from __future__ import annotations
 
 import email
-from email.message import Message
+import email.policy
+import re
+from email.message import EmailMessage, Message
 from typing import Any, Iterator
 
 import pytest
@@ -25,7 +27,7 @@ class Mailbox:
         self.messages: list[tuple[list[str], Message]] = []
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802 - aiosmtpd's name
-        self.messages.append((list(envelope.rcpt_tos), email.message_from_bytes(envelope.content)))
+        self.messages.append((list(envelope.rcpt_tos), email.message_from_bytes(envelope.content, policy=email.policy.default)))
         return "250 OK"
 
     def to(self, address: str) -> list[Message]:
@@ -102,7 +104,7 @@ def test_an_owner_sets_it_and_each_owner_is_emailed_once_when_the_balance_falls_
     assert box.to("dev@rampasal.example") == [] and len(box.messages) == 2
     assert first["Subject"] == "Sandesh: low balance: workspace Ram Pasal, NPR 4.00, below NPR 5.00"
     assert first["From"] == "Sandesh <alerts@sandesh.example>" and second["Subject"] == first["Subject"]
-    assert f"/dashboard/w/{shop['id']}/overview" in first.get_payload()
+    assert f"/dashboard/w/{shop['id']}/overview" in first.get_content()
     page.reload()
     expect(page.locator(".balance-low")).to_contain_text("The balance has been below NPR 5.00")
 
@@ -130,3 +132,46 @@ def test_without_an_smtp_server_the_alert_is_recorded_as_not_emailed(runtime, sa
     notifier.step()
     [alert] = [a for a in sandesh("alerts", "status")["holding"] if a["subject"] == shop["id"]]
     assert (alert["told"], alert["failed"]) == (0, 2) and len(box.messages) == before
+
+
+def decoded(message: EmailMessage) -> tuple[str, str]:
+    """The subject and the text of a message as its reader sees them."""
+    return str(message["Subject"]), message.get_content().replace("\r\n", "\n")
+
+
+def test_the_notifier_as_it_runs_emails_each_owner_in_the_language_they_chose(runtime, sandesh, env, mailbox):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    from tests.helpers import until
+
+    box, _ = mailbox
+    made = sandesh("workspace", "create", "--name", "Sita Pasal", "--types", "transactional")["id"]
+    sandesh("workspace", "activate", made)
+    sandesh("workspace", "credit", made, "1000")
+    shop = {"id": made, "client": sandesh("client", "create", "--workspace", made, "--brand", "SitaPasal")["id"]}
+    sita = add_person(sandesh, made, "sita@sitapasal.example")
+    add_person(sandesh, made, "hari@sitapasal.example")
+    runtime.sandesh.people.choose_language(sita["id"], "ne")
+    sandesh("workspace", "set-balance-alert", made, "5")
+    worker = subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "worker", "notifier"], cwd=ROOT,
+                              env={**env, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        spend(runtime, shop, 600)
+        [nepali] = until(lambda: box.to("sita@sitapasal.example"), timeout=20)
+        [english] = until(lambda: box.to("hari@sitapasal.example"))
+        subject, text = decoded(nepali)
+        assert subject == "Sandesh: कम ब्यालेन्स: कार्यक्षेत्र Sita Pasal, नेरू 4.00, नेरू 5.00 भन्दा कम"
+        assert text.startswith(subject + "\n\nकार्यक्षेत्रको ब्यालेन्स, यसका रिचार्जहरू र यो सूचनाको सीमा यसको सारांशमा")
+        assert f"/dashboard/w/{made}/overview" in text
+        assert decoded(english)[0] == "Sandesh: low balance: workspace Sita Pasal, NPR 4.00, below NPR 5.00"
+
+        sandesh("workspace", "credit", made, "2000")
+        ended = until(lambda: (m := box.to("sita@sitapasal.example"))[1:] and m[1], timeout=20)
+        assert re.fullmatch(r"Sandesh: ब्यालेन्स फेरि पुग्यो: Sita Pasal, \d+ (सेकेन्ड|मिनेट) पछि", decoded(ended)[0])
+        assert decoded(until(lambda: (m := box.to("hari@sitapasal.example"))[1:] and m[1]))[0].startswith(
+            "Sandesh: recovered: balance low, Sita Pasal, after ")
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
