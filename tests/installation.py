@@ -81,6 +81,21 @@ class Traffic:
             self.urls = list(urls)
 
 
+def wait_draining(left, total: int, next_window, what: str, timeout: float = 120.0, stall: float = 5.0) -> None:
+    """Wait until `left()` messages of `total` left a modem.  A pool sends at most 30 parts a SIM
+    in 30 minutes (domain/pacing.py): traffic that outran it waits for the next window, so when
+    the count stops growing for `stall` seconds, `next_window()` moves the test clock on."""
+    deadline, seen, since = time.monotonic() + timeout, -1, time.monotonic()
+    while (count := left()) != total:
+        assert time.monotonic() < deadline, f"timed out waiting for {what}: {count} of {total}"
+        if count != seen:
+            seen, since = count, time.monotonic()
+        elif time.monotonic() - since > stall:
+            next_window()
+            since = time.monotonic()
+        time.sleep(0.25)
+
+
 def wait_until(check, what: str, timeout: float = 60.0):
     deadline = time.monotonic() + timeout
     while not (found := check()):

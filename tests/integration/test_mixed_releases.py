@@ -26,7 +26,7 @@ from sandesh.domain.release import OLDEST_PEER, VERSION
 from sandesh.domain.signature import verify_signature
 from scripts.devtools.corpus_release import release_install
 from tests.conftest import ROOT, free_port
-from tests.installation import Processes, Traffic, answering, devices, wait_until
+from tests.installation import Processes, Traffic, answering, devices, wait_draining, wait_until
 from tests.receiver import Receiver
 
 # The release this one upgrades from one process at a time: its commit (tagged v0.3.0, CHANGELOG.md),
@@ -150,20 +150,20 @@ def test_a_rolling_upgrade_under_traffic_loses_nothing_charges_once_and_replays_
         # that reached a modem while its dispatcher was being replaced is lost, as with a real
         # modem whose port nobody reads (docs/operations.md, "Upgrading"): that message stays `sent`.
         # Every other one is delivered.
-        command(new, new_env, "clock", "advance", "1801")  # the SIMs' pacing windows open again
         acked = traffic.acked
         assert traffic.statuses.get(500, 0) == 0, traffic.statuses
         assert len(acked) >= 40, traffic.statuses
         statuses: Counter[str] = Counter()
 
-        def left_a_modem() -> bool:
+        def left_a_modem() -> int:
             with psycopg.connect(url, autocommit=True) as conn:
                 statuses.clear()
                 statuses.update(dict(conn.execute("SELECT status, count(*) FROM messages WHERE id = ANY(%s)"
                                                   " GROUP BY status", (list(acked),)).fetchall()))
-            return statuses["sent"] + statuses["delivered"] == len(acked)
+            return statuses["sent"] + statuses["delivered"]
         try:
-            wait_until(left_a_modem, "every acknowledged message to leave a modem", timeout=120)
+            wait_draining(left_a_modem, len(acked), lambda: command(new, new_env, "clock", "advance", "1801"),
+                          "every acknowledged message to leave a modem")
         finally:
             print("statuses of the acknowledged messages:", dict(statuses), "of", len(acked))
         phoned = [json.loads(line) for line in phones.read_text().splitlines()]
@@ -207,7 +207,7 @@ def test_a_rolling_upgrade_under_traffic_loses_nothing_charges_once_and_replays_
             found: dict[str, set[str]] = {}
             for hook in receiver.at("/hooks"):
                 verify_signature(client["webhookSecret"], hook.headers["x-service-signature"], hook.body,
-                                 tolerance=7200)  # signed on the service clock, moved 30 minutes on
+                                 tolerance=10**6)  # signed on the service clock, moved a window on or more
                 body = json.loads(hook.body)
                 found.setdefault(body.get("status"), set()).add(body["id"])
             return set(acked) <= found.get("sent", set()) and delivered <= found.get("delivered", set())
