@@ -31,6 +31,7 @@ EACH = 3
 B_SENDS = 30
 RSS_BOUND = 200 * 1024 * 1024  # bytes: the sender's whole process (docs/performance.md, "Webhook deliveries")
 _numbers = itertools.count(40_000_000)
+pytestmark = pytest.mark.alone  # it measures latency or throughput: run with nothing beside it (scripts/test.sh)
 
 
 def send(runtime, workspace: str, client_id: str) -> str:
