@@ -23,6 +23,9 @@ from .segments import segment
 ALERTS_FROM = "0.4.0"  # the release whose finalized log every process reads these events in
 INTERVAL = 10 * 60  # seconds after an alert ended in which the same one is not raised again (a setting)
 INTERVAL_KEY = "interval"  # the tuning's row of the interval, beside the conditions' rows
+# The daily digest: the tuning's row of its time (seconds after a Nepal midnight; none: off), and
+# what a destination names in --only to get it among its conditions.
+DIGEST = "digest"
 POOL = "pool"  # the subject of a condition of the whole pool
 # An alert's SMS belongs to this client of this workspace, neither of which exists: it is
 # charged nothing, and no workspace's lists, balance or webhooks see it.
@@ -72,7 +75,27 @@ def check_condition(name: str) -> str:
 
 
 def check_conditions(names: list[str]) -> list[str]:
-    return [check_condition(n.strip()) for n in names if n.strip()]
+    """What a destination's --only names: conditions, and the daily digest."""
+    return [n.strip() if n.strip() == DIGEST else check_condition(n.strip()) for n in names if n.strip()]
+
+
+def digest_time(written: str) -> float | None:
+    """`08:00` (Nepal time) as seconds after midnight; None for `off`."""
+    if written.strip().lower() == "off":
+        return None
+    hours, colon, minutes = written.strip().partition(":")
+    if not (colon and hours.isdigit() and minutes.isdigit() and len(minutes) == 2
+            and int(hours) < 24 and int(minutes) < 60):
+        raise InvalidInput(f"{written!r} is not a time of day: write HH:MM (Nepal time), or off")
+    return int(hours) * 3600 + int(minutes) * 60
+
+
+def digest_text(day: str, counts: dict[str, int]) -> str:
+    """The digest of a Nepal day, one SMS: the messages accepted that day and what became of
+    them, the alerts raised, and how the pool stands as it is sent."""
+    return one_sms(f"Sandesh {day}: {counts['accepted']} accepted, {counts['delivered']} delivered, "
+                   f"{counts['undelivered']} undelivered, {counts['failed']} failed; {counts['alerts']} alerts. "
+                   f"Now {counts['usable']} of {counts['enabled']} SIMs usable, {counts['waiting']} waiting")
 
 
 def sms_number(url: str) -> str | None:
@@ -277,6 +300,51 @@ class Tuning(Aggregate):
     @event(IntervalSet)
     def set_interval(self, seconds: float | None, actor: str, at: float) -> None:
         pass  # read from the tuning's read model (projections/alerts.py)
+
+    class DigestSet(Aggregate.Event):
+        """When the daily digest is sent: seconds after a Nepal midnight (None: never)."""
+        written_from = ALERTS_FROM
+
+        seconds: float | None
+        actor: str
+        at: float
+
+    @event(DigestSet)
+    def set_digest(self, seconds: float | None, actor: str, at: float) -> None:
+        pass  # read from the tuning's read model (projections/alerts.py)
+
+
+class Digest(Aggregate):
+    """The digest of one Nepal day, composed once: its id is the day's, so a second notifier
+    (or one started again) finds it sent and sends nothing."""
+
+    class Composed(Aggregate.Created):
+        written_from = ALERTS_FROM
+
+        day: str
+        text: str
+        at: float
+
+    @staticmethod
+    def create_id(day: str, **_: object) -> str:
+        return f"digest-{day}"
+
+    @event(Composed)
+    def __init__(self, day: str, text: str, at: float):
+        self.day, self.text = day, text
+
+    class Told(Aggregate.Event):
+        """A destination was given the digest (`message_id`: its SMS), or failed to be (`error`)."""
+        written_from = ALERTS_FROM
+
+        destination_id: str
+        message_id: str | None
+        error: str | None
+        at: float
+
+    @event(Told)
+    def tell(self, destination_id: str, message_id: str | None, error: str | None, at: float) -> None:
+        pass
 
 
 def interval_of(tuning: dict[str, float | None]) -> float:

@@ -24,7 +24,7 @@ from eventsourcing.persistence import Cipher, Compressor, Mapper, MapperDeserial
 from eventsourcing.utils import TopicError, get_topic, resolve_topic
 
 from . import release
-from .alerts import Alert, Destination, Tuning
+from .alerts import Alert, Destination, Digest, Tuning
 from .batch import Batch
 from .campaign import Campaign
 from .contacts import ContactList, Template
@@ -41,7 +41,7 @@ from .webhook import WebhookDelivery
 from .workspace import Workspace
 
 AGGREGATES = (Workspace, Client, Person, Sim, SmsSwitch, Message, Batch, Otp, Reply, OptOut, WebhookDelivery,
-              Redelivery, Campaign, ContactList, Template, HelpSent, Alert, Destination, Tuning)
+              Redelivery, Campaign, ContactList, Template, HelpSent, Alert, Destination, Tuning, Digest)
 
 
 def persisted() -> list[type]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from sandesh.domain.alerts import INTERVAL_KEY, Alert, Destination, Tuning
+from sandesh.domain.alerts import DIGEST, INTERVAL_KEY, Alert, Destination, Tuning
 
 from .contract import ReadModel
 from .rows import Add, Rows, Table
@@ -77,6 +77,11 @@ def _interval_set(rows: Rows, e: Tuning.IntervalSet) -> None:
     rows.insert("alert_tuning", {"condition": INTERVAL_KEY, "delay": e.seconds, "off": False}, on_conflict="update")
 
 
+@MODEL.on(Tuning.DigestSet)
+def _digest_set(rows: Rows, e: Tuning.DigestSet) -> None:
+    rows.insert("alert_tuning", {"condition": DIGEST, "delay": e.seconds, "off": False}, on_conflict="update")
+
+
 @MODEL.on(Tuning.Tuned)
 def _tuned(rows: Rows, e: Tuning.Tuned) -> None:
     rows.insert("alert_tuning", {"condition": e.condition, "delay": e.delay, "off": e.delay is None},
@@ -99,7 +104,8 @@ def destinations(conn: Any) -> list[dict[str, Any]]:
 
 
 def tuning(conn: Any) -> dict[str, float | None]:
-    """condition -> its delay as tuned (None: off); INTERVAL_KEY -> the interval (None: default)."""
+    """condition -> its delay as tuned (None: off); INTERVAL_KEY -> the interval (None: default);
+    DIGEST -> the daily digest's time (None: none)."""
     return {r["condition"]: None if r["off"] else r["delay"]
             for r in conn.execute("SELECT * FROM alert_tuning").fetchall()}
 
@@ -117,6 +123,26 @@ def messages_of(conn: Any, alert_ids: list[str]) -> dict[str, list[str]]:
                           (alert_ids,)).fetchall():
         found.setdefault(r["alert_id"], []).append(r["message_id"])
     return found
+
+
+# The messages each client accepted in a day (index messages_client_newest), by what became of them.
+_DAY = """
+SELECT count(*) AS accepted, count(*) FILTER (WHERE m.status = 'delivered') AS delivered,
+       count(*) FILTER (WHERE m.status = 'undelivered') AS undelivered,
+       count(*) FILTER (WHERE m.status IN ('failed', 'rejected')) AS failed
+FROM clients c
+CROSS JOIN LATERAL (SELECT status FROM messages WHERE client_id = c.id
+                    AND created_at >= %(since)s AND created_at < %(until)s) m
+"""
+
+
+def day_counts(conn: Any, since: float, until: float) -> dict[str, int]:
+    """For the daily digest: the messages accepted from `since` to `until`, how many of them were
+    delivered, undelivered and failed (or rejected), and the alerts raised meanwhile."""
+    counts = dict(conn.execute(_DAY, {"since": since, "until": until}).fetchone())
+    counts["alerts"] = conn.execute("SELECT count(*) AS n FROM alerts WHERE raised_at >= %s AND raised_at < %s",
+                                    (since, until)).fetchone()["n"]
+    return counts
 
 
 def low_balances(conn: Any) -> list[dict[str, Any]]:

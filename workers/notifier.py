@@ -13,14 +13,16 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from datetime import date, datetime, timedelta
 from typing import Any, Callable
 
 import apprise
 
-from sandesh.domain.alerts import (BALANCE_MAIL_BODY, CLIENT, CONDITIONS, DEAD_WITHIN, OTP_WAIT, POOL, QUEUE_WAIT,
-                                   SIM, SMS_PER_HOUR, VALIDITY_DAYS, WORKSPACE, Alert, balance_mail,
-                                   balance_mail_cleared, delay_of, interval_of, lasted, low_balance, npr, raised_text,
-                                   sms_number)
+from sandesh.domain.alerts import (BALANCE_MAIL_BODY, CLIENT, CONDITIONS, DEAD_WITHIN, DIGEST, OTP_WAIT, POOL,
+                                   QUEUE_WAIT, SIM, SMS_PER_HOUR, VALIDITY_DAYS, WORKSPACE, Alert, balance_mail,
+                                   balance_mail_cleared, delay_of, digest_text, interval_of, lasted, low_balance, npr,
+                                   raised_text, sms_number)
+from sandesh.domain.clock import NEPAL
 from sandesh.domain.said import Said
 from sandesh.domain.sim import DEFAULT_MIN_CREDIT
 from sandesh.domain.sim_plan import days_left, validity_of
@@ -36,6 +38,7 @@ logger = logging.getLogger("sandesh.worker.notifier")
 EVERY = 1.0  # seconds between two looks
 POOL_SIZE = 2
 LAG_CAP = 100_000  # events of lag counted at most
+DIGEST_WAITING_CAP = 100_000  # waiting messages the digest counts at most
 
 
 def check_url(url: str) -> str:
@@ -99,12 +102,16 @@ class Notifier:
         self.holding_since: dict[tuple[str, str], float] = {}
         self.sim_ids: dict[str, str] = {}  # a SIM's name -> its id, as the last look saw the pool
         self.names: dict[str, str] = {}  # a workspace's or client's id -> its name, for the end of its alert
+        self.usable_sims = (0, 0)  # the enabled SIMs usable, and the enabled, as the last look saw the pool
+        self.digested: date | None = None  # the Nepal day whose digest this notifier found composed
 
     def holding(self, conn: Any, now: float) -> dict[tuple[str, str], str]:
         """(condition, subject) -> the detail of each condition that holds now."""
         found: dict[tuple[str, str], str] = {}
         pool = sim_health.pool(conn, now, self.runtime.settings.route_window)
         self.sim_ids = {sim["name"]: sim["id"] for sim in pool}
+        enabled = [sim for sim in pool if sim["enabled"]]
+        self.usable_sims = (sum(1 for sim in enabled if sim["usable"]), len(enabled))
         for sim in pool:
             if sim["enabled"]:
                 found.update({(condition, sim["name"]): detail for condition, detail in of_sim(sim, now).items()})
@@ -159,6 +166,41 @@ class Notifier:
                 alert = self.sandesh.alerts.clear(row["id"], about)
                 logger.info("alert %s ended: %s", alert.id, alert.cleared_text)
                 self.tell_all(alert, destinations, cleared=True)
+        if tuning.get(DIGEST) is not None:
+            self.digest(now, tuning[DIGEST], destinations)
+
+    def digest(self, now: float, at: float, destinations: list[dict[str, Any]]) -> None:
+        """Once a Nepal day, from `at` seconds after its midnight: the digest of the day before to
+        every destination that takes all conditions or names `digest` (Digest: at most once a day)."""
+        today = datetime.fromtimestamp(now, NEPAL).date()
+        midnight = datetime.combine(today, datetime.min.time(), NEPAL).timestamp()
+        if now < midnight + at or self.digested == today:
+            return
+        yesterday = today - timedelta(days=1)
+        with self.runtime.connection() as conn:
+            counts = alerts.day_counts(conn, midnight - 86400, midnight)
+            waiting = dispatch.waiting(conn, DIGEST_WAITING_CAP)
+        counts.update(usable=self.usable_sims[0], enabled=self.usable_sims[1],
+                      waiting=sum(depth for depth, _ in waiting.values()))
+        digest = self.sandesh.alerts.compose_digest(yesterday.isoformat(), digest_text(yesterday.isoformat(), counts))
+        self.digested = today
+        if digest is None:  # composed already, before a restart or by another notifier
+            return
+        logger.info("digest of %s: %s", digest.day, digest.text)
+        for destination in destinations:
+            if destination["conditions"] and DIGEST not in destination["conditions"]:
+                continue
+            url, message_id = self.sandesh.alerts.opened(destination["url_sealed"]), None
+            number = sms_number(url)
+            try:
+                error = tell(url, digest.text) if number is None else None
+                if number is not None:
+                    message_id = self.sandesh.alerts.text_digest(number, digest.text).id
+            except DomainError as refused:  # the pool refused the SMS: no route, the switch off
+                error = f"not texted: {refused}"
+            if error:
+                logger.warning("digest of %s not told to %s: %s", digest.day, destination["shown"], error)
+            self.sandesh.alerts.digest_told(digest, destination["id"], message_id, error)
 
     def name_of(self, subject: str, of: str) -> str | None:
         """A workspace's or a client's name, as the end of its alert gives it; None for the others."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from eventsourcing.persistence import IntegrityError
 
-from ..alerts import SMS_CLIENT, SMS_WORKSPACE, TEST_ALERT, Alert, Destination, Tuning, check_condition, check_conditions
+from ..alerts import (SMS_CLIENT, SMS_WORKSPACE, TEST_ALERT, Alert, Destination, Digest, Tuning, check_condition,
+                      check_conditions)
 from ..clock import Clock
 from ..errors import InvalidInput, InvalidTransition, NotFound
 from ..message import Message
@@ -68,6 +69,33 @@ class Alerts:
         self.log.save(tuning)
         return tuning
 
+    def set_digest(self, seconds: float | None, actor: str) -> Tuning:
+        """The daily digest's time, seconds after a Nepal midnight (domain/alerts.py, digest_time);
+        None: no digest."""
+        self._writes()
+        tuning = self.log.find(Tuning.ID, Tuning) or Tuning()
+        tuning.set_digest(seconds=seconds, actor=actor, at=self.clock.now())
+        self.log.save(tuning)
+        return tuning
+
+    def compose_digest(self, day: str, text: str) -> Digest | None:
+        """The digest of a Nepal day, recorded before anyone is told; None when it was already
+        (by this notifier before a restart, or by another)."""
+        digest = Digest(day=day, text=text, at=self.clock.now())
+        try:
+            self.log.save(digest)
+        except IntegrityError:
+            return None
+        return digest
+
+    def digest_told(self, digest: Digest, destination_id: str, message_id: str | None, error: str | None) -> None:
+        digest.tell(destination_id=destination_id, message_id=message_id, error=error, at=self.clock.now())
+        self.log.save(digest)
+
+    def text_digest(self, number: str, text: str) -> Message:
+        """The digest's SMS through the pool, charged to no workspace."""
+        return self._free_text(number, text)
+
     def raise_alert(self, condition: str, subject: str, text: str) -> Alert:
         alert = Alert(condition=condition, subject=subject, text=text, at=self.clock.now())
         self.log.save(alert)
@@ -101,7 +129,10 @@ class Alerts:
     def text_test(self, number: str) -> Message:
         """`sandesh alerts test` of an `sms:` destination: a test SMS through the pool, charged
         to no workspace."""
-        request, problems = parse_send({"to": number, "text": TEST_ALERT, "messageType": "transactional"})
+        return self._free_text(number, TEST_ALERT)
+
+    def _free_text(self, number: str, text: str) -> Message:
+        request, problems = parse_send({"to": number, "text": text, "messageType": "transactional"})
         if request is None or problems:
             raise InvalidInput("; ".join(p.message for p in problems))
         return self.sending.send(SMS_CLIENT, SMS_WORKSPACE, request, 0)

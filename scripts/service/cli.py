@@ -270,7 +270,8 @@ def parser() -> argparse.ArgumentParser:
                                   "Apprise URL (mailto://, tgram://, ntfy://, json://…)")
     c.add_argument("url", metavar="URL")
     c.add_argument("--only", metavar="CONDITION,…", default="",
-                   help="only these conditions (default: all): " + ", ".join(ALERT_CONDITIONS))
+                   help="only these conditions (default: all): " + ", ".join(ALERT_CONDITIONS) +
+                        "; and 'digest' for the daily digest, which a destination with all conditions gets too")
     al.add_parser("list", help="the destinations (their passwords hidden)")
     al.add_parser("remove", help="remove a destination").add_argument("destination", metavar="ID")
     c = al.add_parser("test", help="send a test message to every destination, or one")
@@ -288,6 +289,11 @@ def parser() -> argparse.ArgumentParser:
     spaced = c.add_mutually_exclusive_group(required=True)
     spaced.add_argument("seconds", type=float, metavar="SECONDS", nargs="?")
     spaced.add_argument("--default", action="store_true", help="back to 600 seconds")
+    c = al.add_parser("digest", help="each day from HH:MM (Nepal time), one message to the destinations (those "
+                                     "with all conditions, or naming 'digest'): the day before's messages accepted, "
+                                     "delivered, undelivered and failed, its alerts, and the pool as it stands; "
+                                     "'off' (the default) for none")
+    c.add_argument("time", metavar="HH:MM|off")
 
     us = sub.add_parser("user", help="people who sign in to the dashboard").add_subparsers(dest="command",
                                                                                            required=True)

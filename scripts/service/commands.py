@@ -13,7 +13,7 @@ from sandesh.domain.settings import Settings
 from sandesh.domain.types import parse_rates, parse_types
 from sandesh.domain.usecases.operators import Operators, Services
 from sandesh.domain.usecases.sims import Sims
-from sandesh.domain.alerts import CONDITIONS, INTERVAL, TEST_ALERT, delay_of, interval_of, sms_number
+from sandesh.domain.alerts import CONDITIONS, DIGEST, INTERVAL, TEST_ALERT, delay_of, digest_time, interval_of, sms_number
 from sandesh.projections import alerts as alert_rows, people, registry
 from sandesh.projections.storage.runtime import Runtime
 
@@ -706,6 +706,7 @@ def alerts_status(args: argparse.Namespace, settings: Settings, actor: str) -> i
     for alert in holding + latest:
         alert["messages"] = texts.get(alert["id"], [])
     emit({"holding": holding, "ended": latest, "interval": interval_of(tuning),
+          "digest": _clock_time(tuning.get(DIGEST)),
           "conditions": {name: {"after": delay_of(tuning, name), "on": delay_of(tuning, name) is not None}
                          for name in CONDITIONS}})
     return 0
@@ -724,6 +725,19 @@ def alerts_interval(args: argparse.Namespace, settings: Settings, actor: str) ->
         runtime.sandesh.alerts.set_interval(None if args.default else args.seconds, actor)
     emit({"interval": INTERVAL if args.default else args.seconds})
     return 0
+
+
+def alerts_digest(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    seconds = digest_time(args.time)
+    with opened(settings) as runtime:
+        runtime.sandesh.alerts.set_digest(seconds, actor)
+    emit({"digest": _clock_time(seconds)})
+    return 0
+
+
+def _clock_time(seconds: float | None) -> str | None:
+    """Seconds after midnight as HH:MM."""
+    return None if seconds is None else f"{int(seconds) // 3600:02d}:{int(seconds) % 3600 // 60:02d}"
 
 
 def user_add(args: argparse.Namespace, settings: Settings, actor: str) -> int:
@@ -928,6 +942,7 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("workspace", "list"): workspace_list,
     ("alerts", "add"): alerts_add,
     ("alerts", "interval"): alerts_interval,
+    ("alerts", "digest"): alerts_digest,
     ("alerts", "list"): alerts_list,
     ("alerts", "remove"): alerts_remove,
     ("alerts", "test"): alerts_test,

@@ -219,3 +219,51 @@ def test_the_interval_before_the_same_alert_again_is_a_setting(runtime, sandesh,
     assert sandesh("alerts", "interval", "--default") == {"interval": 600}
     assert sandesh("alerts", "status")["interval"] == 600
     sandesh("sim", "disable", sim["id"])
+
+
+def test_the_daily_digest_tells_the_day_before_once_to_those_who_take_it(runtime, sandesh, notifier, receiver_json):
+    from sandesh.projections import follower
+    from tests.integration.test_webhooks import lifecycle
+
+    refused = sandesh.run("alerts", "digest", "25:00")
+    assert refused.returncode != 0 and "not a time of day: write HH:MM (Nepal time), or off" in refused.stderr
+    assert sandesh("alerts", "digest", "08:00") == {"digest": "08:00"}
+    assert sandesh("alerts", "status")["digest"] == "08:00"
+    elsewhere, digest_only = JsonReceiver(), JsonReceiver()
+    sandesh("alerts", "add", elsewhere.url, "--only", "no_route")
+    sandesh("alerts", "add", digest_only.url, "--only", "digest")
+
+    def move_to(day: Any, hour: int, minute: int) -> None:
+        at = datetime.combine(day, datetime.min.time(), NEPAL) + timedelta(hours=hour, minutes=minute)
+        sandesh("clock", "advance", str(int(at.timestamp() - runtime.clock.now()) + 1))
+
+    today = datetime.fromtimestamp(runtime.clock.now(), NEPAL).date()
+    day = today + timedelta(days=1)  # a day of this test's messages alone
+    move_to(day, 0, 30)
+    app = runtime.sandesh
+    workspace = funded_workspace(app, "Digested", 10_000)
+    client = app.operators.create_client(workspace, "D", None, 1000, "test")[0].id
+    sent = [app.sending.send(client, workspace, parse_send({"to": f"97798410005{n:02d}", "text": "Digest"})[0], 100)
+            for n in range(3)]
+    lifecycle(runtime, sent[0], ("submit",), ("accept",), ("report", 0))
+    lifecycle(runtime, sent[1], ("fail", "no SIM could send it"))
+    follower.catch_up(runtime)
+    move_to(day + timedelta(days=1), 7, 58)
+    notifier.step()
+    assert receiver_json.about(f"Sandesh {day}:") == [], "not before 08:00"
+    move_to(day + timedelta(days=1), 8, 1)
+    notifier.step()
+    notifier.step()
+    Notifier(runtime).step()  # started again: the day's digest is in the log, not sent twice
+    [told] = receiver_json.about(f"Sandesh {day}:")
+    assert re.fullmatch(rf"Sandesh {day}: 3 accepted, 1 delivered, 0 undelivered, 1 failed; 0 alerts\. "
+                        r"Now \d+ of \d+ SIMs usable, \d+ waiting", told), told
+    assert digest_only.messages == [told] and elsewhere.messages == []
+
+    sandesh("alerts", "digest", "off")
+    move_to(day + timedelta(days=2), 9, 0)
+    notifier.step()
+    assert receiver_json.about(f"Sandesh {day + timedelta(days=1)}:") == [] and digest_only.messages == [told]
+    for destination in sandesh("alerts", "list")["destinations"]:
+        if destination["url"] in (elsewhere.url, digest_only.url):
+            sandesh("alerts", "remove", destination["id"])
