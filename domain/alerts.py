@@ -331,7 +331,8 @@ class Digest(Aggregate):
 
     @event(Composed)
     def __init__(self, day: str, text: str, at: float):
-        self.day, self.text = day, text
+        self.day, self.text, self.composed_at = day, text, at
+        self.told: list[tuple[str, str | None]] = []  # (destination id, error or None), in order
 
     class Told(Aggregate.Event):
         """A destination was given the digest (`message_id`: its SMS), or failed to be (`error`)."""
@@ -344,7 +345,7 @@ class Digest(Aggregate):
 
     @event(Told)
     def tell(self, destination_id: str, message_id: str | None, error: str | None, at: float) -> None:
-        pass
+        self.told.append((destination_id, error))
 
 
 def interval_of(tuning: dict[str, float | None]) -> float:

@@ -88,6 +88,10 @@ class Alerts:
             return None
         return digest
 
+    def digest_of(self, day: str) -> Digest | None:
+        """The digest of a Nepal day (`2026-12-06`), if it was composed."""
+        return self.log.find(Digest.create_id(day=day), Digest)
+
     def digest_told(self, digest: Digest, destination_id: str, message_id: str | None, error: str | None) -> None:
         digest.tell(destination_id=destination_id, message_id=message_id, error=error, at=self.clock.now())
         self.log.save(digest)

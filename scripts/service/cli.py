@@ -276,7 +276,8 @@ def parser() -> argparse.ArgumentParser:
     al.add_parser("remove", help="remove a destination").add_argument("destination", metavar="ID")
     c = al.add_parser("test", help="send a test message to every destination, or one")
     c.add_argument("destination", metavar="ID", nargs="?")
-    al.add_parser("status", help="the alerts that hold now, and since when, and the last ended ones")
+    al.add_parser("status", help="the alerts that hold now, and since when, the last ended ones, and the last "
+                                 "daily digest with how many destinations it reached")
     c = al.add_parser("tune", help="how long a condition must hold before it alerts, or turn it off or on")
     c.add_argument("condition", choices=ALERT_CONDITIONS, metavar="CONDITION",
                    help=", ".join(ALERT_CONDITIONS))

@@ -6,7 +6,7 @@ import re
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from sandesh.domain.clock import iso, parse_iso
+from sandesh.domain.clock import NEPAL, iso, parse_iso
 from sandesh.domain.release import VERSION
 from sandesh.domain.errors import InvalidInput, NotFound
 from sandesh.domain.settings import Settings
@@ -698,7 +698,11 @@ def alerts_test(args: argparse.Namespace, settings: Settings, actor: str) -> int
 
 
 def alerts_status(args: argparse.Namespace, settings: Settings, actor: str) -> int:
+    from datetime import datetime, timedelta
+
     with opened(settings) as runtime, runtime.connection() as conn:
+        today = datetime.fromtimestamp(runtime.clock.now(), NEPAL).date()
+        digests = [d for d in (runtime.sandesh.alerts.digest_of(str(today - timedelta(days=n))) for n in (1, 2)) if d]
         holding = [alert_rows.view(r) for r in alert_rows.open_alerts(conn)]
         latest = [alert_rows.view(r) for r in alert_rows.history(conn, 20) if r["cleared_at"] is not None]
         texts = alert_rows.messages_of(conn, [a["id"] for a in holding + latest])
@@ -707,6 +711,9 @@ def alerts_status(args: argparse.Namespace, settings: Settings, actor: str) -> i
         alert["messages"] = texts.get(alert["id"], [])
     emit({"holding": holding, "ended": latest, "interval": interval_of(tuning),
           "digest": _clock_time(tuning.get(DIGEST)),
+          "lastDigest": {"day": digests[0].day, "text": digests[0].text, "at": iso(digests[0].composed_at),
+                         "told": sum(1 for _, error in digests[0].told if error is None),
+                         "failed": sum(1 for _, error in digests[0].told if error is not None)} if digests else None,
           "conditions": {name: {"after": delay_of(tuning, name), "on": delay_of(tuning, name) is not None}
                          for name in CONDITIONS}})
     return 0

@@ -259,6 +259,8 @@ def test_the_daily_digest_tells_the_day_before_once_to_those_who_take_it(runtime
     assert re.fullmatch(rf"Sandesh {day}: 3 accepted, 1 delivered, 0 undelivered, 1 failed; 0 alerts\. "
                         r"Now \d+ of \d+ SIMs usable, \d+ waiting", told), told
     assert digest_only.messages == [told] and elsewhere.messages == []
+    last = sandesh("alerts", "status")["lastDigest"]
+    assert (last["day"], last["text"], last["told"], last["failed"]) == (str(day), told, 2, 0)
 
     sandesh("alerts", "digest", "off")
     move_to(day + timedelta(days=2), 9, 0)
