@@ -18,7 +18,7 @@ from sandesh.projections.storage.group_commit import GroupCommit
 from tests.helpers import funded_workspace
 from tests import contract
 
-EXAMPLES = 100  # per operation and mode: about 600 requests, some 15 s
+EXAMPLES = 100  # per operation and mode
 
 
 def test_the_document_is_served_without_a_key_and_is_valid_openapi_3_1(server):
