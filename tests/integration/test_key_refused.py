@@ -19,7 +19,7 @@ import requests
 from sandesh.projections.storage.keys import KeyRing, RingCipher, key_id
 from tests.conftest import ROOT, free_port
 from tests.integration.test_database_outage import Heartbeat
-from tests.installation import wait_until
+from tests.installation import answering, wait_until
 
 OLD = "the-key-of-before-which-was-retired-0123456789"
 NEW = "the-current-root-key-of-this-database-98765432"
@@ -57,7 +57,12 @@ def test_a_process_started_with_a_retired_key_during_an_outage_writes_nothing(po
                                  cwd=tmp_path, stdout=logs["serve"], stderr=logs["serve"])
         worker = subprocess.Popen([*cli, "worker", "webhooks"], env=old, cwd=tmp_path, stdout=logs["worker"],
                                   stderr=logs["worker"])
-        time.sleep(3)  # both up, the database away: nothing can be checked yet
+        # Both up while the database is away (nothing can be checked yet): the API answers its
+        # health, the worker has found the database away.  A process that first reaches the
+        # database with a retired key refuses to start instead (docs/operations.md, "Rotating the key").
+        wait_until(lambda: answering(f"http://127.0.0.1:{port}"), "the API, the database away")
+        wait_until(lambda: b"database unavailable" in (tmp_path / "worker.log").read_bytes(),
+                   "the worker, the database away")
         assert worker.poll() is None and serve.poll() is None
         postgres.start()
 
