@@ -3,6 +3,8 @@ conditions tuned, and what the notifier records: an alert raised, cleared, and e
 destination told (domain/alerts.py)."""
 from __future__ import annotations
 
+from typing import Callable
+
 from eventsourcing.persistence import IntegrityError
 
 from ..alerts import (SMS_CLIENT, SMS_WORKSPACE, TEST_ALERT, Alert, Destination, Digest, Tuning, check_condition,
@@ -54,27 +56,25 @@ class Alerts:
         check_condition(condition)
         if delay is not None and not 0 <= delay <= 7 * 86400:
             raise InvalidInput("a delay is 0 to 604800 seconds")
-        tuning = self.log.find(Tuning.ID, Tuning) or Tuning()
-        tuning.tune(condition=condition, delay=delay, actor=actor, at=self.clock.now())
-        self.log.save(tuning)
-        return tuning
+        return self._tuned(lambda tuning, at: tuning.tune(condition=condition, delay=delay, actor=actor, at=at))
 
     def set_interval(self, seconds: float | None, actor: str) -> Tuning:
         """How long after an alert ended the same one is not raised again; None: the default."""
         self._writes()
         if seconds is not None and not 0 <= seconds <= 7 * 86400:
             raise InvalidInput("an interval is 0 to 604800 seconds")
-        tuning = self.log.find(Tuning.ID, Tuning) or Tuning()
-        tuning.set_interval(seconds=seconds, actor=actor, at=self.clock.now())
-        self.log.save(tuning)
-        return tuning
+        return self._tuned(lambda tuning, at: tuning.set_interval(seconds=seconds, actor=actor, at=at))
 
     def set_digest(self, seconds: float | None, actor: str) -> Tuning:
         """The daily digest's time, seconds after a Nepal midnight (domain/alerts.py, digest_time);
         None: no digest."""
         self._writes()
+        return self._tuned(lambda tuning, at: tuning.set_digest(seconds=seconds, actor=actor, at=at))
+
+    def _tuned(self, change: Callable[[Tuning, float], None]) -> Tuning:
+        """The one tuning aggregate (made at its first change), changed and saved."""
         tuning = self.log.find(Tuning.ID, Tuning) or Tuning()
-        tuning.set_digest(seconds=seconds, actor=actor, at=self.clock.now())
+        change(tuning, self.clock.now())
         self.log.save(tuning)
         return tuning
 
