@@ -4,8 +4,9 @@ Owns `clock_offset`.  `create_tables` creates every table, each from the DDL of 
 that owns it."""
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import psycopg
 from psycopg import sql
@@ -26,6 +27,10 @@ INSERT INTO clock_offset (id, offset_seconds) VALUES (true, 0) ON CONFLICT DO NO
 """
 
 MIGRATION_LOCK = 0x5A4E_DE50  # advisory lock: concurrent `db migrate` runs wait for each other
+# How long one try of the migration waits for a table's lock: below PostgreSQL's deadlock_timeout
+# (1 s), so a migration that meets running transactions gives up first rather than one of them.
+MIGRATION_LOCK_WAIT = "500ms"
+MIGRATION_TRIES = 120
 
 
 def connect(settings: Settings, **kwargs: Any) -> psycopg.Connection:
@@ -72,11 +77,28 @@ def ensure_database(settings: Settings) -> None:
         raise DatabaseUnavailable(describe_unreachable(settings, error)) from error
 
 
-def create_tables(conn: psycopg.Connection) -> None:
+def create_tables(conn: psycopg.Connection, waiting: Callable[[int], None] = lambda tries: None) -> None:
+    """Every table, in one transaction. A migration under traffic takes each table's lock while
+    running processes hold theirs: a try waits at most MIGRATION_LOCK_WAIT for one, so it holds
+    no process longer than that, and a try that gave up is rolled back and made again a moment
+    later (`waiting` is told how many have failed)."""
+    for tries in range(1, MIGRATION_TRIES + 1):
+        try:
+            _create_tables(conn)
+            return
+        except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected):
+            if tries == MIGRATION_TRIES:
+                raise
+            waiting(tries)
+            time.sleep(min(1.0, 0.05 * tries))
+
+
+def _create_tables(conn: psycopg.Connection) -> None:
     from .. import follower
 
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        conn.execute(f"SET LOCAL lock_timeout = '{MIGRATION_LOCK_WAIT}'")
         conn.execute(OWN_DDL + request_rate.DDL + sim_health.DDL + sessions.DDL + releases.DDL + keys.DDL + checkpoints.DDL)
         conn.execute(otp_limits.DDL)
         conn.execute(device_cursors.DDL)

@@ -130,18 +130,20 @@ def check_release(settings: Settings) -> None:
         pass
 
 
-def migrate(settings: Settings) -> dict[str, Any]:
+def migrate(settings: Settings, waiting: Callable[[int], None] = lambda tries: None) -> dict[str, Any]:
     """`sandesh db migrate`: the database, the event table, every read model, and this release
     recorded as the one that migrated it (projections/storage/releases.py), the database's first root key
     when it has none recorded, a current data key for each use, and the keys of 0.3.0's formats
     when the log holds them (projections/storage/keys.py); then each followed read model the database
     never had is built from its log, as `sandesh replay NAME` builds it (docs/operations.md,
-    "Upgrading"). Idempotent. Returns what it built: per read model, its events and rows."""
+    "Upgrading"). Idempotent. Returns what it built: per read model, its events and rows. Under
+    traffic the tables' locks are waited for in short tries (db.create_tables), each failed one
+    told to `waiting`."""
     db.ensure_database(settings)
     with db.migration_lock(settings) as conn:
         found = releases.before_migration(conn)
         bootstrap(settings, pool_size=1, create_table=True).close()  # the library creates the events table
-        db.create_tables(conn)
+        db.create_tables(conn, waiting)
         releases.record_migration(conn, found)
         ring = KeyRing(settings.require_key_ring())
         keys.record_first_key(conn, ring, lambda ring: _key_of_log(conn, ring))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -50,7 +51,12 @@ def _client(runtime: Runtime, client_id: str) -> dict[str, Any]:
 
 
 def db_migrate(args: argparse.Namespace, settings: Settings, actor: str) -> int:
-    built = migrate(settings)
+    def waiting(tries: int) -> None:
+        if tries in (1, 10, 50):
+            print(f"sandesh: db migrate: running processes hold the tables' locks; trying again ({tries} tries so far)",
+                  file=sys.stderr, flush=True)
+
+    built = migrate(settings, waiting)
     emit({"ok": True, **_releases(settings), **({"built": built} if built else {})})
     return 0
 

@@ -1,4 +1,5 @@
 """`sandesh` management commands against a real PostgreSQL (docs/operations.md, "The sandesh command")."""
+import threading
 import time
 
 import orjson
@@ -16,6 +17,31 @@ MIGRATED = {"ok": True, "release": VERSION, "migratedBy": VERSION, "finalized": 
 def test_migrate_is_idempotent(sandesh):
     assert sandesh("db", "migrate") == MIGRATED
     assert sandesh("db", "migrate") == MIGRATED
+
+
+def test_migrate_under_traffic_gives_way_to_a_transaction_it_would_deadlock_with(sandesh, database_url):
+    """A running process's transaction holds the sims table and then reads workspaces, which the
+    migration locked before it reached sims: the migration, not the process, gives up, and it
+    finishes once the transaction has ended."""
+    sandesh("db", "migrate")
+    with psycopg.connect(database_url) as running:
+        running.execute("UPDATE sims SET name = name WHERE false")  # sims held, as by a write
+        done: list = []
+        migration = threading.Thread(target=lambda: done.append(sandesh.run("db", "migrate")))
+        migration.start()
+        waits = "SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'sims'::regclass"
+        with psycopg.connect(database_url, autocommit=True) as watch:
+            deadline = time.monotonic() + 30
+            while watch.execute(waits).fetchone()[0] == 0:
+                assert time.monotonic() < deadline, "the migration never reached the sims table"
+                time.sleep(0.02)
+        began = time.monotonic()
+        running.execute("SELECT count(*) FROM workspaces")  # before the change: a deadlock
+        assert time.monotonic() - began < 0.8  # the migration waits 0.5 s at most; a deadlock is found at 1 s
+        time.sleep(1.5)  # the migration tries again meanwhile
+    migration.join(60)
+    assert done[0].returncode == 0, done[0].stderr
+    assert orjson.loads(done[0].stdout) == MIGRATED and "trying again" in done[0].stderr
 
 
 def test_migrate_creates_a_missing_database(sandesh, database_url):
