@@ -234,6 +234,7 @@ def test_a_pages_csrf_token_made_with_chosen_cookies_is_no_device_cookie(sandesh
 
 def test_a_device_cookie_is_given_after_the_code_not_after_the_password_alone(owner, sandesh, server):
     """The password alone is half a sign-in: its browser is trusted only once the code is right too."""
+    next_step(sandesh)  # the owner's enrolment took this step's code
     browser = a_browser(server, sandesh)
     landed = post(browser, "/dashboard/sign-in", "/dashboard/sign-in", email=owner["email"], password=PASSWORD)
     assert landed.url.endswith("/dashboard/sign-in/code")
