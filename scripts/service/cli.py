@@ -122,6 +122,29 @@ def rupees(text: str) -> int:
         raise argparse.ArgumentTypeError(str(problem)) from None
 
 
+BAUD_HELP = "a serial port's baud rate (default 115200; a HiLink or Android device has none)"
+DESTINATION_HELP = "the destination's id (ad_…, from `sandesh alerts list`)"
+# The arguments that name a thing by its id, said once for every command that takes them.
+RECURRING_HELP = {
+    "WS": "the workspace's id (ws_…, from `sandesh workspace list`)",
+    "CL": "the client's id (cl_…, from `sandesh client list`)",
+    "ID_OR_NAME": "the SIM's id or name (from `sandesh sim list`)",
+    "EMAIL": "the person's e-mail address",
+    "MESSAGE_ID": "the message's id (msg_…), as its send answered",
+}
+
+
+def _explain_recurring(p: argparse.ArgumentParser) -> None:
+    """Every argument of `p` and its subcommands that says no more than its metavar gets the
+    sentence RECURRING_HELP has for it."""
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _explain_recurring(child)
+        elif action.help is None and action.metavar in RECURRING_HELP:
+            action.help = RECURRING_HELP[action.metavar]
+
+
 def _sim_limits(c: argparse.ArgumentParser, clearable: bool) -> None:
     """The options of a SIM's plan and balance query (docs/operations.md, "Modems")."""
     number = cap if clearable else positive_int
@@ -185,7 +208,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("key", metavar="KEY_ID", help="the root key's id, from `sandesh key status`")
     ws = sub.add_parser("workspace", help="manage workspaces").add_subparsers(dest="command", required=True)
     c = ws.add_parser("create", help="create a pending workspace")
-    c.add_argument("--name", required=True)
+    c.add_argument("--name", required=True, help="the workspace's name, as its people and the audit see it")
     c.add_argument("--types", help="allowed message types, comma separated (default: all)")
     c.add_argument("--rate", action="append", default=[], metavar="TYPE=PAISA", help="price per segment")
     for verb in ("activate", "suspend", "reinstate", "show"):
@@ -193,11 +216,12 @@ def parser() -> argparse.ArgumentParser:
     ws.add_parser("list", help="list workspaces")
     c = ws.add_parser("credit", help="add balance, in paisa")
     c.add_argument("workspace", metavar="WS")
-    c.add_argument("amount", metavar="PAISA", type=positive_int)
-    c.add_argument("--note")
+    c.add_argument("amount", metavar="PAISA", type=positive_int, help="the amount to add, in paisa (100 = NPR 1)")
+    c.add_argument("--note", help="why, for the audit trail (an invoice number, say)")
     c = ws.add_parser("set-rates", help="set prices per segment")
     c.add_argument("workspace", metavar="WS")
-    c.add_argument("rates", metavar="TYPE=PAISA", nargs="+")
+    c.add_argument("rates", metavar="TYPE=PAISA", nargs="+",
+                   help="a price per segment in paisa for a type (transactional, otp, promotional), e.g. otp=150")
     c = ws.add_parser("shred-texts", help="erase every text of a workspace: destroy the keys they are encrypted"
                       " under (counts, costs and statuses stay; messages still waiting fail, refunded)")
     c.add_argument("workspace", metavar="WS")
@@ -219,16 +243,17 @@ def parser() -> argparse.ArgumentParser:
     c = ws.add_parser("set-confirmations", help="whether a recipient's opt-out or opt-in by reply is confirmed by "
                                                 "SMS, in the language of the word, charged as a transactional send")
     c.add_argument("workspace", metavar="WS")
-    c.add_argument("state", choices=("on", "off"))
+    c.add_argument("state", choices=("on", "off"), help="on: confirm by SMS; off (the default): do not")
     c = ws.add_parser("set-types", help="set the allowed message types")
     c.add_argument("workspace", metavar="WS")
-    c.add_argument("types", metavar="T,T")
+    c.add_argument("types", metavar="T,T", help="the types it may send, comma separated: transactional, otp, "
+                                                "promotional")
 
     cl = sub.add_parser("client", help="manage API clients").add_subparsers(dest="command", required=True)
     c = cl.add_parser("create", help="create an API client; prints its key and webhook secret once")
     c.add_argument("--workspace", required=True, metavar="WS")
     c.add_argument("--brand", required=True, help=BRAND_HELP)
-    c.add_argument("--webhook-url")
+    c.add_argument("--webhook-url", help="https:// URL its message events are signed and posted to (none by default)")
     c.add_argument("--rate-limit", type=positive_int, metavar="N", help="requests per second (default 20)")
     cl.add_parser("rotate-key", help="new key now; the old one stops at once").add_argument("client", metavar="CL")
     c = cl.add_parser("rotate-secret", help="new webhook secret; the old one signs during the grace period")
@@ -242,7 +267,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("client", metavar="CL")
     c.add_argument("--brand", help=BRAND_HELP + "; settles a brand the workspace asked for (brandRequested)")
     c.add_argument("--webhook-url", help="https:// URL, or '' to remove it")
-    c.add_argument("--rate-limit", type=positive_int, metavar="N")
+    c.add_argument("--rate-limit", type=positive_int, metavar="N", help="requests per second")
     c.add_argument("--otp-template", metavar="TEXT",
                    help="the OTP message, one line of at most 160 characters in any language: {code} once, "
                         "{brand} and {minutes} if you like; no link, domain name, phone number, '@… #…' line, "
@@ -268,14 +293,15 @@ def parser() -> argparse.ArgumentParser:
         dest="command", required=True)
     c = al.add_parser("add", help="a destination: sms:+977… (an SMS through the pool, charged to no one), or an "
                                   "Apprise URL (mailto://, tgram://, ntfy://, json://…)")
-    c.add_argument("url", metavar="URL")
+    c.add_argument("url", metavar="URL", help="sms:+977 and 10 digits, or an Apprise URL; its password is sealed")
     c.add_argument("--only", metavar="CONDITION,…", default="",
                    help="only these conditions (default: all): " + ", ".join(ALERT_CONDITIONS) +
                         "; and 'digest' for the daily digest, which a destination with all conditions gets too")
     al.add_parser("list", help="the destinations (their passwords hidden)")
-    al.add_parser("remove", help="remove a destination").add_argument("destination", metavar="ID")
+    al.add_parser("remove", help="remove a destination").add_argument("destination", metavar="ID",
+                                                                      help=DESTINATION_HELP)
     c = al.add_parser("test", help="send a test message to every destination, or one")
-    c.add_argument("destination", metavar="ID", nargs="?")
+    c.add_argument("destination", metavar="ID", nargs="?", help=DESTINATION_HELP + " (default: every one)")
     al.add_parser("status", help="the alerts that hold now, and since when, the last ended ones, and the last "
                                  "daily digest with how many destinations it reached")
     c = al.add_parser("tune", help="how long a condition must hold before it alerts, or turn it off or on")
@@ -288,21 +314,21 @@ def parser() -> argparse.ArgumentParser:
     c = al.add_parser("interval", help="how long after an alert ended the same one is not raised again "
                                        "(default 600 seconds)")
     spaced = c.add_mutually_exclusive_group(required=True)
-    spaced.add_argument("seconds", type=float, metavar="SECONDS", nargs="?")
+    spaced.add_argument("seconds", type=float, metavar="SECONDS", nargs="?", help="the interval, in seconds")
     spaced.add_argument("--default", action="store_true", help="back to 600 seconds")
     c = al.add_parser("digest", help="each day from HH:MM (Nepal time), one message to the destinations (those "
                                      "with all conditions, or naming 'digest'): the day before's messages accepted, "
                                      "delivered, undelivered and failed, its alerts, and the pool as it stands; "
                                      "'off' (the default) for none")
-    c.add_argument("time", metavar="HH:MM|off")
+    c.add_argument("time", metavar="HH:MM|off", help="the time of day, Nepal time, e.g. 08:00; or off")
 
     us = sub.add_parser("user", help="people who sign in to the dashboard").add_subparsers(dest="command",
                                                                                            required=True)
     c = us.add_parser("add", help="add a person to a workspace (or the operator team); prints their one-time "
                                   "link, valid 24 hours, where they set a password")
-    c.add_argument("--email", required=True)
-    c.add_argument("--name", required=True)
-    c.add_argument("--workspace", metavar="WS")
+    c.add_argument("--email", required=True, help="their e-mail address, with which they sign in")
+    c.add_argument("--name", required=True, help="their name, as the dashboard and the audit show it")
+    c.add_argument("--workspace", metavar="WS", help="the workspace they join (or --operator)")
     c.add_argument("--role", choices=["owner", "developer", "sender", "viewer"],
                    help="owner: manages the workspace and its people; developer: clients, keys, webhooks, "
                         "opt-outs; sender: sends from the dashboard and sees what was sent; viewer: reads only")
@@ -316,11 +342,11 @@ def parser() -> argparse.ArgumentParser:
 
     sim = sub.add_parser("sim", help="manage SIMs").add_subparsers(dest="command", required=True)
     c = sim.add_parser("add", help="register a modem port (docs/operations.md, \"Modems\": probe it first)")
-    c.add_argument("--name", required=True)
+    c.add_argument("--name", required=True, help="a name for the SIM, unique in the pool (ntc-1, say)")
     c.add_argument("--port", required=True, metavar="DEVICE",
                    help="/dev/serial/by-id/..., /dev/ttyUSB0, a pyserial URL, hilink://[USER:PASSWORD@]HOST[:PORT] or "
                         "android://USER:PASSWORD@HOST[:PORT][?signing_key=KEY] (a password and key are sealed; '-' reads it from stdin)")
-    c.add_argument("--baud", type=positive_int, default=115200)
+    c.add_argument("--baud", type=positive_int, default=115200, help=BAUD_HELP)
     c.add_argument("--host", help="the dispatcher host that drives it (default: any)")
     _sim_limits(c, clearable=False)
     sim.add_parser("list", help="list SIMs with their state (active, resting, disabled, quarantined, unreachable), "
@@ -334,7 +360,7 @@ def parser() -> argparse.ArgumentParser:
                                       "within 1 s")
     c.add_argument("sim", metavar="ID_OR_NAME")
     c.add_argument("--port", metavar="DEVICE", help="its new port, in any form `sim add` takes")
-    c.add_argument("--baud", type=positive_int)
+    c.add_argument("--baud", type=positive_int, help="a serial port's new baud rate")
     c.add_argument("--host", help="the dispatcher host that drives it")
     c.add_argument("--pin", metavar="NNNN", help="the SIM's PIN, 4 to 8 digits, kept sealed and entered when the "
                    "SIM asks for it ('-' reads it from stdin; 'off' removes it); a new PIN ends a quarantine for a "
@@ -345,7 +371,7 @@ def parser() -> argparse.ArgumentParser:
                                      "use, or which step failed and how the device answered")
     c.add_argument("port", metavar="PORT", help="/dev/serial/by-id/..., /dev/ttyUSB0, a pyserial URL, or a "
                                                 "hilink:// or android:// URL as `sim add` takes it")
-    c.add_argument("--baud", type=positive_int, default=115200)
+    c.add_argument("--baud", type=positive_int, default=115200, help=BAUD_HELP)
     c.add_argument("--pin", metavar="NNNN", help="the PIN to enter if the SIM asks for one ('-' reads it from stdin)")
     text = ("list this host's serial ports (by /dev/serial/by-id name where there is one), identify what answers "
             "AT on each, all at once (2 s at most for a silent port), and the registered SIM with its ICCID; a table "
@@ -372,7 +398,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print one JSON object even on a terminal")
 
     sms = sub.add_parser("sms", help="the global SMS switch").add_subparsers(dest="command", required=True)
-    sms.add_parser("disable", help="switch sending off (503 sms_disabled)").add_argument("--reason")
+    sms.add_parser("disable", help="switch sending off (503 sms_disabled)").add_argument(
+        "--reason", help="why, kept with the switch and in the audit trail")
     sms.add_parser("enable", help="switch sending on")
 
     oo = sub.add_parser("optout", help="numbers that get no promotional messages of a workspace (a STOP reply, "
@@ -389,7 +416,7 @@ def parser() -> argparse.ArgumentParser:
     inbound = sub.add_parser("inbound", help="replies from recipients").add_subparsers(dest="command", required=True)
     c = inbound.add_parser("list", help="received replies, newest first")
     c.add_argument("--unattributed", action="store_true", help="only replies no client could be found for")
-    c.add_argument("--limit", type=positive_int, default=50, metavar="N")
+    c.add_argument("--limit", type=positive_int, default=50, metavar="N", help="at most N (default 50)")
 
     msg = sub.add_parser("message", help="what happened to a message").add_subparsers(dest="command", required=True)
     msg.add_parser("history", help="the message's whole life from the log, oldest first: acceptance, submits "
@@ -403,7 +430,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--state", choices=["attempting", "waiting", "delivered", "dead"],
                    help="attempting: first attempt due; waiting: a retry is scheduled; dead: no more attempts")
     c.add_argument("--limit", type=positive_int, default=100, metavar="N", help="at most N (default 100)")
-    wh.add_parser("show", help="one delivery with every attempt and its body").add_argument("delivery", metavar="ID")
+    wh.add_parser("show", help="one delivery with every attempt and its body").add_argument(
+        "delivery", metavar="ID", help="the delivery's id (whd_…, from `sandesh webhooks list` or the webhook's "
+                                       "x-service-delivery header)")
     c = wh.add_parser("redeliver", help="send events again: one delivery as a new delivery (ID), or every dead or "
                                         "waiting delivery of a client over a span of the last 7 days, in their "
                                         "original order, with their own ids (--client, --since); audited")
@@ -416,13 +445,14 @@ def parser() -> argparse.ArgumentParser:
                                                                 "retry is scheduled) deliveries (default: both)")
 
     a = sub.add_parser("audit", help="operator changes, oldest first, as JSON lines")
-    a.add_argument("--workspace", metavar="WS")
-    a.add_argument("--client", metavar="CL")
+    a.add_argument("--workspace", metavar="WS", help="only changes to this workspace and its clients and people")
+    a.add_argument("--client", metavar="CL", help="only changes to this client")
     a.add_argument("--since", metavar="ISO", help="e.g. 2026-11-21T00:00:00Z")
     a.add_argument("--limit", type=positive_int, metavar="N", help="keep the N most recent")
 
     s = sub.add_parser("serve", help="run the API under gunicorn")
-    s.add_argument("--bind", default="127.0.0.1:8000", metavar="HOST:PORT")
+    s.add_argument("--bind", default="127.0.0.1:8000", metavar="HOST:PORT",
+                   help="the address to listen on (default 127.0.0.1:8000; 0.0.0.0:8000 for every interface)")
     s.add_argument("--workers", type=positive_int,
                    help="worker processes, each kept to the core with the fewest workers (default: one per core)")
     s.add_argument("--worker-connections", type=positive_int, metavar="N",
@@ -474,13 +504,16 @@ def parser() -> argparse.ArgumentParser:
                          "running SMS Gateway for Android)")
 
     up = sub.add_parser("up", help="everything for a first look: database, demo client, API and workers")
-    up.add_argument("--bind", default="127.0.0.1:8000", metavar="HOST:PORT")
+    up.add_argument("--bind", default="127.0.0.1:8000", metavar="HOST:PORT", help="where the API listens (default "
+                                                                                   "127.0.0.1:8000)")
     up.add_argument("--emulate", default="", metavar="KIND[,KIND]", type=network_kinds,
                     help="also emulate devices on the network: hilink, android")
 
     clk = sub.add_parser("clock", help="the test clock (SANDESH_CLOCK=test)").add_subparsers(dest="command", required=True)
     clk.add_parser("show", help="the service time and offset")
-    clk.add_parser("advance", help="move the test clock forward").add_argument("seconds", type=float, metavar="SECONDS")
+    clk.add_parser("advance", help="move the test clock forward").add_argument(
+        "seconds", type=float, metavar="SECONDS", help="how far, in seconds")
+    _explain_recurring(p)
     return p
 
 

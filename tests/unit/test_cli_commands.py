@@ -32,3 +32,24 @@ def test_parsed_arguments_name_their_command():
     assert words(p.parse_args(["audit", "--limit", "3"])) == ("audit",)
     assert words(p.parse_args(["worker", "dispatch", "--host", "h"])) == ("worker", "dispatch")
     assert COMMANDS[("workspace", "set-rates")].__name__ == "workspace_set_rates"
+
+
+def test_every_command_and_argument_says_what_it_is_in_its_help():
+    """`sandesh … -h` explains each subcommand and each of its arguments, not only their names."""
+    unexplained = []
+
+    def walk(p: argparse.ArgumentParser, prefix: tuple[str, ...]) -> None:
+        for action in p._actions:
+            if isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+                continue
+            if isinstance(action, argparse._SubParsersAction):
+                said = {choice.dest: choice.help for choice in action._choices_actions}
+                for name, child in action.choices.items():
+                    if not said.get(name):
+                        unexplained.append(" ".join(prefix + (name,)))
+                    walk(child, prefix + (name,))
+            elif not action.help:
+                unexplained.append(f"{' '.join(prefix)} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(parser(), ())
+    assert unexplained == []
