@@ -59,13 +59,16 @@ def shown(url: str) -> str:
     return plugin.url(privacy=True).split("?")[0].rstrip("/") if plugin else re.sub(r"://.*", "://…", url)
 
 
-def tell(url: str, text: str) -> str | None:
-    """Send `text` to one destination; None when it went, else why not."""
+def tell(url: str, text: str, kind: str = apprise.NotifyType.INFO) -> str | None:
+    """Send `text` to one destination, as Apprise's `kind` (a raised alert a warning, its end a
+    success, the rest information: the channels that can show it by colour or icon do); None
+    when it went, else why not."""
     sender = apprise.Apprise()
     if not sender.add(url):
         return "not an Apprise URL"
     try:
-        return None if sender.notify(body=text, title="Sandesh") else "the channel refused or did not answer"
+        told = sender.notify(body=text, title="Sandesh", notify_type=kind)
+        return None if told else "the channel refused or did not answer"
     except Exception as error:  # noqa: BLE001 - a channel's own failure is recorded, never kills the loop
         return f"{type(error).__name__}: {error}"[:300]
 
@@ -223,7 +226,8 @@ class Notifier:
                 continue
             url = self.sandesh.alerts.opened(destination["url_sealed"])
             number = sms_number(url)
-            error = tell(url, text or "") if number is None else self.text(alert, destination["id"], number, cleared)
+            kind = apprise.NotifyType.SUCCESS if cleared else apprise.NotifyType.WARNING
+            error = tell(url, text or "", kind) if number is None else self.text(alert, destination["id"], number, cleared)
             if error:
                 logger.warning("alert %s not told to %s: %s", alert.id, destination["shown"], error)
             if error or number is None:  # an SMS queued is recorded by Alert.Texted

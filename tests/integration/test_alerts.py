@@ -24,16 +24,20 @@ from tests.helpers import funded_workspace
 
 
 class JsonReceiver:
-    """What Apprise's json:// posts: {"title", "message", "type", …}, kept in order."""
+    """What Apprise's json:// posts: {"title", "message", "type", …}, kept in order (and each
+    message's type)."""
 
     def __init__(self) -> None:
         self.messages: list[str] = []
+        self.types: dict[str, str] = {}
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                receiver.messages.append(json.loads(body)["message"])
+                posted = json.loads(body)
+                receiver.messages.append(posted["message"])
+                receiver.types[posted["message"]] = posted["type"]
                 self.send_response(200)
                 self.send_header("content-length", "0")
                 self.end_headers()
@@ -98,6 +102,7 @@ def test_no_usable_sim_alerts_once_after_its_delay_and_once_when_it_ends(runtime
     notifier.step()
     notifier.step()
     assert receiver_json.about("no usable SIM") == ["Sandesh: no usable SIM in the pool: messages wait"]
+    assert receiver_json.types["Sandesh: no usable SIM in the pool: messages wait"] == "warning"
     holding = sandesh("alerts", "status")["holding"]
     assert [(a["condition"], a["told"]) for a in holding if a["condition"] == "no_route"] == [("no_route", 1)]
     sandesh("clock", "advance", "30")
@@ -106,6 +111,7 @@ def test_no_usable_sim_alerts_once_after_its_delay_and_once_when_it_ends(runtime
     notifier.step()
     [recovered] = receiver_json.about("recovered: no route")
     assert re.fullmatch(r"Sandesh: recovered: no route, after 3[0-2] s", recovered), "30 s of the clock, and the test's own"
+    assert receiver_json.types[recovered] == "success"  # a channel that shows the kind shows the end apart
     assert not [a for a in sandesh("alerts", "status")["holding"] if a["condition"] == "no_route"]
     heartbeat(runtime, sim["id"], healthy=False)  # again at once: within the interval, no second alert
     sandesh("clock", "advance", "120")
