@@ -12,6 +12,7 @@ from sandesh.domain.alerts import DIGEST, INTERVAL_KEY, Alert, Destination, Tuni
 
 from .contract import ReadModel
 from .rows import Add, Rows, Table
+from .webhooks import WAITING_CLIENTS
 
 DDL = """
 CREATE TABLE IF NOT EXISTS alerts (
@@ -154,13 +155,8 @@ def low_balances(conn: Any) -> list[dict[str, Any]]:
 
 # The clients with deliveries waiting (one index entry each, webhook_deliveries_client_due), and
 # the latest delivery of each that was tried: a client whose latest try failed is failing now.
-_FAILING = """
-WITH RECURSIVE waiting(client_id) AS (
-    (SELECT client_id FROM webhook_deliveries WHERE next_at IS NOT NULL ORDER BY client_id LIMIT 1)
-    UNION ALL
-    SELECT (SELECT d.client_id FROM webhook_deliveries d WHERE d.next_at IS NOT NULL AND d.client_id > w.client_id
-            ORDER BY d.client_id LIMIT 1)
-    FROM waiting w WHERE w.client_id IS NOT NULL)
+_FAILING = f"""
+WITH RECURSIVE {WAITING_CLIENTS}
 SELECT w.client_id, c.brand
 FROM waiting w JOIN clients c ON c.id = w.client_id
 CROSS JOIN LATERAL (SELECT d.state FROM webhook_deliveries d WHERE d.client_id = w.client_id AND d.attempts >= 1

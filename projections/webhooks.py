@@ -93,18 +93,22 @@ WHERE d.id = due.id RETURNING d.id, d.client_id, due.workspace_id
 """
 
 
+# The clients with deliveries waiting, one index entry each (webhook_deliveries_client_due): a
+# loose index scan, for a query's WITH RECURSIVE.
+WAITING_CLIENTS = """waiting(client_id) AS (
+    (SELECT client_id FROM webhook_deliveries WHERE next_at IS NOT NULL ORDER BY client_id LIMIT 1)
+  UNION ALL
+    SELECT (SELECT d.client_id FROM webhook_deliveries d WHERE d.next_at IS NOT NULL AND d.client_id > w.client_id
+            ORDER BY d.client_id LIMIT 1)
+    FROM waiting w WHERE w.client_id IS NOT NULL)"""
+
 # While a client or a workspace is at its share: the clients with deliveries waiting (one index
 # entry each, a loose index scan), then for each the oldest due that it and its workspace have
 # room for.  A client at its share then costs a lease one index entry however many of its
 # deliveries are due, where LEASE would skip them one by one (a slow receiver's backlog, due
 # before everyone else's).
-LEASE_AROUND_FULL = """
-WITH RECURSIVE waiting(client_id) AS (
-    (SELECT client_id FROM webhook_deliveries WHERE next_at IS NOT NULL ORDER BY client_id LIMIT 1)
-  UNION ALL
-    SELECT (SELECT d.client_id FROM webhook_deliveries d WHERE d.next_at IS NOT NULL AND d.client_id > w.client_id
-            ORDER BY d.client_id LIMIT 1)
-    FROM waiting w WHERE w.client_id IS NOT NULL),
+LEASE_AROUND_FULL = f"""
+WITH RECURSIVE {WAITING_CLIENTS},
 candidates AS (
     SELECT x.id, x.next_at, c.workspace_id,
            %(per_workspace)s - COALESCE((%(held_workspaces)s::jsonb ->> c.workspace_id)::integer, 0) AS wroom
