@@ -22,7 +22,7 @@ from sandesh.domain.settings import DEFAULT_PUBLIC_URL
 from sandesh.domain.sim import DEVICE_EVENTS
 from sandesh.projections.callers import Callers
 from sandesh.projections.storage.group_commit import GroupCommit
-from sandesh.projections.storage.health import DatabaseHealth, is_outage
+from sandesh.projections.storage.health import DatabaseHealth, is_contention, is_outage
 from sandesh.projections.storage.keys import KeyRefused
 
 from .auth import Authentication
@@ -120,6 +120,15 @@ def outage_error() -> ApiError:
                                    "Idempotency-Key.", headers={"Retry-After": OUTAGE_RETRY_AFTER})
 
 
+def contention_error() -> ApiError:
+    """The database turned a statement of the request away for another transaction's sake (a
+    deadlock, a lock not granted in time) and rolled its transaction back; the database is
+    there, so the same request may be made again at once (a send with the same Idempotency-Key
+    is never made twice)."""
+    return ApiError("unavailable", "The service was busy with another change. Retry with the same Idempotency-Key.",
+                    headers={"Retry-After": "1"})
+
+
 class StrictTransport:
     """Over TLS (to us, or to a trusted proxy that says so), every answer tells the browser to
     come back over TLS only, for a year (HSTS, RFC 6797).  Over plain HTTP the header means
@@ -154,6 +163,8 @@ def _errors(health: DatabaseHealth) -> Callable[..., Any]:
         answer = from_domain(error) if isinstance(error, DomainError) else None
         if answer is not None:
             _render(req, resp, answer)
+        elif is_contention(error):  # the database is there: only this request is answered so
+            _render(req, resp, contention_error())
         elif is_outage(error):
             health.failed(error)
             _render(req, resp, outage_error())

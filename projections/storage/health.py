@@ -25,13 +25,27 @@ OUTAGE_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.
                  OperationalError, InterfaceError)
 
 
+# A statement the database refused for another transaction's sake (a deadlock, a serialization
+# failure, a lock not granted in time, as under a migration: projections/storage/db.py): the
+# database is there, and the same request may be made again at once.
+CONTENTION_ERRORS = (psycopg.errors.TransactionRollback, psycopg.errors.LockNotAvailable)
+
+
 class DatabaseUnavailable(Exception):
     """PostgreSQL cannot be reached; the message says where and what to do."""
 
 
 def is_outage(error: BaseException | None) -> bool:
+    return _caused_by(error, (*OUTAGE_ERRORS, DatabaseUnavailable))
+
+
+def is_contention(error: BaseException | None) -> bool:
+    return _caused_by(error, CONTENTION_ERRORS)
+
+
+def _caused_by(error: BaseException | None, kinds: tuple[type[BaseException], ...]) -> bool:
     while error is not None:
-        if isinstance(error, (*OUTAGE_ERRORS, DatabaseUnavailable)):
+        if isinstance(error, kinds):
             return True
         error = error.__cause__ or error.__context__
     return False
