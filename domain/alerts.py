@@ -10,10 +10,12 @@ Every text is one SMS and names its subject."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 
 from eventsourcing.domain import event
 
 from .aggregate import Aggregate
+from .bs import bs_day_text
 from .credentials import new_id
 from .errors import InvalidInput
 from .phone import normalise
@@ -91,9 +93,9 @@ def digest_time(written: str) -> float | None:
 
 
 def digest_text(day: str, counts: dict[str, int]) -> str:
-    """The digest of a Nepal day, one SMS: the messages accepted that day and what became of
-    them, the alerts raised, and how the pool stands as it is sent."""
-    return one_sms(f"Sandesh {day}: {counts['accepted']} accepted, {counts['delivered']} delivered, "
+    """The digest of a Nepal day (AD, then BS), one SMS: the messages accepted that day and what
+    became of them, the alerts raised, and how the pool stands as it is sent."""
+    return one_sms(f"Sandesh {day} ({bs_day_text(date.fromisoformat(day))}): {counts['accepted']} accepted, {counts['delivered']} delivered, "
                    f"{counts['undelivered']} undelivered, {counts['failed']} failed; {counts['alerts']} alerts. "
                    f"Now {counts['usable']} of {counts['enabled']} SIMs usable, {counts['waiting']} waiting")
 
@@ -144,10 +146,15 @@ BALANCE_MAIL_BODY = _("The workspace's balance, its top-ups and this alert's thr
 
 
 def one_sms(text: str) -> str:
-    """The text cut to one SMS (160 GSM-7 characters, or 70 others)."""
-    while segment(text).segments > 1:
-        text = text[:-2] + "…"
-    return text
+    """The text cut to one SMS (160 GSM-7 characters, or 70 others), ending in an ellipsis where
+    it was cut: "..." in GSM-7, since "…" is not in its alphabet and would make the SMS UCS-2,
+    cut to 70."""
+    if segment(text).segments <= 1:
+        return text
+    ellipsis = "..." if segment(text).encoding == "GSM-7" else "…"
+    while text and segment(text + ellipsis).segments > 1:
+        text = text[:-1]
+    return text + ellipsis
 
 
 def raised_text(condition: str, subject: str, detail: str) -> str:

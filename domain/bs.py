@@ -29,7 +29,12 @@ def nepal_day(at: float) -> date:
 def bs_text(at: float, language: str = "en") -> str:
     """The BS date of an instant's Nepal day: "13 Mangsir 2083", or in Nepali "13 मंसिर 2083"
     (the month in Devanagari, the digits 0-9: docs/dashboard.md, "Languages")."""
-    found = bs_day(nepal_day(at))
+    return bs_day_text(nepal_day(at), language)
+
+
+def bs_day_text(day: date, language: str = "en") -> str:
+    """A Nepal day (AD) in BS, as bs_text writes it."""
+    found = bs_day(day)
     return f"{found.day} {found.strftime('%N' if language == 'ne' else '%B')} {found.year}"
 
 

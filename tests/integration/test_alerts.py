@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from sandesh.domain.bs import bs_day_text
 from sandesh.domain.clock import NEPAL
 from sandesh.domain.sending import parse_send
 from sandesh.domain.webhook import new_delivery
@@ -256,13 +257,13 @@ def test_the_daily_digest_tells_the_day_before_once_to_those_who_take_it(runtime
     follower.catch_up(runtime)
     move_to(day + timedelta(days=1), 7, 58)
     notifier.step()
-    assert receiver_json.about(f"Sandesh {day}:") == [], "not before 08:00"
+    assert receiver_json.about(f"Sandesh {day} (") == [], "not before 08:00"
     move_to(day + timedelta(days=1), 8, 1)
     notifier.step()
     notifier.step()
     Notifier(runtime).step()  # started again: the day's digest is in the log, not sent twice
-    [told] = receiver_json.about(f"Sandesh {day}:")
-    assert re.fullmatch(rf"Sandesh {day}: 3 accepted, 1 delivered, 0 undelivered, 1 failed; 0 alerts\. "
+    [told] = receiver_json.about(f"Sandesh {day} (")
+    assert re.fullmatch(rf"Sandesh {day} \({bs_day_text(day)}\): 3 accepted, 1 delivered, 0 undelivered, 1 failed; 0 alerts\. "
                         r"Now \d+ of \d+ SIMs usable, \d+ waiting", told), told
     assert digest_only.messages == [told] and elsewhere.messages == []
     last = sandesh("alerts", "status")["lastDigest"]
@@ -271,7 +272,7 @@ def test_the_daily_digest_tells_the_day_before_once_to_those_who_take_it(runtime
     sandesh("alerts", "digest", "off")
     move_to(day + timedelta(days=2), 9, 0)
     notifier.step()
-    assert receiver_json.about(f"Sandesh {day + timedelta(days=1)}:") == [] and digest_only.messages == [told]
+    assert receiver_json.about(f"Sandesh {day + timedelta(days=1)} (") == [] and digest_only.messages == [told]
     for destination in sandesh("alerts", "list")["destinations"]:
         if destination["url"] in (elsewhere.url, digest_only.url):
             sandesh("alerts", "remove", destination["id"])
