@@ -42,6 +42,8 @@ def parse_npr(text: str) -> int:
         value = Decimal(text.strip())
     except InvalidOperation:
         value = Decimal(-1)
-    if not value.is_finite() or value < 0 or value != value.quantize(Decimal("0.01")):
+    # adjusted(): the power of ten of its first digit; past 10**12 NPR no balance goes, and
+    # quantize would raise on a value with more digits than its context holds (1e30)
+    if not value.is_finite() or value < 0 or value.adjusted() > 12 or value != value.quantize(Decimal("0.01")):
         raise InvalidInput(_("%(typed)s is not an amount in NPR (e.g. 10 or 12.50)", typed=repr(text)))
     return int(value * 100)

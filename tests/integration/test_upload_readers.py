@@ -92,6 +92,20 @@ def test_a_file_is_read_on_one_child_without_the_apis_environment_at_the_lowest_
     assert limits["address space"].split()[3] == str(MEMORY)
 
 
+def test_a_file_that_is_not_csv_is_told_by_its_row_and_the_child_reads_on():
+    """Excel for Mac's "CSV (Macintosh)" ends its lines with CR alone, which the csv module
+    refuses: the sentence says which row and why, and the child that read it lives on."""
+    async def test(readers: Readers) -> tuple[Any, list[int], Any, list[int]]:
+        refused = await readers.read("list.csv", b"phone,name\r9779812345678,Sita\r", "")
+        before = reading_children()
+        after = await readers.read("list.csv", NUMBERS, "")
+        return refused, before, after, reading_children()
+
+    refused, before, after, children = run(test)
+    assert refused.errors["file"].startswith("Row 1 of the file is not CSV: new-line character seen")
+    assert len(after.recipients) == 2 and children == before
+
+
 def test_a_file_that_needs_more_memory_than_a_child_may_take_is_a_sentence_and_the_next_is_read():
     async def test(readers: Readers) -> list[Any]:
         return [await readers.read("list.csv", heavy_csv(), ""), await readers.read("list.csv", NUMBERS, "")]
