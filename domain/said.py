@@ -39,8 +39,16 @@ def packed(value: Any) -> Any:
     """A Said as JSON keeps it ({"said": template, "values": …}), for a process that hands it to
     another (the upload reader's child); anything else as it is."""
     if isinstance(value, Said):
-        return {"said": value.english, "values": {name: packed(v) for name, v in value.values.items()}}
+        return {"said": value.english, "values": {name: _packed_value(v) for name, v in value.values.items()}}
     return value
+
+
+def _packed_value(value: Any) -> Any:
+    """A sentence's value as JSON holds it: a number or a string as it is, any other (an
+    exception, say) as the text it is shown as."""
+    if isinstance(value, Said):
+        return packed(value)
+    return value if value is None or isinstance(value, (str, int, float)) else str(value)
 
 
 def unpacked(value: Any) -> Any:

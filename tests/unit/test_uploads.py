@@ -163,3 +163,17 @@ def test_a_workbook_refuses_at_its_limits_whatever_its_namespace_prefix():
     data = xlsx(b"<x:row xmlns:x='urn:x'>" + b"<x:c/>" * (MAX_CELLS + 1) + b"</x:row>")
     assert refusal("a.xlsx", data) == CELLS
 
+
+
+def test_a_sentence_with_any_value_crosses_to_the_api_as_json_and_reads_the_same():
+    """The reading child hands its refusals over as JSON (domain/said.py packed): a value JSON
+    cannot hold, such as the csv module's error, goes as its text."""
+    import csv
+
+    import orjson
+
+    from sandesh.domain.said import Said, packed, unpacked
+
+    said = Said("Row %(row)s of the file is not CSV: %(error)s.", row="1", error=csv.Error("new-line seen"))
+    crossed = unpacked(orjson.loads(orjson.dumps(packed(said))))
+    assert str(crossed) == str(said) == "Row 1 of the file is not CSV: new-line seen."
