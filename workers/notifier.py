@@ -39,6 +39,9 @@ EVERY = 1.0  # seconds between two looks
 POOL_SIZE = 2
 LAG_CAP = 100_000  # events of lag counted at most
 DIGEST_WAITING_CAP = 100_000  # waiting messages the digest counts at most
+# How often the clients whose webhooks fail are looked for: the condition holds 30 minutes before
+# it alerts, and the look walks back past a slow receiver's untried deliveries (projections/alerts.py).
+FAILING_WEBHOOKS_EVERY = 30.0
 
 
 def check_url(url: str) -> str:
@@ -107,6 +110,7 @@ class Notifier:
         self.names: dict[str, str] = {}  # a workspace's or client's id -> its name, for the end of its alert
         self.usable_sims = (0, 0)  # the enabled SIMs usable, and the enabled, as the last look saw the pool
         self.digested: date | None = None  # the Nepal day whose digest this notifier found composed
+        self.failing: tuple[float, list[dict[str, Any]]] | None = None  # when they were looked for, and found
 
     def holding(self, conn: Any, now: float) -> dict[tuple[str, str], str]:
         """(condition, subject) -> the detail of each condition that holds now."""
@@ -131,7 +135,9 @@ class Notifier:
         lags = {name: events for name, events in follower.lags(conn, events_table, LAG_CAP).items() if events}
         if lags:
             found[("projections_lag", POOL)] = ", ".join(f"{name} {events} events" for name, events in lags.items())
-        for client in alerts.failing_webhooks(conn):
+        if self.failing is None or not 0 <= now - self.failing[0] < FAILING_WEBHOOKS_EVERY:
+            self.failing = (now, alerts.failing_webhooks(conn))
+        for client in self.failing[1]:
             self.names[client["client_id"]] = client["brand"]
             found[("webhooks_failing", client["client_id"])] = f"{client['brand']} failing: deliveries retried"
         for client in alerts.dead_webhooks(conn, now - DEAD_WITHIN):
