@@ -97,6 +97,9 @@ class Dispatch:
         """A whole reply a device names by `key`, recorded once however often it is read (its id is
         the key's, `keyed_reply_id`): the reply, and whether this call recorded it."""
         reply_id, now = keyed_reply_id(sim_id, key), self.clock.now()
+        known = self.log.find(reply_id, Reply)
+        if known is not None:  # told again: sealing it would make its finished reply's key anew
+            return known, False
         reply = Reply._create(Reply.Opened, id=reply_id, sim_id=sim_id, sender=sender, reference=None, total=1,
                               at=now)
         reply.store_part(1, self.texts.seal(reply_owner(reply_id), text), at=now)

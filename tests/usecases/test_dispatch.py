@@ -7,6 +7,7 @@ import time
 import pytest
 
 from sandesh.domain.errors import InvalidInput, InvalidTransition, Refused
+from sandesh.domain.inbound import reply_owner
 from sandesh.domain.message import Message
 from sandesh.domain.optout import START, STOP, confirmation
 from sandesh.domain.topics import topics_of
@@ -52,6 +53,20 @@ def test_a_stop_reply_to_a_promotional_message_opts_its_sender_out_in_the_same_a
         store.sandesh.sending.send_sms(caller, request(to=number, messageType="promotional"))
     assert refused.value.code == "recipient_opted_out"
     assert store.sandesh.operators.opt_out(workspace, number, "operator", "ops") is False  # out already
+
+
+def test_a_reply_a_device_tells_again_after_it_was_finished_is_neither_recorded_nor_sealed_again(store: Store):
+    """A phone tells each reply twice (its webhook, its inbox): the second, read once the first
+    was finished and its parts' key destroyed, must make no key again."""
+    sent = store.sandesh.sending.send_sms(store.caller(store.workspace(1_000)), request(to=a_number()))
+    sim = a_sim(store)
+    told, recorded = store.sandesh.dispatch.store_keyed_reply(sim, "inbox-7", sent.message.to, "Namaste")
+    assert recorded
+    reply = store.sandesh.dispatch.finish_reply(told.id, sent.message)
+    assert store.sandesh.texts.open(reply.text) == "Namaste"
+    again, recorded = store.sandesh.dispatch.store_keyed_reply(sim, "inbox-7", sent.message.to, "Namaste")
+    assert (again.id, recorded) == (told.id, False)
+    assert store.sandesh.texts.cached_key(reply_owner(told.id)) is None
 
 
 def replied(store: Store, sent, text: str):
