@@ -311,9 +311,15 @@ def split_secret(port: str) -> tuple[str, str | None]:
     scheme, sep, rest = port.partition("://")
     if not sep or scheme not in SECRET_SCHEMES:
         return port, None
-    rest, question, query = rest.partition("?")
-    authority, slash, path = rest.partition("/")
-    userinfo, at, host = authority.rpartition("@")
+    # The query begins at "?signing_key=" (the one a device URL takes), else at the first "?"
+    # after the login; the login ends at the last "@" before it.  So a password written without
+    # its URL escapes ("pa/ss", "a?b") is still taken out whole, never left in what is shown.
+    start = rest.find("?signing_key=")
+    if start < 0:
+        start = rest.find("?", rest.rfind("@") + 1)
+    rest, query = (rest[:start], rest[start + 1:]) if start >= 0 else (rest, "")
+    userinfo, at, rest = rest.rpartition("@")
+    host, slash, path = rest.partition("/")
     user, colon, password = userinfo.partition(":")
     pairs = [p for p in query.split("&") if p]
     keys = [p.partition("=")[2] for p in pairs if p.startswith("signing_key=")]

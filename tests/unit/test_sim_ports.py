@@ -14,6 +14,10 @@ from sandesh.domain.sim import join_secret, split_secret
     ("android://sms:Xy12@10.0.0.5:8080?signing_key=k3y", "android://sms@10.0.0.5:8080",
      {"password": "Xy12", "signing_key": "k3y"}),
     ("android://sms@10.0.0.5?signing_key=k3y", "android://sms@10.0.0.5", {"signing_key": "k3y"}),
+    ("hilink://admin:Xy12/p%40ss?#@192.168.8.1", "hilink://admin@192.168.8.1", {"password": "Xy12/p%40ss?#"}),
+    ("android://sms:Xy12/a@b?c@10.0.0.5?signing_key=k3y@", "android://sms@10.0.0.5",
+     {"password": "Xy12/a@b?c", "signing_key": "k3y@"}),
+    ("android://10.0.0.5?signing_key=k3y@x", "android://10.0.0.5", {"signing_key": "k3y@x"}),
 ])
 def test_the_secrets_are_taken_out_and_put_back(port, public, secret):
     shown, sealed = split_secret(port)
