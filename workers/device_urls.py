@@ -14,6 +14,8 @@ def read(url: str, scheme: str, form: str) -> tuple[SplitResult, int | None, dic
     parts, a = urlsplit(url), "an" if scheme[0] in "aeiou" else "a"
     if parts.scheme != scheme:
         raise BadPort(f"{url.rpartition('@')[2]!r} is not {a} {scheme}:// port")
+    if "@" in parts.path or "@" in parts.query or "@" in parts.fragment:
+        raise BadPort("a password's / ? # and % are written with URL escapes: %2F %3F %23 %25")
     try:
         port = parts.port
     except ValueError:

@@ -348,12 +348,21 @@ def _port(text: str | None) -> str | None:
     return sys.stdin.readline().strip() if text == "-" else text
 
 
+def _shown_port(port: str) -> str:
+    """A port as a sentence may show it: a device URL without its password or signing key, and
+    any other URL without what comes before its last "@"."""
+    from sandesh.domain.sim import split_secret
+
+    public = split_secret(port)[0]
+    return re.sub(r"://.*@", "://***@", public) if public == port else public
+
+
 def _port_problem(port: str, others: list[dict[str, Any]]) -> str | None:
     """Why `port` cannot be a SIM's beside the enabled SIMs `others`, as the command says it."""
     from sandesh.workers.links import port_problem
 
     if problem := port_problem(port, [r["port"] for r in others]):
-        return f"--port {re.sub(r'://[^@/]*@', '://***@', port)}: {problem}"
+        return f"--port {_shown_port(port)}: {problem}"
     return None
 
 
@@ -368,8 +377,8 @@ def sim_add(args: argparse.Namespace, settings: Settings, actor: str) -> int:
             return fail(problem)
         taken = same_device(args.port, enabled)
         if taken is not None:  # its thread would wait on the other's lock for ever
-            return fail(f"--port {args.port} leads to {taken['device']}, the port of SIM {taken['name']!r}: "
-                        "one modem is one SIM (`sandesh sim list`)")
+            return fail(f"--port {_shown_port(args.port)} leads to {taken['device']}, the port of SIM "
+                        f"{taken['name']!r}: one modem is one SIM (`sandesh sim list`)")
         sim = runtime.sandesh.sims.add_sim(args.name, args.port, args.baud, args.host, actor,
                                   {k: v for k, v in _sim_settings(args).items() if k not in ("baud", "host")})
         emit(registry.sim_view(_row(runtime, "sims", sim.id, "SIM")))

@@ -84,6 +84,8 @@ def test_sim_add_refuses_what_it_cannot_drive_and_never_prints_a_password(sandes
     assert done.returncode != 0 and "is no kind of port" in done.stderr and "p4ss" not in done.stderr
     done = sandesh.run("sim", "add", "--name", "odd", "--port", "hilink://admin:pw@192.168.8.1:99999")
     assert done.returncode != 0 and "65535" in done.stderr and ":pw@" not in done.stderr
+    done = sandesh.run("sim", "add", "--name", "slashed", "--port", "hilink://admin:pa/ss@192.168.8.1")
+    assert done.returncode != 0 and "%2F" in done.stderr and "pa/ss" not in done.stderr and "ss@" not in done.stderr
     sandesh("sim", "add", "--name", "first", "--port", stick.port_url())
     done = sandesh.run("sim", "add", "--name", "second", "--port", stick.port_url())
     assert done.returncode != 0 and "one device is one SIM" in done.stderr
