@@ -23,8 +23,10 @@ UTF8.body_encoding = QP  # an English body stays readable as it travels
 
 
 def send(smtp_url: str, sender: str, to: str, subject: str, body: str) -> str | None:
-    """Hand one message to the server; None when it took it, else why not."""
+    """Hand one message to the server; None when it took it, else why not.  The subject is one
+    line whatever it is given (a workspace's name could hold a line break, and with it a header)."""
     url = urlsplit(smtp_url)
+    subject = " ".join(subject.split())
     message = MIMEText(body, "plain", UTF8)
     message["From"], message["To"] = formataddr(("Sandesh", sender)), to
     message["Subject"] = subject if subject.isascii() else Header(subject, "utf-8")  # type: ignore[assignment]
@@ -43,5 +45,5 @@ def send(smtp_url: str, sender: str, to: str, subject: str, body: str) -> str | 
                 server.login(unquote(url.username), unquote(url.password or ""))
             server.send_message(message)
         return None
-    except (OSError, smtplib.SMTPException) as error:
+    except Exception as error:  # noqa: BLE001 - a server's or a message's failure is recorded, never kills the loop
         return f"{type(error).__name__}: {error}"[:300]
