@@ -68,19 +68,6 @@ def spend(runtime: Any, shop: dict[str, Any], paisa: int) -> None:
     runtime.sandesh.sending.send(shop["client"], shop["id"], request, paisa)
 
 
-def test_a_subject_is_one_line_whatever_it_is_given(mailbox):
-    """A workspace's name is in the subject; a line break in it neither breaks the message nor
-    adds a header."""
-    from sandesh.workers import mail
-
-    box, port = mailbox
-    assert mail.send(f"smtp://127.0.0.1:{port}", "alerts@sandesh.example", "owner@line.example",
-                     "Balance of Acme\nBcc: thief@example.com below NPR 500", "Top it up.") is None
-    [told] = box.to("owner@line.example")
-    assert told["Subject"] == "Balance of Acme Bcc: thief@example.com below NPR 500" and told["Bcc"] is None
-    assert not box.to("thief@example.com")
-
-
 def test_a_threshold_is_checked(sandesh, shop):
     for bad, why in (("abc", "is not an amount in NPR"), ("-5", "is not an amount in NPR"),
                      ("5.001", "is not an amount in NPR"), ("100000001", "at most NPR 1,00,00,000")):
@@ -188,3 +175,16 @@ def test_the_notifier_as_it_runs_emails_each_owner_in_the_language_they_chose(ru
     finally:
         worker.terminate()
         worker.wait(timeout=30)
+
+
+def test_a_subject_is_one_line_whatever_it_is_given(mailbox):
+    """A workspace's name is in the subject; a line break in it neither breaks the message nor
+    adds a header.  (Last in the module: the others count the mailbox's messages.)"""
+    from sandesh.workers import mail
+
+    box, port = mailbox
+    assert mail.send(f"smtp://127.0.0.1:{port}", "alerts@sandesh.example", "owner@line.example",
+                     "Balance of Acme\nBcc: thief@example.com below NPR 500", "Top it up.") is None
+    [told] = box.to("owner@line.example")
+    assert told["Subject"] == "Balance of Acme Bcc: thief@example.com below NPR 500" and told["Bcc"] is None
+    assert not box.to("thief@example.com")
