@@ -165,6 +165,21 @@ WHERE latest.state <> 'delivered'
 """
 
 
+# Advisory lock: the one notifier that looks, on any host (workers/notifier.py); the others wait.
+NOTIFIER_TURN = 0x5A4E_A1E7
+
+
+def take_turn(conn: Any) -> bool:
+    """Whether this session now holds the notifiers' turn (until the session ends)."""
+    row = conn.execute("SELECT pg_try_advisory_lock(%s) AS taken", (NOTIFIER_TURN,)).fetchone()
+    return bool(row["taken"] if isinstance(row, dict) else row[0])
+
+
+def still_held(conn: Any) -> None:
+    """Raise when the session holding the turn has ended (its lock went with it)."""
+    conn.execute("SELECT 1")
+
+
 def failing_webhooks(conn: Any) -> list[dict[str, Any]]:
     """The clients with deliveries waiting whose latest tried delivery was not delivered: their
     receiver is failing now.  Without JIT: behind a slow receiver's long backlog the planner

@@ -17,6 +17,7 @@ from datetime import date, datetime, timedelta
 from typing import Any, Callable
 
 import apprise
+import psycopg
 
 from sandesh.domain.alerts import (BALANCE_MAIL_BODY, CLIENT, CONDITIONS, DEAD_WITHIN, DIGEST, OTP_WAIT, POOL,
                                    QUEUE_WAIT, SIM, SMS_PER_HOUR, VALIDITY_DAYS, WORKSPACE, Alert, balance_mail,
@@ -28,6 +29,7 @@ from sandesh.domain.sim import DEFAULT_MIN_CREDIT
 from sandesh.domain.sim_plan import days_left, validity_of
 from sandesh.domain.errors import DomainError, InvalidInput
 from sandesh.projections import alerts, dispatch, follower, registry, sim_health
+from sandesh.projections.storage import db
 from sandesh.projections.storage.runtime import Runtime
 from sandesh.projections.storage.health import is_outage
 
@@ -36,6 +38,7 @@ from . import mail
 logger = logging.getLogger("sandesh.worker.notifier")
 
 EVERY = 1.0  # seconds between two looks
+STANDBY_EVERY = 5.0  # seconds between two tries for the turn, while another notifier looks
 POOL_SIZE = 2
 LAG_CAP = 100_000  # events of lag counted at most
 DIGEST_WAITING_CAP = 100_000  # waiting messages the digest counts at most
@@ -111,6 +114,7 @@ class Notifier:
         self.usable_sims = (0, 0)  # the enabled SIMs usable, and the enabled, as the last look saw the pool
         self.digested: date | None = None  # the Nepal day whose digest this notifier found composed
         self.failing: tuple[float, list[dict[str, Any]]] | None = None  # when they were looked for, and found
+        self.waiting_said = False  # whether it said another notifier looks
 
     def holding(self, conn: Any, now: float) -> dict[tuple[str, str], str]:
         """(condition, subject) -> the detail of each condition that holds now."""
@@ -278,16 +282,49 @@ class Notifier:
         return None
 
     def run(self, stop: threading.Event) -> None:
-        """Until `stop`, a look every second; an outage is waited out, any other error logged."""
-        while not stop.is_set():
+        """Until `stop`: while this notifier holds the notifiers' turn, a look every second; else a
+        try for the turn every STANDBY_EVERY.  One notifier looks at a time, whatever runs on
+        how many hosts, so an alert is raised and told once; when it stops, another takes over.
+        An outage is waited out, any other error logged."""
+        turn: psycopg.Connection | None = None
+        try:
+            while not stop.is_set():
+                try:
+                    turn = self.turn(turn)
+                    if turn is not None:
+                        self.step()
+                except Exception as error:  # noqa: BLE001 - no loop dies
+                    if turn is not None and turn.closed:
+                        turn = None
+                    if is_outage(error):
+                        self.runtime.health.failed(error)
+                    else:
+                        logger.exception("the notifier's look failed; it looks again in a second")
+                stop.wait(EVERY if turn is not None else STANDBY_EVERY)
+        finally:
+            if turn is not None:
+                turn.close()
+
+    def turn(self, held: psycopg.Connection | None) -> psycopg.Connection | None:
+        """The session that holds the notifiers' turn: `held` while it lives, else a new one that
+        took the turn, or None while another notifier holds it."""
+        if held is not None:
             try:
-                self.step()
-            except Exception as error:  # noqa: BLE001 - no loop dies
-                if is_outage(error):
-                    self.runtime.health.failed(error)
-                else:
-                    logger.exception("the notifier's look failed; it looks again in a second")
-            stop.wait(EVERY)
+                alerts.still_held(held)
+                return held
+            except Exception:
+                held.close()  # the turn ended with its session: another may hold it now
+                raise
+        conn = db.connect(self.settings)
+        if alerts.take_turn(conn):
+            logger.info("this notifier looks; any other waits for its turn")
+            self.holding_since.clear()  # what held before this turn was seen by another
+            return conn
+        conn.close()
+        if not self.waiting_said:
+            logger.info("another notifier looks; this one takes over when it stops")
+            self.waiting_said = True
+        return None
 
 
 def run(runtime: Runtime, stop: threading.Event, say: Callable[[Said, str | None], str] = in_english) -> None:

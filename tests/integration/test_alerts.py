@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import threading
+import time
 from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
@@ -21,7 +24,8 @@ from sandesh.domain.webhook import new_delivery
 from sandesh.projections import sim_health
 from sandesh.workers.notifier import FAILING_WEBHOOKS_EVERY, Notifier
 from tests import contract
-from tests.helpers import funded_workspace
+from tests.conftest import ROOT
+from tests.helpers import funded_workspace, until
 
 
 class JsonReceiver:
@@ -277,3 +281,36 @@ def test_the_daily_digest_tells_the_day_before_once_to_those_who_take_it(runtime
     for destination in sandesh("alerts", "list")["destinations"]:
         if destination["url"] in (elsewhere.url, digest_only.url):
             sandesh("alerts", "remove", destination["id"])
+
+
+def test_of_two_notifiers_one_looks_and_the_other_takes_over_when_it_is_killed(runtime, sandesh, env, notifier,
+                                                                                receiver_json, tmp_path):
+    """`worker all` on two hosts runs two notifiers: one holds the turn and tells each alert
+    once; killed, the other takes over and tells the end."""
+    sim = sandesh("sim", "add", "--name", "twice-1", "--port", "loop://")
+    sandesh("alerts", "tune", "sim_unusable", "--after", "0")
+    logs = [tmp_path / f"notifier-{n}.log" for n in (1, 2)]
+    workers = [subprocess.Popen([sys.executable, "-m", "sandesh.scripts.service.cli", "worker", "notifier"], cwd=ROOT,
+                                env={**env, "PYTHONPATH": str(ROOT)}, stdout=log.open("w"), stderr=subprocess.STDOUT)
+               for log in logs]
+    try:
+        said = until(lambda: [log.read_text() for log in logs] if all(
+            "notifier looks" in log.read_text() for log in logs) else None, timeout=30)
+        (holder,) = [w for w, text in zip(workers, said) if "this notifier looks" in text]
+        heartbeat(runtime, sim["id"], healthy=False)
+        until(lambda: receiver_json.about("SIM twice-1 unusable"), timeout=15)
+        time.sleep(3)  # three more looks of the one, tries of the other
+        assert len(receiver_json.about("SIM twice-1 unusable")) == 1
+        holder.kill()
+        holder.wait(timeout=10)
+        heartbeat(runtime, sim["id"], healthy=True)
+        [ended] = until(lambda: receiver_json.about("recovered: SIM twice-1"), timeout=20)
+        assert ended.startswith("Sandesh: recovered: SIM twice-1 unusable")
+        time.sleep(2)
+        assert len(receiver_json.about("recovered: SIM twice-1")) == 1
+    finally:
+        for worker in workers:
+            worker.terminate()
+            worker.wait(timeout=30)
+        sandesh("alerts", "tune", "sim_unusable", "--default")
+        sandesh("sim", "disable", sim["id"])
