@@ -95,8 +95,8 @@ def digest_time(written: str) -> float | None:
 def digest_text(day: str, counts: dict[str, int]) -> str:
     """The digest of a Nepal day (AD, then BS), one SMS: the messages accepted that day and what
     became of them, the alerts raised, and how the pool stands as it is sent."""
-    return one_sms(f"Sandesh {day} ({bs_day_text(date.fromisoformat(day))}): {counts['accepted']} accepted, {counts['delivered']} delivered, "
-                   f"{counts['undelivered']} undelivered, {counts['failed']} failed; {counts['alerts']} alerts. "
+    return one_sms(f"Sandesh {day} ({bs_day_text(date.fromisoformat(day))}): {counts['accepted']} accepted, "
+                   f"{counts['delivered']} delivered, {counts['undelivered']} undelivered, {counts['failed']} failed; {counts['alerts']} alerts. "
                    f"Now {counts['usable']} of {counts['enabled']} SIMs usable, {counts['waiting']} waiting")
 
 
@@ -149,9 +149,10 @@ def one_sms(text: str) -> str:
     """The text cut to one SMS (160 GSM-7 characters, or 70 others), ending in an ellipsis where
     it was cut: "..." in GSM-7, since "…" is not in its alphabet and would make the SMS UCS-2,
     cut to 70."""
-    if segment(text).segments <= 1:
+    whole = segment(text)
+    if whole.segments <= 1:
         return text
-    ellipsis = "..." if segment(text).encoding == "GSM-7" else "…"
+    ellipsis = "..." if whole.encoding == "GSM-7" else "…"
     while text and segment(text + ellipsis).segments > 1:
         text = text[:-1]
     return text + ellipsis

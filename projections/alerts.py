@@ -170,9 +170,9 @@ NOTIFIER_TURN = 0x5A4E_A1E7
 
 
 def take_turn(conn: Any) -> bool:
-    """Whether this session now holds the notifiers' turn (until the session ends)."""
-    row = conn.execute("SELECT pg_try_advisory_lock(%s) AS taken", (NOTIFIER_TURN,)).fetchone()
-    return bool(row["taken"] if isinstance(row, dict) else row[0])
+    """Whether this session (a connection of its own, db.connect) now holds the notifiers' turn,
+    until it ends."""
+    return bool(conn.execute("SELECT pg_try_advisory_lock(%s)", (NOTIFIER_TURN,)).fetchone()[0])
 
 
 def still_held(conn: Any) -> None:

@@ -236,8 +236,10 @@ class Notifier:
                 continue
             url = self.sandesh.alerts.opened(destination["url_sealed"])
             number = sms_number(url)
-            kind = apprise.NotifyType.SUCCESS if cleared else apprise.NotifyType.WARNING
-            error = tell(url, text or "", kind) if number is None else self.text(alert, destination["id"], number, cleared)
+            if number is None:
+                error = tell(url, text or "", apprise.NotifyType.SUCCESS if cleared else apprise.NotifyType.WARNING)
+            else:
+                error = self.text(alert, destination["id"], number, cleared)
             if error:
                 logger.warning("alert %s not told to %s: %s", alert.id, destination["shown"], error)
             if error or number is None:  # an SMS queued is recorded by Alert.Texted

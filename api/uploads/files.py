@@ -53,7 +53,7 @@ def _csv(data: bytes, found: Table) -> list[list[str]]:
     except csv.Error as error:
         if "field larger than field limit" in str(error):
             raise Unread(too_long(row + 1)) from None
-        raise Unread(_("Row %(row)s of the file is not CSV: %(error)s.", row=format(row + 1, ","), error=str(error))) from None
+        raise Unread(_("Row %(row)s of the file is not CSV: %(error)s.", row=format(row + 1, ","), error=error)) from None
     finally:
         csv.field_size_limit(previous)
     return found.rows

@@ -268,7 +268,8 @@ def test_the_daily_digest_tells_the_day_before_once_to_those_who_take_it(runtime
     notifier.step()
     Notifier(runtime).step()  # started again: the day's digest is in the log, not sent twice
     [told] = receiver_json.about(f"Sandesh {day} (")
-    assert re.fullmatch(rf"Sandesh {day} \({bs_day_text(day)}\): 3 accepted, 1 delivered, 0 undelivered, 1 failed; 0 alerts\. "
+    assert re.fullmatch(rf"Sandesh {day} \({bs_day_text(day)}\): 3 accepted, 1 delivered, 0 undelivered, "
+                        r"1 failed; 0 alerts\. "
                         r"Now \d+ of \d+ SIMs usable, \d+ waiting", told), told
     assert digest_only.messages == [told] and elsewhere.messages == []
     last = sandesh("alerts", "status")["lastDigest"]
